@@ -1,0 +1,82 @@
+//! Run settings.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// When a task may start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schedule {
+    /// A task starts as soon as its own prerequisites are done.
+    #[default]
+    Dataflow,
+    /// Seed 002's barrier: wave k+1 starts only when all of wave k is done. Kept to compare.
+    Waves,
+}
+
+impl std::str::FromStr for Schedule {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "dataflow" => Ok(Schedule::Dataflow),
+            "waves" => Ok(Schedule::Waves),
+            other => Err(format!(
+                "unknown schedule {other:?} (expected dataflow or waves)"
+            )),
+        }
+    }
+}
+
+impl Schedule {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Schedule::Dataflow => "dataflow",
+            Schedule::Waves => "waves",
+        }
+    }
+}
+
+/// Task-level retries of transient model errors (seed 002: retry once).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 1 means at most 2 attempts.
+    pub max_retries: u32,
+    /// Backoff before retry k is `base * 2^(k-1)`, capped by `max_backoff`, with full jitter.
+    pub base_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 1,
+            base_backoff: Duration::from_millis(200),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    pub schedule: Schedule,
+    /// Most subagents in flight; `None` means no cap beyond the graph itself.
+    pub concurrency: Option<usize>,
+    pub retry: RetryPolicy,
+    /// Most subagents spawned per supervisor turn, so completions keep draining meanwhile.
+    pub dispatch_batch: usize,
+    /// Seed for retry jitter, so a seeded run replays its timings.
+    pub seed: u64,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            schedule: Schedule::Dataflow,
+            concurrency: None,
+            retry: RetryPolicy::default(),
+            dispatch_batch: 256,
+            seed: 0,
+        }
+    }
+}

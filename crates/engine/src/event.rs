@@ -1,0 +1,229 @@
+//! Run events: what happened, when. The engine emits them; sinks write `events.jsonl`, drive
+//! progress displays, or stream to other programs.
+
+use std::io::{self, BufWriter, Write};
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Sender};
+use std::thread::JoinHandle;
+
+use chrono::{DateTime, Utc};
+use planwave_llm::Usage;
+use planwave_plan::TaskId;
+use serde::{Deserialize, Serialize};
+
+use crate::timefmt;
+
+/// One line of `events.jsonl`: a timestamp plus the event's own fields, tagged by `type`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    #[serde(serialize_with = "timefmt::serialize")]
+    pub ts: DateTime<Utc>,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+impl Event {
+    pub fn now(kind: EventKind) -> Event {
+        Event {
+            ts: timefmt::now(),
+            kind,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    RunStarted {
+        run_id: uuid::Uuid,
+        topic: String,
+        tasks: usize,
+        waves: usize,
+        schedule: String,
+        concurrency: Option<usize>,
+        provider: String,
+        model: String,
+        simulated: bool,
+    },
+    /// All prerequisites done; the task waits for a slot (or the wave barrier).
+    TaskReady {
+        task: TaskId,
+        wave: u32,
+    },
+    TaskStarted {
+        task: TaskId,
+        wave: u32,
+    },
+    /// A transient failure; the task tries again after `delay_ms`.
+    TaskRetry {
+        task: TaskId,
+        attempt: u32,
+        error: String,
+        delay_ms: u64,
+    },
+    TaskCompleted {
+        task: TaskId,
+        attempts: u32,
+        duration_ms: f64,
+        usage: Usage,
+    },
+    TaskFailed {
+        task: TaskId,
+        attempts: u32,
+        error: String,
+    },
+    TaskBlocked {
+        task: TaskId,
+        blocked_by: TaskId,
+    },
+    /// One model call (any role), successful or not.
+    LlmCall {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task: Option<TaskId>,
+        role: String,
+        model: String,
+        attempt: u32,
+        duration_ms: f64,
+        usage: Usage,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    RunFinished {
+        run_id: uuid::Uuid,
+        status: String,
+        completed: usize,
+        failed: usize,
+        blocked: usize,
+        duration_ms: f64,
+    },
+}
+
+/// Receives every event of a run. Called from actor handlers: implementations must not block
+/// for long (hand heavy work to another thread).
+pub trait EventSink: Send + Sync {
+    fn emit(&self, event: &Event);
+}
+
+/// Drops everything (benchmarks, embedding).
+#[derive(Debug, Default)]
+pub struct NullSink;
+
+impl EventSink for NullSink {
+    fn emit(&self, _event: &Event) {}
+}
+
+/// Sends each event to several sinks.
+#[derive(Default)]
+pub struct FanoutSink(pub Vec<std::sync::Arc<dyn EventSink>>);
+
+impl EventSink for FanoutSink {
+    fn emit(&self, event: &Event) {
+        for s in &self.0 {
+            s.emit(event);
+        }
+    }
+}
+
+enum Cmd {
+    Event(Box<Event>),
+    Flush(mpsc::SyncSender<()>),
+}
+
+/// Writes events as JSON lines on a dedicated thread, so serialization and I/O stay off the
+/// actors' threads. [`JsonlSink::close`] flushes and reports the first write error.
+pub struct JsonlSink {
+    tx: Mutex<Option<Sender<Cmd>>>,
+    thread: Mutex<Option<JoinHandle<io::Result<()>>>>,
+}
+
+impl JsonlSink {
+    pub fn new(out: Box<dyn Write + Send>) -> JsonlSink {
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let thread = std::thread::Builder::new()
+            .name("planwave-events".into())
+            .spawn(move || -> io::Result<()> {
+                let mut w = BufWriter::with_capacity(1 << 16, out);
+                let mut first_err: Option<io::Error> = None;
+                for cmd in rx {
+                    match cmd {
+                        Cmd::Event(ev) => {
+                            if first_err.is_none() {
+                                let r = serde_json::to_writer(&mut w, &*ev)
+                                    .map_err(io::Error::from)
+                                    .and_then(|_| w.write_all(b"\n"));
+                                first_err = r.err();
+                            }
+                        }
+                        Cmd::Flush(done) => {
+                            if first_err.is_none() {
+                                first_err = w.flush().err();
+                            }
+                            let _ = done.send(());
+                        }
+                    }
+                }
+                if let Some(e) = first_err {
+                    return Err(e);
+                }
+                w.flush()
+            })
+            .ok();
+        JsonlSink {
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(thread),
+        }
+    }
+
+    pub fn create(path: &std::path::Path) -> io::Result<JsonlSink> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        Ok(JsonlSink::new(Box::new(f)))
+    }
+
+    /// Waits until everything emitted so far is written out.
+    pub fn flush(&self) {
+        let (done_tx, done_rx) = mpsc::sync_channel(1);
+        if let Ok(guard) = self.tx.lock() {
+            if let Some(tx) = guard.as_ref() {
+                if tx.send(Cmd::Flush(done_tx)).is_err() {
+                    return;
+                }
+            } else {
+                return;
+            }
+        }
+        let _ = done_rx.recv();
+    }
+
+    /// Flushes, stops the writer thread and returns its first error. Later events are dropped.
+    pub fn close(&self) -> io::Result<()> {
+        if let Ok(mut guard) = self.tx.lock() {
+            guard.take();
+        }
+        let handle = self.thread.lock().ok().and_then(|mut g| g.take());
+        match handle {
+            Some(h) => h
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("event writer thread panicked"))),
+            None => Ok(()),
+        }
+    }
+}
+
+impl EventSink for JsonlSink {
+    fn emit(&self, event: &Event) {
+        if let Ok(guard) = self.tx.lock()
+            && let Some(tx) = guard.as_ref()
+        {
+            let _ = tx.send(Cmd::Event(Box::new(event.clone())));
+        }
+    }
+}
+
+impl Drop for JsonlSink {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}

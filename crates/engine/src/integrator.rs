@@ -1,0 +1,201 @@
+//! The integrator actor: keeps every section as it arrives (writing its file at once, so a
+//! crash loses nothing finished), then writes the executive summary and the report.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use planwave_llm::{AgentRole, ChatRequest, Usage};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::event::EventKind;
+use crate::outcome::{RunStats, TaskRecord, TaskStatus};
+use crate::prompt::{SectionSummary, integrator_context};
+use crate::report::{self, ReportInput};
+use crate::rundir::RunDir;
+use crate::shared::RunShared;
+
+pub struct Integrator;
+
+pub enum IntegratorMsg {
+    /// A completed section; `write` is false for sections restored from an earlier run.
+    Section {
+        index: usize,
+        text: Arc<str>,
+        write: bool,
+    },
+    Finish(Box<FinishRequest>, RpcReplyPort<Integration>),
+}
+
+pub struct FinishRequest {
+    pub records: Vec<TaskRecord>,
+    pub stats: RunStats,
+}
+
+/// What integration produced.
+#[derive(Debug, Clone)]
+pub struct Integration {
+    pub report: String,
+    pub summary_usage: Usage,
+    /// Set when the summary could not come from the model (the report says so too).
+    pub summary_error: Option<String>,
+    /// Files that could not be written, with the reason; the run goes on without them.
+    pub write_errors: Vec<String>,
+    /// Which sections have a file on disk.
+    pub written: Vec<bool>,
+}
+
+pub struct IntegratorArgs {
+    pub shared: Arc<RunShared>,
+    pub output: Option<RunDir>,
+    /// `sections/<stem>.md` per task, in plan order.
+    pub section_files: Vec<String>,
+}
+
+pub struct IntegratorState {
+    args: IntegratorArgs,
+    sections: Vec<Option<Arc<str>>>,
+    written: Vec<bool>,
+    write_errors: Vec<String>,
+}
+
+impl Actor for Integrator {
+    type Msg = IntegratorMsg;
+    type State = IntegratorState;
+    type Arguments = IntegratorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<IntegratorMsg>,
+        args: IntegratorArgs,
+    ) -> Result<IntegratorState, ActorProcessingErr> {
+        let n = args.shared.plan.len();
+        Ok(IntegratorState {
+            args,
+            sections: vec![None; n],
+            written: vec![false; n],
+            write_errors: Vec::new(),
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<IntegratorMsg>,
+        msg: IntegratorMsg,
+        state: &mut IntegratorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            IntegratorMsg::Section { index, text, write } => {
+                if let (true, Some(out)) = (write, &state.args.output) {
+                    match out.write(&state.args.section_files[index], text.as_bytes()) {
+                        Ok(()) => state.written[index] = true,
+                        Err(e) => state.write_errors.push(e.to_string()),
+                    }
+                } else if !write {
+                    state.written[index] = state.args.output.is_some();
+                }
+                state.sections[index] = Some(text);
+            }
+            IntegratorMsg::Finish(req, reply) => {
+                let result = state.integrate(*req).await;
+                let _ = reply.send(result);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl IntegratorState {
+    async fn integrate(&mut self, req: FinishRequest) -> Integration {
+        let shared = self.args.shared.clone();
+        let plan = &shared.plan;
+        let (summary, summary_usage, summary_error) = self.summary(&req.records).await;
+        let info = shared.provider.info().into();
+        let text = report::render(&ReportInput {
+            plan,
+            records: &req.records,
+            sections: &self.sections,
+            summary: &summary,
+            summary_error: summary_error.as_deref(),
+            stats: &req.stats,
+            provider: &info,
+        });
+        if let Some(out) = &self.args.output
+            && let Err(e) = out.write("report.md", text.as_bytes())
+        {
+            self.write_errors.push(e.to_string());
+        }
+        Integration {
+            report: text,
+            summary_usage,
+            summary_error,
+            write_errors: std::mem::take(&mut self.write_errors),
+            written: self.written.clone(),
+        }
+    }
+
+    /// The executive summary from the model; on failure a plain summary, with the reason.
+    async fn summary(&self, records: &[TaskRecord]) -> (String, Usage, Option<String>) {
+        let shared = &self.args.shared;
+        let plan = &shared.plan;
+        let order = report::dependency_order(plan);
+        let summaries: Vec<SectionSummary<'_>> = order
+            .iter()
+            .map(|&i| SectionSummary {
+                index: i,
+                status: records[i].status.as_str(),
+                text: self.sections[i].as_deref(),
+            })
+            .collect();
+        let messages = shared.prompts.integrator(plan, &summaries);
+        let context = integrator_context(plan, &summaries);
+        let mut usage = Usage::default();
+        let mut last_error = String::new();
+        for attempt in 1..=shared.config.retry.max_retries + 1 {
+            let t0 = Instant::now();
+            let request = ChatRequest {
+                role: AgentRole::Integrator,
+                messages: messages.clone(),
+                attempt,
+                context: context.clone(),
+            };
+            let answer = shared.provider.chat(request).await;
+            let (u, model, error) = match &answer {
+                Ok(r) => (r.usage, r.model.clone(), None),
+                Err(e) => (
+                    Usage::default(),
+                    shared.provider.info().model,
+                    Some(e.to_string()),
+                ),
+            };
+            usage += u;
+            shared.emit(EventKind::LlmCall {
+                task: None,
+                role: AgentRole::Integrator.as_str().into(),
+                model,
+                attempt,
+                duration_ms: t0.elapsed().as_secs_f64() * 1000.0,
+                usage: u,
+                error,
+            });
+            match answer {
+                Ok(r) if !r.content.trim().is_empty() => return (r.content, usage, None),
+                Ok(_) => last_error = "the model returned an empty summary".into(),
+                Err(e) => {
+                    last_error = e.to_string();
+                    if !e.is_retryable() {
+                        break;
+                    }
+                }
+            }
+        }
+        let completed = records
+            .iter()
+            .filter(|r| r.status == TaskStatus::Completed)
+            .count();
+        (
+            report::plain_summary(plan, completed, records.len()),
+            usage,
+            Some(last_error),
+        )
+    }
+}

@@ -1,0 +1,35 @@
+//! The executor: runs a [`ValidatedPlan`](planwave_plan::ValidatedPlan) as concurrent LLM
+//! subagents on ractor actors and assembles the report.
+//!
+//! [`execute`] is the entry point. A [`supervisor`] actor owns the run: it asks the pure
+//! [`Scheduler`] which tasks are ready, spawns one [`subagent`] actor per task as soon as that
+//! task's own prerequisites are done, and turns failures (including panics) into `failed` and
+//! `blocked` task records. An [`integrator`] actor collects outcomes, writes section files as
+//! they arrive, and renders the report ([`report`]).
+//!
+//! This crate knows nothing of the command line, terminals or HTTP; it talks to models only
+//! through [`planwave_llm::LlmProvider`] and reports progress only through [`EventSink`].
+
+mod config;
+mod event;
+mod outcome;
+pub mod prompt;
+pub mod report;
+mod run;
+mod rundir;
+mod scheduler;
+mod shared;
+mod timefmt;
+
+pub mod integrator;
+pub mod subagent;
+pub mod supervisor;
+
+pub use config::{RetryPolicy, RunConfig, Schedule};
+pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use outcome::{ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus};
+pub use prompt::{BuiltinPrompts, PromptSet};
+pub use run::{EngineError, RunRequest, execute};
+pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
+pub use scheduler::Scheduler;
+pub use supervisor::Preset;

@@ -1,0 +1,159 @@
+//! What a run produced: per-task records and the run's status, as written to `run.json`.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use planwave_llm::{ProviderInfo, Usage};
+use planwave_plan::TaskId;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Schedule;
+use crate::timefmt;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaskStatus {
+    /// Waiting for prerequisites or for a free slot.
+    Pending,
+    Running,
+    Completed,
+    Failed,
+    /// Never started because a prerequisite failed.
+    Blocked,
+}
+
+impl TaskStatus {
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Blocked
+        )
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Pending => "pending",
+            TaskStatus::Running => "running",
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Blocked => "blocked",
+        }
+    }
+}
+
+/// One task's fate. Field names are the `run.json` contract.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    pub id: TaskId,
+    pub description: String,
+    pub status: TaskStatus,
+    pub wave: u32,
+    pub attempts: u32,
+    #[serde(serialize_with = "timefmt::option::serialize", default)]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "timefmt::option::serialize", default)]
+    pub finished_at: Option<DateTime<Utc>>,
+    pub error: Option<String>,
+    /// The failed task that kept this one from running.
+    pub blocked_by: Option<TaskId>,
+    /// Prerequisites whose sections were given to this task's subagent.
+    pub context_from: Vec<TaskId>,
+    /// `sections/<file>` holding this task's section, when one was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub section_file: Option<String>,
+    #[serde(default)]
+    pub usage: Usage,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Every task completed.
+    Completed,
+    /// Some tasks completed, some failed or were blocked; the report is still written.
+    Partial,
+    /// No task completed.
+    Failed,
+    /// Interrupted (Ctrl-C, deadline); unfinished tasks are `pending` and can be resumed.
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::Partial => "partial",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn from_counts(total: usize, completed: usize) -> RunStatus {
+        if completed == total {
+            RunStatus::Completed
+        } else if completed == 0 {
+            RunStatus::Failed
+        } else {
+            RunStatus::Partial
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    pub tasks: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+    pub waves: usize,
+    pub critical_path: Vec<TaskId>,
+    pub makespan_ms: f64,
+    pub schedule: Option<Schedule>,
+    pub concurrency: Option<usize>,
+    pub retries: u64,
+    pub usage: Usage,
+}
+
+/// Everything a run produced. Serialized (without sections) as `run.json`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RunResult {
+    pub run_id: uuid::Uuid,
+    pub status: RunStatus,
+    #[serde(serialize_with = "timefmt::serialize")]
+    pub started_at: DateTime<Utc>,
+    #[serde(serialize_with = "timefmt::serialize")]
+    pub finished_at: DateTime<Utc>,
+    pub topic: String,
+    pub llm: ProviderInfoRecord,
+    pub stats: RunStats,
+    pub tasks: Vec<TaskRecord>,
+    /// Section text per task (index = plan order); not part of `run.json`.
+    #[serde(skip)]
+    pub sections: Vec<Option<Arc<str>>>,
+    /// The rendered report; not part of `run.json` (it is `report.md`).
+    #[serde(skip)]
+    pub report: String,
+    /// Things that went wrong without failing a task (unwritable files, summary fallback).
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// [`ProviderInfo`] as recorded in `run.json` (owned, deserializable).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfoRecord {
+    pub provider: String,
+    pub model: String,
+    pub simulated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+impl From<ProviderInfo> for ProviderInfoRecord {
+    fn from(p: ProviderInfo) -> Self {
+        ProviderInfoRecord {
+            provider: p.provider,
+            model: p.model,
+            simulated: p.simulated,
+            base_url: p.base_url,
+        }
+    }
+}

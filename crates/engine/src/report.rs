@@ -1,0 +1,322 @@
+//! The Markdown report, rendered from a finished run. Pure: no actors, no I/O.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fmt::Write;
+use std::sync::Arc;
+
+use planwave_plan::{Lang, TaskId, ValidatedPlan};
+
+use crate::outcome::{ProviderInfoRecord, RunStats, TaskRecord, TaskStatus};
+
+/// Mermaid stops rendering well long before this; bigger plans get a note instead.
+pub const MERMAID_MAX_TASKS: usize = 300;
+
+pub struct ReportInput<'a> {
+    pub plan: &'a ValidatedPlan,
+    pub records: &'a [TaskRecord],
+    pub sections: &'a [Option<Arc<str>>],
+    pub summary: &'a str,
+    pub summary_error: Option<&'a str>,
+    pub stats: &'a RunStats,
+    pub provider: &'a ProviderInfoRecord,
+}
+
+/// Tasks in dependency order; among tasks available at the same time, the smaller id first.
+pub fn dependency_order(plan: &ValidatedPlan) -> Vec<usize> {
+    let n = plan.len();
+    let mut waiting: Vec<usize> = (0..n).map(|i| plan.deps(i).len()).collect();
+    let mut heap: BinaryHeap<Reverse<(&TaskId, usize)>> = (0..n)
+        .filter(|&i| waiting[i] == 0)
+        .map(|i| Reverse((plan.id(i), i)))
+        .collect();
+    let mut order = Vec::with_capacity(n);
+    while let Some(Reverse((_, i))) = heap.pop() {
+        order.push(i);
+        for &d in plan.dependents(i) {
+            let d = d as usize;
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                heap.push(Reverse((plan.id(d), d)));
+            }
+        }
+    }
+    order
+}
+
+/// The placeholder standing in for a section that was not written.
+pub fn placeholder(lang: Lang, record: &TaskRecord) -> String {
+    let reason = record.error.as_deref().unwrap_or("unknown");
+    match (record.status, lang) {
+        (TaskStatus::Blocked, Lang::Zh) => {
+            format!("[未执行：依赖任务 {} 失败]", blocked_by(record))
+        }
+        (TaskStatus::Blocked, Lang::En) => format!(
+            "[Not executed: prerequisite task {} failed]",
+            blocked_by(record)
+        ),
+        (TaskStatus::Failed, Lang::Zh) => format!("[数据获取失败：{reason}]"),
+        (TaskStatus::Failed, Lang::En) => format!("[Data retrieval failed: {reason}]"),
+        (_, Lang::Zh) => format!("[未完成：{}]", record.status.as_str()),
+        (_, Lang::En) => format!("[Not finished: {}]", record.status.as_str()),
+    }
+}
+
+fn blocked_by(record: &TaskRecord) -> String {
+    record
+        .blocked_by
+        .as_ref()
+        .map(|b| b.to_string())
+        .unwrap_or_else(|| "?".into())
+}
+
+/// A summary written without a model, used when the model could not provide one.
+pub fn plain_summary(plan: &ValidatedPlan, completed: usize, total: usize) -> String {
+    match plan.lang() {
+        Lang::Zh => format!(
+            "本报告围绕「{}」共包含 {total} 个章节，其中 {completed} 个已完成。",
+            plan.spec().topic
+        ),
+        Lang::En => format!(
+            "This report on \"{}\" has {total} sections, {completed} of them completed.",
+            plan.spec().topic
+        ),
+    }
+}
+
+struct Labels {
+    objectives: &'static str,
+    summary: &'static str,
+    appendix: &'static str,
+    dag: &'static str,
+    stats: &'static str,
+    simulated: &'static str,
+}
+
+fn labels(lang: Lang) -> Labels {
+    match lang {
+        Lang::Zh => Labels {
+            objectives: "研究目标",
+            summary: "执行摘要",
+            appendix: "附录",
+            dag: "任务依赖图",
+            stats: "运行统计",
+            simulated: "本报告由模拟 LLM 生成，内容与数据仅用于演示。",
+        },
+        Lang::En => Labels {
+            objectives: "Objectives",
+            summary: "Executive summary",
+            appendix: "Appendix",
+            dag: "Task graph",
+            stats: "Run statistics",
+            simulated: "This report was written by the simulated LLM; its content and figures are for demonstration only.",
+        },
+    }
+}
+
+pub fn render(input: &ReportInput<'_>) -> String {
+    let plan = input.plan;
+    let lang = plan.lang();
+    let l = labels(lang);
+    let spec = plan.spec();
+    let mut out = String::with_capacity(
+        4096 + input
+            .sections
+            .iter()
+            .flatten()
+            .map(|s| s.len())
+            .sum::<usize>(),
+    );
+    let title = if spec.topic.trim().is_empty() {
+        "Research report"
+    } else {
+        spec.topic.trim()
+    };
+    let _ = writeln!(out, "# {title}\n");
+    if input.provider.simulated {
+        let _ = writeln!(out, "> {}\n", l.simulated);
+    }
+    if !spec.objectives.is_empty() {
+        let _ = writeln!(out, "## {}\n", l.objectives);
+        for o in &spec.objectives {
+            let _ = writeln!(out, "- {o}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "## {}\n", l.summary);
+    if let Some(err) = input.summary_error {
+        let _ = match lang {
+            Lang::Zh => writeln!(out, "（模型未能生成摘要，以下为自动汇总；原因：{err}）\n"),
+            Lang::En => writeln!(
+                out,
+                "(The model could not write the summary; this one is automatic. Reason: {err})\n"
+            ),
+        };
+    }
+    let _ = writeln!(out, "{}\n", input.summary.trim());
+    for i in dependency_order(plan) {
+        let task = plan.task(i);
+        let rec = &input.records[i];
+        match (&input.sections[i], rec.status) {
+            (Some(text), TaskStatus::Completed) => {
+                let text = text.trim();
+                if !text.starts_with("## ") {
+                    let _ = writeln!(out, "## {}\n", task.title());
+                }
+                let _ = writeln!(out, "{text}\n");
+            }
+            _ => {
+                let _ = writeln!(out, "## {}\n\n{}\n", task.title(), placeholder(lang, rec));
+            }
+        }
+    }
+    let _ = writeln!(out, "## {}\n\n### {}\n", l.appendix, l.dag);
+    out.push_str(&mermaid_dag(plan, input.records));
+    let _ = writeln!(out, "\n### {}\n", l.stats);
+    out.push_str(&stats_table(input, lang));
+    out
+}
+
+/// A node label safe inside Mermaid double quotes, shortened to 40 characters.
+pub fn mermaid_label(text: &str) -> String {
+    let short: String = text.chars().take(40).collect();
+    let short = if short.len() < text.len() {
+        format!("{short}…")
+    } else {
+        short
+    };
+    short.replace('"', "#quot;").replace(['\n', '\r'], " ")
+}
+
+/// The plan's DAG as a Mermaid graph, nodes coloured by status, arrows prerequisite -> dependent.
+pub fn mermaid_dag(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
+    if plan.len() > MERMAID_MAX_TASKS {
+        return match plan.lang() {
+            Lang::Zh => format!(
+                "（计划含 {} 个任务，超过 {MERMAID_MAX_TASKS} 个，不绘制依赖图；见 plan.json。）\n",
+                plan.len()
+            ),
+            Lang::En => format!(
+                "(The plan has {} tasks, more than {MERMAID_MAX_TASKS}; the graph is omitted, see plan.json.)\n",
+                plan.len()
+            ),
+        };
+    }
+    let mut out = String::from("```mermaid\ngraph TD\n");
+    for (i, rec) in records.iter().enumerate().take(plan.len()) {
+        let label = format!("{}: {}", plan.id(i), plan.task(i).title());
+        let _ = writeln!(
+            out,
+            "    t{i}[\"{}\"]:::{}",
+            mermaid_label(&label),
+            rec.status.as_str()
+        );
+    }
+    for i in 0..plan.len() {
+        for &d in plan.deps(i) {
+            let _ = writeln!(out, "    t{d} --> t{i}");
+        }
+    }
+    out.push_str("    classDef completed fill:#c8e6c9,stroke:#2e7d32\n");
+    out.push_str("    classDef failed fill:#ffcdd2,stroke:#c62828\n");
+    out.push_str("    classDef blocked fill:#eeeeee,stroke:#9e9e9e,stroke-dasharray:4 3\n");
+    out.push_str("    classDef pending fill:#fff9c4,stroke:#f9a825\n");
+    out.push_str("    classDef running fill:#bbdefb,stroke:#1565c0\n");
+    out.push_str("```\n");
+    out
+}
+
+fn stats_table(input: &ReportInput<'_>, lang: Lang) -> String {
+    let s = input.stats;
+    let cp: Vec<String> = s.critical_path.iter().map(|t| t.to_string()).collect();
+    let model = if input.provider.simulated {
+        format!(
+            "{} ({}, simulated)",
+            input.provider.model, input.provider.provider
+        )
+    } else {
+        format!("{} ({})", input.provider.model, input.provider.provider)
+    };
+    let rows: Vec<(&str, &str, String)> = vec![
+        ("任务", "Tasks", s.tasks.to_string()),
+        ("已完成", "Completed", s.completed.to_string()),
+        ("失败", "Failed", s.failed.to_string()),
+        ("未执行", "Blocked", s.blocked.to_string()),
+        ("波次", "Waves", s.waves.to_string()),
+        ("最长依赖链", "Critical path", cp.join(" → ")),
+        (
+            "耗时",
+            "Makespan",
+            format!("{:.1} s", s.makespan_ms / 1000.0),
+        ),
+        (
+            "调度",
+            "Schedule",
+            s.schedule
+                .map(|x| x.as_str().to_owned())
+                .unwrap_or_default(),
+        ),
+        (
+            "并发上限",
+            "Concurrency cap",
+            s.concurrency
+                .map(|c| c.to_string())
+                .unwrap_or_else(|| "-".into()),
+        ),
+        ("重试次数", "Retries", s.retries.to_string()),
+        ("模型", "Model", model),
+        (
+            "Token（输入/输出/推理）",
+            "Tokens (prompt/completion/reasoning)",
+            format!(
+                "{}/{}/{}",
+                s.usage.prompt_tokens, s.usage.completion_tokens, s.usage.reasoning_tokens
+            ),
+        ),
+    ];
+    let mut out = match lang {
+        Lang::Zh => String::from("| 项目 | 值 |\n|---|---|\n"),
+        Lang::En => String::from("| Item | Value |\n|---|---|\n"),
+    };
+    for (zh, en, v) in rows {
+        let _ = writeln!(
+            out,
+            "| {} | {} |",
+            if lang == Lang::Zh { zh } else { en },
+            v.replace('|', "\\|")
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use planwave_plan::{PlanSpec, TaskSpec};
+
+    use super::*;
+
+    #[test]
+    fn dependency_order_breaks_ties_by_id() {
+        let tasks = vec![
+            TaskSpec::new(3, "c", vec![]),
+            TaskSpec::new(1, "a", vec![]),
+            TaskSpec::new(4, "d", vec![TaskId::Int(3), TaskId::Int(1)]),
+            TaskSpec::new(2, "b", vec![TaskId::Int(1)]),
+        ];
+        let plan = ValidatedPlan::new(PlanSpec {
+            tasks,
+            ..Default::default()
+        })
+        .expect("valid");
+        let ids: Vec<String> = dependency_order(&plan)
+            .into_iter()
+            .map(|i| plan.id(i).to_string())
+            .collect();
+        assert_eq!(ids, ["1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn mermaid_labels_cannot_break_out_of_quotes() {
+        assert_eq!(mermaid_label("a \"b\"\nc"), "a #quot;b#quot; c");
+    }
+}

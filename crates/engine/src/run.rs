@@ -1,0 +1,234 @@
+//! [`execute`]: one run from a validated plan to a report and its records.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use planwave_llm::LlmProvider;
+use planwave_plan::ValidatedPlan;
+use ractor::Actor;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::RunConfig;
+use crate::event::{EventKind, EventSink};
+use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
+use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
+use crate::prompt::PromptSet;
+use crate::rundir::{RunDir, RunDirError, section_files};
+use crate::shared::RunShared;
+use crate::supervisor::{Preset, Supervisor, SupervisorArgs};
+use crate::timefmt;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("could not start the {actor} actor: {reason}")]
+    Spawn { actor: &'static str, reason: String },
+    #[error("the {0} actor stopped before the run finished")]
+    Lost(&'static str),
+    #[error(transparent)]
+    Output(#[from] RunDirError),
+}
+
+/// Everything one run needs.
+pub struct RunRequest {
+    pub run_id: uuid::Uuid,
+    pub plan: Arc<ValidatedPlan>,
+    pub provider: Arc<dyn LlmProvider>,
+    pub prompts: Arc<dyn PromptSet>,
+    pub sink: Arc<dyn EventSink>,
+    pub config: RunConfig,
+    /// Where files go; `None` keeps everything in memory (benchmarks, embedding).
+    pub output: Option<RunDir>,
+    pub cancel: CancellationToken,
+    /// Tasks already completed by an earlier attempt of this run.
+    pub preset: Vec<Preset>,
+}
+
+/// Runs a plan to the end (or until cancelled): every task ends completed, failed or blocked,
+/// the report is written, and `run.json` records the outcome.
+pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
+    let started_at = timefmt::now();
+    let clock = Instant::now();
+    let plan = req.plan.clone();
+    let info = req.provider.info();
+    let shared = Arc::new(RunShared {
+        run_id: req.run_id,
+        plan: plan.clone(),
+        provider: req.provider,
+        prompts: req.prompts,
+        sink: req.sink,
+        config: req.config.clone(),
+    });
+    if let Some(out) = &req.output {
+        out.write_json("plan.json", plan.spec())?;
+    }
+    shared.emit(EventKind::RunStarted {
+        run_id: req.run_id,
+        topic: plan.spec().topic.clone(),
+        tasks: plan.len(),
+        waves: plan.waves().len(),
+        schedule: req.config.schedule.as_str().into(),
+        concurrency: req.config.concurrency,
+        provider: info.provider.clone(),
+        model: info.model.clone(),
+        simulated: info.simulated,
+    });
+
+    let files = section_files(
+        (0..plan.len())
+            .map(|i| plan.id(i).key())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|k| k.as_ref()),
+    );
+    let (integrator, integrator_join) = Actor::spawn(
+        None,
+        Integrator,
+        IntegratorArgs {
+            shared: shared.clone(),
+            output: req.output.clone(),
+            section_files: files.clone(),
+        },
+    )
+    .await
+    .map_err(|e| EngineError::Spawn {
+        actor: "integrator",
+        reason: e.to_string(),
+    })?;
+    let (done_tx, done_rx) = oneshot::channel();
+    let spawned = Actor::spawn(
+        None,
+        Supervisor,
+        SupervisorArgs {
+            shared: shared.clone(),
+            integrator: integrator.clone(),
+            done: done_tx,
+            preset: req.preset,
+        },
+    )
+    .await;
+    let (supervisor, supervisor_join) = match spawned {
+        Ok(s) => s,
+        Err(e) => {
+            integrator.stop(None);
+            return Err(EngineError::Spawn {
+                actor: "supervisor",
+                reason: e.to_string(),
+            });
+        }
+    };
+    let watcher = {
+        let cancel = req.cancel.clone();
+        let supervisor = supervisor.clone();
+        tokio::spawn(async move {
+            cancel.cancelled().await;
+            let _ = supervisor
+                .send_message(crate::supervisor::SupervisorMsg::Cancel("cancelled".into()));
+        })
+    };
+    let outcome = done_rx.await;
+    watcher.abort();
+    let Ok(outcome) = outcome else {
+        integrator.stop(None);
+        return Err(EngineError::Lost("supervisor"));
+    };
+    let _ = supervisor_join.await;
+    // The scheduling makespan: first dispatch to last task settled, before integration.
+    let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
+
+    let mut records = outcome.records;
+    let count = |s: TaskStatus| records.iter().filter(|r| r.status == s).count();
+    let (completed, failed, blocked) = (
+        count(TaskStatus::Completed),
+        count(TaskStatus::Failed),
+        count(TaskStatus::Blocked),
+    );
+    let mut usage = planwave_llm::Usage::default();
+    for r in &records {
+        usage += r.usage;
+    }
+    let mut stats = RunStats {
+        tasks: plan.len(),
+        completed,
+        failed,
+        blocked,
+        waves: plan.waves().len(),
+        critical_path: plan
+            .critical_path()
+            .iter()
+            .map(|&i| plan.id(i as usize).clone())
+            .collect(),
+        makespan_ms,
+        schedule: Some(req.config.schedule),
+        concurrency: req.config.concurrency,
+        retries: outcome.retries,
+        usage,
+    };
+    let integration = integrator
+        .call(
+            |reply| {
+                IntegratorMsg::Finish(
+                    Box::new(FinishRequest {
+                        records: records.clone(),
+                        stats: stats.clone(),
+                    }),
+                    reply,
+                )
+            },
+            None,
+        )
+        .await;
+    integrator.stop(None);
+    let _ = integrator_join.await;
+    let integration = match integration {
+        Ok(ractor::rpc::CallResult::Success(i)) => i,
+        _ => return Err(EngineError::Lost("integrator")),
+    };
+    for (i, rec) in records.iter_mut().enumerate() {
+        if rec.status == TaskStatus::Completed
+            && integration.written.get(i).copied().unwrap_or(false)
+        {
+            rec.section_file = Some(files[i].clone());
+        }
+    }
+    stats.usage += integration.summary_usage;
+    let status = if outcome.cancelled.is_some() {
+        RunStatus::Cancelled
+    } else {
+        RunStatus::from_counts(plan.len(), completed)
+    };
+    let finished_at = timefmt::now();
+    shared.emit(EventKind::RunFinished {
+        run_id: req.run_id,
+        status: status.as_str().into(),
+        completed,
+        failed,
+        blocked,
+        duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+    });
+    let result = RunResult {
+        run_id: req.run_id,
+        status,
+        started_at,
+        finished_at,
+        topic: plan.spec().topic.clone(),
+        llm: info.into(),
+        stats,
+        tasks: records,
+        sections: outcome.sections,
+        report: integration.report,
+        warnings: integration
+            .write_errors
+            .into_iter()
+            .chain(
+                integration
+                    .summary_error
+                    .map(|e| format!("executive summary: {e}")),
+            )
+            .collect(),
+    };
+    if let Some(out) = &req.output {
+        out.write_run(&result)?;
+    }
+    Ok(result)
+}

@@ -1,0 +1,183 @@
+//! The run directory: every file a run writes, confined to one output directory.
+//!
+//! Names derived from task ids or model output go through [`sanitize_file_stem`], and every
+//! write goes through [`RunDir::write`], which refuses paths that leave the directory.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io::Write;
+use std::path::{Component, Path, PathBuf};
+
+use crate::outcome::RunResult;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error("cannot create output directory {path}: {source}")]
+    Create {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("refusing to write {0:?}: it is outside the output directory")]
+    Escape(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct RunDir {
+    root: PathBuf,
+    /// fsync each file before renaming it into place.
+    durable: bool,
+}
+
+impl RunDir {
+    /// Creates (if needed) `root` and `root/sections`.
+    pub fn create(root: impl Into<PathBuf>) -> Result<RunDir, RunDirError> {
+        let root = root.into();
+        fs::create_dir_all(root.join("sections")).map_err(|source| RunDirError::Create {
+            path: root.clone(),
+            source,
+        })?;
+        Ok(RunDir {
+            root,
+            durable: false,
+        })
+    }
+
+    pub fn with_durable(mut self, durable: bool) -> RunDir {
+        self.durable = durable;
+        self
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves a relative path inside the directory; rejects absolute paths and `..`.
+    pub fn path(&self, rel: &str) -> Result<PathBuf, RunDirError> {
+        let p = Path::new(rel);
+        if p.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(RunDirError::Escape(rel.to_owned()));
+        }
+        Ok(self.root.join(p))
+    }
+
+    /// Writes a file atomically: a temporary file in the same directory, renamed into place,
+    /// so a reader (or a crash) never sees half a file.
+    pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), RunDirError> {
+        let path = self.path(rel)?;
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        let err = |source| RunDirError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut f = fs::File::create(&tmp).map_err(err)?;
+        f.write_all(bytes).map_err(err)?;
+        if self.durable {
+            f.sync_all().map_err(err)?;
+        }
+        drop(f);
+        fs::rename(&tmp, &path).map_err(err)
+    }
+
+    pub fn write_json<T: serde::Serialize>(&self, rel: &str, value: &T) -> Result<(), RunDirError> {
+        let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| RunDirError::Write {
+            path: self.root.join(rel),
+            source: e.into(),
+        })?;
+        bytes.push(b'\n');
+        self.write(rel, &bytes)
+    }
+
+    pub fn write_run(&self, run: &RunResult) -> Result<(), RunDirError> {
+        self.write_json("run.json", run)
+    }
+}
+
+/// A file name stem from untrusted text (a task id): ASCII letters, digits, `-` and `_`
+/// survive, anything else (dots included, so no `..` or hidden files) becomes `_`; at most 64
+/// bytes. When anything had to
+/// change, a short hash of the original is appended so two ids never share a file.
+pub fn sanitize_file_stem(raw: &str) -> String {
+    let mut s: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let changed = s != raw || s.is_empty() || s.len() > 64;
+    s.truncate(64);
+    if changed {
+        let h = planwave_llm::sim::stable_hash(0, raw, 0);
+        s = format!("{s}-{:08x}", (h & 0xffff_ffff) as u32);
+    }
+    s
+}
+
+/// Unique section file names for a plan's ids, `sections/<stem>.md`.
+pub fn section_files<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    ids.map(|id| {
+        let mut stem = sanitize_file_stem(id);
+        // Windows-reserved and case-colliding names are not a concern for the stems we emit,
+        // but two sanitized stems could still collide by hash; disambiguate deterministically.
+        let mut n = 1;
+        while !seen.insert(stem.to_ascii_lowercase()) {
+            n += 1;
+            stem = format!("{}-{n}", sanitize_file_stem(id));
+        }
+        format!("sections/{stem}.md")
+    })
+    .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_ids_stay_inside_and_distinct() {
+        let ids = ["1", "../../etc/passwd", "a/b", "a_b", ".hidden", "", "数据"];
+        let files = section_files(ids.iter().copied());
+        assert_eq!(files[0], "sections/1.md");
+        assert_eq!(files[3], "sections/a_b.md");
+        for f in &files {
+            let stem = f
+                .strip_prefix("sections/")
+                .unwrap_or("")
+                .trim_end_matches(".md");
+            assert!(
+                !stem.is_empty() && !stem.starts_with('.') && !stem.contains('/'),
+                "{f}"
+            );
+        }
+        let unique: HashSet<_> = files.iter().collect();
+        assert_eq!(unique.len(), files.len());
+    }
+
+    #[test]
+    fn write_refuses_escapes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rd = RunDir::create(dir.path().join("out")).expect("create");
+        assert!(matches!(
+            rd.write("../x", b"x"),
+            Err(RunDirError::Escape(_))
+        ));
+        assert!(matches!(
+            rd.write("/etc/x", b"x"),
+            Err(RunDirError::Escape(_))
+        ));
+        rd.write("sections/a.md", b"hi").expect("write");
+        assert_eq!(
+            std::fs::read(dir.path().join("out/sections/a.md")).expect("read"),
+            b"hi"
+        );
+    }
+}

@@ -1,0 +1,199 @@
+//! The subagent actor: writes one task's section with the model, retrying transient errors,
+//! reports to the supervisor, and stops.
+//!
+//! It does its work in `post_start` so there is no extra message round-trip per task. A panic
+//! there is caught by ractor and reaches the supervisor as `ActorFailed`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
+
+use crate::config::RetryPolicy;
+use crate::event::EventKind;
+use crate::prompt::{PriorSection, subagent_context};
+use crate::shared::RunShared;
+use crate::supervisor::SupervisorMsg;
+use crate::timefmt;
+
+/// The stop reason of a subagent that reported its outcome. Any other termination of a
+/// subagent means it died before reporting.
+pub const DONE: &str = "done";
+
+pub struct Subagent;
+
+pub struct SubagentArgs {
+    pub shared: Arc<RunShared>,
+    pub index: usize,
+    /// Sections of the direct prerequisites, in the order the task lists them.
+    pub prior: Vec<(usize, Arc<str>)>,
+    pub supervisor: ActorRef<SupervisorMsg>,
+}
+
+pub type SubagentState = SubagentArgs;
+
+/// What a subagent reports when it is done.
+#[derive(Debug)]
+pub struct SubagentReport {
+    pub index: usize,
+    pub attempts: u32,
+    pub finished_at: DateTime<Utc>,
+    pub usage: Usage,
+    /// The section, or why the task failed.
+    pub result: Result<Arc<str>, String>,
+}
+
+impl Actor for Subagent {
+    /// A subagent takes no messages: it works once and stops.
+    type Msg = ();
+    type State = SubagentState;
+    type Arguments = SubagentArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<()>,
+        args: SubagentArgs,
+    ) -> Result<SubagentState, ActorProcessingErr> {
+        // Runs inside the supervisor's handler (ractor awaits pre_start at spawn): keep it trivial.
+        Ok(args)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<()>,
+        state: &mut SubagentState,
+    ) -> Result<(), ActorProcessingErr> {
+        let report = write_section(state).await;
+        // If the supervisor is gone the run is over; nothing useful to do with the report.
+        let _ = state
+            .supervisor
+            .send_message(SupervisorMsg::Finished(Box::new(report)));
+        myself.stop(Some(DONE.to_owned()));
+        Ok(())
+    }
+}
+
+async fn write_section(state: &SubagentState) -> SubagentReport {
+    let shared = &state.shared;
+    let plan = &shared.plan;
+    let index = state.index;
+    let task_id = plan.id(index).clone();
+    let prior: Vec<PriorSection<'_>> = state
+        .prior
+        .iter()
+        .map(|(i, text)| PriorSection { index: *i, text })
+        .collect();
+    let messages = shared.prompts.subagent(plan, index, &prior);
+    let context = subagent_context(plan, index, &prior);
+    let retry = shared.config.retry;
+    let mut usage = Usage::default();
+    let mut attempt = 0u32;
+    let result = loop {
+        attempt += 1;
+        let request = ChatRequest {
+            role: AgentRole::Subagent,
+            messages: messages.clone(),
+            attempt,
+            context: context.clone(),
+        };
+        let t0 = Instant::now();
+        let answer = shared.provider.chat(request).await;
+        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let (call_usage, model, error) = match &answer {
+            Ok(r) => (r.usage, r.model.clone(), None),
+            Err(e) => (
+                Usage::default(),
+                shared.provider.info().model,
+                Some(e.to_string()),
+            ),
+        };
+        usage += call_usage;
+        shared.emit(EventKind::LlmCall {
+            task: Some(task_id.clone()),
+            role: AgentRole::Subagent.as_str().into(),
+            model,
+            attempt,
+            duration_ms,
+            usage: call_usage,
+            error,
+        });
+        let err = match answer {
+            Ok(r) if !r.content.trim().is_empty() => break Ok(Arc::<str>::from(r.content)),
+            Ok(r) => LlmError::Transient {
+                provider: shared.provider.info().provider,
+                model: r.model,
+                message: "the model returned an empty section".into(),
+                retry_after: None,
+            },
+            Err(e) => e,
+        };
+        if !err.is_retryable() || attempt > retry.max_retries {
+            break Err(err.to_string());
+        }
+        let delay = backoff(
+            &retry,
+            shared.config.seed,
+            &task_id.to_string(),
+            attempt,
+            err.retry_after(),
+        );
+        shared.emit(EventKind::TaskRetry {
+            task: task_id.clone(),
+            attempt,
+            error: err.to_string(),
+            delay_ms: delay.as_millis() as u64,
+        });
+        tokio::time::sleep(delay).await;
+    };
+    SubagentReport {
+        index,
+        attempts: attempt,
+        finished_at: timefmt::now(),
+        usage,
+        result,
+    }
+}
+
+/// Exponential backoff with full jitter, drawn from the run seed so seeded runs replay;
+/// never shorter than the server's `Retry-After`.
+pub fn backoff(
+    policy: &RetryPolicy,
+    seed: u64,
+    key: &str,
+    attempt: u32,
+    retry_after: Option<Duration>,
+) -> Duration {
+    let exp = policy
+        .base_backoff
+        .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+    let ceiling = exp.min(policy.max_backoff);
+    let frac =
+        (planwave_llm::sim::stable_hash(seed, key, attempt) >> 11) as f64 / (1u64 << 53) as f64;
+    let jittered = ceiling.mul_f64(frac);
+    match retry_after {
+        Some(ra) => jittered.max(ra),
+        None => jittered,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_is_bounded_jittered_and_honours_retry_after() {
+        let p = RetryPolicy {
+            max_retries: 3,
+            base_backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_millis(250),
+        };
+        for attempt in 1..6 {
+            let d = backoff(&p, 1, "t", attempt, None);
+            assert!(d <= Duration::from_millis(250), "attempt {attempt}: {d:?}");
+        }
+        assert_eq!(backoff(&p, 1, "t", 2, None), backoff(&p, 1, "t", 2, None));
+        assert!(backoff(&p, 1, "t", 1, Some(Duration::from_secs(3))) >= Duration::from_secs(3));
+    }
+}

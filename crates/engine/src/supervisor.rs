@@ -1,0 +1,369 @@
+//! The supervisor actor: owns a run, starts one subagent per ready task, and turns every
+//! subagent ending (report, panic, kill) into exactly one task outcome.
+//!
+//! Dispatch happens in bounded batches through `Dispatch` self-messages, so completions and
+//! supervision events keep draining while thousands of tasks become ready at once.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use planwave_llm::Usage;
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use tokio::sync::oneshot;
+
+use crate::event::EventKind;
+use crate::integrator::IntegratorMsg;
+use crate::outcome::{TaskRecord, TaskStatus};
+use crate::scheduler::Scheduler;
+use crate::shared::RunShared;
+use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
+use crate::timefmt;
+
+pub struct Supervisor;
+
+pub enum SupervisorMsg {
+    /// Start up to one batch of ready tasks (sent to itself).
+    Dispatch,
+    Finished(Box<SubagentReport>),
+    /// Stop starting tasks, kill running subagents, and finish the run now.
+    Cancel(String),
+}
+
+/// Tasks finished in an earlier attempt of this run (resume): not run again.
+#[derive(Debug, Clone)]
+pub struct Preset {
+    pub index: usize,
+    pub record: TaskRecord,
+    pub section: Arc<str>,
+}
+
+pub struct SupervisorArgs {
+    pub shared: Arc<RunShared>,
+    pub integrator: ActorRef<IntegratorMsg>,
+    pub done: oneshot::Sender<SupervisorOutcome>,
+    pub preset: Vec<Preset>,
+}
+
+/// The run as the supervisor saw it end.
+#[derive(Debug)]
+pub struct SupervisorOutcome {
+    pub records: Vec<TaskRecord>,
+    pub sections: Vec<Option<Arc<str>>>,
+    pub retries: u64,
+    /// Set when the run was cancelled; unfinished tasks are left `pending`.
+    pub cancelled: Option<String>,
+}
+
+pub struct SupervisorState {
+    shared: Arc<RunShared>,
+    sched: Scheduler,
+    records: Vec<TaskRecord>,
+    sections: Vec<Option<Arc<str>>>,
+    children: HashMap<ActorId, usize>,
+    integrator: ActorRef<IntegratorMsg>,
+    done: Option<oneshot::Sender<SupervisorOutcome>>,
+    dispatch_queued: bool,
+    retries: u64,
+    cancelled: Option<String>,
+}
+
+impl Actor for Supervisor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<SupervisorMsg>,
+        args: SupervisorArgs,
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        let plan = &args.shared.plan;
+        let records = (0..plan.len())
+            .map(|i| TaskRecord {
+                id: plan.id(i).clone(),
+                description: plan.task(i).description.clone(),
+                status: TaskStatus::Pending,
+                wave: plan.wave(i),
+                attempts: 0,
+                started_at: None,
+                finished_at: None,
+                error: None,
+                blocked_by: None,
+                context_from: Vec::new(),
+                section_file: None,
+                usage: Usage::default(),
+            })
+            .collect();
+        let mut state = SupervisorState {
+            sched: Scheduler::new(
+                plan,
+                args.shared.config.schedule,
+                args.shared.config.concurrency,
+            ),
+            shared: args.shared.clone(),
+            records,
+            sections: vec![None; plan.len()],
+            children: HashMap::new(),
+            integrator: args.integrator,
+            done: Some(args.done),
+            dispatch_queued: false,
+            retries: 0,
+            cancelled: None,
+        };
+        for p in args.preset {
+            state.sched.preset_completed(&args.shared.plan, p.index);
+            let _ = state.integrator.send_message(IntegratorMsg::Section {
+                index: p.index,
+                text: p.section.clone(),
+                write: false,
+            });
+            state.sections[p.index] = Some(p.section);
+            state.records[p.index] = p.record;
+        }
+        Ok(state)
+    }
+
+    async fn post_start(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let plan = state.shared.plan.clone();
+        for i in 0..plan.len() {
+            if state.sched.status(i) == TaskStatus::Pending
+                && plan
+                    .deps(i)
+                    .iter()
+                    .all(|&d| state.sched.status(d as usize) == TaskStatus::Completed)
+            {
+                state.shared.emit(EventKind::TaskReady {
+                    task: plan.id(i).clone(),
+                    wave: plan.wave(i),
+                });
+            }
+        }
+        state.queue_dispatch(&myself);
+        state.finish_if_done(&myself);
+        Ok(())
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        msg: SupervisorMsg,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match msg {
+            SupervisorMsg::Dispatch => {
+                state.dispatch_queued = false;
+                state.dispatch_batch(&myself).await;
+            }
+            SupervisorMsg::Finished(report) => state.on_report(&myself, *report),
+            SupervisorMsg::Cancel(reason) => {
+                if state.cancelled.is_none() {
+                    state.cancelled = Some(reason);
+                    for cell in myself.get_children() {
+                        cell.kill();
+                    }
+                    state.finish(&myself);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        event: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        // Never let a child's end stop the supervisor (ractor's default): each ending becomes a
+        // task outcome by policy instead.
+        match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                if let Some(index) = state.children.remove(&cell.get_id()) {
+                    state.fail_unreported(&myself, index, format!("subagent panicked: {err}"));
+                }
+            }
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                if let Some(index) = state.children.remove(&cell.get_id()) {
+                    // A subagent that reported stops with DONE and its report is already in
+                    // the mailbox; any other ending means it died without one.
+                    if reason.as_deref() != Some(DONE) && state.cancelled.is_none() {
+                        let why = reason.unwrap_or_else(|| "stopped".into());
+                        state.fail_unreported(
+                            &myself,
+                            index,
+                            format!("subagent actor ended before reporting ({why})"),
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl SupervisorState {
+    fn queue_dispatch(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if !self.dispatch_queued && self.cancelled.is_none() && self.sched.ready_len() > 0 {
+            self.dispatch_queued = true;
+            let _ = myself.send_message(SupervisorMsg::Dispatch);
+        }
+    }
+
+    async fn dispatch_batch(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        let plan = self.shared.plan.clone();
+        for _ in 0..self.shared.config.dispatch_batch.max(1) {
+            if self.cancelled.is_some() {
+                return;
+            }
+            let Some(index) = self.sched.next_task() else {
+                break;
+            };
+            let prior: Vec<(usize, Arc<str>)> = plan
+                .deps(index)
+                .iter()
+                .filter_map(|&d| self.sections[d as usize].clone().map(|s| (d as usize, s)))
+                .collect();
+            let rec = &mut self.records[index];
+            rec.status = TaskStatus::Running;
+            rec.started_at = Some(timefmt::now());
+            rec.context_from = prior.iter().map(|(d, _)| plan.id(*d).clone()).collect();
+            self.shared.emit(EventKind::TaskStarted {
+                task: plan.id(index).clone(),
+                wave: plan.wave(index),
+            });
+            let args = SubagentArgs {
+                shared: self.shared.clone(),
+                index,
+                prior,
+                supervisor: myself.clone(),
+            };
+            match Actor::spawn_linked(None, Subagent, args, myself.get_cell()).await {
+                Ok((child, _join)) => {
+                    self.children.insert(child.get_id(), index);
+                }
+                Err(e) => {
+                    self.fail_unreported(myself, index, format!("could not start subagent: {e}"))
+                }
+            }
+        }
+        self.queue_dispatch(myself);
+    }
+
+    fn on_report(&mut self, myself: &ActorRef<SupervisorMsg>, report: SubagentReport) {
+        let index = report.index;
+        if self.sched.status(index) != TaskStatus::Running {
+            return; // already settled (e.g. cancelled)
+        }
+        self.retries += u64::from(report.attempts.saturating_sub(1));
+        let plan = self.shared.plan.clone();
+        let rec = &mut self.records[index];
+        rec.attempts = report.attempts;
+        rec.finished_at = Some(report.finished_at);
+        rec.usage = report.usage;
+        let duration_ms = duration_ms(rec.started_at, report.finished_at);
+        match report.result {
+            Ok(section) => {
+                rec.status = TaskStatus::Completed;
+                self.shared.emit(EventKind::TaskCompleted {
+                    task: plan.id(index).clone(),
+                    attempts: report.attempts,
+                    duration_ms,
+                    usage: report.usage,
+                });
+                let _ = self.integrator.send_message(IntegratorMsg::Section {
+                    index,
+                    text: section.clone(),
+                    write: true,
+                });
+                self.sections[index] = Some(section);
+                for ready in self.sched.complete(&plan, index) {
+                    self.shared.emit(EventKind::TaskReady {
+                        task: plan.id(ready).clone(),
+                        wave: plan.wave(ready),
+                    });
+                }
+            }
+            Err(error) => self.settle_failure(index, report.attempts, error),
+        }
+        self.queue_dispatch(myself);
+        self.finish_if_done(myself);
+    }
+
+    /// A subagent that died without reporting (panic, kill, spawn failure).
+    fn fail_unreported(&mut self, myself: &ActorRef<SupervisorMsg>, index: usize, error: String) {
+        if self.sched.status(index) != TaskStatus::Running {
+            return;
+        }
+        let rec = &mut self.records[index];
+        rec.finished_at = Some(timefmt::now());
+        let attempts = rec.attempts.max(1);
+        rec.attempts = attempts;
+        self.settle_failure(index, attempts, error);
+        self.queue_dispatch(myself);
+        self.finish_if_done(myself);
+    }
+
+    fn settle_failure(&mut self, index: usize, attempts: u32, error: String) {
+        let plan = self.shared.plan.clone();
+        let rec = &mut self.records[index];
+        rec.status = TaskStatus::Failed;
+        rec.error = Some(error.clone());
+        self.shared.emit(EventKind::TaskFailed {
+            task: plan.id(index).clone(),
+            attempts,
+            error,
+        });
+        let failed_id = plan.id(index).clone();
+        for b in self.sched.fail(&plan, index) {
+            let rec = &mut self.records[b];
+            rec.status = TaskStatus::Blocked;
+            rec.blocked_by = Some(failed_id.clone());
+            self.shared.emit(EventKind::TaskBlocked {
+                task: plan.id(b).clone(),
+                blocked_by: failed_id.clone(),
+            });
+        }
+    }
+
+    fn finish_if_done(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if self.sched.is_done() {
+            self.finish(myself);
+        }
+    }
+
+    fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if let Some(done) = self.done.take() {
+            if self.cancelled.is_some() {
+                // Interrupted work is not a failure: it stays pending so a resume runs it.
+                for rec in self
+                    .records
+                    .iter_mut()
+                    .filter(|r| r.status == TaskStatus::Running)
+                {
+                    rec.status = TaskStatus::Pending;
+                    rec.error = Some("cancelled".into());
+                }
+            }
+            let outcome = SupervisorOutcome {
+                records: std::mem::take(&mut self.records),
+                sections: std::mem::take(&mut self.sections),
+                retries: self.retries,
+                cancelled: self.cancelled.clone(),
+            };
+            let _ = done.send(outcome);
+            myself.stop(None);
+        }
+    }
+}
+
+fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
+    start
+        .map(|s| (end - s).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+        .unwrap_or(0.0)
+}

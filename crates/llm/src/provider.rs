@@ -1,0 +1,29 @@
+//! The provider trait.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::{ChatRequest, ChatResponse, LlmError};
+
+/// Who answers, for run records and user-facing output. Never holds credentials.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ProviderInfo {
+    /// `sim`, `openai`, ...
+    pub provider: String,
+    pub model: String,
+    /// True when no real model is involved; the CLI says so in its output.
+    pub simulated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+}
+
+/// A chat model. Implementations must be cheap to share (`Arc<dyn LlmProvider>`) across
+/// thousands of concurrent subagents.
+#[async_trait]
+pub trait LlmProvider: Send + Sync + 'static {
+    fn info(&self) -> ProviderInfo;
+
+    /// One chat completion. Implementations do their own transport-level retries (if any);
+    /// the caller decides about task-level retries from [`LlmError::is_retryable`].
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+}

@@ -1,0 +1,145 @@
+//! The simulated LLM: deterministic for a seed, with lognormal latency and scripted faults.
+//!
+//! It answers every role from the request's [`RequestContext`](crate::RequestContext), in the
+//! plan's language, and says in its text that its figures are simulated.
+
+mod latency;
+mod text;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
+
+pub use latency::{Latency, stable_hash};
+
+/// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
+#[derive(Clone, Debug, Default)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub latency: Latency,
+    /// Tasks that fail on every attempt (a transient error, so retries are exercised).
+    pub fail: HashSet<String>,
+    /// Tasks that fail their first attempt only.
+    pub flaky: HashSet<String>,
+    /// Tasks whose subagent panics inside the model call.
+    pub panic: HashSet<String>,
+    /// Fixed latency for particular tasks, overriding `latency` (replayable workloads).
+    pub latency_overrides: HashMap<String, Duration>,
+}
+
+pub const SIM_MODEL: &str = "planwave-sim-1";
+
+#[derive(Debug, Default)]
+pub struct SimProvider {
+    config: SimConfig,
+}
+
+impl SimProvider {
+    pub fn new(config: SimConfig) -> Self {
+        SimProvider { config }
+    }
+
+    pub fn config(&self) -> &SimConfig {
+        &self.config
+    }
+
+    fn transient(&self, message: String) -> LlmError {
+        LlmError::Transient {
+            provider: "sim".into(),
+            model: SIM_MODEL.into(),
+            message,
+            retry_after: None,
+        }
+    }
+
+    /// Latency of one call: a pure function of seed, task and attempt, so runs replay exactly.
+    pub fn latency_for(&self, request: &ChatRequest) -> Duration {
+        let key = request
+            .context
+            .task_id
+            .as_deref()
+            .unwrap_or(request.role.as_str());
+        if let Some(fixed) = request
+            .context
+            .task_id
+            .as_deref()
+            .and_then(|id| self.config.latency_overrides.get(id))
+        {
+            return *fixed;
+        }
+        self.config
+            .latency
+            .sample(stable_hash(self.config.seed, key, request.attempt))
+    }
+}
+
+#[async_trait]
+impl LlmProvider for SimProvider {
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo {
+            provider: "sim".into(),
+            model: SIM_MODEL.into(),
+            simulated: true,
+            base_url: None,
+        }
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let task = request.context.task_id.clone();
+        if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
+            // Deliberate: exercises the supervisor's handling of a subagent that dies.
+            panic!("simulated panic in task {id}");
+        }
+        let delay = self.latency_for(&request);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        if let Some(id) = task.as_deref() {
+            if self.config.fail.contains(id) {
+                return Err(self.transient(format!(
+                    "simulated failure of task {id} (attempt {})",
+                    request.attempt
+                )));
+            }
+            if self.config.flaky.contains(id) && request.attempt <= 1 {
+                return Err(self.transient(format!(
+                    "simulated transient failure of task {id} (first attempt)"
+                )));
+            }
+        }
+        let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
+        let content = match request.role {
+            AgentRole::Subagent => text::section(&request.context, seed),
+            AgentRole::Integrator => text::summary(&request.context, seed),
+            other => {
+                return Err(LlmError::Fatal {
+                    provider: "sim".into(),
+                    model: SIM_MODEL.into(),
+                    message: format!(
+                        "the simulator cannot answer the {} role yet",
+                        other.as_str()
+                    ),
+                });
+            }
+        };
+        let prompt_chars: usize = request
+            .messages
+            .iter()
+            .map(|m| m.content.chars().count())
+            .sum();
+        let usage = Usage {
+            prompt_tokens: text::estimate_tokens(prompt_chars),
+            completion_tokens: text::estimate_tokens(content.chars().count()),
+            reasoning_tokens: 0,
+        };
+        Ok(ChatResponse {
+            content,
+            usage,
+            model: SIM_MODEL.into(),
+            finish_reason: Some("stop".into()),
+        })
+    }
+}

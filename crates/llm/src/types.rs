@@ -1,0 +1,139 @@
+//! Request and response types shared by every provider.
+
+use planwave_plan::Lang;
+use serde::{Deserialize, Serialize};
+
+/// Which part of planwave is asking; providers may pick a model per role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentRole {
+    Planner,
+    Subagent,
+    Integrator,
+    Evaluator,
+    Reflector,
+}
+
+impl AgentRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentRole::Planner => "planner",
+            AgentRole::Subagent => "subagent",
+            AgentRole::Integrator => "integrator",
+            AgentRole::Evaluator => "evaluator",
+            AgentRole::Reflector => "reflector",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageRole {
+    System,
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: MessageRole,
+    pub content: String,
+}
+
+impl ChatMessage {
+    pub fn system(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: MessageRole::System,
+            content: content.into(),
+        }
+    }
+    pub fn user(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: MessageRole::User,
+            content: content.into(),
+        }
+    }
+    pub fn assistant(content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: MessageRole::Assistant,
+            content: content.into(),
+        }
+    }
+}
+
+/// A prerequisite section as given to a subagent (or a section given to the integrator).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionRef {
+    pub id: String,
+    pub title: String,
+    /// `completed`, `failed` or `blocked` for the integrator; always `completed` for subagents.
+    #[serde(default)]
+    pub status: String,
+}
+
+/// What a request is about, as structured data beside the prompt text.
+///
+/// Real providers ignore it except for tracing (task id); the simulator writes its answer from
+/// it, the way a model would from the prompt. Keeping it structured means the simulator never
+/// has to scrape prompts that users may override.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestContext {
+    pub lang: Lang,
+    pub topic: String,
+    #[serde(default)]
+    pub objectives: Vec<String>,
+    /// Subagent requests: the task being written.
+    #[serde(default)]
+    pub task_id: Option<String>,
+    #[serde(default)]
+    pub task_title: String,
+    #[serde(default)]
+    pub key_questions: Vec<String>,
+    #[serde(default)]
+    pub data_needs: Vec<String>,
+    /// Subagents: prerequisite sections given. Integrator: every section with its status.
+    #[serde(default)]
+    pub sections: Vec<SectionRef>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub role: AgentRole,
+    pub messages: Vec<ChatMessage>,
+    /// 1 for the first try of this request; retries count up.
+    pub attempt: u32,
+    pub context: RequestContext,
+}
+
+/// Token counts of one call (or summed over many).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    /// Hidden reasoning tokens (DeepSeek `reasoning_content`, OpenAI reasoning models).
+    #[serde(default)]
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt_tokens + self.completion_tokens + self.reasoning_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Usage) {
+        self.prompt_tokens += rhs.prompt_tokens;
+        self.completion_tokens += rhs.completion_tokens;
+        self.reasoning_tokens += rhs.reasoning_tokens;
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatResponse {
+    pub content: String,
+    pub usage: Usage,
+    pub model: String,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}

@@ -1,0 +1,201 @@
+//! The research plan as data: what the planner wrote, normalized into one shape.
+//!
+//! Both seed formats land here: the research plan of seed 002 (`tasks[]` with hints) and
+//! the step-style plans of seeds 003/004 (`steps[]` with a tool and its parameters).
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A task id as the model wrote it: `1` or `"data_upload"`.
+///
+/// Matching (dependencies, duplicates, lookups) uses [`TaskId::key`], so `1` and `"1"` are
+/// the same task; the original form is kept so `plan.json` round-trips what the model wrote.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum TaskId {
+    Int(i64),
+    Str(String),
+}
+
+impl TaskId {
+    /// Canonical text used for matching and for messages.
+    pub fn key(&self) -> Cow<'_, str> {
+        match self {
+            TaskId::Int(n) => Cow::Owned(n.to_string()),
+            TaskId::Str(s) => Cow::Borrowed(s.as_str()),
+        }
+    }
+}
+
+impl fmt::Display for TaskId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaskId::Int(n) => write!(f, "{n}"),
+            TaskId::Str(s) => f.write_str(s),
+        }
+    }
+}
+
+impl From<i64> for TaskId {
+    fn from(n: i64) -> Self {
+        TaskId::Int(n)
+    }
+}
+
+impl From<&str> for TaskId {
+    fn from(s: &str) -> Self {
+        TaskId::Str(s.to_owned())
+    }
+}
+
+/// Execution hints of seed 002: they guide the subagent without dictating its calls.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hints {
+    #[serde(default)]
+    pub data_needs: Vec<String>,
+    #[serde(default)]
+    pub key_questions: Vec<String>,
+    #[serde(default)]
+    pub suggested_tools: Vec<String>,
+}
+
+impl Hints {
+    pub fn is_empty(&self) -> bool {
+        self.data_needs.is_empty()
+            && self.key_questions.is_empty()
+            && self.suggested_tools.is_empty()
+    }
+}
+
+/// Which input shape a plan came from; kept so messages and reports can speak its language.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanFormat {
+    /// Seed 002: `tasks[]` with `hints`.
+    #[default]
+    Research,
+    /// Seeds 003/004: `steps[]` with `tool` and `params`.
+    Steps,
+}
+
+/// One task (a report chapter, or a tool step) before validation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskSpec {
+    pub id: TaskId,
+    /// Short name (`name`/`step_name` of step plans); absent in seed-002 plans.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub description: String,
+    /// Direct prerequisites only, in the order written (duplicates removed: parsing keeps
+    /// what the model wrote, validation drops repeats with a warning).
+    #[serde(default)]
+    pub dependencies: Vec<TaskId>,
+    #[serde(default, skip_serializing_if = "Hints::is_empty")]
+    pub hints: Hints,
+    /// A tool step runs this tool directly, without a model (seeds 003/004).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Arguments of the tool step; may hold `{{ID.result}}` references.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_output: Option<String>,
+}
+
+impl TaskSpec {
+    /// A research task with no hints: handy for tests and generators.
+    pub fn new(id: impl Into<TaskId>, description: impl Into<String>, deps: Vec<TaskId>) -> Self {
+        TaskSpec {
+            id: id.into(),
+            name: None,
+            description: description.into(),
+            dependencies: deps,
+            hints: Hints::default(),
+            tool: None,
+            params: None,
+            expected_output: None,
+        }
+    }
+
+    /// The heading a section of this task gets: its name if it has one, else its description.
+    pub fn title(&self) -> &str {
+        match &self.name {
+            Some(n) if !n.trim().is_empty() => n,
+            _ => &self.description,
+        }
+    }
+}
+
+/// A plan as parsed: every field present, nothing checked yet.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub research_type: Option<String>,
+    #[serde(default)]
+    pub topic: String,
+    #[serde(default)]
+    pub objectives: Vec<String>,
+    #[serde(default)]
+    pub tasks: Vec<TaskSpec>,
+    #[serde(default, skip_serializing_if = "is_research")]
+    pub format: PlanFormat,
+}
+
+fn is_research(f: &PlanFormat) -> bool {
+    *f == PlanFormat::Research
+}
+
+/// Language of prompts, placeholders and the report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Lang {
+    #[default]
+    En,
+    Zh,
+}
+
+impl Lang {
+    /// CJK text means Chinese; anything else is English.
+    pub fn detect(text: &str) -> Lang {
+        let cjk = text
+            .chars()
+            .filter(|c| matches!(*c as u32, 0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0xF900..=0xFAFF))
+            .count();
+        if cjk > 0 { Lang::Zh } else { Lang::En }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lang::En => "en",
+            Lang::Zh => "zh",
+        }
+    }
+}
+
+impl std::str::FromStr for Lang {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_lowercase().as_str() {
+            "en" | "english" => Ok(Lang::En),
+            "zh" | "cn" | "chinese" | "zh-cn" => Ok(Lang::Zh),
+            other => Err(format!("unknown language {other:?} (expected zh or en)")),
+        }
+    }
+}
+
+impl PlanSpec {
+    /// The plan's language, read from its topic, objectives and task descriptions.
+    pub fn lang(&self) -> Lang {
+        let mut probe = String::new();
+        probe.push_str(&self.topic);
+        for o in &self.objectives {
+            probe.push_str(o);
+        }
+        for t in self.tasks.iter().take(16) {
+            probe.push_str(&t.description);
+        }
+        Lang::detect(&probe)
+    }
+}

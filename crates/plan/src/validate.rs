@@ -1,0 +1,304 @@
+//! Strict validation of a [`PlanSpec`] into a [`ValidatedPlan`].
+//!
+//! Every problem is collected (a repair prompt should fix them all at once), in a stable
+//! order: `NoTasks`; then per task in declaration order its empty id, empty description,
+//! duplicate id, self-dependency and unknown dependencies; then one cycle per strongly
+//! connected component. The graph algorithms live in [`graph`] and are all iterative.
+
+mod graph;
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fmt::{self, Write as _};
+
+use crate::model::{PlanSpec, TaskId, TaskSpec};
+use crate::validated::ValidatedPlan;
+
+/// One reason a plan is invalid. `Display` gives the exact user-facing message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// `plan has no tasks`
+    NoTasks,
+    /// `task #3: id is empty` (position is 1-based)
+    EmptyId { position: usize },
+    /// `task 3: description is empty`
+    EmptyDescription { id: TaskId },
+    /// `task 3: duplicate id (tasks #2 and #5)` (positions 1-based)
+    DuplicateId {
+        id: TaskId,
+        first: usize,
+        second: usize,
+    },
+    /// `task 2: dependency 9 does not match any task`
+    UnknownDependency { task: TaskId, dependency: TaskId },
+    /// `task 4: depends on itself`
+    SelfDependency { task: TaskId },
+    /// `cycle: 1 -> 3 -> 2 -> 1` (arrows run from prerequisite to dependent)
+    Cycle { path: Vec<TaskId> },
+    /// Free-form problems added by later checks (tools, references).
+    Other(String),
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::NoTasks => f.write_str("plan has no tasks"),
+            Problem::EmptyId { position } => write!(f, "task #{position}: id is empty"),
+            Problem::EmptyDescription { id } => write!(f, "task {id}: description is empty"),
+            Problem::DuplicateId { id, first, second } => {
+                write!(f, "task {id}: duplicate id (tasks #{first} and #{second})")
+            }
+            Problem::UnknownDependency { task, dependency } => {
+                write!(
+                    f,
+                    "task {task}: dependency {dependency} does not match any task"
+                )
+            }
+            Problem::SelfDependency { task } => write!(f, "task {task}: depends on itself"),
+            Problem::Cycle { path } => {
+                f.write_str("cycle: ")?;
+                for (i, id) in path.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(" -> ")?;
+                    }
+                    write!(f, "{id}")?;
+                }
+                Ok(())
+            }
+            Problem::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Every problem found, in a stable order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationErrors(pub Vec<Problem>);
+
+impl fmt::Display for ValidationErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ValidationErrors {}
+
+/// Something odd but harmless that validation fixed (e.g. a dependency listed twice).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Warning(pub String);
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationErrors> {
+    let n = spec.tasks.len();
+    if n == 0 {
+        return Err(ValidationErrors(vec![Problem::NoTasks]));
+    }
+    // Indices are stored as u32 to halve the graph's memory; no real plan comes close.
+    if u32::try_from(n).is_err() {
+        return Err(ValidationErrors(vec![Problem::Other(format!(
+            "plan has {n} tasks; at most {} are supported",
+            u32::MAX
+        ))]));
+    }
+
+    // Duplicates are harmless, so they are fixed here (with a warning) before any check, so
+    // that a duplicated unknown or self dependency is reported once.
+    let mut warnings = Vec::new();
+    for task in &mut spec.tasks {
+        dedup_dependencies(task, &mut warnings);
+    }
+
+    // First pass: the first task holding each key, and where each later duplicate points.
+    // Empty ids are left out: they are reported as such, not as duplicates of each other.
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(n);
+    let mut first_definition: Vec<Option<usize>> = vec![None; n];
+    for (i, task) in spec.tasks.iter().enumerate() {
+        if is_empty_id(&task.id) {
+            continue;
+        }
+        match index.entry(task.id.key().into_owned()) {
+            Entry::Occupied(e) => first_definition[i] = Some(*e.get()),
+            Entry::Vacant(e) => {
+                e.insert(i);
+            }
+        }
+    }
+
+    // Second pass: per-task problems in the documented order, and the resolved edges.
+    let mut problems = Vec::new();
+    let mut deps: Vec<Vec<u32>> = Vec::with_capacity(n);
+    for (i, task) in spec.tasks.iter().enumerate() {
+        let empty_id = is_empty_id(&task.id);
+        if empty_id {
+            problems.push(Problem::EmptyId { position: i + 1 });
+        }
+        if task.description.trim().is_empty() {
+            problems.push(Problem::EmptyDescription {
+                id: task.id.clone(),
+            });
+        }
+        if let Some(first) = first_definition[i] {
+            problems.push(Problem::DuplicateId {
+                id: task.id.clone(),
+                first: first + 1,
+                second: i + 1,
+            });
+        }
+        let mut resolved = Vec::with_capacity(task.dependencies.len());
+        let mut unknown = Vec::new();
+        let mut self_dependency = false;
+        for dep in &task.dependencies {
+            if !empty_id && same_key(dep, &task.id) {
+                self_dependency = true;
+            } else if let Some(j) = lookup(&index, dep) {
+                // `j < n <= u32::MAX`, checked above.
+                resolved.push(j as u32);
+            } else {
+                unknown.push(Problem::UnknownDependency {
+                    task: task.id.clone(),
+                    dependency: dep.clone(),
+                });
+            }
+        }
+        if self_dependency {
+            problems.push(Problem::SelfDependency {
+                task: task.id.clone(),
+            });
+        }
+        problems.append(&mut unknown);
+        deps.push(resolved);
+    }
+
+    let dependents = graph::dependents(&deps);
+    let order = graph::topological_order(&deps, &dependents);
+    if order.len() < n {
+        // Kahn's algorithm stalled, so some cycle exists: name each one.
+        for cycle in graph::cycles(&dependents) {
+            problems.push(Problem::Cycle {
+                path: cycle
+                    .iter()
+                    .map(|&i| spec.tasks[i as usize].id.clone())
+                    .collect(),
+            });
+        }
+    }
+    if !problems.is_empty() {
+        return Err(ValidationErrors(problems));
+    }
+
+    let (wave, waves) = graph::waves(&deps, &order);
+    let critical_path = graph::critical_path(&dependents, &order);
+    let lang = spec.lang();
+    Ok(ValidatedPlan {
+        spec,
+        index,
+        deps,
+        dependents,
+        wave,
+        waves,
+        critical_path,
+        warnings,
+        lang,
+    })
+}
+
+/// The heaviest chain (sum of its tasks' weights), root first. Missing, negative and
+/// non-finite weights count as 0: weights are durations, and a NaN must not poison the sum.
+pub(crate) fn weighted_critical_path(plan: &ValidatedPlan, weights: &[f64]) -> (f64, Vec<u32>) {
+    let weight = |i: usize| {
+        weights
+            .get(i)
+            .copied()
+            .filter(|w| w.is_finite() && *w > 0.0)
+            .unwrap_or(0.0)
+    };
+    // Waves in order are a topological order: every prerequisite sits in an earlier wave.
+    let order = plan.waves.iter().flatten().copied();
+    graph::heaviest_chain(&plan.deps, order, weight)
+}
+
+fn is_empty_id(id: &TaskId) -> bool {
+    matches!(id, TaskId::Str(s) if s.trim().is_empty())
+}
+
+/// Removes repeated dependencies (by key, keeping the first spelling) with one warning per
+/// repeated key: `task 3: dependency 1 listed twice`.
+fn dedup_dependencies(task: &mut TaskSpec, warnings: &mut Vec<Warning>) {
+    let deps = &task.dependencies;
+    // Most lists are short and clean: check without allocating before building sets.
+    let maybe_repeated =
+        deps.len() > 16 || (1..deps.len()).any(|j| deps[..j].iter().any(|d| same_key(d, &deps[j])));
+    if !maybe_repeated {
+        return;
+    }
+    let mut seen: HashSet<String> = HashSet::with_capacity(task.dependencies.len());
+    let mut warned: HashSet<String> = HashSet::new();
+    let id = &task.id;
+    task.dependencies.retain(|dep| {
+        let key = dep.key();
+        if seen.contains(key.as_ref()) {
+            if warned.insert(key.into_owned()) {
+                warnings.push(Warning(format!("task {id}: dependency {dep} listed twice")));
+            }
+            false
+        } else {
+            seen.insert(key.into_owned());
+            true
+        }
+    });
+}
+
+/// `a.key() == b.key()` without allocating for the common int/int case.
+fn same_key(a: &TaskId, b: &TaskId) -> bool {
+    match (a, b) {
+        (TaskId::Int(x), TaskId::Int(y)) => x == y,
+        (TaskId::Str(x), TaskId::Str(y)) => x == y,
+        (TaskId::Int(n), TaskId::Str(s)) | (TaskId::Str(s), TaskId::Int(n)) => *s == n.to_string(),
+    }
+}
+
+/// `index.get(id.key())` without allocating a key for integer ids, the common case.
+fn lookup(index: &HashMap<String, usize>, id: &TaskId) -> Option<usize> {
+    match id {
+        TaskId::Str(s) => index.get(s.as_str()).copied(),
+        TaskId::Int(n) => {
+            let mut buf = KeyBuf::default();
+            // Cannot fail: an i64 has at most 20 characters.
+            let _ = write!(buf, "{n}");
+            index.get(buf.as_str()).copied()
+        }
+    }
+}
+
+/// A stack buffer just big enough for any i64 in decimal.
+#[derive(Default)]
+struct KeyBuf {
+    bytes: [u8; 20],
+    len: usize,
+}
+
+impl KeyBuf {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl fmt::Write for KeyBuf {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let dst = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
+        dst.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}

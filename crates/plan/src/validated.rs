@@ -1,0 +1,123 @@
+//! [`ValidatedPlan`]: a plan whose ids resolve, whose graph is acyclic, and whose waves are known.
+
+use std::collections::HashMap;
+
+use crate::model::{Lang, PlanSpec, TaskId, TaskSpec};
+use crate::validate::{ValidationErrors, Warning};
+
+/// A plan that passed validation. Tasks are addressed by their index in `spec().tasks`.
+///
+/// **Invariant:** ids are unique, every dependency resolves, the graph is acyclic, and
+/// `wave(i) > wave(d)` for every prerequisite `d` of `i`.
+#[derive(Clone, Debug)]
+pub struct ValidatedPlan {
+    pub(crate) spec: PlanSpec,
+    /// `TaskId::key()` -> index.
+    pub(crate) index: HashMap<String, usize>,
+    /// Direct prerequisites of each task, as indices, in the order written.
+    pub(crate) deps: Vec<Vec<u32>>,
+    /// Direct dependents of each task, as indices, ascending.
+    pub(crate) dependents: Vec<Vec<u32>>,
+    /// Wave of each task: the number of edges on the longest path from a root.
+    pub(crate) wave: Vec<u32>,
+    /// Tasks per wave, each wave in declaration order.
+    pub(crate) waves: Vec<Vec<u32>>,
+    /// The longest chain, root first.
+    pub(crate) critical_path: Vec<u32>,
+    pub(crate) warnings: Vec<Warning>,
+    pub(crate) lang: Lang,
+}
+
+impl ValidatedPlan {
+    /// Validates `spec`, collecting every problem rather than stopping at the first.
+    pub fn new(spec: PlanSpec) -> Result<ValidatedPlan, ValidationErrors> {
+        crate::validate::validate(spec)
+    }
+
+    pub fn spec(&self) -> &PlanSpec {
+        &self.spec
+    }
+    pub fn into_spec(self) -> PlanSpec {
+        self.spec
+    }
+    pub fn len(&self) -> usize {
+        self.spec.tasks.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.spec.tasks.is_empty()
+    }
+    pub fn task(&self, i: usize) -> &TaskSpec {
+        &self.spec.tasks[i]
+    }
+    pub fn tasks(&self) -> &[TaskSpec] {
+        &self.spec.tasks
+    }
+    pub fn id(&self, i: usize) -> &TaskId {
+        &self.spec.tasks[i].id
+    }
+    pub fn index_of(&self, id: &TaskId) -> Option<usize> {
+        self.index.get(id.key().as_ref()).copied()
+    }
+    pub fn index_of_key(&self, key: &str) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+    pub fn deps(&self, i: usize) -> &[u32] {
+        &self.deps[i]
+    }
+    pub fn dependents(&self, i: usize) -> &[u32] {
+        &self.dependents[i]
+    }
+    pub fn wave(&self, i: usize) -> u32 {
+        self.wave[i]
+    }
+    pub fn waves(&self) -> &[Vec<u32>] {
+        &self.waves
+    }
+    pub fn critical_path(&self) -> &[u32] {
+        &self.critical_path
+    }
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+    pub fn lang(&self) -> Lang {
+        self.lang
+    }
+
+    /// Longest chain when each task takes `weights[i]`: `(total weight, path root first)`.
+    /// Used for the critical-path lower bound of a run's makespan.
+    pub fn critical_path_weighted(&self, weights: &[f64]) -> (f64, Vec<u32>) {
+        crate::validate::weighted_critical_path(self, weights)
+    }
+
+    /// Indices of `i`'s transitive prerequisites (not including `i`), ascending.
+    pub fn ancestors(&self, i: usize) -> Vec<u32> {
+        let mut seen = vec![false; self.len()];
+        let mut stack: Vec<u32> = self.deps[i].clone();
+        let mut out = Vec::new();
+        while let Some(d) = stack.pop() {
+            if std::mem::replace(&mut seen[d as usize], true) {
+                continue;
+            }
+            out.push(d);
+            stack.extend_from_slice(&self.deps[d as usize]);
+        }
+        out.sort_unstable();
+        out
+    }
+
+    /// Indices of `i`'s transitive dependents (not including `i`), ascending.
+    pub fn descendants(&self, i: usize) -> Vec<u32> {
+        let mut seen = vec![false; self.len()];
+        let mut stack: Vec<u32> = self.dependents[i].clone();
+        let mut out = Vec::new();
+        while let Some(d) = stack.pop() {
+            if std::mem::replace(&mut seen[d as usize], true) {
+                continue;
+            }
+            out.push(d);
+            stack.extend_from_slice(&self.dependents[d as usize]);
+        }
+        out.sort_unstable();
+        out
+    }
+}

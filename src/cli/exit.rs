@@ -1,0 +1,52 @@
+//! Exit codes and how errors are printed.
+
+use std::process::ExitCode;
+
+pub const OK: u8 = 0;
+pub const OTHER: u8 = 1;
+pub const INVALID: u8 = 2;
+pub const PARTIAL: u8 = 3;
+pub const INTERRUPTED: u8 = 130;
+
+/// How a command ended when it did not fail outright.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome(pub u8);
+
+/// Bad input: printed one problem per line, exit 2.
+#[derive(Debug)]
+pub struct InvalidInput {
+    pub source_name: String,
+    pub problems: Vec<String>,
+}
+
+impl std::fmt::Display for InvalidInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} problem(s)",
+            self.source_name,
+            self.problems.len()
+        )
+    }
+}
+
+impl std::error::Error for InvalidInput {}
+
+pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
+    match result {
+        Ok(Outcome(code)) => ExitCode::from(code),
+        Err(err) => {
+            if let Some(inv) = err.downcast_ref::<InvalidInput>() {
+                for p in &inv.problems {
+                    eprintln!("{}: {p}", inv.source_name);
+                }
+                return ExitCode::from(INVALID);
+            }
+            eprintln!("error: {err}");
+            for cause in err.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(OTHER)
+        }
+    }
+}

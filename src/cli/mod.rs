@@ -1,0 +1,85 @@
+//! Command-line interface: one module per subcommand.
+
+pub mod exit;
+mod input;
+mod options;
+mod progress;
+mod run;
+mod validate;
+mod waves;
+
+use clap::{Parser, Subcommand};
+
+pub const EXIT_CODES_HELP: &str = "\
+Exit codes:
+  0  success (run: every task completed)
+  1  other error (I/O, runtime)
+  2  invalid input (unreadable or invalid plan, bad arguments)
+  3  run finished but not every task completed (report still written)
+  130 interrupted (Ctrl-C); the run directory says what finished";
+
+#[derive(Debug, Parser)]
+#[command(name = "planwave", version, about = "Turns a research goal into a dependency plan, runs its tasks as concurrent LLM subagents, and assembles a report.", after_help = EXIT_CODES_HELP)]
+pub struct Cli {
+    /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Check a plan: exit 0 with a summary, or exit 2 with one problem per line.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Validate(validate::ValidateArgs),
+    /// Print a plan's dependency waves and critical path.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Waves(waves::WavesArgs),
+    /// Execute a plan: one subagent per task, then the report.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Run(run::RunArgs),
+}
+
+pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
+    match cli.command {
+        Command::Validate(a) => validate::validate(a),
+        Command::Waves(a) => waves::waves(a),
+        Command::Run(a) => run::run(a).await,
+    }
+}
+
+pub fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info,ractor=warn",
+        _ => "debug,ractor=info",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// One line per panic instead of a backtrace: a subagent panic is a task failure the run
+/// reports, not a crash. `PLANWAVE_BACKTRACE=1` restores the default hook's backtrace.
+pub fn install_panic_hook() {
+    if std::env::var_os("PLANWAVE_BACKTRACE").is_some() {
+        return;
+    }
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(non-string panic payload)".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("planwave: panic{at}: {msg}");
+    }));
+}

@@ -1,0 +1,139 @@
+//! Option groups shared by the commands that execute plans (`run`, and later `research`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use planwave_engine::{RetryPolicy, RunConfig, Schedule};
+use planwave_llm::sim::{Latency, SimConfig};
+
+use super::exit::InvalidInput;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LlmKind {
+    /// The built-in simulated LLM (offline, deterministic for --seed).
+    Sim,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScheduleArg {
+    /// Start each task as soon as its own prerequisites are done.
+    Dataflow,
+    /// Start wave k+1 only when all of wave k is done (the seed's barrier), for comparison.
+    Waves,
+}
+
+/// How a plan is executed.
+#[derive(Debug, Args)]
+pub struct ExecOptions {
+    /// Most subagents in flight (default: no cap beyond the plan's own parallelism).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: Option<u64>,
+    #[arg(long, value_enum, default_value = "dataflow")]
+    pub schedule: ScheduleArg,
+    /// Retries of a task after a transient model error.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub retries: u32,
+    /// Base of the exponential retry backoff (full jitter).
+    #[arg(long, value_name = "MS", default_value_t = 200)]
+    pub retry_backoff_ms: u64,
+    /// Seed for the simulator and for retry jitter: the same seed replays the same run.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+}
+
+impl ExecOptions {
+    pub fn run_config(&self) -> RunConfig {
+        RunConfig {
+            schedule: match self.schedule {
+                ScheduleArg::Dataflow => Schedule::Dataflow,
+                ScheduleArg::Waves => Schedule::Waves,
+            },
+            concurrency: self.concurrency.map(|c| c as usize),
+            retry: RetryPolicy {
+                max_retries: self.retries,
+                base_backoff: Duration::from_millis(self.retry_backoff_ms),
+                ..RetryPolicy::default()
+            },
+            seed: self.seed,
+            ..RunConfig::default()
+        }
+    }
+}
+
+/// The simulated LLM's behaviour.
+#[derive(Debug, Args)]
+pub struct SimOptions {
+    /// Which model answers.
+    #[arg(long, value_enum, default_value = "sim")]
+    pub llm: LlmKind,
+    /// Mean simulated latency per call; 0 means no delay.
+    #[arg(long, value_name = "MS", default_value_t = 300.0)]
+    pub sim_latency_ms: f64,
+    /// Sigma of the lognormal latency (0 = every call takes exactly the mean).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub sim_sigma: f64,
+    /// Task ids whose every attempt fails (comma-separated).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub sim_fail: Vec<String>,
+    /// Task ids whose first attempt fails.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub sim_flaky: Vec<String>,
+    /// Task ids whose subagent panics.
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub sim_panic: Vec<String>,
+    /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency.
+    #[arg(long, value_name = "FILE")]
+    pub sim_latency_file: Option<PathBuf>,
+}
+
+fn set(ids: &[String]) -> HashSet<String> {
+    ids.iter()
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+impl SimOptions {
+    pub fn sim_config(&self, seed: u64) -> Result<SimConfig, InvalidInput> {
+        let latency_overrides = match &self.sim_latency_file {
+            Some(path) => read_latency_file(path)?,
+            None => HashMap::new(),
+        };
+        Ok(SimConfig {
+            seed,
+            latency: Latency::from_mean(self.sim_latency_ms, self.sim_sigma),
+            fail: set(&self.sim_fail),
+            flaky: set(&self.sim_flaky),
+            panic: set(&self.sim_panic),
+            latency_overrides,
+        })
+    }
+}
+
+/// `{"<task id>": ms}`; ms may be fractional, never negative.
+pub fn read_latency_file(path: &Path) -> Result<HashMap<String, Duration>, InvalidInput> {
+    let name = path.display().to_string();
+    let bad = |p: String| InvalidInput {
+        source_name: name.clone(),
+        problems: vec![p],
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read: {e}")))?;
+    let map: HashMap<String, f64> = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "expected a JSON object of task id to milliseconds: {e}"
+        ))
+    })?;
+    map.into_iter()
+        .map(|(id, ms)| {
+            if ms.is_finite() && ms >= 0.0 {
+                Ok((id, Duration::from_secs_f64(ms / 1000.0)))
+            } else {
+                Err(bad(format!(
+                    "task {id}: latency {ms} is not a non-negative number of milliseconds"
+                )))
+            }
+        })
+        .collect()
+}

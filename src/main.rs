@@ -1,0 +1,28 @@
+//! The `planwave` command: argument parsing and wiring only; the work lives in the crates.
+
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    cli::init_logging(args.verbose);
+    cli::install_panic_hook();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("planwave")
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(cli::exit::OTHER);
+        }
+    };
+    let result = runtime.block_on(cli::dispatch(args));
+    // Don't wait on stray blocking tasks (e.g. a stdin reader) after the command is done.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    cli::exit::report(result)
+}

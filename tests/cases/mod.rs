@@ -1,0 +1,2 @@
+mod run;
+mod validate;

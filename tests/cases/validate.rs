@@ -1,0 +1,111 @@
+//! `planwave validate` and `planwave waves`: exit codes and exact output.
+
+use crate::support::{plan, repo_file, run, run_with_stdin, write_json};
+
+#[test]
+fn valid_plan_prints_one_summary_line() {
+    let out = run(&[
+        "validate",
+        repo_file("examples/tesla.json").to_str().expect("path"),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "valid: 4 tasks, 2 waves, longest chain 2 (1 -> 4)\n"
+    );
+}
+
+#[test]
+fn invalid_plan_exits_2_with_every_problem_on_its_own_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 1 -> 2 -> 3 -> 1 is a cycle (arrows run from prerequisite to dependent).
+    let p = write_json(
+        dir.path(),
+        "bad.json",
+        &plan(
+            "t",
+            &[
+                ("1", "a", &["3"]),
+                ("2", "", &["9", "1"]),
+                ("3", "c", &["2"]),
+                ("2", "dup", &[]),
+                ("4", "d", &["4"]),
+            ],
+        ),
+    );
+    let out = run(&["validate", p.to_str().expect("path")]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stdout, "");
+    let name = p.display().to_string();
+    let expected: String = [
+        "task 2: description is empty",
+        "task 2: dependency 9 does not match any task",
+        "task 2: duplicate id (tasks #2 and #4)",
+        "task 4: depends on itself",
+        "cycle: 1 -> 2 -> 3 -> 1",
+    ]
+    .iter()
+    .map(|l| format!("{name}: {l}\n"))
+    .collect();
+    assert_eq!(out.stderr, expected);
+}
+
+#[test]
+fn stdin_is_read_with_a_dash_and_prose_around_json_is_tolerated() {
+    let text = format!(
+        "Sure! Here is the plan:\n```json\n{}\n```\nLet me know.",
+        serde_json::to_string_pretty(&plan("t", &[("a", "first", &[]), ("b", "second", &["a"])]))
+            .expect("json")
+    );
+    let out = run_with_stdin(&["validate", "-"], Some(text.as_bytes()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "valid: 2 tasks, 2 waves, longest chain 2 (a -> b)\n"
+    );
+}
+
+#[test]
+fn unreadable_or_non_json_input_exits_2_with_a_clear_message() {
+    let out = run(&["validate", "/definitely/not/here.json"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("cannot read"), "{}", out.stderr);
+    let out = run_with_stdin(&["validate", "-"], Some(b"no json here at all"));
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr, "<stdin>: no JSON object found in the input\n");
+    let out = run_with_stdin(
+        &["validate", "-"],
+        Some(b"{\"tasks\": [{\"id\": 1, \"description\": \"x\""),
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .starts_with("<stdin>: JSON is truncated at line 1 column"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn waves_prints_text_json_and_mermaid() {
+    let p = repo_file("examples/tesla.json");
+    let p = p.to_str().expect("path");
+    let out = run(&["waves", p, "--format", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
+    assert_eq!(
+        v,
+        serde_json::json!({"waves": [[1, 2, 3], [4]], "critical_path": [1, 4]})
+    );
+    let out = run(&["waves", p]);
+    assert_eq!(
+        out.stdout,
+        "wave 0: 1, 2, 3\nwave 1: 4\ncritical path: 1 -> 4\n"
+    );
+    let out = run(&["waves", p, "--format", "mermaid"]);
+    assert!(
+        out.stdout.starts_with("graph LR\n") && out.stdout.contains("    t0 --> t3\n"),
+        "{}",
+        out.stdout
+    );
+}
