@@ -157,6 +157,7 @@ impl IntegratorState {
                 messages: messages.clone(),
                 attempt,
                 context: context.clone(),
+                traceparent: None,
             };
             let answer = shared.provider.chat(request).await;
             let (u, model, error) = match &answer {

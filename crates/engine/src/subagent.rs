@@ -97,6 +97,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             messages: messages.clone(),
             attempt,
             context: context.clone(),
+            traceparent: None,
         };
         let t0 = Instant::now();
         let answer = shared.provider.chat(request).await;

@@ -103,6 +103,10 @@ pub struct ChatRequest {
     /// 1 for the first try of this request; retries count up.
     pub attempt: u32,
     pub context: RequestContext,
+    /// W3C `traceparent` of the caller's span; HTTP providers send it as a header so a
+    /// model gateway's spans join the run's trace. Filled by the engine when tracing is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Token counts of one call (or summed over many).
