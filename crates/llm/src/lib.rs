@@ -1,19 +1,27 @@
 //! Language-model access for planwave: the [`LlmProvider`] trait every model sits behind, the
-//! request/response types, and the deterministic simulated provider ([`sim::SimProvider`]).
+//! request/response types, the OpenAI-compatible HTTP client ([`openai::OpenAiProvider`]) and
+//! the deterministic simulated provider ([`sim::SimProvider`]).
 //!
 //! Callers (planner, subagents, integrator) build [`ChatRequest`]s; they never know which
 //! provider answers. The simulator is a real provider behind the same trait, used for offline
 //! runs and load tests, not a shortcut around the code users run.
 //!
-//! This crate knows nothing of actors, run directories or the CLI.
+//! This crate knows nothing of actors, run directories, config files or the CLI.
 
 mod error;
+pub mod openai;
+mod pricing;
 mod provider;
+mod secret;
 pub mod sim;
+mod tokens;
 mod types;
 
 pub use error::LlmError;
+pub use pricing::{CostEstimate, ModelPrice, PriceTable};
 pub use provider::{LlmProvider, ProviderInfo};
+pub use secret::{ApiKey, scrub};
+pub use tokens::{char_tokens, estimate_tokens, is_cjk};
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, MessageRole, RequestContext, SectionRef,
     Usage,

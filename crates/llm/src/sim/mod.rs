@@ -4,6 +4,7 @@
 //! plan's language, and says in its text that its figures are simulated.
 
 mod latency;
+pub mod plan;
 mod text;
 
 use std::collections::{HashMap, HashSet};
@@ -14,6 +15,7 @@ use async_trait::async_trait;
 use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
 
 pub use latency::{Latency, stable_hash};
+pub use plan::PlannerFault;
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
 #[derive(Clone, Debug, Default)]
@@ -28,6 +30,9 @@ pub struct SimConfig {
     pub panic: HashSet<String>,
     /// Fixed latency for particular tasks, overriding `latency` (replayable workloads).
     pub latency_overrides: HashMap<String, Duration>,
+    /// Planner faults by planning attempt: entry k applies to attempt k + 1; attempts past
+    /// the list get a valid plan.
+    pub planner_faults: Vec<PlannerFault>,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -114,6 +119,15 @@ impl LlmProvider for SimProvider {
         let content = match request.role {
             AgentRole::Subagent => text::section(&request.context, seed),
             AgentRole::Integrator => text::summary(&request.context, seed),
+            // The goal is the topic; `attempt` counts planning attempts (repairs included).
+            AgentRole::Planner => plan::answer(
+                &request.context.topic,
+                request.context.lang,
+                self.config
+                    .planner_faults
+                    .get(request.attempt.saturating_sub(1) as usize)
+                    .copied(),
+            ),
             other => {
                 return Err(LlmError::Fatal {
                     provider: "sim".into(),

@@ -1,0 +1,518 @@
+//! The OpenAI-compatible Chat Completions client: one provider for OpenAI, DeepSeek,
+//! Qwen/DashScope, Ollama, vLLM, llama.cpp's server and `planwave sim-llm serve`.
+//!
+//! One `chat()` is: wait for the shared [`Limiter`], send (streaming SSE by default), read
+//! the answer under the idle and request timeouts, and on a retryable failure (408, 409, 429,
+//! 5xx, connection errors, timeouts, a stalled, truncated or malformed body) wait (backoff with
+//! full jitter, or `Retry-After`) and go again, up to `retry.max_retries` times and while the
+//! shared [`RetryBudget`] allows. 400/401/403/404 fail at once. Errors name the provider, the
+//! base URL and the model; the key is never logged, and server text is scrubbed of it.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use async_trait::async_trait;
+use futures::StreamExt;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
+use serde_json::json;
+
+use super::config::{OpenAiConfig, ResponseFormatMode};
+use super::context_header;
+use super::limiter::Limiter;
+use super::retry::{RetryBudget, backoff_delay, parse_retry_after};
+use super::sse::{ChunkError, SseDecoder, StreamAnswer};
+use super::wire::{self, ChatBody, Completion};
+use crate::secret::scrub;
+use crate::tokens::estimate_tokens;
+use crate::{
+    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage,
+};
+
+/// Largest error body read (the message is in the first bytes anyway).
+const MAX_ERROR_BODY: usize = 16 * 1024;
+/// Completion tokens assumed for the TPM budget when `max_tokens` is not set.
+const DEFAULT_COMPLETION_ESTIMATE: u64 = 1024;
+
+/// Counters of one client, for load tests and summaries.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClientStats {
+    /// HTTP attempts sent.
+    pub requests: u64,
+    /// Attempts that were retries.
+    pub retries: u64,
+}
+
+pub struct OpenAiProvider {
+    cfg: OpenAiConfig,
+    http: reqwest::Client,
+    url: String,
+    limiter: Arc<Limiter>,
+    budget: Arc<RetryBudget>,
+    rng: Mutex<StdRng>,
+    /// 0: as configured; 1: `json_object`; 2: no `response_format` (after a 400 naming it).
+    format_downgrade: AtomicU8,
+    requests: AtomicU64,
+    retries: AtomicU64,
+}
+
+/// How one HTTP attempt failed.
+#[derive(Debug)]
+enum Failure {
+    Retryable {
+        message: String,
+        retry_after: Option<Duration>,
+        status: Option<u16>,
+    },
+    Fatal(String),
+    /// The server rejected `response_format`: go again with a simpler one.
+    Downgrade,
+}
+
+fn retryable(message: impl Into<String>) -> Failure {
+    Failure::Retryable {
+        message: message.into(),
+        retry_after: None,
+        status: None,
+    }
+}
+
+impl OpenAiProvider {
+    /// A client with its own limiter.
+    pub fn new(cfg: OpenAiConfig) -> Result<OpenAiProvider, LlmError> {
+        let limiter = Arc::new(Limiter::new(cfg.limits));
+        OpenAiProvider::with_limiter(cfg, limiter)
+    }
+
+    /// A client sharing `limiter` (and so its in-flight, RPM and TPM budgets) with others.
+    pub fn with_limiter(
+        cfg: OpenAiConfig,
+        limiter: Arc<Limiter>,
+    ) -> Result<OpenAiProvider, LlmError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(cfg.timeouts.connect)
+            .pool_idle_timeout(Duration::from_secs(60))
+            .user_agent(concat!("planwave/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Fatal {
+                provider: cfg.provider.clone(),
+                model: cfg.models.default.clone(),
+                message: format!("cannot build the HTTP client: {e}"),
+            })?;
+        let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        Ok(OpenAiProvider {
+            rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
+            cfg,
+            http,
+            url,
+            limiter,
+            budget: Arc::new(RetryBudget::default()),
+            format_downgrade: AtomicU8::new(0),
+            requests: AtomicU64::new(0),
+            retries: AtomicU64::new(0),
+        })
+    }
+
+    pub fn limiter(&self) -> &Arc<Limiter> {
+        &self.limiter
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.cfg
+    }
+
+    pub fn stats(&self) -> ClientStats {
+        ClientStats {
+            requests: self.requests.load(Ordering::Relaxed),
+            retries: self.retries.load(Ordering::Relaxed),
+        }
+    }
+
+    fn unit(&self) -> f64 {
+        self.rng.lock().map(|mut r| r.random::<f64>()).unwrap_or(0.5)
+    }
+
+    fn error(&self, model: &str, message: String, transient: Option<Option<Duration>>) -> LlmError {
+        let message = format!("{} at {}", message, self.cfg.base_url);
+        match transient {
+            Some(retry_after) => LlmError::Transient {
+                provider: self.cfg.provider.clone(),
+                model: model.to_owned(),
+                message,
+                retry_after,
+            },
+            None => LlmError::Fatal {
+                provider: self.cfg.provider.clone(),
+                model: model.to_owned(),
+                message,
+            },
+        }
+    }
+
+    fn response_format(&self, role: AgentRole) -> Option<serde_json::Value> {
+        if role != AgentRole::Planner {
+            return None;
+        }
+        let mode = match (self.cfg.response_format, self.format_downgrade.load(Ordering::Relaxed)) {
+            (m, 0) => m,
+            (ResponseFormatMode::JsonSchema, 1) => ResponseFormatMode::JsonObject,
+            _ => ResponseFormatMode::None,
+        };
+        match (mode, &self.cfg.plan_schema) {
+            (ResponseFormatMode::JsonSchema, Some(schema)) => Some(json!({
+                "type": "json_schema",
+                "json_schema": {"name": "research_plan", "schema": schema, "strict": false}
+            })),
+            (ResponseFormatMode::JsonSchema, None) | (ResponseFormatMode::JsonObject, _) => {
+                Some(json!({"type": "json_object"}))
+            }
+            (ResponseFormatMode::None, _) => None,
+        }
+    }
+
+    fn headers(&self, request: &ChatRequest) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        if let Some(key) = &self.cfg.api_key
+            && let Ok(mut v) = HeaderValue::from_str(&format!("Bearer {}", key.expose()))
+        {
+            // Sensitive values are hidden from every Debug print of the request.
+            v.set_sensitive(true);
+            h.insert(AUTHORIZATION, v);
+        }
+        if let Some(tp) = request
+            .traceparent
+            .as_deref()
+            .and_then(|t| HeaderValue::from_str(t).ok())
+        {
+            h.insert("traceparent", tp);
+        }
+        if self.cfg.context_headers {
+            if let Ok(v) = HeaderValue::from_str(request.role.as_str()) {
+                h.insert(context_header::ROLE_HEADER, v);
+            }
+            h.insert(
+                context_header::ATTEMPT_HEADER,
+                HeaderValue::from(request.attempt),
+            );
+            if let Some(v) = context_header::encode(&request.context)
+                .and_then(|v| HeaderValue::from_str(&v).ok())
+            {
+                h.insert(context_header::CONTEXT_HEADER, v);
+            }
+        }
+        h
+    }
+
+    /// One HTTP attempt, start to end.
+    async fn attempt(&self, request: &ChatRequest, model: &str) -> Result<ChatResponse, Failure> {
+        let stream = self.cfg.stream;
+        let body = ChatBody {
+            model,
+            messages: &request.messages,
+            stream,
+            stream_options: stream.then(|| json!({"include_usage": true})),
+            temperature: self.cfg.temperature,
+            max_tokens: self.cfg.max_tokens,
+            response_format: self.response_format(request.role),
+        };
+        let send = self
+            .http
+            .post(&self.url)
+            .headers(self.headers(request))
+            .json(&body)
+            .send();
+        let idle = self.cfg.timeouts.idle;
+        let resp = if stream {
+            tokio::time::timeout(idle, send)
+                .await
+                .map_err(|_| retryable(format!("no response headers within {}s", idle.as_secs_f64())))?
+        } else {
+            send.await
+        }
+        .map_err(|e| retryable(format!("request failed: {}", transport_error(&e))))?;
+
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(self.status_failure(resp, body.response_format.is_some()).await);
+        }
+        let is_sse = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        let (content, reasoning, finish_reason, usage, served_model) = if is_sse {
+            let a = self.read_stream(resp).await?;
+            (a.content, a.reasoning, a.finish_reason, a.usage, a.model)
+        } else {
+            // Non-streaming, or a server that ignored `stream: true` and sent one body.
+            let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
+                .await
+                .map_err(|_| retryable("response body timed out"))?
+                .map_err(|e| retryable(format!("reading the body failed: {}", transport_error(&e))))?;
+            let c: Completion = serde_json::from_slice(&bytes).map_err(|e| {
+                retryable(format!("malformed JSON body ({e})"))
+            })?;
+            let choice = c.choices.into_iter().next().ok_or_else(|| retryable("the reply has no choices"))?;
+            let msg = choice.message.unwrap_or(wire::Message {
+                content: None,
+                reasoning_content: None,
+                reasoning: None,
+            });
+            (
+                msg.content.unwrap_or_default(),
+                msg.reasoning_content.or(msg.reasoning).unwrap_or_default(),
+                choice.finish_reason,
+                c.usage,
+                c.model,
+            )
+        };
+        let usage = match usage {
+            Some(u) => {
+                let mut usage = u.to_usage();
+                if usage.reasoning_tokens == 0 && !reasoning.is_empty() {
+                    // Reported usage without a breakdown: the reasoning is inside completion.
+                    let r = estimate_tokens(&reasoning).min(usage.completion_tokens);
+                    usage.reasoning_tokens = r;
+                    usage.completion_tokens -= r;
+                }
+                usage
+            }
+            None => Usage {
+                prompt_tokens: request
+                    .messages
+                    .iter()
+                    .map(|m| estimate_tokens(&m.content))
+                    .sum(),
+                completion_tokens: estimate_tokens(&content),
+                reasoning_tokens: estimate_tokens(&reasoning),
+            },
+        };
+        Ok(ChatResponse {
+            content,
+            usage,
+            model: served_model.unwrap_or_else(|| model.to_owned()),
+            finish_reason,
+        })
+    }
+
+    async fn read_stream(&self, resp: reqwest::Response) -> Result<StreamAnswer, Failure> {
+        let idle = self.cfg.timeouts.idle;
+        let mut body = resp.bytes_stream();
+        let mut dec = SseDecoder::default();
+        let mut ans = StreamAnswer::default();
+        let apply = |ans: &mut StreamAnswer, data: &str| {
+            ans.apply(data).map_err(|e| match e {
+                ChunkError::Malformed(m) => retryable(format!("malformed stream: {m}")),
+                ChunkError::Server(m) => {
+                    retryable(format!("server error in stream: {}", scrub(&m, self.cfg.api_key.as_ref())))
+                }
+            })
+        };
+        'read: loop {
+            let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
+                retryable(format!(
+                    "stream stalled: nothing received for {}s",
+                    idle.as_secs_f64()
+                ))
+            })?;
+            match next {
+                None => break,
+                Some(Err(e)) => {
+                    return Err(retryable(format!("stream broke: {}", transport_error(&e))));
+                }
+                Some(Ok(bytes)) => {
+                    for data in dec.push(&bytes) {
+                        apply(&mut ans, &data)?;
+                        if ans.done {
+                            break 'read;
+                        }
+                    }
+                }
+            }
+        }
+        if !ans.done {
+            for data in dec.finish() {
+                apply(&mut ans, &data)?;
+            }
+        }
+        if !ans.complete() {
+            return Err(retryable(
+                "stream ended before the answer was complete (no finish_reason, no [DONE])",
+            ));
+        }
+        Ok(ans)
+    }
+
+    async fn status_failure(&self, resp: reqwest::Response, sent_format: bool) -> Failure {
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, SystemTime::now()));
+        let body = match tokio::time::timeout(self.cfg.timeouts.idle, resp.bytes()).await {
+            Ok(Ok(b)) => String::from_utf8_lossy(&b[..b.len().min(MAX_ERROR_BODY)]).into_owned(),
+            _ => String::new(),
+        };
+        let detail = scrub(&wire::body_message(&body), self.cfg.api_key.as_ref());
+        let code = status.as_u16();
+        let message = format!(
+            "HTTP {} {}: {detail}",
+            code,
+            status.canonical_reason().unwrap_or("")
+        );
+        match code {
+            408 | 409 | 429 | 500..=599 => Failure::Retryable {
+                message,
+                retry_after,
+                status: Some(code),
+            },
+            400 if sent_format
+                && (detail.contains("response_format") || detail.contains("json_schema"))
+                && self.format_downgrade.load(Ordering::Relaxed) < 2 =>
+            {
+                let was = self.format_downgrade.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    provider = %self.cfg.provider,
+                    level = was + 1,
+                    "the server rejected response_format; asking for a simpler one"
+                );
+                Failure::Downgrade
+            }
+            401 => Failure::Fatal(format!(
+                "{message} (check the API key: PLANWAVE_LLM_API_KEY, OPENAI_API_KEY or [llm] api_key_env)"
+            )),
+            404 => Failure::Fatal(format!(
+                "{message} (check the base URL, which should end in /v1, and the model name)"
+            )),
+            _ => Failure::Fatal(message),
+        }
+    }
+}
+
+/// A reqwest error as text with its causes (connection refused, timed out, ...).
+fn transport_error(e: &reqwest::Error) -> String {
+    use std::error::Error;
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        s.push_str(": ");
+        s.push_str(&cause.to_string());
+        src = cause.source();
+    }
+    s
+}
+
+#[async_trait]
+impl LlmProvider for OpenAiProvider {
+    fn info(&self) -> ProviderInfo {
+        ProviderInfo {
+            provider: self.cfg.provider.clone(),
+            model: self.cfg.models.for_role(AgentRole::Subagent).to_owned(),
+            simulated: false,
+            base_url: Some(self.cfg.base_url.clone()),
+        }
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let model = self.cfg.models.for_role(request.role).to_owned();
+        let estimate = request
+            .messages
+            .iter()
+            .map(|m| estimate_tokens(&m.content))
+            .sum::<u64>()
+            + self
+                .cfg
+                .max_tokens
+                .map(u64::from)
+                .unwrap_or(DEFAULT_COMPLETION_ESTIMATE);
+        let mut retry = 0u32;
+        let mut downgrades = 0u32;
+        loop {
+            let permit = self.limiter.acquire(estimate).await;
+            self.requests.fetch_add(1, Ordering::Relaxed);
+            let t0 = Instant::now();
+            let outcome = tokio::time::timeout(self.cfg.timeouts.request, self.attempt(&request, &model))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(retryable(format!(
+                        "request timed out after {}s",
+                        self.cfg.timeouts.request.as_secs_f64()
+                    )))
+                });
+            let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
+            self.limiter.settle(permit.charged, used);
+            drop(permit);
+            tracing::debug!(
+                provider = %self.cfg.provider,
+                model = %model,
+                role = request.role.as_str(),
+                retry,
+                ok = outcome.is_ok(),
+                ms = t0.elapsed().as_millis() as u64,
+                "chat completion attempt"
+            );
+            let (message, retry_after, status) = match outcome {
+                Ok(r) => {
+                    self.budget.on_success();
+                    return Ok(r);
+                }
+                Err(Failure::Downgrade) if downgrades < 2 => {
+                    downgrades += 1;
+                    continue;
+                }
+                Err(Failure::Downgrade) => {
+                    return Err(self.error(&model, "the server rejected response_format".into(), None));
+                }
+                Err(Failure::Fatal(m)) => return Err(self.error(&model, m, None)),
+                Err(Failure::Retryable {
+                    message,
+                    retry_after,
+                    status,
+                }) => (message, retry_after, status),
+            };
+            if let Some(ra) = retry_after
+                && ra > self.cfg.retry.max_retry_after
+            {
+                return Err(self.error(
+                    &model,
+                    format!("{message}; Retry-After {}s is longer than this client waits", ra.as_secs()),
+                    Some(Some(ra)),
+                ));
+            }
+            if retry >= self.cfg.retry.max_retries {
+                let tries = retry + 1;
+                return Err(self.error(
+                    &model,
+                    format!("{message} (gave up after {tries} attempt(s))"),
+                    Some(retry_after),
+                ));
+            }
+            if !self.budget.try_spend() {
+                return Err(self.error(
+                    &model,
+                    format!("{message} (not retried: the client's retry budget is spent)"),
+                    Some(retry_after),
+                ));
+            }
+            retry += 1;
+            self.retries.fetch_add(1, Ordering::Relaxed);
+            if status == Some(429)
+                && let Some(ra) = retry_after
+            {
+                self.limiter.cool_down(ra);
+            }
+            let delay = backoff_delay(&self.cfg.retry, retry, self.unit(), retry_after);
+            tracing::info!(
+                provider = %self.cfg.provider,
+                model = %model,
+                retry,
+                delay_ms = delay.as_millis() as u64,
+                "retrying: {message}"
+            );
+            self.cfg.sleeper.sleep(delay).await;
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The OpenAI-compatible HTTP provider: client, SSE decoding, retries, the shared limiter,
+//! and the optional context headers the HTTP simulator reads.
+
+mod client;
+mod config;
+pub mod context_header;
+mod limiter;
+mod retry;
+pub mod sse;
+mod wire;
+
+pub use client::{ClientStats, OpenAiProvider};
+pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
+pub use limiter::{LimitConfig, LimitPermit, Limiter};
+pub use retry::{
+    RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,
+    parse_retry_after,
+};
