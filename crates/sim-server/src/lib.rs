@@ -1,0 +1,17 @@
+//! The simulated LLM served over HTTP as an OpenAI-compatible API (`planwave sim-llm serve`):
+//! `POST /v1/chat/completions` (SSE streaming or one JSON body) and `GET /v1/models`, with
+//! fault injection (429 with `Retry-After`, 500, slow first byte, stalled stream, malformed
+//! body, truncated stream, 401).
+//!
+//! Tests and load tests point the real HTTP client at it, so everything between the engine
+//! and the socket is the code users run. It learns what a request is about from the optional
+//! `x-planwave-*` headers the client sends (see `planwave_llm::openai::context_header`);
+//! without them it answers from the last user message, as a generic model would.
+//!
+//! This crate knows nothing of plans, actors or the CLI.
+
+mod faults;
+mod server;
+
+pub use faults::{Fault, FaultConfig, FaultRates};
+pub use server::{ServerConfig, ServerStats, SimServer, router};

@@ -1,0 +1,418 @@
+//! The HTTP server: routing, authentication, fault injection and the OpenAI wire format.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use planwave_llm::openai::context_header;
+use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
+use planwave_llm::{
+    AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, MessageRole,
+    RequestContext,
+};
+use planwave_plan::Lang;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::faults::{Fault, FaultConfig};
+
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfig {
+    pub sim: SimConfig,
+    pub faults: FaultConfig,
+    /// When set, requests must carry `Authorization: Bearer <key>`.
+    pub api_key: Option<ApiKey>,
+}
+
+/// What the server has seen, served at `GET /planwave/stats`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerStats {
+    pub requests: u64,
+    /// Requests per injected fault (`ok` for none).
+    pub faults: BTreeMap<String, u64>,
+    /// Requests per `x-planwave-role` (`none` when absent).
+    pub roles: BTreeMap<String, u64>,
+    /// Requests that had an `Authorization` header.
+    pub authorized: u64,
+    /// Requests that had a `traceparent` header.
+    pub traced: u64,
+}
+
+struct AppState {
+    cfg: ServerConfig,
+    sim: SimProvider,
+    counter: AtomicU64,
+    stats: Mutex<ServerStats>,
+}
+
+pub fn router(cfg: ServerConfig) -> Router {
+    router_with_state(Arc::new(AppState {
+        sim: SimProvider::new(cfg.sim.clone()),
+        cfg,
+        counter: AtomicU64::new(0),
+        stats: Mutex::new(ServerStats::default()),
+    }))
+}
+
+fn router_with_state(state: Arc<AppState>) -> Router {
+    Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .route("/v1/models", get(models))
+        .route("/planwave/stats", get(stats))
+        .with_state(state)
+}
+
+/// A running server; dropping it does not stop it, [`SimServer::shutdown`] does.
+pub struct SimServer {
+    addr: SocketAddr,
+    state: Arc<AppState>,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl SimServer {
+    /// Binds `addr` (use port 0 for a free port) and starts serving.
+    pub async fn start(addr: SocketAddr, cfg: ServerConfig) -> std::io::Result<SimServer> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(AppState {
+            sim: SimProvider::new(cfg.sim.clone()),
+            cfg,
+            counter: AtomicU64::new(0),
+            stats: Mutex::new(ServerStats::default()),
+        });
+        let app = router_with_state(state.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        Ok(SimServer {
+            addr,
+            state,
+            stop: Some(stop),
+            task,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://ADDR/v1`, what `--llm-base-url` takes.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        self.state.stats.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    /// Stops accepting connections and waits for open ones to finish. Stalled streams are
+    /// not waited for: the task is aborted after `grace`.
+    pub async fn shutdown(mut self, grace: Duration) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if tokio::time::timeout(grace, &mut self.task).await.is_err() {
+            self.task.abort();
+        }
+    }
+}
+
+async fn models() -> impl IntoResponse {
+    axum::Json(json!({
+        "object": "list",
+        "data": [{"id": SIM_MODEL, "object": "model", "created": 0, "owned_by": "planwave"}]
+    }))
+}
+
+async fn stats(State(st): State<Arc<AppState>>) -> impl IntoResponse {
+    axum::Json(st.stats.lock().map(|s| s.clone()).unwrap_or_default())
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionRequest {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    messages: Vec<ChatMessage>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default)]
+    stream_options: Option<Value>,
+    #[serde(default)]
+    response_format: Option<Value>,
+}
+
+fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+    (
+        status,
+        axum::Json(json!({"error": {"message": message, "type": kind, "code": Value::Null}})),
+    )
+        .into_response()
+}
+
+/// OpenAI echoes a masked key in its 401; so does the simulator, so clients are tested
+/// against scrubbing it.
+fn masked(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    if chars.len() < 12 {
+        return "****".into();
+    }
+    let head: String = chars[..8].iter().collect();
+    let tail: String = chars[chars.len() - 4..].iter().collect();
+    format!("{head}****{tail}")
+}
+
+fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    h.get(name).and_then(|v| v.to_str().ok())
+}
+
+async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let n = st.counter.fetch_add(1, Ordering::Relaxed);
+    let fault = st.cfg.faults.pick(n);
+    let role_header = header_str(&headers, context_header::ROLE_HEADER);
+    if let Ok(mut s) = st.stats.lock() {
+        s.requests += 1;
+        *s.faults.entry(format!("{fault:?}").to_lowercase()).or_default() += 1;
+        *s.roles.entry(role_header.unwrap_or("none").to_owned()).or_default() += 1;
+        s.authorized += u64::from(headers.contains_key(header::AUTHORIZATION));
+        s.traced += u64::from(headers.contains_key("traceparent"));
+    }
+
+    let bearer = header_str(&headers, header::AUTHORIZATION.as_str())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .unwrap_or("");
+    if let Some(key) = &st.cfg.api_key
+        && bearer != key.expose()
+    {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            &format!("Incorrect API key provided: {}.", masked(bearer)),
+            "invalid_request_error",
+        );
+    }
+    if fault == Fault::Unauthorized {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            &format!("Incorrect API key provided: {}.", masked(bearer)),
+            "invalid_request_error",
+        );
+    }
+    let req: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid JSON body: {e}"),
+                "invalid_request_error",
+            );
+        }
+    };
+    match fault {
+        Fault::RateLimit => {
+            let mut r = error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "Rate limit reached (simulated)",
+                "rate_limit_exceeded",
+            );
+            let secs = st.cfg.faults.retry_after.as_secs_f64();
+            if let Ok(v) = HeaderValue::from_str(&format!("{secs}")) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return r;
+        }
+        Fault::ServerError => {
+            return error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The server had an error while processing your request (simulated)",
+                "server_error",
+            );
+        }
+        Fault::SlowFirstByte => tokio::time::sleep(st.cfg.faults.first_byte_delay).await,
+        _ => {}
+    }
+
+    let chat = to_chat_request(&headers, &req);
+    let model = req.model.clone().unwrap_or_else(|| SIM_MODEL.to_owned());
+    let answer = match st.sim.chat(chat).await {
+        Ok(a) => a,
+        Err(LlmError::Transient { message, .. }) => {
+            return error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error");
+        }
+        Err(LlmError::Fatal { message, .. }) => {
+            return error(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
+        }
+    };
+    let usage = json!({
+        "prompt_tokens": answer.usage.prompt_tokens,
+        "completion_tokens": answer.usage.completion_tokens + answer.usage.reasoning_tokens,
+        "total_tokens": answer.usage.total(),
+        "completion_tokens_details": {"reasoning_tokens": answer.usage.reasoning_tokens}
+    });
+    let id = format!("chatcmpl-sim-{n}");
+    if !req.stream {
+        if fault == Fault::Malformed {
+            return (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, "application/json")],
+                "{\"id\": \"broken\", \"choices\": [{\"message\": {\"content\": \"cut",
+            )
+                .into_response();
+        }
+        return axum::Json(json!({
+            "id": id,
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": answer.content},
+                "finish_reason": answer.finish_reason.as_deref().unwrap_or("stop")
+            }],
+            "usage": usage
+        }))
+        .into_response();
+    }
+    let include_usage = req
+        .stream_options
+        .as_ref()
+        .and_then(|o| o.get("include_usage"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    stream_response(
+        id,
+        model,
+        answer.content,
+        include_usage.then_some(usage),
+        fault,
+        st.cfg.faults.stall,
+    )
+}
+
+/// The request as the simulator sees it: from the `x-planwave-*` headers when present, else
+/// guessed like a generic model would (JSON asked for: planner; otherwise a writer).
+fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest {
+    let last_user = req
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == MessageRole::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    let role = header_str(headers, context_header::ROLE_HEADER)
+        .and_then(context_header::parse_role)
+        .unwrap_or(if req.response_format.is_some() {
+            AgentRole::Planner
+        } else {
+            AgentRole::Subagent
+        });
+    let attempt = header_str(headers, context_header::ATTEMPT_HEADER)
+        .and_then(|a| a.trim().parse().ok())
+        .unwrap_or(1);
+    let context = header_str(headers, context_header::CONTEXT_HEADER)
+        .and_then(context_header::decode)
+        .unwrap_or_else(|| {
+            let topic: String = last_user.chars().take(200).collect();
+            RequestContext {
+                lang: Lang::detect(&topic),
+                task_title: topic.chars().take(40).collect(),
+                topic,
+                ..RequestContext::default()
+            }
+        });
+    ChatRequest {
+        role,
+        messages: req.messages.clone(),
+        attempt,
+        context,
+        traceparent: header_str(headers, "traceparent").map(str::to_owned),
+    }
+}
+
+fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
+    let c = json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {c}\n\n")
+}
+
+fn stream_response(
+    id: String,
+    model: String,
+    content: String,
+    usage: Option<Value>,
+    fault: Fault,
+    stall: Duration,
+) -> Response {
+    let (tx, mut rx) = mpsc::channel::<String>(16);
+    tokio::spawn(async move {
+        let chars: Vec<char> = content.chars().collect();
+        let pieces: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
+        let mut events = vec![
+            ": keep-alive\n\n".to_owned(),
+            chunk(&id, &model, json!({"role": "assistant", "content": ""}), None),
+        ];
+        events.extend(
+            pieces
+                .iter()
+                .map(|p| chunk(&id, &model, json!({"content": p}), None)),
+        );
+        let body_end = events.len();
+        events.push(chunk(&id, &model, json!({}), Some("stop")));
+        if let Some(u) = usage {
+            let c = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
+                           "model": model, "choices": [], "usage": u});
+            events.push(format!("data: {c}\n\n"));
+        }
+        events.push("data: [DONE]\n\n".to_owned());
+        let half = 2 + (body_end - 2) / 2;
+        for (i, ev) in events.into_iter().enumerate() {
+            if i == half {
+                match fault {
+                    Fault::Truncated => return,
+                    Fault::Malformed => {
+                        let _ = tx.send("data: {\"choices\": [{\"delta\": {\"content\n\n".into()).await;
+                        return;
+                    }
+                    Fault::Stall => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(stall) => {}
+                            _ = tx.closed() => return,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if tx.send(ev).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = futures::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|o| o.map(|s| Ok::<Bytes, Infallible>(Bytes::from(s))))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
