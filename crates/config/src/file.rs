@@ -1,0 +1,145 @@
+//! `planwave.toml` as written: every field optional, unknown fields rejected (a typo should
+//! be an error, not a silently ignored setting).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use planwave_llm::ModelPrice;
+use serde::Deserialize;
+
+use crate::ConfigError;
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub llm: LlmSection,
+    #[serde(default)]
+    pub planner: PlannerSection,
+    #[serde(default)]
+    pub prompts: PromptsSection,
+    #[serde(default)]
+    pub prices: PricesSection,
+    /// Where it was read from (relative paths inside resolve against its directory).
+    #[serde(skip)]
+    pub path: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSection {
+    /// `openai` (any OpenAI-compatible server) or `sim`.
+    pub provider: Option<String>,
+    /// A label for messages and `run.json` (`deepseek`, `qwen`, ...); guessed from the URL.
+    pub name: Option<String>,
+    pub base_url: Option<String>,
+    pub model: Option<String>,
+    /// Name of the environment variable holding the key (preferred over `api_key`).
+    pub api_key_env: Option<String>,
+    /// The key itself. Allowed for local setups; keep such a file out of version control.
+    pub api_key: Option<String>,
+    pub stream: Option<bool>,
+    /// `json_schema`, `json_object` or `none`.
+    pub response_format: Option<String>,
+    pub context_headers: Option<bool>,
+    pub temperature: Option<f32>,
+    pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub models: ModelsSection,
+    #[serde(default)]
+    pub timeouts: TimeoutsSection,
+    #[serde(default)]
+    pub retry: RetrySection,
+    #[serde(default)]
+    pub limits: LimitsSection,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsSection {
+    pub planner: Option<String>,
+    pub subagent: Option<String>,
+    pub integrator: Option<String>,
+    pub evaluator: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimeoutsSection {
+    pub connect_secs: Option<f64>,
+    pub request_secs: Option<f64>,
+    pub idle_secs: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetrySection {
+    pub max_retries: Option<u32>,
+    pub base_ms: Option<u64>,
+    pub max_ms: Option<u64>,
+    pub max_retry_after_secs: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSection {
+    pub max_in_flight: Option<usize>,
+    pub requests_per_minute: Option<u32>,
+    pub tokens_per_minute: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannerSection {
+    pub attempts: Option<u32>,
+    pub min_tasks: Option<usize>,
+    pub max_tasks: Option<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptsSection {
+    /// Directory of template overrides (`zh/subagent.j2`, ...), relative to this file.
+    pub dir: Option<PathBuf>,
+    /// `zh`, `en` or `auto` (follow the goal).
+    pub lang: Option<String>,
+    /// Prerequisite sections given to a subagent are cut to this many tokens in total.
+    pub context_budget_tokens: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PricesSection {
+    pub currency: Option<String>,
+    #[serde(default)]
+    pub models: BTreeMap<String, ModelPrice>,
+}
+
+impl ConfigFile {
+    pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, ConfigError> {
+        let mut f: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| "<config>".into()),
+            message: e.to_string(),
+        })?;
+        f.path = path.map(Path::to_path_buf);
+        Ok(f)
+    }
+
+    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        ConfigFile::parse(&text, Some(path))
+    }
+
+    /// A path from the file, made relative to the file's directory.
+    pub fn relative(&self, p: &Path) -> PathBuf {
+        match self.path.as_deref().and_then(Path::parent) {
+            Some(dir) if p.is_relative() => dir.join(p),
+            _ => p.to_path_buf(),
+        }
+    }
+}

@@ -1,0 +1,172 @@
+use std::collections::HashMap;
+
+use planwave_llm::AgentRole;
+use planwave_llm::openai::ResponseFormatMode;
+
+use super::*;
+
+fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn openai(s: &Settings) -> &OpenAiSettings {
+    match &s.llm {
+        LlmChoice::OpenAi(o) => o,
+        LlmChoice::Sim => panic!("expected openai, got sim"),
+    }
+}
+
+#[test]
+fn nothing_configured_means_the_simulator() {
+    let s = resolve(
+        &ConfigFile::default(),
+        &env(&[("OPENAI_API_KEY", "k")]),
+        &Flags::default(),
+    )
+    .expect("settings");
+    assert!(matches!(s.llm, LlmChoice::Sim));
+    assert_eq!(s.planner.attempts, 3);
+    assert_eq!(s.prompts.context_budget_tokens, DEFAULT_CONTEXT_BUDGET);
+}
+
+#[test]
+fn flags_beat_env_beat_file_beat_openai_env() {
+    let file = ConfigFile::parse(
+        r#"
+[llm]
+base_url = "http://file/v1"
+model = "file-model"
+api_key = "file-key"
+response_format = "json_schema"
+[llm.models]
+planner = "big"
+[llm.limits]
+max_in_flight = 4
+"#,
+        None,
+    )
+    .expect("parse");
+    let e = env(&[
+        ("PLANWAVE_LLM_MODEL", "env-model"),
+        ("OPENAI_BASE_URL", "http://openai-env/v1"),
+        ("OPENAI_API_KEY", "openai-key"),
+    ]);
+    let s = resolve(&file, &e, &Flags::default()).expect("settings");
+    let o = openai(&s);
+    assert_eq!(o.base_url, "http://file/v1");
+    assert_eq!(o.models.default, "env-model");
+    assert_eq!(o.models.for_role(AgentRole::Planner), "big");
+    assert_eq!(o.models.for_role(AgentRole::Integrator), "env-model");
+    assert_eq!(o.api_key.as_ref().map(|k| k.expose()), Some("file-key"));
+    assert_eq!(o.response_format, ResponseFormatMode::JsonSchema);
+    assert_eq!(o.limits.max_in_flight, Some(4));
+
+    let flags = Flags {
+        base_url: Some("http://flag/v1/".into()),
+        model: Some("flag-model".into()),
+        ..Flags::default()
+    };
+    let e2 = env(&[
+        ("PLANWAVE_LLM_BASE_URL", "http://env/v1"),
+        ("PLANWAVE_LLM_API_KEY", "pw"),
+    ]);
+    let s = resolve(&file, &e2, &flags).expect("settings");
+    let o = openai(&s);
+    assert_eq!(o.base_url, "http://flag/v1", "trailing slash trimmed");
+    assert_eq!(o.models.default, "flag-model");
+    assert_eq!(o.api_key_source.as_deref(), Some("PLANWAVE_LLM_API_KEY"));
+    let s = resolve(
+        &ConfigFile::default(),
+        &e2,
+        &Flags {
+            model: Some("m".into()),
+            ..Flags::default()
+        },
+    )
+    .expect("settings");
+    assert_eq!(openai(&s).base_url, "http://env/v1");
+}
+
+#[test]
+fn the_key_never_shows_in_debug_output() {
+    let e = env(&[
+        ("PLANWAVE_LLM_API_KEY", "sk-very-secret-0000"),
+        ("PLANWAVE_LLM_MODEL", "m"),
+    ]);
+    let s = resolve(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
+    let dbg = format!("{s:?}");
+    assert!(!dbg.contains("very-secret"), "{dbg}");
+    assert!(dbg.contains("[redacted]"));
+}
+
+#[test]
+fn errors_are_specific() {
+    let err = ConfigFile::parse("[llm]\nmodle = \"x\"\n", None).expect_err("typo");
+    assert!(err.to_string().contains("modle"), "{err}");
+    let err = resolve(
+        &ConfigFile::default(),
+        &env(&[]),
+        &Flags {
+            llm: Some(LlmKind::OpenAi),
+            ..Flags::default()
+        },
+    )
+    .expect_err("no model");
+    assert!(err.to_string().contains("no model configured"), "{err}");
+    let f =
+        ConfigFile::parse("[llm]\nmodel = \"m\"\napi_key_env = \"MY_KEY\"\n", None).expect("parse");
+    let err = resolve(&f, &env(&[]), &Flags::default()).expect_err("unset var");
+    assert_eq!(
+        err.to_string(),
+        "[llm] api_key_env names MY_KEY, which is not set"
+    );
+    let f = ConfigFile::parse(
+        "[llm]\nmodel = \"m\"\nbase_url = \"localhost:11434\"\n",
+        None,
+    )
+    .expect("parse");
+    assert!(resolve(&f, &env(&[]), &Flags::default()).is_err());
+    let f = ConfigFile::parse("[llm]\nmodel = \"m\"\nresponse_format = \"xml\"\n", None)
+        .expect("parse");
+    assert!(resolve(&f, &env(&[]), &Flags::default()).is_err());
+}
+
+#[test]
+fn llm_sim_flag_wins_over_a_configured_model_and_names_are_guessed() {
+    let e = env(&[
+        ("PLANWAVE_LLM_MODEL", "deepseek-chat"),
+        ("PLANWAVE_LLM_BASE_URL", "https://api.deepseek.com/v1"),
+    ]);
+    let s = resolve(
+        &ConfigFile::default(),
+        &e,
+        &Flags {
+            llm: Some(LlmKind::Sim),
+            ..Flags::default()
+        },
+    )
+    .expect("settings");
+    assert!(matches!(s.llm, LlmChoice::Sim));
+    let s = resolve(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
+    assert_eq!(openai(&s).provider, "deepseek");
+}
+
+#[test]
+fn the_example_config_parses_and_prompt_dir_is_relative_to_it() {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/planwave.toml");
+    let f = ConfigFile::read(&path).expect("examples/planwave.toml parses");
+    let mut e = env(&[]);
+    if let Some(var) = &f.llm.api_key_env {
+        e.insert(var.clone(), "x".into());
+    }
+    let s = resolve(&f, &e, &Flags::default()).expect("resolves");
+    assert!(matches!(s.llm, LlmChoice::OpenAi(_)));
+    assert!(!s.prices.is_empty());
+    if let Some(dir) = &s.prompts.dir {
+        assert!(dir.starts_with(path.parent().expect("dir")));
+    }
+}
