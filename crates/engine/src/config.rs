@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use planwave_llm::PriceTable;
 use serde::{Deserialize, Serialize};
 
 /// When a task may start.
@@ -57,6 +58,9 @@ impl Default for RetryPolicy {
     }
 }
 
+/// Prerequisite context per subagent, in estimated tokens, unless configured otherwise.
+pub const DEFAULT_CONTEXT_BUDGET_TOKENS: u64 = 12_000;
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
     pub schedule: Schedule,
@@ -67,6 +71,13 @@ pub struct RunConfig {
     pub dispatch_batch: usize,
     /// Seed for retry jitter, so a seeded run replays its timings.
     pub seed: u64,
+    /// Prerequisite sections given to one subagent are cut to this many estimated tokens in
+    /// total (see `context`); `None` gives them whole.
+    #[serde(default)]
+    pub context_budget_tokens: Option<u64>,
+    /// Per-model prices; when not empty, `run.json` gets a cost estimate.
+    #[serde(default)]
+    pub prices: PriceTable,
 }
 
 impl Default for RunConfig {
@@ -77,6 +88,8 @@ impl Default for RunConfig {
             retry: RetryPolicy::default(),
             dispatch_batch: 256,
             seed: 0,
+            context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
+            prices: PriceTable::default(),
         }
     }
 }

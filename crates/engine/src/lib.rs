@@ -11,6 +11,7 @@
 //! through [`planwave_llm::LlmProvider`] and reports progress only through [`EventSink`].
 
 mod config;
+pub mod context;
 mod event;
 mod outcome;
 pub mod prompt;
@@ -25,9 +26,12 @@ pub mod integrator;
 pub mod subagent;
 pub mod supervisor;
 
-pub use config::{RetryPolicy, RunConfig, Schedule};
+pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
+pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
-pub use outcome::{ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus};
+pub use outcome::{
+    CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
+};
 pub use prompt::{BuiltinPrompts, PromptSet};
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{ProviderInfo, Usage};
+use planwave_llm::{CostEstimate, ProviderInfo, Usage};
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Schedule;
+use crate::context::SectionCut;
 use crate::timefmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -62,6 +63,39 @@ pub struct TaskRecord {
     pub section_file: Option<String>,
     #[serde(default)]
     pub usage: Usage,
+    /// Prerequisite sections shortened to fit the context budget.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_cut: Vec<SectionCut>,
+}
+
+/// One model call of a run (any role), as recorded in `run.json` `calls[]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallRecord {
+    pub role: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
+    pub model: String,
+    pub attempt: u32,
+    #[serde(serialize_with = "timefmt::serialize")]
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: f64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub reasoning_tokens: u64,
+    /// `ok` or `error`.
+    pub outcome: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl CallRecord {
+    pub fn usage(&self) -> Usage {
+        Usage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            reasoning_tokens: self.reasoning_tokens,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,6 +145,9 @@ pub struct RunStats {
     pub concurrency: Option<usize>,
     pub retries: u64,
     pub usage: Usage,
+    /// Estimated cost, when the config has prices.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostEstimate>,
 }
 
 /// Everything a run produced. Serialized (without sections) as `run.json`.
@@ -126,6 +163,9 @@ pub struct RunResult {
     pub llm: ProviderInfoRecord,
     pub stats: RunStats,
     pub tasks: Vec<TaskRecord>,
+    /// Every model call, in the order they finished.
+    #[serde(default)]
+    pub calls: Vec<CallRecord>,
     /// Section text per task (index = plan order); not part of `run.json`.
     #[serde(skip)]
     pub sections: Vec<Option<Arc<str>>>,

@@ -58,6 +58,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         prompts: req.prompts,
         sink: req.sink,
         config: req.config.clone(),
+        calls: std::sync::Mutex::new(Vec::new()),
     });
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
@@ -163,6 +164,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         concurrency: req.config.concurrency,
         retries: outcome.retries,
         usage,
+        cost: None,
     };
     let integration = integrator
         .call(
@@ -192,6 +194,11 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         }
     }
     stats.usage += integration.summary_usage;
+    let calls = shared.take_calls();
+    stats.cost = req
+        .config
+        .prices
+        .estimate(calls.iter().map(|c| (c.model.as_str(), c.usage())));
     let status = if outcome.cancelled.is_some() {
         RunStatus::Cancelled
     } else {
@@ -215,6 +222,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         llm: info.into(),
         stats,
         tasks: records,
+        calls,
         sections: outcome.sections,
         report: integration.report,
         warnings: integration

@@ -1,12 +1,13 @@
 //! What every actor of one run shares, behind one `Arc` so spawning a subagent is cheap.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 
 use crate::config::RunConfig;
 use crate::event::{Event, EventKind, EventSink};
+use crate::outcome::CallRecord;
 use crate::prompt::PromptSet;
 
 pub struct RunShared {
@@ -16,10 +17,46 @@ pub struct RunShared {
     pub prompts: Arc<dyn PromptSet>,
     pub sink: Arc<dyn EventSink>,
     pub config: RunConfig,
+    /// Every model call, taken from the `llm_call` events so no caller can forget one.
+    pub calls: Mutex<Vec<CallRecord>>,
 }
 
 impl RunShared {
     pub fn emit(&self, kind: EventKind) {
-        self.sink.emit(&Event::now(kind));
+        let event = Event::now(kind);
+        if let EventKind::LlmCall {
+            task,
+            role,
+            model,
+            attempt,
+            duration_ms,
+            usage,
+            error,
+        } = &event.kind
+            && let Ok(mut calls) = self.calls.lock()
+        {
+            calls.push(CallRecord {
+                role: role.clone(),
+                task: task.clone(),
+                model: model.clone(),
+                attempt: *attempt,
+                started_at: event.ts
+                    - chrono::Duration::microseconds((duration_ms * 1000.0) as i64),
+                duration_ms: *duration_ms,
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                reasoning_tokens: usage.reasoning_tokens,
+                outcome: if error.is_some() { "error" } else { "ok" }.into(),
+                error: error.clone(),
+            });
+        }
+        self.sink.emit(&event);
+    }
+
+    pub fn take_calls(&self) -> Vec<CallRecord> {
+        self.calls
+            .lock()
+            .map(|mut c| std::mem::take(&mut *c))
+            .unwrap_or_default()
     }
 }

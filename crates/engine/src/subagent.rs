@@ -12,6 +12,7 @@ use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 
 use crate::config::RetryPolicy;
+use crate::context::{self, SectionCut};
 use crate::event::EventKind;
 use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
@@ -41,6 +42,8 @@ pub struct SubagentReport {
     pub attempts: u32,
     pub finished_at: DateTime<Utc>,
     pub usage: Usage,
+    /// Prerequisite sections cut to fit the context budget.
+    pub context_cut: Vec<SectionCut>,
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
 }
@@ -80,8 +83,13 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let plan = &shared.plan;
     let index = state.index;
     let task_id = plan.id(index).clone();
-    let prior: Vec<PriorSection<'_>> = state
-        .prior
+    let (fitted, context_cut) = context::fit(
+        &state.prior,
+        |i| plan.id(i).clone(),
+        shared.config.context_budget_tokens,
+        plan.lang(),
+    );
+    let prior: Vec<PriorSection<'_>> = fitted
         .iter()
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
@@ -153,6 +161,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         attempts: attempt,
         finished_at: timefmt::now(),
         usage,
+        context_cut,
         result,
     }
 }

@@ -93,6 +93,7 @@ impl Actor for Supervisor {
                 context_from: Vec::new(),
                 section_file: None,
                 usage: Usage::default(),
+                context_cut: Vec::new(),
             })
             .collect();
         let mut state = SupervisorState {
@@ -266,6 +267,7 @@ impl SupervisorState {
         rec.attempts = report.attempts;
         rec.finished_at = Some(report.finished_at);
         rec.usage = report.usage;
+        rec.context_cut = report.context_cut;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         match report.result {
             Ok(section) => {

@@ -1,0 +1,142 @@
+//! Fitting prerequisite sections into a subagent's context budget.
+//!
+//! When the sections a task builds on exceed the budget, each is cut deterministically
+//! (same input, same cut): the budget is shared out water-filling style, so sections smaller
+//! than an equal share stay whole and the rest split what is left equally; a cut section
+//! keeps its beginning (the `## title` and opening findings), ends at a line break when one
+//! is near, and says it was cut. Every cut is recorded in `run.json`.
+
+use std::sync::Arc;
+
+use planwave_llm::{char_tokens, estimate_tokens};
+use planwave_plan::{Lang, TaskId};
+use serde::{Deserialize, Serialize};
+
+/// One prerequisite section that was shortened for a task.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SectionCut {
+    /// The prerequisite whose section was cut.
+    pub from: TaskId,
+    pub original_tokens: u64,
+    pub kept_tokens: u64,
+    pub original_chars: usize,
+    pub kept_chars: usize,
+}
+
+/// Shares `budget` tokens among sections of the given token sizes.
+pub fn shares(sizes: &[u64], budget: u64) -> Vec<u64> {
+    let total: u64 = sizes.iter().sum();
+    if total <= budget {
+        return sizes.to_vec();
+    }
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&i| (sizes[i], i));
+    let mut out = vec![0; sizes.len()];
+    let mut left = budget;
+    let mut remaining = sizes.len() as u64;
+    for i in order {
+        let fair = left / remaining.max(1);
+        let take = sizes[i].min(fair);
+        out[i] = take;
+        left -= take;
+        remaining -= 1;
+    }
+    out
+}
+
+/// The beginning of `text` worth at most `tokens` estimated tokens, ended at a line break
+/// if one falls in the last fifth, plus a note that it was cut.
+pub fn cut_text(text: &str, tokens: u64, lang: Lang) -> String {
+    let note = match lang {
+        Lang::Zh => "[……后文因上下文长度限制已截断]",
+        Lang::En => "[... the rest was cut to fit the context budget]",
+    };
+    // The note counts against the share too.
+    let limit = tokens.saturating_sub(estimate_tokens(note) + 1) as f64;
+    let mut used = 0.0f64;
+    let mut end = 0;
+    for (i, c) in text.char_indices() {
+        used += char_tokens(c);
+        if used > limit {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    let mut kept = &text[..end];
+    if let Some(nl) = kept.rfind('\n')
+        && nl * 5 >= end * 4
+    {
+        kept = &kept[..nl];
+    }
+    format!("{}\n\n{note}", kept.trim_end())
+}
+
+/// Fits `prior` (task index, prerequisite id, section text) into `budget` tokens.
+pub fn fit(
+    prior: &[(usize, Arc<str>)],
+    ids: impl Fn(usize) -> TaskId,
+    budget: Option<u64>,
+    lang: Lang,
+) -> (Vec<(usize, Arc<str>)>, Vec<SectionCut>) {
+    let Some(budget) = budget else {
+        return (prior.to_vec(), Vec::new());
+    };
+    let sizes: Vec<u64> = prior.iter().map(|(_, t)| estimate_tokens(t)).collect();
+    let shares = shares(&sizes, budget);
+    let mut cuts = Vec::new();
+    let out = prior
+        .iter()
+        .zip(sizes.iter().zip(shares))
+        .map(|((i, text), (&size, share))| {
+            if share >= size {
+                return (*i, text.clone());
+            }
+            let cut = cut_text(text, share, lang);
+            cuts.push(SectionCut {
+                from: ids(*i),
+                original_tokens: size,
+                kept_tokens: estimate_tokens(&cut),
+                original_chars: text.chars().count(),
+                kept_chars: cut.chars().count(),
+            });
+            (*i, Arc::<str>::from(cut))
+        })
+        .collect();
+    (out, cuts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn water_filling_keeps_small_sections_whole() {
+        assert_eq!(shares(&[10, 20], 100), vec![10, 20]);
+        assert_eq!(shares(&[10, 100, 100], 110), vec![10, 50, 50]);
+        assert_eq!(shares(&[300, 30, 300], 90), vec![30, 30, 30]);
+        let s = shares(&[7, 1000, 50, 400], 300);
+        assert!(s.iter().sum::<u64>() <= 300);
+        assert_eq!((s[0], s[2]), (7, 50));
+    }
+
+    #[test]
+    fn fit_is_deterministic_and_records_each_cut() {
+        let long: Arc<str> = Arc::from(format!("## 标题\n\n{}", "数据分析。".repeat(400)).as_str());
+        let short: Arc<str> = Arc::from("## Short\n\nfine.");
+        let prior = vec![(0, long.clone()), (1, short.clone())];
+        let (a, cuts) = fit(&prior, |i| TaskId::Int(i as i64 + 1), Some(500), Lang::Zh);
+        let (b, _) = fit(&prior, |i| TaskId::Int(i as i64 + 1), Some(500), Lang::Zh);
+        assert_eq!(a, b);
+        assert_eq!(a[1].1, short, "the small section is untouched");
+        assert!(a[0].1.starts_with("## 标题") && a[0].1.ends_with("已截断]"));
+        assert_eq!(cuts.len(), 1);
+        assert_eq!(cuts[0].from, TaskId::Int(1));
+        assert!(
+            cuts[0].kept_tokens <= 500 && cuts[0].original_tokens > 2000,
+            "{cuts:?}"
+        );
+        let (c, none) = fit(&prior, |i| TaskId::Int(i as i64), None, Lang::Zh);
+        assert_eq!(c, prior);
+        assert!(none.is_empty());
+    }
+}
