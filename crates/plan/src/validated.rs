@@ -83,6 +83,13 @@ impl ValidatedPlan {
         self.lang
     }
 
+    /// The same plan with its language set explicitly (`--lang`), instead of detected from
+    /// its text: prompts, placeholders and the report follow it.
+    pub fn with_lang(mut self, lang: Lang) -> ValidatedPlan {
+        self.lang = lang;
+        self
+    }
+
     /// Longest chain when each task takes `weights[i]`: `(total weight, path root first)`.
     /// Used for the critical-path lower bound of a run's makespan.
     pub fn critical_path_weighted(&self, weights: &[f64]) -> (f64, Vec<u32>) {

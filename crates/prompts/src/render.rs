@@ -1,0 +1,198 @@
+//! Rendering: the variables each template gets, and splitting output into chat messages.
+
+use minijinja::value::{Serde, Value};
+use planwave_engine::prompt::{PriorSection, SectionSummary};
+use planwave_engine::{BuiltinPrompts, PromptSet};
+use planwave_llm::ChatMessage;
+use planwave_plan::{Lang, ValidatedPlan};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::templates::{PromptError, Templates};
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolInfo {
+    pub name: String,
+    pub description: String,
+}
+
+/// Variables of `planner.j2`.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlannerVars<'a> {
+    pub goal: &'a str,
+    pub tools: &'a [ToolInfo],
+    /// The plan's JSON Schema, pretty-printed.
+    pub schema: &'a str,
+    pub min_tasks: usize,
+    pub max_tasks: usize,
+}
+
+/// Variables of `repair.j2`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RepairVars<'a> {
+    pub goal: &'a str,
+    /// The attempt being made (2 for the first repair).
+    pub attempt: u32,
+    pub problems: &'a [String],
+    pub min_tasks: usize,
+    pub max_tasks: usize,
+}
+
+const SYSTEM_MARK: &str = "=== system ===";
+const USER_MARK: &str = "=== user ===";
+
+/// Splits rendered text on `=== system ===` / `=== user ===` lines into messages.
+pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
+    let mut out = Vec::new();
+    let mut role: Option<bool> = None; // Some(true) system, Some(false) user
+    let mut buf = String::new();
+    let flush = |role: Option<bool>, buf: &mut String, out: &mut Vec<ChatMessage>| {
+        let t = buf.trim();
+        if !t.is_empty() {
+            out.push(if role == Some(true) {
+                ChatMessage::system(t)
+            } else {
+                ChatMessage::user(t)
+            });
+        }
+        buf.clear();
+    };
+    for line in text.split_inclusive('\n') {
+        match line.trim() {
+            SYSTEM_MARK => {
+                flush(role, &mut buf, &mut out);
+                role = Some(true);
+            }
+            USER_MARK => {
+                flush(role, &mut buf, &mut out);
+                role = Some(false);
+            }
+            _ => buf.push_str(line),
+        }
+    }
+    flush(role, &mut buf, &mut out);
+    out
+}
+
+impl Templates {
+    /// The first planning request.
+    pub fn planner(
+        &self,
+        lang: Lang,
+        vars: &PlannerVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "planner",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    /// The follow-up message after an invalid plan.
+    pub fn repair(&self, lang: Lang, vars: &RepairVars<'_>) -> Result<String, PromptError> {
+        Ok(self
+            .render_raw(lang, "repair", Value::from(Serde(vars)))?
+            .trim()
+            .to_owned())
+    }
+
+    fn subagent_vars(
+        plan: &ValidatedPlan,
+        index: usize,
+        prior: &[PriorSection<'_>],
+    ) -> serde_json::Value {
+        let spec = plan.spec();
+        let task = plan.task(index);
+        json!({
+            "task": {
+                "id": task.id.to_string(),
+                "title": task.title(),
+                "description": task.description,
+                "hints": task.hints,
+            },
+            "research_type": spec.research_type,
+            "topic": spec.topic,
+            "objectives": spec.objectives,
+            "prior": prior.iter().map(|p| json!({
+                "id": plan.id(p.index).to_string(),
+                "title": plan.task(p.index).title(),
+                "text": p.text,
+            })).collect::<Vec<_>>(),
+        })
+    }
+
+    fn integrator_vars(plan: &ValidatedPlan, sections: &[SectionSummary<'_>]) -> serde_json::Value {
+        let spec = plan.spec();
+        json!({
+            "topic": spec.topic,
+            "objectives": spec.objectives,
+            "sections": sections.iter().map(|s| json!({
+                "id": plan.id(s.index).to_string(),
+                "title": plan.task(s.index).title(),
+                "status": s.status,
+                "text": s.text,
+            })).collect::<Vec<_>>(),
+            "missing": sections.iter().filter(|s| s.text.is_none())
+                .map(|s| plan.task(s.index).title()).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl PromptSet for Templates {
+    fn subagent(
+        &self,
+        plan: &ValidatedPlan,
+        index: usize,
+        prior: &[PriorSection<'_>],
+    ) -> Vec<ChatMessage> {
+        let vars = Templates::subagent_vars(plan, index, prior);
+        match self.render_raw(plan.lang(), "subagent", Value::from(Serde(&vars))) {
+            Ok(text) => messages(&text),
+            Err(e) => {
+                // Checked at load time; if task data still breaks it, the built-in wording
+                // is better than no section.
+                tracing::warn!("{e}; using the built-in subagent prompt");
+                BuiltinPrompts.subagent(plan, index, prior)
+            }
+        }
+    }
+
+    fn integrator(
+        &self,
+        plan: &ValidatedPlan,
+        sections: &[SectionSummary<'_>],
+    ) -> Vec<ChatMessage> {
+        let vars = Templates::integrator_vars(plan, sections);
+        match self.render_raw(plan.lang(), "integrator", Value::from(Serde(&vars))) {
+            Ok(text) => messages(&text),
+            Err(e) => {
+                tracing::warn!("{e}; using the built-in integrator prompt");
+                BuiltinPrompts.integrator(plan, sections)
+            }
+        }
+    }
+}
+
+/// Sample variables for load-time checks of each template.
+pub(crate) fn sample(name: &str) -> Value {
+    let v = match name {
+        "planner" => json!({"goal": "goal", "tools": [{"name": "t", "description": "d"}],
+                            "schema": "{}", "min_tasks": 4, "max_tasks": 7}),
+        "repair" => {
+            json!({"goal": "goal", "attempt": 2, "problems": ["p"], "min_tasks": 4, "max_tasks": 7})
+        }
+        "subagent" => json!({
+            "task": {"id": "1", "title": "t", "description": "d",
+                     "hints": {"data_needs": ["a"], "key_questions": ["q"], "suggested_tools": []}},
+            "research_type": "company", "topic": "x", "objectives": ["o"],
+            "prior": [{"id": "0", "title": "p", "text": "## p\n\ntext"}]}),
+        _ => json!({"topic": "x", "objectives": ["o"],
+                    "sections": [{"id": "1", "title": "t", "status": "completed", "text": "## t"},
+                                 {"id": "2", "title": "u", "status": "failed", "text": null}],
+                    "missing": ["u"]}),
+    };
+    Value::from(Serde(v))
+}
+
+#[cfg(test)]
+mod tests;

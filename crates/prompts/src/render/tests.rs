@@ -1,0 +1,194 @@
+use planwave_engine::PromptSet;
+use planwave_engine::prompt::{PriorSection, SectionSummary};
+use planwave_llm::MessageRole;
+use planwave_plan::{Lang, ValidatedPlan, parse_plan_str};
+
+use super::*;
+
+fn tesla() -> ValidatedPlan {
+    let text = include_str!("../../../../examples/tesla.json");
+    ValidatedPlan::new(parse_plan_str(text).expect("parse")).expect("valid")
+}
+
+#[test]
+fn markers_split_messages() {
+    let m = messages("=== system ===\nrole\n=== user ===\nask\nmore\n");
+    assert_eq!(m.len(), 2);
+    assert_eq!(
+        (m[0].role, m[0].content.as_str()),
+        (MessageRole::System, "role")
+    );
+    assert_eq!(
+        (m[1].role, m[1].content.as_str()),
+        (MessageRole::User, "ask\nmore")
+    );
+    let m = messages("just text");
+    assert_eq!((m[0].role, m.len()), (MessageRole::User, 1));
+}
+
+#[test]
+fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
+    let t = Templates::builtin();
+    let vars = PlannerVars {
+        goal: "深度分析特斯拉公司",
+        tools: &[],
+        schema: "{\"title\": \"ResearchPlan\"}",
+        min_tasks: 4,
+        max_tasks: 7,
+    };
+    let zh = t.planner(Lang::Zh, &vars).expect("render");
+    assert_eq!(zh[0].role, MessageRole::System);
+    let user = &zh[1].content;
+    for needle in [
+        "深度分析特斯拉公司",
+        "4–7 个任务",
+        "只列直接依赖",
+        "ResearchPlan",
+        "正确示例",
+        "错误示例",
+        "暂无可用工具",
+    ] {
+        assert!(user.contains(needle), "zh planner lacks {needle}:\n{user}");
+    }
+    let en = t.planner(Lang::En, &vars).expect("render");
+    for needle in [
+        "4-7 tasks",
+        "direct dependencies only",
+        "A correct example",
+        "An incorrect example",
+    ] {
+        assert!(en[1].content.contains(needle), "en planner lacks {needle}");
+    }
+    let tools = [ToolInfo {
+        name: "get_quote".into(),
+        description: "quotes".into(),
+    }];
+    let with = t
+        .planner(
+            Lang::En,
+            &PlannerVars {
+                tools: &tools,
+                ..vars
+            },
+        )
+        .expect("render");
+    assert!(with[1].content.contains("- get_quote: quotes"));
+}
+
+#[test]
+fn repair_lists_every_problem() {
+    let t = Templates::builtin();
+    let problems = vec![
+        "cycle: 1 -> 5 -> 1".to_string(),
+        "task 3: dependency 9 does not match any task".to_string(),
+    ];
+    let text = t
+        .repair(
+            Lang::En,
+            &RepairVars {
+                goal: "g",
+                attempt: 2,
+                problems: &problems,
+                min_tasks: 4,
+                max_tasks: 7,
+            },
+        )
+        .expect("render");
+    assert!(
+        text.contains("(attempt 1)")
+            && text.contains("- cycle: 1 -> 5 -> 1")
+            && text.contains("dependency 9"),
+        "{text}"
+    );
+}
+
+#[test]
+fn subagent_prompt_is_seed_002s_template_with_prerequisites() {
+    let plan = tesla();
+    let t = Templates::builtin();
+    let m = t.subagent(
+        &plan,
+        3,
+        &[PriorSection {
+            index: 0,
+            text: "## 公司概况\n\n正文",
+        }],
+    );
+    let p = &m[0].content;
+    assert!(
+        p.starts_with("你正在执行研究计划中的任务 4: 综合评估与投资建议"),
+        "{p}"
+    );
+    for needle in [
+        "## 研究背景",
+        "研究类型: company",
+        "关键问题: 综合评价、投资价值判断",
+        "## 前序任务的分析结果",
+        "### 任务 1：公司概况与业务模式分析",
+        "正文",
+        "800–1500 字",
+        "## 综合评估与投资建议",
+    ] {
+        assert!(p.contains(needle), "lacks {needle}:\n{p}");
+    }
+}
+
+#[test]
+fn integrator_prompt_asks_for_contradictions_and_transitions_and_names_missing_sections() {
+    let plan = tesla();
+    let t = Templates::builtin();
+    let m = t.integrator(
+        &plan,
+        &[
+            SectionSummary {
+                index: 0,
+                status: "completed",
+                text: Some("## 公司概况\n\n甲"),
+            },
+            SectionSummary {
+                index: 1,
+                status: "failed",
+                text: None,
+            },
+        ],
+    );
+    let p = &m[0].content;
+    for needle in [
+        "一致性检查",
+        "章节衔接",
+        "原样保留",
+        "财务表现与关键指标分析",
+        "## 公司概况",
+    ] {
+        assert!(p.contains(needle), "lacks {needle}:\n{p}");
+    }
+}
+
+#[test]
+fn overrides_replace_single_files_and_broken_ones_fail_at_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("en")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("en/subagent.j2"),
+        "CUSTOM {{ task.id }} {{ topic }}",
+    )
+    .expect("write");
+    let t = Templates::load(Some(dir.path())).expect("load");
+    assert_eq!(t.overridden(), &["en/subagent.j2".to_string()]);
+    let plan = tesla().with_lang(Lang::En);
+    assert_eq!(
+        t.subagent(&plan, 0, &[])[0].content,
+        "CUSTOM 1 特斯拉公司深度分析"
+    );
+    // The zh template is still the built-in one.
+    assert!(
+        t.subagent(&tesla(), 0, &[])[0]
+            .content
+            .starts_with("你正在执行")
+    );
+
+    std::fs::write(dir.path().join("en/subagent.j2"), "{% for x in %}").expect("write");
+    let err = Templates::load(Some(dir.path())).expect_err("broken");
+    assert!(err.to_string().contains("en/subagent.j2"), "{err}");
+    assert!(Templates::load(Some(&dir.path().join("missing"))).is_err());
+}

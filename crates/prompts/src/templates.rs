@@ -1,0 +1,168 @@
+//! Loading templates (built in, or overridden from a directory) and checking them.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::Environment;
+use planwave_plan::Lang;
+
+/// Every template, per language.
+pub const TEMPLATE_NAMES: &[&str] = &["planner", "repair", "subagent", "integrator"];
+
+const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "zh",
+        "planner",
+        include_str!("../../../prompts/zh/planner.j2"),
+    ),
+    (
+        "zh",
+        "repair",
+        include_str!("../../../prompts/zh/repair.j2"),
+    ),
+    (
+        "zh",
+        "subagent",
+        include_str!("../../../prompts/zh/subagent.j2"),
+    ),
+    (
+        "zh",
+        "integrator",
+        include_str!("../../../prompts/zh/integrator.j2"),
+    ),
+    (
+        "en",
+        "planner",
+        include_str!("../../../prompts/en/planner.j2"),
+    ),
+    (
+        "en",
+        "repair",
+        include_str!("../../../prompts/en/repair.j2"),
+    ),
+    (
+        "en",
+        "subagent",
+        include_str!("../../../prompts/en/subagent.j2"),
+    ),
+    (
+        "en",
+        "integrator",
+        include_str!("../../../prompts/en/integrator.j2"),
+    ),
+];
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PromptError {
+    #[error("cannot read prompt template {path}: {message}")]
+    Read { path: PathBuf, message: String },
+    #[error("prompt template {name}: {message}")]
+    Template { name: String, message: String },
+}
+
+/// The template set in use: built-in defaults plus any overrides.
+pub struct Templates {
+    pub(crate) env: Environment<'static>,
+    /// `lang/name` of each template that came from the override directory.
+    overridden: Vec<String>,
+}
+
+impl std::fmt::Debug for Templates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Templates")
+            .field("overridden", &self.overridden)
+            .finish()
+    }
+}
+
+pub(crate) fn key(lang: Lang, name: &str) -> String {
+    format!("{}/{name}.j2", lang.as_str())
+}
+
+impl Templates {
+    /// The built-in templates.
+    pub fn builtin() -> Templates {
+        match Templates::load(None) {
+            Ok(t) => t,
+            // The built-ins are checked by this crate's tests; an error here is a build bug.
+            Err(e) => panic!("built-in prompt templates are broken: {e}"),
+        }
+    }
+
+    /// Built-ins overridden by `dir/{zh,en}/<name>.j2` where such files exist.
+    pub fn load(dir: Option<&Path>) -> Result<Templates, PromptError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        let mut overridden = Vec::new();
+        if let Some(d) = dir
+            && !d.is_dir()
+        {
+            return Err(PromptError::Read {
+                path: d.to_path_buf(),
+                message: "not a directory".into(),
+            });
+        }
+        for (lang, name, source) in BUILTIN {
+            let k = format!("{lang}/{name}.j2");
+            let over = dir.map(|d| d.join(lang).join(format!("{name}.j2")));
+            let text = match over.filter(|p| p.is_file()) {
+                Some(p) => {
+                    overridden.push(k.clone());
+                    std::fs::read_to_string(&p).map_err(|e| PromptError::Read {
+                        path: p.clone(),
+                        message: e.to_string(),
+                    })?
+                }
+                None => (*source).to_owned(),
+            };
+            env.add_template_owned(k.clone(), text)
+                .map_err(|e| PromptError::Template {
+                    name: k.clone(),
+                    message: error_text(&e),
+                })?;
+        }
+        let t = Templates { env, overridden };
+        t.check()?;
+        Ok(t)
+    }
+
+    /// Templates taken from the override directory (`zh/subagent.j2`, ...).
+    pub fn overridden(&self) -> &[String] {
+        &self.overridden
+    }
+
+    /// Renders every template with sample data so errors surface at load time.
+    fn check(&self) -> Result<(), PromptError> {
+        for lang in [Lang::Zh, Lang::En] {
+            for name in TEMPLATE_NAMES {
+                self.render_raw(lang, name, crate::render::sample(name))?;
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn render_raw(
+        &self,
+        lang: Lang,
+        name: &str,
+        ctx: minijinja::Value,
+    ) -> Result<String, PromptError> {
+        let k = key(lang, name);
+        let err = |e: minijinja::Error| PromptError::Template {
+            name: k.clone(),
+            message: error_text(&e),
+        };
+        self.env
+            .get_template(&k)
+            .map_err(err)?
+            .render(ctx)
+            .map_err(err)
+    }
+}
+
+fn error_text(e: &minijinja::Error) -> String {
+    let mut s = e.to_string();
+    if let Some(line) = e.line() {
+        s.push_str(&format!(" (line {line})"));
+    }
+    s
+}
