@@ -1,1 +1,18 @@
-//! stub
+//! From a goal to a valid plan: render the planning prompt, ask the model (role `planner`),
+//! parse its answer with the tolerant parser, validate it, and while it is invalid send the
+//! problems back for a corrected plan. Every attempt is returned with its raw text, usage and
+//! problems, so a run can show exactly how its plan came to be.
+//!
+//! The plan's JSON Schema is generated here from Rust types ([`schema`]) and used both in
+//! the prompt and (through the HTTP client's settings) in `response_format`.
+//!
+//! This crate knows nothing of files, actors or the command line.
+
+mod planner;
+pub mod schema;
+
+pub use planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig, PlannerError};
+pub use schema::{plan_schema, plan_schema_text};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,298 @@
+//! The planning loop: plan -> parse -> validate; while invalid, send the problems back and
+//! ask for a corrected plan, up to `attempts` times. Every attempt is kept with its raw text.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use planwave_llm::{
+    AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
+};
+use planwave_plan::{Lang, PlanSpec, ValidatedPlan, parse_plan_str};
+use planwave_prompts::{PlannerVars, PromptError, RepairVars, Templates, ToolInfo};
+use serde::Serialize;
+
+use crate::schema::plan_schema_text;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannerConfig {
+    /// Attempts in total, the first plan included.
+    pub attempts: u32,
+    pub min_tasks: usize,
+    pub max_tasks: usize,
+    /// Forces the prompts' (and the plan's) language; `None` follows the goal.
+    pub lang: Option<Lang>,
+}
+
+impl Default for PlannerConfig {
+    fn default() -> Self {
+        PlannerConfig {
+            attempts: 3,
+            min_tasks: 4,
+            max_tasks: 7,
+            lang: None,
+        }
+    }
+}
+
+/// One planning attempt, as recorded in `planner/attempts.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlanAttempt {
+    pub attempt: u32,
+    /// `plan` for the first request (or after a failed call), `repair` for a follow-up.
+    pub kind: &'static str,
+    #[serde(serialize_with = "rfc3339_micros")]
+    pub started_at: DateTime<Utc>,
+    pub duration_ms: f64,
+    pub model: String,
+    pub usage: Usage,
+    /// Why this attempt's plan was rejected (empty for the valid one).
+    pub problems: Vec<String>,
+    /// Accepted but worth knowing (task count outside the default range, duplicates).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The model call failed; no text to judge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub valid: bool,
+    /// The model's text as received.
+    #[serde(skip)]
+    pub raw: String,
+}
+
+fn rfc3339_micros<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
+}
+
+/// What planning produced.
+#[derive(Debug)]
+pub struct PlanOutcome {
+    /// The valid plan, if any attempt produced one.
+    pub plan: Option<ValidatedPlan>,
+    pub attempts: Vec<PlanAttempt>,
+    /// A model error that ended planning early (authentication, bad request).
+    pub fatal: Option<LlmError>,
+    pub lang: Lang,
+}
+
+impl PlanOutcome {
+    pub fn usage(&self) -> Usage {
+        let mut u = Usage::default();
+        for a in &self.attempts {
+            u += a.usage;
+        }
+        u
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlannerError {
+    #[error("the goal is empty")]
+    EmptyGoal,
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+}
+
+pub struct Planner {
+    provider: Arc<dyn LlmProvider>,
+    templates: Arc<Templates>,
+    config: PlannerConfig,
+    tools: Vec<ToolInfo>,
+}
+
+impl Planner {
+    pub fn new(
+        provider: Arc<dyn LlmProvider>,
+        templates: Arc<Templates>,
+        config: PlannerConfig,
+    ) -> Planner {
+        Planner {
+            provider,
+            templates,
+            config,
+            tools: Vec::new(),
+        }
+    }
+
+    /// Tools the planner may suggest (none until tool support exists).
+    pub fn with_tools(mut self, tools: Vec<ToolInfo>) -> Planner {
+        self.tools = tools;
+        self
+    }
+
+    /// Plans `goal`. `on_attempt` sees each attempt as soon as it is judged (to write it out,
+    /// show progress). Never fails for an invalid plan: see [`PlanOutcome::plan`].
+    pub async fn plan(
+        &self,
+        goal: &str,
+        on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+    ) -> Result<PlanOutcome, PlannerError> {
+        let goal = goal.trim();
+        if goal.is_empty() {
+            return Err(PlannerError::EmptyGoal);
+        }
+        let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
+        let schema = plan_schema_text();
+        let first = self.templates.planner(
+            lang,
+            &PlannerVars {
+                goal,
+                tools: &self.tools,
+                schema: &schema,
+                min_tasks: self.config.min_tasks,
+                max_tasks: self.config.max_tasks,
+            },
+        )?;
+        let context = RequestContext {
+            lang,
+            topic: goal.to_owned(),
+            ..RequestContext::default()
+        };
+        let mut attempts: Vec<PlanAttempt> = Vec::new();
+        // The last answer that was judged invalid, with its problems: what a repair fixes.
+        let mut to_repair: Option<(String, Vec<String>)> = None;
+        for n in 1..=self.config.attempts.max(1) {
+            let (messages, kind) = match &to_repair {
+                Some((raw, problems)) => {
+                    let mut m = first.clone();
+                    m.push(ChatMessage::assistant(raw.clone()));
+                    m.push(ChatMessage::user(self.templates.repair(
+                        lang,
+                        &RepairVars {
+                            goal,
+                            attempt: n,
+                            problems,
+                            min_tasks: self.config.min_tasks,
+                            max_tasks: self.config.max_tasks,
+                        },
+                    )?));
+                    (m, "repair")
+                }
+                None => (first.clone(), "plan"),
+            };
+            let started_at = Utc::now();
+            let t0 = Instant::now();
+            let answer = self
+                .provider
+                .chat(ChatRequest {
+                    role: AgentRole::Planner,
+                    messages,
+                    attempt: n,
+                    context: context.clone(),
+                    traceparent: None,
+                })
+                .await;
+            let mut a = PlanAttempt {
+                attempt: n,
+                kind,
+                started_at,
+                duration_ms: t0.elapsed().as_secs_f64() * 1000.0,
+                model: self.provider.info().model,
+                usage: Usage::default(),
+                problems: Vec::new(),
+                warnings: Vec::new(),
+                error: None,
+                valid: false,
+                raw: String::new(),
+            };
+            let resp = match answer {
+                Ok(r) => r,
+                Err(e) => {
+                    a.error = Some(e.to_string());
+                    on_attempt(&a);
+                    attempts.push(a);
+                    if e.is_retryable() {
+                        continue;
+                    }
+                    return Ok(PlanOutcome {
+                        plan: None,
+                        attempts,
+                        fatal: Some(e),
+                        lang,
+                    });
+                }
+            };
+            a.model = resp.model.clone();
+            a.usage = resp.usage;
+            a.raw = resp.content;
+            match self.judge(&a.raw, goal) {
+                Ok((plan, warnings)) => {
+                    a.valid = true;
+                    a.warnings = warnings;
+                    on_attempt(&a);
+                    attempts.push(a);
+                    let plan = match self.config.lang {
+                        Some(l) => plan.with_lang(l),
+                        None => plan,
+                    };
+                    return Ok(PlanOutcome {
+                        plan: Some(plan),
+                        attempts,
+                        fatal: None,
+                        lang,
+                    });
+                }
+                Err(problems) => {
+                    a.problems = problems.clone();
+                    on_attempt(&a);
+                    to_repair = Some((a.raw.clone(), problems));
+                    attempts.push(a);
+                }
+            }
+        }
+        Ok(PlanOutcome {
+            plan: None,
+            attempts,
+            fatal: None,
+            lang,
+        })
+    }
+
+    /// Parse and validate one answer: the plan with warnings, or every problem found.
+    pub fn judge(
+        &self,
+        raw: &str,
+        goal: &str,
+    ) -> Result<(ValidatedPlan, Vec<String>), Vec<String>> {
+        if raw.trim().is_empty() {
+            return Err(vec![
+                "the answer was empty; expected a JSON research plan".into(),
+            ]);
+        }
+        let mut spec: PlanSpec = parse_plan_str(raw)
+            .map_err(|e| e.to_string().lines().map(str::to_owned).collect::<Vec<_>>())?;
+        let mut problems = Vec::new();
+        for t in &spec.tasks {
+            if let Some(tool) = &t.tool
+                && !self.tools.iter().any(|x| &x.name == tool)
+            {
+                problems.push(format!(
+                    "task {}: tool {tool} is not available; research tasks are chapters for a subagent, without a tool",
+                    t.id
+                ));
+            }
+        }
+        let mut warnings = Vec::new();
+        if spec.topic.trim().is_empty() {
+            spec.topic = goal.to_owned();
+            warnings.push("the plan has no topic; the goal is used".into());
+        }
+        let plan = match ValidatedPlan::new(spec) {
+            Ok(p) if problems.is_empty() => p,
+            Ok(_) => return Err(problems),
+            Err(e) => {
+                problems.extend(e.0.iter().map(|p| p.to_string()));
+                return Err(problems);
+            }
+        };
+        warnings.extend(plan.warnings().iter().map(|w| w.to_string()));
+        let n = plan.len();
+        if n < self.config.min_tasks || n > self.config.max_tasks {
+            warnings.push(format!(
+                "the plan has {n} tasks; {}-{} is the default",
+                self.config.min_tasks, self.config.max_tasks
+            ));
+        }
+        Ok((plan, warnings))
+    }
+}
