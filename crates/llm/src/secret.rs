@@ -52,7 +52,9 @@ pub fn scrub(text: &str, key: Option<&ApiKey>) -> String {
         if chars.len() >= 16 {
             let head: String = chars[..8].iter().collect();
             let tail: String = chars[chars.len() - 8..].iter().collect();
-            out = out.replace(&head, "[redacted]").replace(&tail, "[redacted]");
+            out = out
+                .replace(&head, "[redacted]")
+                .replace(&tail, "[redacted]");
         }
     }
     out.split_inclusive(char::is_whitespace)
@@ -60,7 +62,11 @@ pub fn scrub(text: &str, key: Option<&ApiKey>) -> String {
             let bare = word.trim_end();
             let core = bare.trim_matches(|c: char| matches!(c, '"' | '\'' | '.' | ',' | ':' | ';'));
             if core.starts_with("sk-") || core.contains("***") || core.contains("****") {
-                format!("{}{}", bare.replace(core, "[redacted]"), &word[bare.len()..])
+                format!(
+                    "{}{}",
+                    bare.replace(core, "[redacted]"),
+                    &word[bare.len()..]
+                )
             } else {
                 word.to_owned()
             }
@@ -77,10 +83,7 @@ mod tests {
         let k = ApiKey::new("sk-test-1234567890abcdef").expect("key");
         assert_eq!(format!("{k}"), "[redacted]");
         assert!(!format!("{k:?}").contains("1234"));
-        assert_eq!(
-            serde_json::to_string(&k).expect("json"),
-            "\"[redacted]\""
-        );
+        assert_eq!(serde_json::to_string(&k).expect("json"), "\"[redacted]\"");
         assert!(ApiKey::new("  ").is_none());
     }
 
@@ -89,8 +92,14 @@ mod tests {
         let k = ApiKey::new("pw-fake-KEY-0123456789abcdef").expect("key");
         let msg = "Incorrect API key provided: pw-fake-****cdef. Also pw-fake-KEY-0123456789abcdef and sk-abc, ok";
         let s = scrub(msg, Some(&k));
-        assert!(!s.contains("0123456789abcdef") && !s.contains("****") && !s.contains("sk-abc"), "{s}");
-        assert!(s.starts_with("Incorrect API key provided: [redacted]"), "{s}");
+        assert!(
+            !s.contains("0123456789abcdef") && !s.contains("****") && !s.contains("sk-abc"),
+            "{s}"
+        );
+        assert!(
+            s.starts_with("Incorrect API key provided: [redacted]"),
+            "{s}"
+        );
         assert!(s.ends_with(", ok"), "{s}");
     }
 }

@@ -127,7 +127,9 @@ mod tests {
         assert_eq!(cfg.pick(0), Fault::RateLimit);
         assert_eq!(cfg.pick(1), Fault::Ok);
         let n = 4000;
-        let errors = (2..n).filter(|&i| cfg.pick(i) == Fault::ServerError).count();
+        let errors = (2..n)
+            .filter(|&i| cfg.pick(i) == Fault::ServerError)
+            .count();
         let share = errors as f64 / (n - 2) as f64;
         assert!((share - 0.25).abs() < 0.03, "{share}");
         assert_eq!(cfg.pick(77), cfg.pick(77), "deterministic");

@@ -16,8 +16,7 @@ use axum::routing::{get, post};
 use planwave_llm::openai::context_header;
 use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_llm::{
-    AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, MessageRole,
-    RequestContext,
+    AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, MessageRole, RequestContext,
 };
 use planwave_plan::Lang;
 use serde::{Deserialize, Serialize};
@@ -119,7 +118,11 @@ impl SimServer {
     }
 
     pub fn stats(&self) -> ServerStats {
-        self.state.stats.lock().map(|s| s.clone()).unwrap_or_default()
+        self.state
+            .stats
+            .lock()
+            .map(|s| s.clone())
+            .unwrap_or_default()
     }
 
     /// Stops accepting connections and waits for open ones to finish. Stalled streams are
@@ -189,8 +192,12 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let role_header = header_str(&headers, context_header::ROLE_HEADER);
     if let Ok(mut s) = st.stats.lock() {
         s.requests += 1;
-        *s.faults.entry(format!("{fault:?}").to_lowercase()).or_default() += 1;
-        *s.roles.entry(role_header.unwrap_or("none").to_owned()).or_default() += 1;
+        *s.faults
+            .entry(format!("{fault:?}").to_lowercase())
+            .or_default() += 1;
+        *s.roles
+            .entry(role_header.unwrap_or("none").to_owned())
+            .or_default() += 1;
         s.authorized += u64::from(headers.contains_key(header::AUTHORIZATION));
         s.traced += u64::from(headers.contains_key("traceparent"));
     }
@@ -367,7 +374,12 @@ fn stream_response(
         let pieces: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
         let mut events = vec![
             ": keep-alive\n\n".to_owned(),
-            chunk(&id, &model, json!({"role": "assistant", "content": ""}), None),
+            chunk(
+                &id,
+                &model,
+                json!({"role": "assistant", "content": ""}),
+                None,
+            ),
         ];
         events.extend(
             pieces
@@ -388,7 +400,9 @@ fn stream_response(
                 match fault {
                     Fault::Truncated => return,
                     Fault::Malformed => {
-                        let _ = tx.send("data: {\"choices\": [{\"delta\": {\"content\n\n".into()).await;
+                        let _ = tx
+                            .send("data: {\"choices\": [{\"delta\": {\"content\n\n".into())
+                            .await;
                         return;
                     }
                     Fault::Stall => {

@@ -70,15 +70,27 @@ async fn streaming_and_plain_answers_carry_the_section_and_usage() {
     for stream in [true, false] {
         let (c, sleeper) = client(&srv.base_url(), stream);
         let r = c.chat(section_request()).await.expect("answer");
-        assert!(r.content.starts_with("## Competitive landscape"), "{}", r.content);
+        assert!(
+            r.content.starts_with("## Competitive landscape"),
+            "{}",
+            r.content
+        );
         assert!(r.content.contains("Who competes?"));
-        assert!(r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0, "{:?}", r.usage);
+        assert!(
+            r.usage.prompt_tokens > 0 && r.usage.completion_tokens > 0,
+            "{:?}",
+            r.usage
+        );
         assert_eq!(r.model, "sim-model");
         assert!(sleeper.recorded().is_empty());
     }
     let s = srv.stats();
     assert_eq!(s.requests, 2);
-    assert_eq!(s.roles.get("subagent"), Some(&2), "context headers sent: {s:?}");
+    assert_eq!(
+        s.roles.get("subagent"),
+        Some(&2),
+        "context headers sent: {s:?}"
+    );
     assert_eq!((s.authorized, s.traced), (2, 2));
     srv.shutdown(Duration::from_secs(1)).await;
 }
@@ -97,12 +109,21 @@ async fn rate_limit_waits_exactly_retry_after_then_succeeds() {
 
 #[tokio::test]
 async fn server_errors_are_retried_with_growing_jittered_backoff() {
-    let srv = server(vec![Fault::ServerError, Fault::ServerError, Fault::Ok], None).await;
+    let srv = server(
+        vec![Fault::ServerError, Fault::ServerError, Fault::Ok],
+        None,
+    )
+    .await;
     let (c, sleeper) = client(&srv.base_url(), false);
-    c.chat(section_request()).await.expect("answer after two 500s");
+    c.chat(section_request())
+        .await
+        .expect("answer after two 500s");
     let d = sleeper.recorded();
     assert_eq!(d.len(), 2, "{d:?}");
-    assert!(d[0] <= Duration::from_millis(100) && d[1] <= Duration::from_millis(200), "{d:?}");
+    assert!(
+        d[0] <= Duration::from_millis(100) && d[1] <= Duration::from_millis(200),
+        "{d:?}"
+    );
     assert_eq!(srv.stats().requests, 3);
     srv.shutdown(Duration::from_secs(1)).await;
 }
@@ -113,7 +134,10 @@ async fn giving_up_after_max_retries_is_a_transient_error() {
     let (c, sleeper) = client(&srv.base_url(), true);
     let err = c.chat(section_request()).await.expect_err("all 500");
     assert!(err.is_retryable(), "{err}");
-    assert!(err.to_string().contains("gave up after 4 attempt(s)"), "{err}");
+    assert!(
+        err.to_string().contains("gave up after 4 attempt(s)"),
+        "{err}"
+    );
     assert_eq!(sleeper.recorded().len(), 3);
     assert_eq!(srv.stats().requests, 4);
     srv.shutdown(Duration::from_secs(1)).await;
@@ -127,9 +151,15 @@ async fn unauthorized_is_not_retried_and_names_provider_url_and_model_but_not_th
     let text = err.to_string();
     assert!(matches!(err, LlmError::Fatal { .. }), "{text}");
     assert!(text.contains("HTTP 401"), "{text}");
-    assert!(text.contains(&srv.base_url()) && text.contains("sim-model"), "{text}");
+    assert!(
+        text.contains(&srv.base_url()) && text.contains("sim-model"),
+        "{text}"
+    );
     assert!(text.contains("openai-compatible"), "{text}");
-    assert!(!text.contains("0123456789abcdef") && !text.contains("pw-test-"), "{text}");
+    assert!(
+        !text.contains("0123456789abcdef") && !text.contains("pw-test-"),
+        "{text}"
+    );
     assert!(sleeper.recorded().is_empty());
     assert_eq!(srv.stats().requests, 1);
     srv.shutdown(Duration::from_secs(1)).await;
@@ -150,13 +180,17 @@ async fn a_stalled_stream_is_cut_and_retried() {
 async fn truncated_streams_and_malformed_bodies_are_retried() {
     let srv = server(vec![Fault::Truncated, Fault::Malformed, Fault::Ok], None).await;
     let (c, _) = client(&srv.base_url(), true);
-    c.chat(section_request()).await.expect("answer after truncation and bad chunk");
+    c.chat(section_request())
+        .await
+        .expect("answer after truncation and bad chunk");
     assert_eq!(srv.stats().requests, 3);
     srv.shutdown(Duration::from_secs(1)).await;
 
     let srv = server(vec![Fault::Malformed, Fault::Ok], None).await;
     let (c, _) = client(&srv.base_url(), false);
-    c.chat(section_request()).await.expect("answer after malformed body");
+    c.chat(section_request())
+        .await
+        .expect("answer after malformed body");
     assert_eq!(srv.stats().requests, 2);
     srv.shutdown(Duration::from_secs(1)).await;
 }

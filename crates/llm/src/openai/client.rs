@@ -27,9 +27,7 @@ use super::sse::{ChunkError, SseDecoder, StreamAnswer};
 use super::wire::{self, ChatBody, Completion};
 use crate::secret::scrub;
 use crate::tokens::estimate_tokens;
-use crate::{
-    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage,
-};
+use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
 
 /// Largest error body read (the message is in the first bytes anyway).
 const MAX_ERROR_BODY: usize = 16 * 1024;
@@ -131,11 +129,14 @@ impl OpenAiProvider {
     }
 
     fn unit(&self) -> f64 {
-        self.rng.lock().map(|mut r| r.random::<f64>()).unwrap_or(0.5)
+        self.rng
+            .lock()
+            .map(|mut r| r.random::<f64>())
+            .unwrap_or(0.5)
     }
 
     fn error(&self, model: &str, message: String, transient: Option<Option<Duration>>) -> LlmError {
-        let message = format!("{} at {}", message, self.cfg.base_url);
+        let message = format!("at {}: {message}", self.cfg.base_url);
         match transient {
             Some(retry_after) => LlmError::Transient {
                 provider: self.cfg.provider.clone(),
@@ -155,7 +156,10 @@ impl OpenAiProvider {
         if role != AgentRole::Planner {
             return None;
         }
-        let mode = match (self.cfg.response_format, self.format_downgrade.load(Ordering::Relaxed)) {
+        let mode = match (
+            self.cfg.response_format,
+            self.format_downgrade.load(Ordering::Relaxed),
+        ) {
             (m, 0) => m,
             (ResponseFormatMode::JsonSchema, 1) => ResponseFormatMode::JsonObject,
             _ => ResponseFormatMode::None,
@@ -225,9 +229,12 @@ impl OpenAiProvider {
             .send();
         let idle = self.cfg.timeouts.idle;
         let resp = if stream {
-            tokio::time::timeout(idle, send)
-                .await
-                .map_err(|_| retryable(format!("no response headers within {}s", idle.as_secs_f64())))?
+            tokio::time::timeout(idle, send).await.map_err(|_| {
+                retryable(format!(
+                    "no response headers within {}s",
+                    idle.as_secs_f64()
+                ))
+            })?
         } else {
             send.await
         }
@@ -235,7 +242,9 @@ impl OpenAiProvider {
 
         let status = resp.status();
         if !status.is_success() {
-            return Err(self.status_failure(resp, body.response_format.is_some()).await);
+            return Err(self
+                .status_failure(resp, body.response_format.is_some())
+                .await);
         }
         let is_sse = resp
             .headers()
@@ -250,11 +259,16 @@ impl OpenAiProvider {
             let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
                 .await
                 .map_err(|_| retryable("response body timed out"))?
-                .map_err(|e| retryable(format!("reading the body failed: {}", transport_error(&e))))?;
-            let c: Completion = serde_json::from_slice(&bytes).map_err(|e| {
-                retryable(format!("malformed JSON body ({e})"))
-            })?;
-            let choice = c.choices.into_iter().next().ok_or_else(|| retryable("the reply has no choices"))?;
+                .map_err(|e| {
+                    retryable(format!("reading the body failed: {}", transport_error(&e)))
+                })?;
+            let c: Completion = serde_json::from_slice(&bytes)
+                .map_err(|e| retryable(format!("malformed JSON body ({e})")))?;
+            let choice = c
+                .choices
+                .into_iter()
+                .next()
+                .ok_or_else(|| retryable("the reply has no choices"))?;
             let msg = choice.message.unwrap_or(wire::Message {
                 content: None,
                 reasoning_content: None,
@@ -305,9 +319,10 @@ impl OpenAiProvider {
         let apply = |ans: &mut StreamAnswer, data: &str| {
             ans.apply(data).map_err(|e| match e {
                 ChunkError::Malformed(m) => retryable(format!("malformed stream: {m}")),
-                ChunkError::Server(m) => {
-                    retryable(format!("server error in stream: {}", scrub(&m, self.cfg.api_key.as_ref())))
-                }
+                ChunkError::Server(m) => retryable(format!(
+                    "server error in stream: {}",
+                    scrub(&m, self.cfg.api_key.as_ref())
+                )),
             })
         };
         'read: loop {
@@ -434,14 +449,15 @@ impl LlmProvider for OpenAiProvider {
             let permit = self.limiter.acquire(estimate).await;
             self.requests.fetch_add(1, Ordering::Relaxed);
             let t0 = Instant::now();
-            let outcome = tokio::time::timeout(self.cfg.timeouts.request, self.attempt(&request, &model))
-                .await
-                .unwrap_or_else(|_| {
-                    Err(retryable(format!(
-                        "request timed out after {}s",
-                        self.cfg.timeouts.request.as_secs_f64()
-                    )))
-                });
+            let outcome =
+                tokio::time::timeout(self.cfg.timeouts.request, self.attempt(&request, &model))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(retryable(format!(
+                            "request timed out after {}s",
+                            self.cfg.timeouts.request.as_secs_f64()
+                        )))
+                    });
             let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
             self.limiter.settle(permit.charged, used);
             drop(permit);
@@ -464,7 +480,11 @@ impl LlmProvider for OpenAiProvider {
                     continue;
                 }
                 Err(Failure::Downgrade) => {
-                    return Err(self.error(&model, "the server rejected response_format".into(), None));
+                    return Err(self.error(
+                        &model,
+                        "the server rejected response_format".into(),
+                        None,
+                    ));
                 }
                 Err(Failure::Fatal(m)) => return Err(self.error(&model, m, None)),
                 Err(Failure::Retryable {
@@ -478,7 +498,10 @@ impl LlmProvider for OpenAiProvider {
             {
                 return Err(self.error(
                     &model,
-                    format!("{message}; Retry-After {}s is longer than this client waits", ra.as_secs()),
+                    format!(
+                        "{message}; Retry-After {}s is longer than this client waits",
+                        ra.as_secs()
+                    ),
                     Some(Some(ra)),
                 ));
             }

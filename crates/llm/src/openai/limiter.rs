@@ -47,7 +47,9 @@ pub struct LimitPermit {
 impl Limiter {
     pub fn new(cfg: LimitConfig) -> Limiter {
         Limiter {
-            in_flight: cfg.max_in_flight.map(|n| Arc::new(Semaphore::new(n.max(1)))),
+            in_flight: cfg
+                .max_in_flight
+                .map(|n| Arc::new(Semaphore::new(n.max(1)))),
             turn: tokio::sync::Mutex::new(()),
             buckets: Mutex::new(Buckets {
                 requests: cfg.requests_per_minute.map(f64::from).unwrap_or(0.0),

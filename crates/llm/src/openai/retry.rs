@@ -159,9 +159,18 @@ mod tests {
             ..RetryConfig::default()
         };
         assert_eq!(backoff_delay(&cfg, 1, 0.5, None), Duration::from_millis(50));
-        assert_eq!(backoff_delay(&cfg, 2, 0.5, None), Duration::from_millis(100));
-        assert_eq!(backoff_delay(&cfg, 3, 0.5, None), Duration::from_millis(175));
-        assert_eq!(backoff_delay(&cfg, 9, 1.0, None), Duration::from_millis(350));
+        assert_eq!(
+            backoff_delay(&cfg, 2, 0.5, None),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            backoff_delay(&cfg, 3, 0.5, None),
+            Duration::from_millis(175)
+        );
+        assert_eq!(
+            backoff_delay(&cfg, 9, 1.0, None),
+            Duration::from_millis(350)
+        );
         assert_eq!(backoff_delay(&cfg, 1, 0.0, None), Duration::ZERO);
         assert_eq!(
             backoff_delay(&cfg, 1, 0.3, Some(Duration::from_secs(7))),

@@ -42,7 +42,9 @@ impl SseDecoder {
         let mut out = Vec::new();
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            let line = String::from_utf8_lossy(&rest).trim_end_matches('\r').to_owned();
+            let line = String::from_utf8_lossy(&rest)
+                .trim_end_matches('\r')
+                .to_owned();
             self.line(&line, &mut out);
         }
         if let Some(d) = self.data.take() {

@@ -119,5 +119,9 @@ pub fn body_message(body: &str) -> String {
         }
     }
     let t: String = body.trim().chars().take(300).collect();
-    if t.is_empty() { "(empty body)".into() } else { t }
+    if t.is_empty() {
+        "(empty body)".into()
+    } else {
+        t
+    }
 }

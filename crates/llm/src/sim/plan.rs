@@ -39,15 +39,38 @@ impl std::str::FromStr for PlannerFault {
 
 /// The subject of a goal: "深度分析特斯拉公司" -> "特斯拉公司", "Deep analysis of Tesla" -> "Tesla".
 pub fn subject(goal: &str) -> String {
-    let g = goal.trim().trim_end_matches(['。', '.', '!', '！', '?', '？']);
+    let g = goal
+        .trim()
+        .trim_end_matches(['。', '.', '!', '！', '?', '？']);
     let zh_prefixes = [
-        "请", "帮我", "深度分析", "深入分析", "全面分析", "详细分析", "分析一下", "分析", "研究一下",
-        "研究", "调研", "评估", "解读",
+        "请",
+        "帮我",
+        "深度分析",
+        "深入分析",
+        "全面分析",
+        "详细分析",
+        "分析一下",
+        "分析",
+        "研究一下",
+        "研究",
+        "调研",
+        "评估",
+        "解读",
     ];
     let en_prefixes = [
-        "please ", "a deep analysis of ", "deep analysis of ", "an analysis of ", "analysis of ",
-        "deeply analyze ", "deeply analyse ", "analyze ", "analyse ", "research ", "study ",
-        "evaluate ", "assess ",
+        "please ",
+        "a deep analysis of ",
+        "deep analysis of ",
+        "an analysis of ",
+        "analysis of ",
+        "deeply analyze ",
+        "deeply analyse ",
+        "analyze ",
+        "analyse ",
+        "research ",
+        "study ",
+        "evaluate ",
+        "assess ",
     ];
     let mut s = g.to_owned();
     loop {
@@ -157,7 +180,10 @@ pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>) -> String {
         }
         Some(PlannerFault::Prose) => match lang {
             Lang::Zh => "好的，我会先分析公司概况，然后研究财务表现，最后给出投资建议。".into(),
-            Lang::En => "Sure: first the company overview, then its financials, then a recommendation.".into(),
+            Lang::En => {
+                "Sure: first the company overview, then its financials, then a recommendation."
+                    .into()
+            }
         },
     }
 }
@@ -187,7 +213,10 @@ mod tests {
             assert_eq!(ok.tasks.len(), 5);
             assert!(planwave_plan::ValidatedPlan::new(ok).is_ok());
         }
-        assert!(planwave_plan::parse_plan_str(&answer("x", Lang::En, Some(PlannerFault::Truncated))).is_err());
+        assert!(
+            planwave_plan::parse_plan_str(&answer("x", Lang::En, Some(PlannerFault::Truncated)))
+                .is_err()
+        );
         let cyc = planwave_plan::parse_plan_str(&answer("x", Lang::En, Some(PlannerFault::Cycle)))
             .expect("parses");
         let errs = planwave_plan::ValidatedPlan::new(cyc).expect_err("cycle");
