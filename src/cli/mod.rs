@@ -2,9 +2,14 @@
 
 pub mod exit;
 mod input;
+mod llm;
 mod options;
+mod plan;
+mod planning;
 mod progress;
+mod research;
 mod run;
+mod sim_llm;
 mod validate;
 mod waves;
 
@@ -14,7 +19,8 @@ pub const EXIT_CODES_HELP: &str = "\
 Exit codes:
   0  success (run: every task completed)
   1  other error (I/O, runtime)
-  2  invalid input (unreadable or invalid plan, bad arguments)
+  2  invalid input (unreadable or invalid plan, bad arguments or config,
+     or no valid plan from the planner)
   3  run finished but not every task completed (report still written)
   130 interrupted (Ctrl-C); the run directory says what finished";
 
@@ -39,6 +45,14 @@ pub enum Command {
     /// Execute a plan: one subagent per task, then the report.
     #[command(after_help = EXIT_CODES_HELP)]
     Run(run::RunArgs),
+    /// Ask the model for a plan for GOAL, repairing it until valid; print it and its waves.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Plan(plan::PlanArgs),
+    /// Plan GOAL, run the plan and integrate the report into a run directory.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Research(research::ResearchArgs),
+    /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
+    SimLlm(sim_llm::SimLlmArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -46,6 +60,9 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Validate(a) => validate::validate(a),
         Command::Waves(a) => waves::waves(a),
         Command::Run(a) => run::run(a).await,
+        Command::Plan(a) => plan::plan(a).await,
+        Command::Research(a) => research::research(a).await,
+        Command::SimLlm(a) => sim_llm::sim_llm(a).await,
     }
 }
 

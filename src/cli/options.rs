@@ -1,4 +1,4 @@
-//! Option groups shared by the commands that execute plans (`run`, and later `research`).
+//! Option groups shared by the commands that execute plans (`run`, `research`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -6,15 +6,9 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use planwave_engine::{RetryPolicy, RunConfig, Schedule};
-use planwave_llm::sim::{Latency, SimConfig};
+use planwave_llm::sim::{Latency, PlannerFault, SimConfig};
 
 use super::exit::InvalidInput;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LlmKind {
-    /// The built-in simulated LLM (offline, deterministic for --seed).
-    Sim,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ScheduleArg {
@@ -62,12 +56,9 @@ impl ExecOptions {
     }
 }
 
-/// The simulated LLM's behaviour.
+/// The simulated LLM's behaviour (used when no model is configured, or with `--llm sim`).
 #[derive(Debug, Args)]
 pub struct SimOptions {
-    /// Which model answers.
-    #[arg(long, value_enum, default_value = "sim")]
-    pub llm: LlmKind,
     /// Mean simulated latency per call; 0 means no delay.
     #[arg(long, value_name = "MS", default_value_t = 300.0)]
     pub sim_latency_ms: f64,
@@ -86,6 +77,10 @@ pub struct SimOptions {
     /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency.
     #[arg(long, value_name = "FILE")]
     pub sim_latency_file: Option<PathBuf>,
+    /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
+    /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
+    #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
+    pub sim_planner_faults: Vec<PlannerFault>,
 }
 
 fn set(ids: &[String]) -> HashSet<String> {
@@ -108,6 +103,7 @@ impl SimOptions {
             flaky: set(&self.sim_flaky),
             panic: set(&self.sim_panic),
             latency_overrides,
+            planner_faults: self.sim_planner_faults.clone(),
         })
     }
 }

@@ -5,16 +5,18 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
+use planwave_config::Settings;
 use planwave_engine::{
-    BuiltinPrompts, EventSink, FanoutSink, JsonlSink, RunDir, RunRequest, RunResult, RunStatus,
-    execute,
+    EventSink, FanoutSink, JsonlSink, PromptSet, RunConfig, RunDir, RunRequest, RunResult,
+    RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
-use planwave_llm::sim::SimProvider;
+use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan;
+use super::llm::{self, LlmOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::{Mode, Progress};
 
@@ -28,6 +30,10 @@ pub struct RunArgs {
     #[command(flatten)]
     pub exec: ExecOptions,
     #[command(flatten)]
+    pub llm: LlmOptions,
+    #[command(flatten)]
+    pub prompts: PromptOptions,
+    #[command(flatten)]
     pub sim: SimOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
@@ -36,21 +42,60 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let plan = Arc::new(load_plan(&args.plan)?);
-    let provider: Arc<dyn LlmProvider> =
-        Arc::new(SimProvider::new(args.sim.sim_config(args.exec.seed)?));
-    let info = provider.info();
-    if info.simulated {
-        eprintln!(
-            "planwave: using the simulated LLM (no model configured): sections are generated text, not research"
-        );
-    }
+    let settings = llm::settings(&args.llm, &args.prompts, None)?;
+    let templates = llm::templates(&settings)?;
+    let provider = llm::provider(
+        &settings,
+        args.sim.sim_config(args.exec.seed)?,
+        args.exec.seed,
+    )?;
     let out = RunDir::create(&args.out).context("preparing the run directory")?;
-    let events = Arc::new(
-        JsonlSink::create(&out.root().join("events.jsonl"))
-            .with_context(|| format!("opening {}", out.root().join("events.jsonl").display()))?,
-    );
-    let progress = Arc::new(Progress::new(plan.clone(), Mode::detect(args.quiet)));
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![events.clone(), progress.clone()]));
+    let events = open_events(&out)?;
+    let result = execute_plan(Execution {
+        plan,
+        provider,
+        prompts: templates,
+        config: run_config(&args.exec, &settings),
+        out: out.clone(),
+        events,
+        quiet: args.quiet,
+    })
+    .await?;
+    print_summary(&result, &out);
+    Ok(outcome(result.status))
+}
+
+/// The engine settings from the flags plus what planwave.toml adds (budget, prices).
+pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
+    RunConfig {
+        context_budget_tokens: Some(settings.prompts.context_budget_tokens),
+        prices: settings.prices.clone(),
+        ..exec.run_config()
+    }
+}
+
+pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<JsonlSink>> {
+    let path = out.root().join("events.jsonl");
+    Ok(Arc::new(
+        JsonlSink::create(&path).with_context(|| format!("opening {}", path.display()))?,
+    ))
+}
+
+pub struct Execution {
+    pub plan: Arc<ValidatedPlan>,
+    pub provider: Arc<dyn LlmProvider>,
+    pub prompts: Arc<dyn PromptSet>,
+    pub config: RunConfig,
+    pub out: RunDir,
+    /// Closed (flushed) when the run ends.
+    pub events: Arc<JsonlSink>,
+    pub quiet: bool,
+}
+
+/// Runs a plan into its run directory with progress output and Ctrl-C handling.
+pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
+    let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
+    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![x.events.clone(), progress.clone()]));
     let cancel = CancellationToken::new();
     let ctrl_c = {
         let cancel = cancel.clone();
@@ -62,29 +107,31 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     };
     let result = execute(RunRequest {
         run_id: uuid::Uuid::new_v4(),
-        plan,
-        provider,
-        prompts: Arc::new(BuiltinPrompts),
+        plan: x.plan,
+        provider: x.provider,
+        prompts: x.prompts,
         sink,
-        config: args.exec.run_config(),
-        output: Some(out.clone()),
+        config: x.config,
+        output: Some(x.out.clone()),
         cancel,
         preset: Vec::new(),
     })
     .await;
     ctrl_c.abort();
     progress.finish();
-    events.close().context("writing events.jsonl")?;
-    let result = result.context("running the plan")?;
-    print_summary(&result, &out);
-    Ok(Outcome(match result.status {
+    x.events.close().context("writing events.jsonl")?;
+    result.context("running the plan")
+}
+
+pub fn outcome(status: RunStatus) -> Outcome {
+    Outcome(match status {
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
         RunStatus::Cancelled => INTERRUPTED,
-    }))
+    })
 }
 
-fn print_summary(r: &RunResult, out: &RunDir) {
+pub fn print_summary(r: &RunResult, out: &RunDir) {
     let s = &r.stats;
     println!(
         "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
@@ -97,6 +144,9 @@ fn print_summary(r: &RunResult, out: &RunDir) {
         s.retries,
         s.usage.total()
     );
+    if let Some(c) = &s.cost {
+        println!("estimated cost: {:.4} {}", c.total, c.currency);
+    }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
         println!(
             "  task {} {}: {}",

@@ -42,7 +42,7 @@ fn ids(plan: &ValidatedPlan, idx: &[u32]) -> Vec<String> {
         .collect()
 }
 
-fn text(plan: &ValidatedPlan) -> String {
+pub fn text(plan: &ValidatedPlan) -> String {
     let mut s = String::new();
     for (k, w) in plan.waves().iter().enumerate() {
         let _ = writeln!(s, "wave {k}: {}", ids(plan, w).join(", "));

@@ -1,2 +1,5 @@
+mod aimock;
+mod http;
+mod research;
 mod run;
 mod validate;

@@ -117,3 +117,147 @@ pub fn plan(topic: &str, tasks: &[(&str, &str, &[&str])]) -> serde_json::Value {
         .collect();
     serde_json::json!({"research_type": "company", "topic": topic, "objectives": ["understand it"], "tasks": tasks})
 }
+
+/// Runs the binary with extra environment variables.
+pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = bin();
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run planwave");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A child process killed when dropped (so a failing test leaves no server behind).
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Reads the first stdout line of a child within 30 s.
+fn first_line(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let stdout = child.stdout.take().expect("stdout piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = std::io::BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send(line);
+        // Keep draining so the child never blocks on a full pipe.
+        let mut sink = String::new();
+        while reader.read_line(&mut sink).map(|n| n > 0).unwrap_or(false) {
+            sink.clear();
+        }
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("the server printed its address")
+        .trim()
+        .to_owned()
+}
+
+/// `planwave sim-llm serve` on 127.0.0.1 with a free port, as a real separate process.
+pub struct SimLlm {
+    pub base_url: String,
+    _child: ChildGuard,
+}
+
+impl SimLlm {
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> SimLlm {
+        let mut cmd = bin();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .args(["sim-llm", "serve", "--addr", "127.0.0.1:0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn sim-llm");
+        let base_url = first_line(&mut child);
+        assert!(
+            base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"),
+            "{base_url}"
+        );
+        SimLlm {
+            base_url,
+            _child: ChildGuard(child),
+        }
+    }
+
+    /// `GET /planwave/stats`, over plain HTTP/1.0.
+    pub fn stats(&self) -> serde_json::Value {
+        http_get_json(&self.base_url.replace("/v1", "/planwave/stats"))
+    }
+}
+
+/// A minimal HTTP/1.0 GET on loopback, for test servers' status endpoints.
+pub fn http_get_json(url: &str) -> serde_json::Value {
+    use std::io::Read;
+    let rest = url.strip_prefix("http://").expect("http url");
+    let (host, path) = rest.split_once('/').expect("path");
+    let mut s = std::net::TcpStream::connect(host).expect("connect");
+    write!(s, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("send");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("read");
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("bad JSON from {url}: {e}: {text}"))
+}
+
+/// Where the test peers (npm/PyPI programs) are installed: `$PLANWAVE_PEERS_DIR`, else
+/// `target/test-peers` as `.ci/peers` defaults.
+pub fn peers_dir() -> PathBuf {
+    std::env::var_os("PLANWAVE_PEERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_file("target/test-peers"))
+}
+
+/// The path of an installed peer file, or `None` when peer tests are skipped on purpose
+/// (`PLANWAVE_SKIP_PEER_TESTS=1`). A missing peer otherwise fails the test, loudly.
+pub fn peer(rel: &str) -> Option<PathBuf> {
+    let p = peers_dir().join(rel);
+    if p.exists() {
+        return Some(p);
+    }
+    if std::env::var("PLANWAVE_SKIP_PEER_TESTS").as_deref() == Ok("1") {
+        eprintln!("skipping: peer {} is not installed", p.display());
+        return None;
+    }
+    panic!(
+        "test peer {} is missing: run `.ci/peers {}` (or set PLANWAVE_SKIP_PEER_TESTS=1 to skip peer tests)",
+        p.display(),
+        peers_dir().display()
+    );
+}
+
+/// Every file under `dir`, with its contents (lossy UTF-8).
+pub fn all_files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).expect("read_dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let text = String::from_utf8_lossy(&std::fs::read(&p).expect("read")).into_owned();
+                out.push((p, text));
+            }
+        }
+    }
+    out
+}

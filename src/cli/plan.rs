@@ -1,0 +1,111 @@
+//! `planwave plan "GOAL" [--out plan.json]`
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::exit::{INTERRUPTED, OK, Outcome};
+use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::options::SimOptions;
+use super::planning::{no_plan_error, plan_goal};
+use super::waves::text as waves_text;
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// The research goal, e.g. "深度分析特斯拉公司".
+    pub goal: String,
+    /// Write the plan (JSON) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print the plan as JSON on stdout instead of the readable summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Seed for the simulator and retry jitter.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub planner: PlannerOptions,
+    #[command(flatten)]
+    pub llm: LlmOptions,
+    #[command(flatten)]
+    pub prompts: PromptOptions,
+    #[command(flatten)]
+    pub sim: SimOptions,
+    /// No progress lines on stderr.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
+    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let templates = llm::templates(&settings)?;
+    let provider = llm::provider(&settings, args.sim.sim_config(args.seed)?, args.seed)?;
+    let Some(outcome) = plan_goal(
+        &args.goal,
+        provider,
+        templates,
+        &settings,
+        args.quiet,
+        &mut |_| {},
+    )
+    .await?
+    else {
+        eprintln!("interrupted");
+        return Ok(Outcome(INTERRUPTED));
+    };
+    let Some(plan) = &outcome.plan else {
+        return Err(no_plan_error(&outcome));
+    };
+    let mut json = serde_json::to_string_pretty(plan.spec())?;
+    json.push('\n');
+    if let Some(path) = &args.out {
+        std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        print!("{json}");
+        return Ok(Outcome(OK));
+    }
+    let chain: Vec<String> = plan
+        .critical_path()
+        .iter()
+        .map(|&i| plan.id(i as usize).to_string())
+        .collect();
+    println!(
+        "plan: {} tasks, {} waves, longest chain {} ({}) after {} attempt(s), {} tokens",
+        plan.len(),
+        plan.waves().len(),
+        chain.len(),
+        chain.join(" -> "),
+        outcome.attempts.len(),
+        outcome.usage().total()
+    );
+    println!("topic: {}", plan.spec().topic);
+    for (i, t) in plan.tasks().iter().enumerate() {
+        let deps: Vec<String> = plan
+            .deps(i)
+            .iter()
+            .map(|&d| plan.id(d as usize).to_string())
+            .collect();
+        println!(
+            "  task {}: {} (after: {})",
+            t.id,
+            t.title(),
+            if deps.is_empty() {
+                "-".to_string()
+            } else {
+                deps.join(", ")
+            }
+        );
+    }
+    print!("{}", waves_text(plan));
+    for a in &outcome.attempts {
+        for w in &a.warnings {
+            eprintln!("warning: {w}");
+        }
+    }
+    if let Some(path) = &args.out {
+        println!("plan written to {}", path.display());
+    }
+    Ok(Outcome(OK))
+}

@@ -1,0 +1,103 @@
+//! Planning shared by `plan` and `research`: the planner loop with progress lines, and how
+//! its failures map to exit codes.
+
+use std::sync::Arc;
+
+use anyhow::anyhow;
+use planwave_config::Settings;
+use planwave_llm::LlmProvider;
+use planwave_planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig};
+use planwave_prompts::Templates;
+use tokio_util::sync::CancellationToken;
+
+use super::exit::InvalidInput;
+
+pub fn planner_config(settings: &Settings) -> PlannerConfig {
+    PlannerConfig {
+        attempts: settings.planner.attempts,
+        min_tasks: settings.planner.min_tasks,
+        max_tasks: settings.planner.max_tasks,
+        lang: settings.prompts.lang,
+    }
+}
+
+/// One progress line per attempt on stderr.
+pub fn describe(a: &PlanAttempt) -> String {
+    let what = if a.valid {
+        format!("valid plan ({} tokens)", a.usage.total())
+    } else if let Some(e) = &a.error {
+        format!("model call failed: {e}")
+    } else {
+        format!("{} problem(s): {}", a.problems.len(), a.problems.join("; "))
+    };
+    format!("planning attempt {} ({}): {what}", a.attempt, a.kind)
+}
+
+/// Runs the planner; `None` when interrupted.
+pub async fn plan_goal(
+    goal: &str,
+    provider: Arc<dyn LlmProvider>,
+    templates: Arc<Templates>,
+    settings: &Settings,
+    quiet: bool,
+    on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+) -> anyhow::Result<Option<PlanOutcome>> {
+    if goal.trim().is_empty() {
+        return Err(InvalidInput {
+            source_name: "goal".into(),
+            problems: vec!["the goal is empty".into()],
+        }
+        .into());
+    }
+    let planner = Planner::new(provider, templates, planner_config(settings));
+    let mut report = |a: &PlanAttempt| {
+        if !quiet {
+            eprintln!("{}", describe(a));
+        }
+        on_attempt(a);
+    };
+    let cancel = CancellationToken::new();
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let result = tokio::select! {
+        r = planner.plan(goal, &mut report) => Some(r),
+        _ = cancel.cancelled() => None,
+    };
+    ctrl_c.abort();
+    match result {
+        None => Ok(None),
+        Some(r) => Ok(Some(r.map_err(|e| anyhow!(e))?)),
+    }
+}
+
+/// A planning outcome without a plan, as an error: exit 2 listing every problem of every
+/// attempt, or exit 1 for a model error that stopped planning.
+pub fn no_plan_error(outcome: &PlanOutcome) -> anyhow::Error {
+    if let Some(fatal) = &outcome.fatal {
+        return anyhow!("planning failed: {fatal}");
+    }
+    let mut problems = Vec::new();
+    for a in &outcome.attempts {
+        if let Some(e) = &a.error {
+            problems.push(format!("attempt {}: model call failed: {e}", a.attempt));
+        }
+        for p in &a.problems {
+            problems.push(format!("attempt {}: {p}", a.attempt));
+        }
+    }
+    problems.push(format!(
+        "no valid plan after {} attempt(s)",
+        outcome.attempts.len()
+    ));
+    InvalidInput {
+        source_name: "planner".into(),
+        problems,
+    }
+    .into()
+}

@@ -1,0 +1,182 @@
+//! `planwave sim-llm serve`: the simulated LLM as an OpenAI-compatible HTTP server.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use planwave_llm::ApiKey;
+use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig};
+use planwave_sim_server::{Fault, FaultConfig, FaultRates, ServerConfig, SimServer};
+
+use super::exit::{InvalidInput, OK, Outcome};
+
+#[derive(Debug, Args)]
+pub struct SimLlmArgs {
+    #[command(subcommand)]
+    pub command: SimLlmCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimLlmCommand {
+    /// Serve POST /v1/chat/completions and GET /v1/models until interrupted; prints the
+    /// base URL (http://ADDR/v1) on stdout first.
+    Serve(ServeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to bind; port 0 picks a free port. Loopback by default.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub addr: SocketAddr,
+    /// Seed of the simulated text, latencies and fault draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Mean simulated latency per answer (lognormal); 0 = none.
+    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    pub latency_ms: f64,
+    /// Sigma of the lognormal latency (0 = exactly the mean).
+    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    pub sigma: f64,
+    /// Planner faults on attempts 1, 2, ...: truncated, cycle, unknown-dep, prose, no-tasks.
+    #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
+    pub planner_faults: Vec<PlannerFault>,
+    /// Faults of the first requests in arrival order: ok, 429, 500, slow, stall, malformed,
+    /// truncated, 401.
+    #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
+    pub fault_script: Vec<Fault>,
+    /// Share of requests answered 429 with Retry-After (after the script).
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_429: f64,
+    /// Share of requests answered 500.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_500: f64,
+    /// Share of requests whose headers come after --first-byte-delay-ms.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_slow: f64,
+    /// Share of streams that stall half way for --stall-ms.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_stall: f64,
+    /// Share of answers with a malformed JSON body or chunk.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_malformed: f64,
+    /// Share of streams cut off half way.
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_truncated: f64,
+    /// Retry-After sent with each 429.
+    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    pub retry_after_secs: f64,
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    pub first_byte_delay_ms: u64,
+    #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
+    pub stall_ms: u64,
+    /// Require `Authorization: Bearer <key>` with the key in this environment variable.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+}
+
+pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {
+    match args.command {
+        SimLlmCommand::Serve(a) => serve(a).await,
+    }
+}
+
+fn rate(name: &str, p: f64) -> Result<f64, InvalidInput> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(InvalidInput {
+            source_name: name.into(),
+            problems: vec![format!("{p} is not a probability between 0 and 1")],
+        })
+    }
+}
+
+async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
+    let api_key = match &a.api_key_env {
+        None => None,
+        Some(var) => Some(
+            std::env::var(var)
+                .ok()
+                .and_then(ApiKey::new)
+                .ok_or_else(|| InvalidInput {
+                    source_name: "--api-key-env".into(),
+                    problems: vec![format!("{var} is not set")],
+                })?,
+        ),
+    };
+    if !(a.retry_after_secs.is_finite() && a.retry_after_secs >= 0.0) {
+        return Err(InvalidInput {
+            source_name: "--retry-after-secs".into(),
+            problems: vec!["expected a non-negative number".into()],
+        }
+        .into());
+    }
+    let cfg = ServerConfig {
+        sim: SimConfig {
+            seed: a.seed,
+            latency: Latency::from_mean(a.latency_ms, a.sigma),
+            planner_faults: a.planner_faults.clone(),
+            ..SimConfig::default()
+        },
+        faults: FaultConfig {
+            script: a.fault_script.clone(),
+            rates: FaultRates {
+                rate_limit: rate("--rate-429", a.rate_429)?,
+                server_error: rate("--rate-500", a.rate_500)?,
+                slow_first_byte: rate("--rate-slow", a.rate_slow)?,
+                stall: rate("--rate-stall", a.rate_stall)?,
+                malformed: rate("--rate-malformed", a.rate_malformed)?,
+                truncated: rate("--rate-truncated", a.rate_truncated)?,
+            },
+            seed: a.seed,
+            retry_after: Duration::from_secs_f64(a.retry_after_secs),
+            first_byte_delay: Duration::from_millis(a.first_byte_delay_ms),
+            stall: Duration::from_millis(a.stall_ms),
+        },
+        api_key,
+    };
+    if !a.addr.ip().is_loopback() {
+        eprintln!(
+            "warning: sim-llm is listening on {}, not loopback: other machines can reach it",
+            a.addr.ip()
+        );
+    }
+    let server = SimServer::start(a.addr, cfg)
+        .await
+        .with_context(|| format!("binding {}", a.addr))?;
+    {
+        // The first stdout line is the base URL; tests and scripts read it.
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{}", server.base_url())?;
+        stdout.flush()?;
+    }
+    eprintln!(
+        "planwave sim-llm: serving the simulated LLM; use --llm openai --llm-base-url {} --model {SIM_MODEL}",
+        server.base_url()
+    );
+    wait_for_signal().await;
+    let stats = server.stats();
+    server.shutdown(Duration::from_secs(2)).await;
+    eprintln!(
+        "planwave sim-llm: stopped after {} request(s)",
+        stats.requests
+    );
+    Ok(Outcome(OK))
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}

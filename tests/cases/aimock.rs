@@ -1,0 +1,105 @@
+//! The real binary against an OpenAI-compatible mock written by others: `@copilotkit/aimock`
+//! (npm, installed by `.ci/peers`), streaming and non-streaming.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::support::{ChildGuard, peer, read_json, run};
+
+const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
+
+/// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
+fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
+    let cli = peer("npm/node_modules/@copilotkit/aimock/dist/cli.js")?;
+    let fixtures = dir.join("fixtures.json");
+    let body = serde_json::json!({"fixtures": [
+        {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
+        {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
+    ]});
+    std::fs::write(&fixtures, body.to_string()).expect("fixtures");
+    let mut child = Command::new("node")
+        .arg(cli)
+        .args([
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--log-level",
+            "info",
+            "--fixtures",
+        ])
+        .arg(&fixtures)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node runs aimock");
+    let stdout = child.stdout.take().expect("stdout");
+    let guard = ChildGuard(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(pos) = line.find("http://127.0.0.1:") {
+                let _ = tx.send(line[pos..].trim().to_owned());
+            }
+        }
+    });
+    let url = rx
+        .recv_timeout(std::time::Duration::from_secs(30))
+        .expect("aimock printed its address");
+    Some((format!("{}/v1", url.trim_end_matches('/')), guard))
+}
+
+#[test]
+fn research_against_aimock_streaming_and_not() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some((base, _server)) = aimock(dir.path()) else {
+        return;
+    };
+    for (name, extra) in [("stream", None), ("plain", Some("--no-stream"))] {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "research",
+            "plan-acme-aimock: review Acme",
+            "--out",
+            out.to_str().expect("path"),
+            "--llm-base-url",
+            &base,
+            "--model",
+            "gpt-4o",
+            "-q",
+        ];
+        args.extend(extra);
+        let res = run(&args);
+        assert_eq!(
+            res.code, 0,
+            "{name}: stdout:{}\nstderr:{}",
+            res.stdout, res.stderr
+        );
+        assert!(
+            res.stdout.starts_with("planned in 1 attempt(s): 3 tasks"),
+            "{}",
+            res.stdout
+        );
+        let run = read_json(&out.join("run.json"));
+        assert_eq!(run["status"], "completed");
+        let calls = run["calls"].as_array().expect("calls");
+        assert_eq!(calls.len(), 5, "planner + 3 sections + summary");
+        for c in calls {
+            // aimock reports usage; planwave records it per call.
+            assert!(c["completion_tokens"].as_u64() > Some(0), "{name}: {c}");
+        }
+        let s3 = std::fs::read_to_string(out.join("sections/3.md")).expect("section 3");
+        assert!(
+            s3.starts_with("## Aimock section") && s3.contains("grew 12%"),
+            "{s3}"
+        );
+        let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+        assert!(report.starts_with("# Acme Corp review\n"), "{report}");
+        assert!(!report.contains("simulated LLM"));
+    }
+}

@@ -1,0 +1,209 @@
+//! The real binary against `planwave sim-llm serve` over real HTTP on 127.0.0.1: retries,
+//! 401, usage, and that the API key appears nowhere.
+
+use crate::support::{SimLlm, all_files, read_json, run_env};
+
+const FAKE_KEY: &str = "pw-FAKE-KEY-do-not-leak-7f3a9c1e5b";
+
+fn research_via(
+    server: &SimLlm,
+    out: &std::path::Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> crate::support::Output {
+    let mut args = vec![
+        "research",
+        "深度分析特斯拉公司",
+        "--out",
+        out.to_str().expect("path"),
+        "--llm-base-url",
+        &server.base_url,
+        "--model",
+        "planwave-sim-1",
+        "--retry-backoff-ms",
+        "1",
+    ];
+    args.extend_from_slice(extra);
+    run_env(&args, env)
+}
+
+#[test]
+fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
+    // Requests 1 and 3 fail (both planner calls); the client retries them itself.
+    let server = SimLlm::start(
+        &[
+            "--fault-script",
+            "429,ok,500",
+            "--retry-after-secs",
+            "0",
+            "--planner-faults",
+            "cycle",
+        ],
+        &[],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("http");
+    let res = research_via(&server, &out, &["-q"], &[]);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    assert!(
+        res.stderr
+            .contains(&format!("via openai-compatible at {}", server.base_url)),
+        "{}",
+        res.stderr
+    );
+    assert!(!res.stderr.contains("simulated LLM"));
+    assert!(
+        res.stdout.starts_with("planned in 2 attempt(s): 5 tasks"),
+        "{}",
+        res.stdout
+    );
+
+    let stats = server.stats();
+    // 2 planning attempts + 2 transport retries, 5 sections, 1 summary.
+    assert_eq!(stats["requests"], 10, "{stats}");
+    assert_eq!(stats["roles"]["planner"], 4, "{stats}");
+    assert_eq!(stats["roles"]["subagent"], 5);
+    assert_eq!(stats["roles"]["integrator"], 1);
+    assert_eq!(
+        (
+            stats["faults"]["ratelimit"].as_u64(),
+            stats["faults"]["servererror"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed");
+    assert_eq!(run["llm"]["base_url"], server.base_url.as_str());
+    assert_eq!(run["llm"]["simulated"], false);
+    let calls = run["calls"].as_array().expect("calls");
+    assert_eq!(
+        calls.len(),
+        8,
+        "one record per call: retries stay inside their call"
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c["outcome"] == "ok" && c["prompt_tokens"].as_u64() > Some(0))
+    );
+}
+
+#[test]
+fn non_streaming_mode_gives_the_same_report_shape() {
+    let server = SimLlm::start(&[], &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("plain");
+    let res = research_via(&server, &out, &["-q", "--no-stream"], &[]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    assert!(res.stderr.contains("not streaming"), "{}", res.stderr);
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(
+        report.starts_with("# 特斯拉公司深度分析\n") && report.contains("## 综合评估与投资建议")
+    );
+}
+
+#[test]
+fn unauthorized_fails_at_once_naming_provider_url_and_model_without_the_key() {
+    let server = SimLlm::start(
+        &["--api-key-env", "SIM_REQUIRED_KEY"],
+        &[("SIM_REQUIRED_KEY", "the-right-key-11111111")],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("denied");
+    let res = research_via(&server, &out, &[], &[("PLANWAVE_LLM_API_KEY", FAKE_KEY)]);
+    assert_eq!(res.code, 1, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let err = res
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .expect("error line");
+    assert!(err.contains("HTTP 401"), "{err}");
+    assert!(
+        err.contains("openai-compatible (planwave-sim-1)") && err.contains(&server.base_url),
+        "{err}"
+    );
+    assert!(
+        !res.stderr.contains("FAKE-KEY") && !res.stdout.contains("FAKE-KEY"),
+        "{}",
+        res.stderr
+    );
+    assert_eq!(server.stats()["requests"], 1, "401 is not retried");
+    // Nothing is lost: the failed attempt is on disk.
+    let attempts = read_json(&out.join("planner/attempts.json"));
+    assert!(
+        attempts[0]["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("HTTP 401")
+    );
+}
+
+/// The fake key is given through the environment and through a config file, the run logs
+/// at debug level (HTTP client included), and one request is answered 401 so the server's
+/// echo of the key is exercised too. The key must appear in no output and no file.
+#[test]
+fn a_fake_api_key_appears_nowhere() {
+    // Request 2 (the first section) is answered 401, whose body echoes the key masked.
+    let server = SimLlm::start(
+        &["--fault-script", "ok,401", "--api-key-env", "SIM_KEY"],
+        &[("SIM_KEY", FAKE_KEY)],
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("planwave.toml");
+    std::fs::write(
+        &cfg,
+        format!("[llm]\napi_key = \"{FAKE_KEY}\"\nmodel = \"planwave-sim-1\"\n"),
+    )
+    .expect("config");
+    let outs = [dir.path().join("env"), dir.path().join("file")];
+    let mut texts = Vec::new();
+    let first = research_via(
+        &server,
+        &outs[0],
+        &["-vv"],
+        &[("PLANWAVE_LLM_API_KEY", FAKE_KEY), ("RUST_LOG", "trace")],
+    );
+    // One task failed on the 401 (not retried), its dependants were blocked: exit 3.
+    assert_eq!(first.code, 3, "{}", first.stderr);
+    let report = std::fs::read_to_string(outs[0].join("report.md")).expect("report");
+    assert!(
+        report.contains("HTTP 401") && report.contains("[redacted]"),
+        "{report}"
+    );
+    texts.push(("env run stdout".to_string(), first.stdout));
+    texts.push(("env run stderr".to_string(), first.stderr));
+    let second = research_via(
+        &server,
+        &outs[1],
+        &["-vv", "--config", cfg.to_str().expect("path")],
+        &[("RUST_LOG", "debug")],
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("key from config file"),
+        "{}",
+        second.stderr
+    );
+    assert!(second.stderr.contains("DEBUG"), "debug logging was on");
+    texts.push(("file run stdout".to_string(), second.stdout));
+    texts.push(("file run stderr".to_string(), second.stderr));
+    for out in &outs {
+        for (path, text) in all_files(out) {
+            texts.push((path.display().to_string(), text));
+        }
+    }
+    assert!(texts.iter().any(|(p, _)| p.ends_with("run.json")));
+    assert!(texts.iter().any(|(p, _)| p.ends_with("events.jsonl")));
+    assert!(texts.iter().any(|(p, _)| p.ends_with("report.md")));
+    for (name, text) in &texts {
+        for needle in [FAKE_KEY, "do-not-leak", "7f3a9c1e5b"] {
+            assert!(!text.contains(needle), "{needle} leaked into {name}");
+        }
+    }
+    assert_eq!(
+        server.stats()["authorized"],
+        server.stats()["requests"],
+        "the key was sent"
+    );
+}
