@@ -21,6 +21,7 @@ async fn server(script: Vec<Fault>, api_key: Option<&str>) -> SimServer {
             faults: FaultConfig {
                 script,
                 retry_after: Duration::from_secs(1),
+                first_byte_delay: Duration::from_secs(5),
                 ..FaultConfig::default()
             },
             api_key: api_key.and_then(ApiKey::new),
@@ -217,4 +218,18 @@ async fn the_planner_role_gets_a_plan_in_the_goals_language() {
     assert_eq!(plan.topic, "特斯拉公司深度分析");
     assert_eq!(plan.tasks.len(), 5);
     srv.shutdown(Duration::from_secs(1)).await;
+}
+
+#[tokio::test]
+async fn a_late_first_byte_is_cut_by_the_idle_timeout_and_retried() {
+    let srv = server(vec![Fault::SlowFirstByte, Fault::Ok], None).await;
+    let (c, sleeper) = client(&srv.base_url(), true);
+    let r = c
+        .chat(section_request())
+        .await
+        .expect("answer after a slow start");
+    assert!(r.content.starts_with("## "));
+    assert_eq!(sleeper.recorded().len(), 1, "one retry");
+    assert_eq!(srv.stats().requests, 2);
+    srv.shutdown(Duration::from_millis(200)).await;
 }
