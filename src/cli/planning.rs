@@ -82,6 +82,15 @@ pub fn no_plan_error(outcome: &PlanOutcome) -> anyhow::Error {
     if let Some(fatal) = &outcome.fatal {
         return anyhow!("planning failed: {fatal}");
     }
+    // The model never answered: an outage, not bad input.
+    if outcome.attempts.iter().all(|a| a.error.is_some())
+        && let Some(last) = outcome.attempts.last().and_then(|a| a.error.as_deref())
+    {
+        return anyhow!(
+            "planning failed: the model call failed on all {} attempt(s); last error: {last}",
+            outcome.attempts.len()
+        );
+    }
     let mut problems = Vec::new();
     for a in &outcome.attempts {
         if let Some(e) = &a.error {

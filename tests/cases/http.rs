@@ -207,3 +207,40 @@ fn a_fake_api_key_appears_nowhere() {
         "the key was sent"
     );
 }
+
+#[test]
+fn an_unreachable_server_is_a_runtime_error_not_invalid_input() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = dir.path().join("planwave.toml");
+    std::fs::write(
+        &cfg,
+        "[llm]\nmodel = \"m\"\n[llm.retry]\nmax_retries = 1\nbase_ms = 1\n",
+    )
+    .expect("config");
+    let base = format!("http://127.0.0.1:{port}/v1");
+    let res = run_env(
+        &[
+            "plan",
+            "goal",
+            "--config",
+            cfg.to_str().expect("path"),
+            "--llm-base-url",
+            &base,
+            "--planner-attempts",
+            "2",
+        ],
+        &[],
+    );
+    assert_eq!(res.code, 1, "{}", res.stderr);
+    let err = res
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .expect("error line");
+    assert!(err.starts_with("error: planning failed: the model call failed on all 2 attempt(s); last error: openai-compatible (m): at http://127.0.0.1:"), "{err}");
+    assert!(err.contains("gave up after 2 attempt(s)"), "{err}");
+}

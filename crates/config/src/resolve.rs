@@ -239,11 +239,17 @@ pub fn resolve(
                     models.per_role.insert(role, m.clone());
                 }
             }
-            let base_url = flags
+            let explicit = flags
                 .base_url
                 .clone()
                 .or_else(|| env.var(ENV_BASE_URL))
-                .or_else(|| l.base_url.clone())
+                .or_else(|| l.base_url.clone());
+            // OPENAI_API_KEY is meant for OpenAI: it is not sent to a server chosen by
+            // planwave's own settings unless that server is OpenAI's.
+            let openai_key_ok = explicit
+                .as_deref()
+                .is_none_or(|u| u.contains("api.openai.com"));
+            let base_url = explicit
                 .or_else(|| env.var(ENV_OPENAI_BASE_URL))
                 .unwrap_or_else(|| DEFAULT_BASE_URL.into());
             let base_url = base_url.trim().trim_end_matches('/').to_owned();
@@ -252,7 +258,7 @@ pub fn resolve(
                     "base URL {base_url:?} must start with http:// or https://"
                 )));
             }
-            let (api_key, api_key_source) = api_key(file, env)?;
+            let (api_key, api_key_source) = api_key(file, env, openai_key_ok)?;
             let response_format = match &l.response_format {
                 None => ResponseFormatMode::default(),
                 Some(s) => s
@@ -307,10 +313,12 @@ pub fn resolve(
 }
 
 /// `PLANWAVE_LLM_API_KEY`, then the variable named by `[llm] api_key_env`, then
-/// `[llm] api_key`, then `OPENAI_API_KEY`. None is fine: local servers need no key.
+/// `[llm] api_key`, then `OPENAI_API_KEY` (only when `openai_key_ok`: the base URL is
+/// OpenAI's or came from `OPENAI_BASE_URL`). None is fine: local servers need no key.
 fn api_key(
     file: &ConfigFile,
     env: &dyn EnvSource,
+    openai_key_ok: bool,
 ) -> Result<(Option<ApiKey>, Option<String>), ConfigError> {
     if let Some(k) = env.var(ENV_API_KEY).and_then(ApiKey::new) {
         return Ok((Some(k), Some(ENV_API_KEY.into())));
@@ -326,7 +334,7 @@ fn api_key(
     if let Some(k) = file.llm.api_key.clone().and_then(ApiKey::new) {
         return Ok((Some(k), Some("config file".into())));
     }
-    if let Some(k) = env.var(ENV_OPENAI_API_KEY).and_then(ApiKey::new) {
+    if openai_key_ok && let Some(k) = env.var(ENV_OPENAI_API_KEY).and_then(ApiKey::new) {
         return Ok((Some(k), Some(ENV_OPENAI_API_KEY.into())));
     }
     Ok((None, None))

@@ -170,3 +170,37 @@ fn the_example_config_parses_and_prompt_dir_is_relative_to_it() {
         assert!(dir.starts_with(path.parent().expect("dir")));
     }
 }
+
+#[test]
+fn openai_api_key_is_not_sent_to_other_servers() {
+    let e = env(&[("OPENAI_API_KEY", "sk-openai"), ("PLANWAVE_LLM_MODEL", "m")]);
+    let to = |url: Option<&str>| {
+        let flags = Flags {
+            base_url: url.map(str::to_owned),
+            ..Flags::default()
+        };
+        let s = resolve(&ConfigFile::default(), &e, &flags).expect("settings");
+        openai(&s).api_key.as_ref().map(|k| k.expose().to_owned())
+    };
+    assert_eq!(
+        to(None),
+        Some("sk-openai".into()),
+        "default base URL is OpenAI's"
+    );
+    assert_eq!(
+        to(Some("https://api.openai.com/v1")),
+        Some("sk-openai".into())
+    );
+    assert_eq!(to(Some("https://api.deepseek.com/v1")), None);
+    let e2 = env(&[
+        ("OPENAI_API_KEY", "sk-x"),
+        ("OPENAI_BASE_URL", "http://proxy/v1"),
+        ("PLANWAVE_LLM_MODEL", "m"),
+    ]);
+    let s = resolve(&ConfigFile::default(), &e2, &Flags::default()).expect("settings");
+    assert_eq!(
+        openai(&s).api_key.as_ref().map(|k| k.expose()),
+        Some("sk-x"),
+        "the OPENAI_* pair goes together"
+    );
+}

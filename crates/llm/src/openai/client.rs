@@ -246,11 +246,14 @@ impl OpenAiProvider {
                 .status_failure(resp, body.response_format.is_some())
                 .await);
         }
-        let is_sse = resp
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|ct| ct.starts_with("text/event-stream"));
+        // A stream unless the server says it sent one JSON body (some servers ignore
+        // `stream: true`; some stream without a content type).
+        let is_sse = stream
+            && !resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.starts_with("application/json"));
         let (content, reasoning, finish_reason, usage, served_model) = if is_sse {
             let a = self.read_stream(resp).await?;
             (a.content, a.reasoning, a.finish_reason, a.usage, a.model)
