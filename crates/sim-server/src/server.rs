@@ -13,6 +13,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::serve::ListenerExt;
 use planwave_llm::openai::context_header;
 use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_llm::{
@@ -92,6 +93,10 @@ impl SimServer {
             stats: Mutex::new(ServerStats::default()),
         });
         let app = router_with_state(state.clone());
+        // Small SSE writes must not wait for Nagle + delayed ACK (40 ms a chunk otherwise).
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
