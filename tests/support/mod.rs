@@ -21,6 +21,7 @@ pub fn bin() -> Command {
         "PLANWAVE_LLM_MODEL",
         "OPENAI_API_KEY",
         "OPENAI_BASE_URL",
+        "PLANWAVE_CONFIG",
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "RUST_LOG",
