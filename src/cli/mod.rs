@@ -3,6 +3,7 @@
 pub mod exit;
 mod input;
 mod llm;
+mod loadtest;
 mod options;
 mod plan;
 mod planning;
@@ -53,6 +54,10 @@ pub enum Command {
     Research(research::ResearchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Load-test the engine: a generated or given workload, its makespan against the
+    /// critical-path bound, throughput, dispatch latency, memory and model calls.
+    #[command(after_help = loadtest::AFTER_HELP)]
+    Loadtest(loadtest::LoadtestArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -63,6 +68,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Plan(a) => plan::plan(a).await,
         Command::Research(a) => research::research(a).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Loadtest(a) => loadtest::loadtest(a).await,
     }
 }
 

@@ -75,9 +75,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
 }
 
 pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<JsonlSink>> {
-    let path = out.root().join("events.jsonl");
+    open_events_at(&out.root().join("events.jsonl"))
+}
+
+pub fn open_events_at(path: &std::path::Path) -> anyhow::Result<Arc<JsonlSink>> {
     Ok(Arc::new(
-        JsonlSink::create(&path).with_context(|| format!("opening {}", path.display()))?,
+        JsonlSink::create(path).with_context(|| format!("opening {}", path.display()))?,
     ))
 }
 
