@@ -13,6 +13,7 @@
 mod config;
 pub mod context;
 mod event;
+pub mod journal;
 mod outcome;
 pub mod prompt;
 pub mod report;
@@ -36,4 +37,5 @@ pub use prompt::{BuiltinPrompts, PromptSet};
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
 pub use scheduler::Scheduler;
+pub use journal::{Journal, Replay, RunLock};
 pub use supervisor::Preset;
