@@ -113,13 +113,10 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     let _lock = lock_run_dir(&out)?;
     let settings = llm::settings(&rec.llm, &rec.prompts, rec.planner.as_ref())?;
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        rec.sim.sim_config(rec.exec.seed)?,
-        rec.exec.seed,
-    )?;
+    let provider = llm::provider(&settings, rec.sim.sim_config(rec.exec.seed)?, rec.exec.seed)?;
     let plan = Arc::new(load_plan(&dir.join("plan.json"))?);
-    let replay = Replay::read(&dir.join("events.jsonl")).map_err(|e| invalid(&dir, e.to_string()))?;
+    let replay =
+        Replay::read(&dir.join("events.jsonl")).map_err(|e| invalid(&dir, e.to_string()))?;
     let run_id = replay.run_id.context("the journal names no run")?;
     let (preset, notes) = replay.presets(&plan, &out);
     for n in notes {

@@ -87,7 +87,10 @@ fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same(
         before.len() < 9,
         "the run finished before the kill: {before:?}"
     );
-    assert!(!out.join("run.json").exists(), "a killed run writes no run.json");
+    assert!(
+        !out.join("run.json").exists(),
+        "a killed run writes no run.json"
+    );
     let calls_before: BTreeMap<String, u64> =
         serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
 
@@ -122,13 +125,17 @@ fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same(
     assert_eq!(run_json["status"], "completed");
     assert_eq!(run_json["stats"]["completed"], 9);
     let all = completed_in_journal(&out);
-    assert_eq!(all.len(), 9, "each task completed once in the journal: {all:?}");
-    let evs = events(&out);
     assert_eq!(
-        evs.iter().filter(|e| e["type"] == "run_resumed").count(),
-        1
+        all.len(),
+        9,
+        "each task completed once in the journal: {all:?}"
     );
-    assert_eq!(report_without_timing(&out), report_without_timing(&reference));
+    let evs = events(&out);
+    assert_eq!(evs.iter().filter(|e| e["type"] == "run_resumed").count(), 1);
+    assert_eq!(
+        report_without_timing(&out),
+        report_without_timing(&reference)
+    );
 }
 
 #[test]
@@ -144,7 +151,11 @@ fn resume_of_a_finished_run_calls_no_subagent() {
     let first = report_without_timing(&out);
     let res = run(&["resume", out_s, "-q"]);
     assert_eq!(res.code, 0, "{}", res.stderr);
-    assert!(res.stdout.contains("9 of 9 tasks already completed"), "{}", res.stdout);
+    assert!(
+        res.stdout.contains("9 of 9 tasks already completed"),
+        "{}",
+        res.stdout
+    );
     let calls: BTreeMap<String, u64> =
         serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
     assert!(calls.values().all(|&n| n == 1), "{calls:?}");
@@ -179,7 +190,11 @@ fn a_changed_section_file_is_not_trusted_and_its_task_runs_again() {
         "{}",
         res.stderr
     );
-    assert!(res.stdout.contains("8 of 9 tasks already completed"), "{}", res.stdout);
+    assert!(
+        res.stdout.contains("8 of 9 tasks already completed"),
+        "{}",
+        res.stdout
+    );
     assert_eq!(report_without_timing(&out), reference);
 }
 
@@ -191,8 +206,18 @@ fn a_second_process_on_one_run_dir_is_refused() {
     let out_s = out.to_str().expect("path");
     let plan_s = plan_path.to_str().expect("path");
     let mut first = Running::spawn(&[
-        "run", plan_s, "--out", out_s, "--llm", "sim", "--sim-latency-ms", "200",
-        "--sim-sigma", "0", "--concurrency", "1",
+        "run",
+        plan_s,
+        "--out",
+        out_s,
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "200",
+        "--sim-sigma",
+        "0",
+        "--concurrency",
+        "1",
     ]);
     first.wait_for(" started ", 1);
     let res = run(&["resume", out_s, "-q"]);
@@ -260,7 +285,10 @@ fn ctrl_c_stops_gracefully_says_how_to_resume_and_resume_finishes_the_same_repor
     let res = run(&["resume", out_s, "-q"]);
     assert_eq!(res.code, 0, "{}", res.stderr);
     assert_eq!(read_json(&out.join("run.json"))["status"], "completed");
-    assert_eq!(report_without_timing(&out), report_without_timing(&reference));
+    assert_eq!(
+        report_without_timing(&out),
+        report_without_timing(&reference)
+    );
 }
 
 #[test]
@@ -299,8 +327,7 @@ fn deadline_stops_the_run_with_exit_4_and_task_timeout_fails_slow_tasks() {
     assert_eq!(failed.len(), 3, "1, 5 and 7 have no prerequisites");
     for t in failed {
         assert_eq!(
-            t["error"],
-            "task timed out after 0.2 s (--task-timeout)",
+            t["error"], "task timed out after 0.2 s (--task-timeout)",
             "{t}"
         );
     }

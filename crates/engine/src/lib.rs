@@ -30,6 +30,7 @@ pub mod supervisor;
 pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
     CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
 };
@@ -37,5 +38,4 @@ pub use prompt::{BuiltinPrompts, PromptSet};
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
 pub use scheduler::Scheduler;
-pub use journal::{Journal, Replay, RunLock};
 pub use supervisor::Preset;

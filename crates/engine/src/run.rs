@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
 use crate::event::{EventKind, EventSink};
-use crate::journal::Journal;
 use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
+use crate::journal::Journal;
 use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
 use crate::prompt::PromptSet;
 use crate::rundir::{RunDir, RunDirError, section_files};
@@ -140,8 +140,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
                     }
                 } => "deadline",
             };
-            let _ = supervisor
-                .send_message(crate::supervisor::SupervisorMsg::Cancel(reason.into()));
+            let _ =
+                supervisor.send_message(crate::supervisor::SupervisorMsg::Cancel(reason.into()));
         })
     };
     let outcome = done_rx.await;

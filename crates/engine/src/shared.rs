@@ -8,9 +8,9 @@ use planwave_plan::ValidatedPlan;
 use crate::config::RunConfig;
 use crate::event::{Event, EventKind, EventSink};
 use crate::journal::{Ack, Journal};
-use crate::rundir::RunDir;
 use crate::outcome::CallRecord;
 use crate::prompt::PromptSet;
+use crate::rundir::RunDir;
 
 pub struct RunShared {
     pub run_id: uuid::Uuid,

@@ -14,5 +14,5 @@ mod writer;
 
 pub use lock::{LockError, RunLock};
 pub use replay::{CompletedTask, Replay, ReplayError, section_hash};
-pub use writer::{Ack, Journal};
 pub(crate) use writer::sync_dir;
+pub use writer::{Ack, Journal};

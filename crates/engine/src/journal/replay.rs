@@ -155,7 +155,9 @@ impl Replay {
                 continue;
             };
             let (Some(rec_file), Some(hash)) = (&c.section_file, &c.section_hash) else {
-                notes.push(format!("task {id}: its section was never written; running it again"));
+                notes.push(format!(
+                    "task {id}: its section was never written; running it again"
+                ));
                 continue;
             };
             if rec_file != file {
@@ -165,10 +167,8 @@ impl Replay {
                 continue;
             }
             let text = match out.path(file).and_then(|p| {
-                std::fs::read_to_string(&p).map_err(|source| crate::RunDirError::Write {
-                    path: p,
-                    source,
-                })
+                std::fs::read_to_string(&p)
+                    .map_err(|source| crate::RunDirError::Write { path: p, source })
             }) {
                 Ok(t) => t,
                 Err(e) => {
@@ -194,7 +194,11 @@ impl Replay {
                     finished_at: Some(c.ts),
                     error: None,
                     blocked_by: None,
-                    context_from: plan.deps(i).iter().map(|&d| plan.id(d as usize).clone()).collect(),
+                    context_from: plan
+                        .deps(i)
+                        .iter()
+                        .map(|&d| plan.id(d as usize).clone())
+                        .collect(),
                     section_file: Some(file.clone()),
                     usage: c.usage,
                     context_cut: Vec::new(),

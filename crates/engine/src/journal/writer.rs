@@ -71,7 +71,10 @@ impl Journal {
     pub fn sync(&self) -> Result<(), String> {
         let (done_tx, done_rx) = mpsc::sync_channel(1);
         {
-            let guard = self.tx.lock().map_err(|_| "journal lock poisoned".to_owned())?;
+            let guard = self
+                .tx
+                .lock()
+                .map_err(|_| "journal lock poisoned".to_owned())?;
             let Some(tx) = guard.as_ref() else {
                 return Err("the journal is closed".into());
             };
@@ -143,7 +146,11 @@ fn write_loop(file: File, rx: Receiver<Cmd>, durable: bool) -> Result<(), String
                 Cmd::Sync(tx) => syncs.push(tx),
             }
             n += 1;
-            next = if n < MAX_BATCH { rx.try_recv().ok() } else { None };
+            next = if n < MAX_BATCH {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
         }
         if first_err.is_none() {
             let r = w.flush().and_then(|_| {
