@@ -2,4 +2,5 @@ mod aimock;
 mod http;
 mod research;
 mod run;
+mod traces;
 mod validate;
