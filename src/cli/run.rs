@@ -144,6 +144,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
             }
         })
     };
+    super::telemetry::record_run(&x.run_id, &x.plan);
     let result = execute(RunRequest {
         run_id: x.run_id,
         plan: x.plan,
@@ -161,6 +162,18 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
+    if let Ok(r) = &result {
+        let s = &r.stats;
+        super::telemetry::record_status(
+            r.status.as_str(),
+            (r.status != RunStatus::Completed).then(|| {
+                format!(
+                    "{} of {} tasks completed ({} failed, {} blocked)",
+                    s.completed, s.tasks, s.failed, s.blocked
+                )
+            }),
+        );
+    }
     result.context("running the plan")
 }
 

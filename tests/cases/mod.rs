@@ -3,4 +3,5 @@ mod durable;
 mod http;
 mod research;
 mod run;
+mod traces;
 mod validate;

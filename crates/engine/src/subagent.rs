@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tracing::Instrument;
 
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
@@ -31,6 +32,8 @@ pub struct SubagentArgs {
     /// Sections of the direct prerequisites, in the order the task lists them.
     pub prior: Vec<(usize, Arc<str>)>,
     pub supervisor: ActorRef<SupervisorMsg>,
+    /// The task's span: model calls made while writing the section are its children.
+    pub span: tracing::Span,
 }
 
 pub type SubagentState = SubagentArgs;
@@ -72,8 +75,13 @@ impl Actor for Subagent {
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
         let mut report = match state.shared.config.task_timeout {
-            None => write_section(state).await,
-            Some(limit) => match tokio::time::timeout(limit, write_section(state)).await {
+            None => write_section(state).instrument(state.span.clone()).await,
+            Some(limit) => match tokio::time::timeout(
+                limit,
+                write_section(state).instrument(state.span.clone()),
+            )
+            .await
+            {
                 Ok(r) => r,
                 Err(_) => SubagentReport {
                     index: state.index,

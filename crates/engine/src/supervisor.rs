@@ -18,6 +18,7 @@ use crate::outcome::{TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
+use crate::task_spans::TaskSpans;
 use crate::timefmt;
 
 pub struct Supervisor;
@@ -80,6 +81,7 @@ pub struct SupervisorState {
     cancelled: Option<String>,
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
+    spans: TaskSpans,
 }
 
 impl Actor for Supervisor {
@@ -127,6 +129,7 @@ impl Actor for Supervisor {
             cancelled: None,
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
+            spans: TaskSpans::new(plan.len()),
         };
         for p in args.preset {
             state.retries += u64::from(p.record.attempts.saturating_sub(1));
@@ -252,6 +255,9 @@ impl SupervisorState {
             rec.status = TaskStatus::Running;
             rec.started_at = Some(timefmt::now());
             rec.context_from = prior.iter().map(|(d, _)| plan.id(*d).clone()).collect();
+            let context_from: Vec<String> =
+                rec.context_from.iter().map(|d| d.to_string()).collect();
+            let span = self.spans.start(&self.shared, index, &context_from);
             self.shared.emit(EventKind::TaskStarted {
                 task: plan.id(index).clone(),
                 wave: plan.wave(index),
@@ -261,6 +267,7 @@ impl SupervisorState {
                 index,
                 prior,
                 supervisor: myself.clone(),
+                span,
             };
             match Actor::spawn_linked(None, Subagent, args, myself.get_cell()).await {
                 Ok((child, _join)) => {
@@ -349,7 +356,9 @@ impl SupervisorState {
                 plan.id(index)
             ));
         }
-        self.records[index].status = TaskStatus::Completed;
+        let rec = &mut self.records[index];
+        rec.status = TaskStatus::Completed;
+        self.spans.completed(index, rec.attempts, rec.usage);
         self.shared.publish(p.event);
         let _ = self.integrator.send_message(IntegratorMsg::Section {
             index,
@@ -386,6 +395,7 @@ impl SupervisorState {
         let rec = &mut self.records[index];
         rec.status = TaskStatus::Failed;
         rec.error = Some(error.clone());
+        self.spans.failed(index, attempts, &error);
         self.shared.emit(EventKind::TaskFailed {
             task: plan.id(index).clone(),
             attempts,
@@ -396,6 +406,7 @@ impl SupervisorState {
             let rec = &mut self.records[b];
             rec.status = TaskStatus::Blocked;
             rec.blocked_by = Some(failed_id.clone());
+            self.spans.blocked(&self.shared, b, &failed_id.to_string());
             self.shared.emit(EventKind::TaskBlocked {
                 task: plan.id(b).clone(),
                 blocked_by: failed_id.clone(),
@@ -412,6 +423,7 @@ impl SupervisorState {
     fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if let Some(done) = self.done.take() {
             if self.cancelled.is_some() {
+                self.spans.cancel_open();
                 // Interrupted work is not a failure: it stays pending so a resume runs it.
                 for rec in self
                     .records
