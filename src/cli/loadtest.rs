@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use planwave_engine::{EventSink, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
 use planwave_llm::LlmProvider;
 use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_loadtest::{
@@ -23,7 +23,6 @@ use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmArg, LlmOptions, PromptOptions};
 use super::options::{ScheduleArg, read_latency_file};
-use super::run::open_events_at;
 
 pub const AFTER_HELP: &str = "\
 Figures (table, or --json):
@@ -106,9 +105,10 @@ pub struct LoadtestArgs {
     /// Task retries after a transient model error.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub retries: u32,
-    /// Also write the run events as JSON lines to FILE (costs throughput; all runs append).
+    /// Journal every run's events durably to FILE (JSON lines, fsynced in group commits, as
+    /// `run` does), to measure what durability costs; all runs append.
     #[arg(long, value_name = "FILE")]
-    pub events: Option<PathBuf>,
+    pub journal: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -180,8 +180,10 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         std::fs::write(path, serde_json::to_vec_pretty(&map)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let events = match &a.events {
-        Some(path) => Some(open_events_at(path)?),
+    let journal = match &a.journal {
+        Some(path) => Some(Arc::new(
+            Journal::open(path, true).with_context(|| format!("opening {}", path.display()))?,
+        )),
         None => None,
     };
     let prompts = Arc::new(planwave_prompts::Templates::builtin());
@@ -208,15 +210,12 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
             plan.len(),
             schedule.as_str()
         );
-        let sink: Arc<dyn EventSink> = match &events {
-            Some(e) => e.clone(),
-            None => Arc::new(NullSink),
-        };
         let report = planwave_loadtest::run(LoadRequest {
             plan: plan.clone(),
             provider: provider.clone(),
             prompts: prompts.clone(),
-            sink,
+            sink: Arc::new(NullSink),
+            journal: journal.clone(),
             config: RunConfig {
                 schedule,
                 concurrency: a.concurrency.map(|c| c as usize),
@@ -239,8 +238,8 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         }
     }
     ctrl_c.abort();
-    if let Some(e) = &events {
-        e.close().context("writing the events file")?;
+    if let Some(j) = &journal {
+        j.close().context("writing the journal")?;
     }
 
     if a.json {

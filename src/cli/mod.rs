@@ -9,8 +9,10 @@ mod plan;
 mod planning;
 mod progress;
 mod research;
+mod resume;
 mod run;
 mod sim_llm;
+pub mod telemetry;
 mod validate;
 mod waves;
 
@@ -23,7 +25,8 @@ Exit codes:
   2  invalid input (unreadable or invalid plan, bad arguments or config,
      or no valid plan from the planner)
   3  run finished but not every task completed (report still written)
-  130 interrupted (Ctrl-C); the run directory says what finished";
+  4  the run's --deadline passed; `planwave resume DIR` goes on
+  130 interrupted (Ctrl-C); `planwave resume DIR` goes on";
 
 #[derive(Debug, Parser)]
 #[command(name = "planwave", version, about = "Turns a research goal into a dependency plan, runs its tasks as concurrent LLM subagents, and assembles a report.", after_help = EXIT_CODES_HELP)]
@@ -31,6 +34,8 @@ pub struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    #[command(flatten)]
+    pub telemetry: telemetry::TelemetryOptions,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -52,6 +57,10 @@ pub enum Command {
     /// Plan GOAL, run the plan and integrate the report into a run directory.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
+    /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:
+    /// completed tasks are kept, the others run.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Resume(resume::ResumeArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
     /// Load-test the engine: a generated or given workload, its makespan against the
@@ -64,26 +73,13 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
     match cli.command {
         Command::Validate(a) => validate::validate(a),
         Command::Waves(a) => waves::waves(a),
-        Command::Run(a) => run::run(a).await,
-        Command::Plan(a) => plan::plan(a).await,
-        Command::Research(a) => research::research(a).await,
+        Command::Run(a) => telemetry::in_root("run", run::run(a)).await,
+        Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,
+        Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
+        Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
         Command::Loadtest(a) => loadtest::loadtest(a).await,
     }
-}
-
-pub fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info,ractor=warn",
-        _ => "debug,ractor=info",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 /// One line per panic instead of a backtrace: a subagent panic is a task failure the run

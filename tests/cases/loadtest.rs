@@ -281,3 +281,27 @@ fn loadtest_prints_a_table_by_default() {
         assert!(out.stdout.contains(row), "{row:?} missing:\n{}", out.stdout);
     }
 }
+
+#[test]
+fn loadtest_journal_records_every_task_durably() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    let v = loadtest_json(&[
+        "--shape",
+        "wide",
+        "--tasks",
+        "25",
+        "--latency",
+        "fixed:0",
+        "--journal",
+        journal.to_str().expect("path"),
+    ]);
+    assert_eq!(v["runs"][0]["completed"], 25);
+    let completed = std::fs::read_to_string(&journal)
+        .expect("journal written")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+        .filter(|e| e["type"] == "task_completed")
+        .count();
+    assert_eq!(completed, 25);
+}

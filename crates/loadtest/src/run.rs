@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use planwave_engine::{EngineError, EventSink, PromptSet, RunConfig, RunRequest, execute};
+use planwave_engine::{EngineError, EventSink, Journal, PromptSet, RunConfig, RunRequest, execute};
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
@@ -26,6 +26,8 @@ pub struct LoadRequest {
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub sink: Arc<dyn EventSink>,
+    /// A durable journal of the run's events (the cost of durability); `None` keeps none.
+    pub journal: Option<Arc<Journal>>,
     pub config: RunConfig,
     /// Each task's planned latency in ms, when the workload knows it (the in-process
     /// simulator, a replayed latency file). Without it the bounds use the latencies observed.
@@ -60,7 +62,9 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         provider: probe.clone(),
         prompts: req.prompts,
         sink: req.sink,
+        journal: req.journal,
         config: req.config,
+        deadline: None,
         output: None,
         cancel: req.cancel,
         preset: Vec::new(),
