@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand.
 
+mod events;
 pub mod exit;
 mod input;
 mod llm;

@@ -1,6 +1,7 @@
 //! `planwave research "GOAL" --out DIR`: plan, run and integrate, writing the same run
 //! directory as `run` plus `planner/` (each attempt's raw text and `attempts.json`).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use planwave_engine::{CallRecord, Event, EventKind, EventSink, RunDir};
 use planwave_planner::PlanAttempt;
 use serde::Serialize;
 
+use super::events::{EventsOptions, human};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
@@ -33,6 +35,8 @@ pub struct ResearchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -74,7 +78,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = RunDir::create(&args.out).context("preparing the run directory")?;
     std::fs::create_dir_all(out.root().join("planner"))
         .with_context(|| format!("creating {}", out.root().join("planner").display()))?;
-    let events = open_events(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let events = open_events(&out, run_id, &args.events)?;
 
     let mut write_errors: Vec<String> = Vec::new();
     let planned = {
@@ -146,6 +151,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let config = run_config(&args.exec, &settings);
     let prices = config.prices.clone();
     let mut result = execute_plan(Execution {
+        run_id,
         plan: Arc::new(plan),
         provider,
         prompts: templates,
@@ -162,7 +168,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     result.calls.splice(0..0, planner_calls);
     result.stats.cost = prices.estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
     out.write_run(&result)?;
-    println!(
+    let _ = writeln!(
+        human(),
         "planned in {} attempt(s): {} tasks",
         outcome_.attempts.len(),
         result.stats.tasks

@@ -1,5 +1,6 @@
 //! `planwave run PLAN --out DIR`
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -7,13 +8,13 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, JsonlSink, PromptSet, RunConfig, RunDir, RunRequest, RunResult,
-    RunStatus, execute,
+    EventSink, FanoutSink, PromptSet, RunConfig, RunDir, RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{EventsOptions, RunEvents, human};
 use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmOptions, PromptOptions};
@@ -35,6 +36,8 @@ pub struct RunArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -50,8 +53,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         args.exec.seed,
     )?;
     let out = RunDir::create(&args.out).context("preparing the run directory")?;
-    let events = open_events(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let events = open_events(&out, run_id, &args.events)?;
     let result = execute_plan(Execution {
+        run_id,
         plan,
         provider,
         prompts: templates,
@@ -74,21 +79,23 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     }
 }
 
-pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<JsonlSink>> {
-    let path = out.root().join("events.jsonl");
-    Ok(Arc::new(
-        JsonlSink::create(&path).with_context(|| format!("opening {}", path.display()))?,
-    ))
+pub fn open_events(
+    out: &RunDir,
+    run_id: uuid::Uuid,
+    opts: &EventsOptions,
+) -> anyhow::Result<Arc<RunEvents>> {
+    Ok(Arc::new(RunEvents::open(out, run_id, opts)?))
 }
 
 pub struct Execution {
+    pub run_id: uuid::Uuid,
     pub plan: Arc<ValidatedPlan>,
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub config: RunConfig,
     pub out: RunDir,
     /// Closed (flushed) when the run ends.
-    pub events: Arc<JsonlSink>,
+    pub events: Arc<RunEvents>,
     pub quiet: bool,
 }
 
@@ -105,7 +112,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
             }
         })
     };
-    let run_id = uuid::Uuid::new_v4();
+    let run_id = x.run_id;
     super::telemetry::record_run(&run_id, &x.plan);
     let result = execute(RunRequest {
         run_id,
@@ -121,7 +128,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     .await;
     ctrl_c.abort();
     progress.finish();
-    x.events.close().context("writing events.jsonl")?;
+    x.events.close()?;
     if let Ok(r) = &result {
         let s = &r.stats;
         super::telemetry::record_status(
@@ -146,8 +153,10 @@ pub fn outcome(status: RunStatus) -> Outcome {
 }
 
 pub fn print_summary(r: &RunResult, out: &RunDir) {
+    let mut h = human();
     let s = &r.stats;
-    println!(
+    let _ = writeln!(
+        h,
         "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
         r.status.as_str(),
         s.completed,
@@ -159,10 +168,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         s.usage.total()
     );
     if let Some(c) = &s.cost {
-        println!("estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
     }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
-        println!(
+        let _ = writeln!(
+            h,
             "  task {} {}: {}",
             t.id,
             t.status.as_str(),
@@ -173,10 +183,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         eprintln!("warning: {w}");
     }
     if r.status == RunStatus::Cancelled {
-        println!(
+        let _ = writeln!(
+            h,
             "interrupted; finished sections are in {}",
             out.root().join("sections").display()
         );
     }
-    println!("report: {}", out.root().join("report.md").display());
+    let _ = writeln!(h, "report: {}", out.root().join("report.md").display());
 }

@@ -1,4 +1,5 @@
 mod aimock;
+mod events;
 mod http;
 mod research;
 mod run;

@@ -29,7 +29,7 @@ pub mod supervisor;
 
 pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
 pub use context::SectionCut;
-pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use outcome::{
     CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
 };
