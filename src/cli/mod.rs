@@ -10,6 +10,7 @@ mod planning;
 mod progress;
 mod research;
 mod run;
+mod show;
 mod sim_llm;
 pub mod telemetry;
 mod validate;
@@ -57,6 +58,9 @@ pub enum Command {
     Research(research::ResearchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Show(show::ShowArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -67,6 +71,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Show(a) => show::show(a),
     }
 }
 

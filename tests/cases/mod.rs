@@ -3,5 +3,6 @@ mod events;
 mod http;
 mod research;
 mod run;
+mod show;
 mod traces;
 mod validate;
