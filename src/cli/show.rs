@@ -162,7 +162,11 @@ pub fn render(run: &RunResult) -> String {
     if let Some(c) = &s.cost {
         let _ = writeln!(out, "estimated cost: {:.4} {}", c.total, c.currency);
     }
-    let problems: Vec<&TaskRecord> = run.tasks.iter().filter(|t| t.error.is_some()).collect();
+    let problems: Vec<&TaskRecord> = run
+        .tasks
+        .iter()
+        .filter(|t| t.error.is_some() || t.blocked_by.is_some())
+        .collect();
     if !problems.is_empty() {
         let _ = writeln!(out);
         for t in problems {
