@@ -174,3 +174,47 @@ fn research_events_to_a_file_carry_the_run_id_from_the_first_planner_call() {
         check_line(ev, &run_json["run_id"], &schema);
     }
 }
+
+#[test]
+fn progress_lines_show_tokens_so_far_and_an_estimate_of_time_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan("progress", &[("1", "a", &[]), ("2", "b", &["1"])]);
+    let file = write_json(dir.path(), "plan.json", &p);
+    let out = dir.path().join("out");
+    let res = run(&[
+        "run",
+        file.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    let first_call = events(&out)
+        .into_iter()
+        .find(|e| e["type"] == "llm_call")
+        .expect("a model call");
+    let u = &first_call["usage"];
+    let tokens =
+        u["prompt_tokens"].as_u64().expect("n") + u["completion_tokens"].as_u64().expect("n");
+    assert!(tokens < 1000, "printed exactly below 1k");
+    let line = |task: &str| {
+        res.stderr
+            .lines()
+            .find(|l| l.contains(&format!("task {task} completed in")))
+            .unwrap_or_else(|| panic!("no completion line for {task}: {}", res.stderr))
+            .to_owned()
+    };
+    let first = line("1");
+    assert!(
+        first.contains(&format!("; {tokens} tokens, ETA ")),
+        "{first}"
+    );
+    let last = line("2");
+    assert!(
+        last.contains(" tokens") && !last.contains("ETA"),
+        "nothing left to estimate: {last}"
+    );
+}

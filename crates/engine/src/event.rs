@@ -182,7 +182,6 @@ impl JsonlSink {
                         handle(Cmd::Flush(mpsc::sync_channel(1).0), &mut w);
                     }
                 }
-                drop(handle);
                 if let Some(e) = first_err {
                     return Err(e);
                 }

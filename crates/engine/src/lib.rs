@@ -13,6 +13,7 @@
 mod config;
 pub mod context;
 mod event;
+pub mod gantt;
 mod outcome;
 pub mod prompt;
 pub mod report;
