@@ -4,11 +4,12 @@
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{Event, EventSink, JsonlOptions, JsonlSink, RunDir};
+use planwave_engine::{JsonlOptions, JsonlSink};
 
 #[derive(Debug, Args)]
 pub struct EventsOptions {
@@ -29,60 +30,29 @@ pub fn human() -> Box<dyn Write> {
     }
 }
 
-/// `events.jsonl` plus the optional stream, every line stamped with the run id.
-pub struct RunEvents {
-    file: JsonlSink,
-    stream: Option<JsonlSink>,
-}
-
-impl RunEvents {
-    pub fn open(
-        out: &RunDir,
-        run_id: uuid::Uuid,
-        opts: &EventsOptions,
-    ) -> anyhow::Result<RunEvents> {
-        let path = out.root().join("events.jsonl");
-        let file = JsonlSink::create_with(
-            &path,
-            JsonlOptions {
-                run_id: Some(run_id),
-                flush_when_idle: false,
-            },
-        )
-        .with_context(|| format!("opening {}", path.display()))?;
-        let live = JsonlOptions {
-            run_id: Some(run_id),
-            flush_when_idle: true,
-        };
-        let stream = match &opts.events {
-            None => None,
-            Some(p) if p.as_os_str() == "-" => {
-                HUMAN_TO_STDERR.store(true, Ordering::Relaxed);
-                Some(JsonlSink::with_options(Box::new(std::io::stdout()), live))
-            }
-            Some(p) => {
-                let f = std::fs::File::create(p)
-                    .with_context(|| format!("opening --events {}", p.display()))?;
-                Some(JsonlSink::with_options(Box::new(f), live))
-            }
-        };
-        Ok(RunEvents { file, stream })
-    }
-
-    /// Flushes both; the first write error wins. Later events are dropped.
-    pub fn close(&self) -> anyhow::Result<()> {
-        let stream = self.stream.as_ref().map(JsonlSink::close).transpose();
-        self.file.close().context("writing events.jsonl")?;
-        stream.context("writing the --events stream")?;
-        Ok(())
-    }
-}
-
-impl EventSink for RunEvents {
-    fn emit(&self, event: &Event) {
-        self.file.emit(event);
-        if let Some(s) = &self.stream {
-            s.emit(event);
+/// The `--events` stream (every line stamped with the run id, flushed whenever the writer
+/// has caught up), or `None` without the flag. `events.jsonl` itself is the run's journal.
+pub fn open_stream(
+    run_id: uuid::Uuid,
+    opts: &EventsOptions,
+) -> anyhow::Result<Option<Arc<JsonlSink>>> {
+    let live = JsonlOptions {
+        run_id: Some(run_id),
+        flush_when_idle: true,
+    };
+    Ok(match &opts.events {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => {
+            HUMAN_TO_STDERR.store(true, Ordering::Relaxed);
+            Some(Arc::new(JsonlSink::with_options(
+                Box::new(std::io::stdout()),
+                live,
+            )))
         }
-    }
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("opening --events {}", p.display()))?;
+            Some(Arc::new(JsonlSink::with_options(Box::new(f), live)))
+        }
+    })
 }

@@ -7,16 +7,19 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{CallRecord, Event, EventKind, EventSink, RunDir};
+use planwave_engine::{CallRecord, Event, EventKind, EventSink};
 use planwave_planner::PlanAttempt;
 use serde::Serialize;
 
-use super::events::{EventsOptions, human};
+use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::planning::{no_plan_error, plan_goal};
-use super::run::{Execution, execute_plan, open_events, outcome, print_summary, run_config};
+use super::run::{
+    Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
+    record_invocation, run_config,
+};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -75,16 +78,20 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    let out = RunDir::create(&args.out).context("preparing the run directory")?;
+    let out = create_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    record_invocation(&out)?;
     std::fs::create_dir_all(out.root().join("planner"))
         .with_context(|| format!("creating {}", out.root().join("planner").display()))?;
     let run_id = uuid::Uuid::new_v4();
-    let events = open_events(&out, run_id, &args.events)?;
+    let events = open_events(&out, run_id)?;
+    let stream = open_stream(run_id, &args.events)?;
 
     let mut write_errors: Vec<String> = Vec::new();
     let planned = {
         let out = out.clone();
         let events = events.clone();
+        let stream = stream.clone();
         let errors = &mut write_errors;
         plan_goal(
             &args.goal,
@@ -102,7 +109,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 {
                     errors.push(e.to_string());
                 }
-                events.emit(&Event::now(EventKind::LlmCall {
+                let ev = Event::now(EventKind::LlmCall {
                     task: None,
                     role: "planner".into(),
                     model: a.model.clone(),
@@ -110,7 +117,11 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                     duration_ms: a.duration_ms,
                     usage: a.usage,
                     error: a.error.clone(),
-                }));
+                });
+                events.emit(&ev);
+                if let Some(s) = &stream {
+                    s.emit(&ev);
+                }
             },
         )
         .await
@@ -151,14 +162,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let config = run_config(&args.exec, &settings);
     let prices = config.prices.clone();
     let mut result = execute_plan(Execution {
-        run_id,
+        stream,
         plan: Arc::new(plan),
         provider,
         prompts: templates,
         config,
+        deadline: args.exec.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
+        run_id,
+        preset: Vec::new(),
     })
     .await?;
 
@@ -175,5 +189,5 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         result.stats.tasks
     );
     print_summary(&result, &out);
-    Ok(outcome(result.status))
+    Ok(outcome(&result))
 }

@@ -8,14 +8,15 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, PromptSet, RunConfig, RunDir, RunRequest, RunResult, RunStatus, execute,
+    EventSink, FanoutSink, Journal, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunLock,
+    RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
-use super::events::{EventsOptions, RunEvents, human};
-use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
+use super::events::{EventsOptions, human, open_stream};
+use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
@@ -52,22 +53,56 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    let out = RunDir::create(&args.out).context("preparing the run directory")?;
+    let out = create_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    record_invocation(&out)?;
     let run_id = uuid::Uuid::new_v4();
-    let events = open_events(&out, run_id, &args.events)?;
+    let events = open_events(&out, run_id)?;
+    let stream = open_stream(run_id, &args.events)?;
     let result = execute_plan(Execution {
-        run_id,
+        stream,
         plan,
         provider,
         prompts: templates,
         config: run_config(&args.exec, &settings),
+        deadline: args.exec.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
+        run_id,
+        preset: Vec::new(),
     })
     .await?;
     print_summary(&result, &out);
-    Ok(outcome(result.status))
+    Ok(outcome(&result))
+}
+
+/// The run directory, with every file made durable (fsync, rename, directory fsync).
+pub fn create_run_dir(path: &std::path::Path) -> anyhow::Result<RunDir> {
+    Ok(RunDir::create(path)
+        .context("preparing the run directory")?
+        .with_durable(true))
+}
+
+/// One process per run directory, for as long as the guard lives.
+pub fn lock_run_dir(out: &RunDir) -> anyhow::Result<RunLock> {
+    Ok(RunLock::acquire(out.root())?)
+}
+
+/// `invocation.json`: the command line and working directory that started the run, so
+/// `planwave resume DIR` can rebuild the same settings (keys are never flags, so none are
+/// recorded).
+pub fn record_invocation(out: &RunDir) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    out.write_json(
+        "invocation.json",
+        &serde_json::json!({ "argv": argv, "cwd": cwd }),
+    )?;
+    Ok(())
 }
 
 /// The engine settings from the flags plus what planwave.toml adds (budget, prices).
@@ -79,30 +114,41 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     }
 }
 
-pub fn open_events(
-    out: &RunDir,
-    run_id: uuid::Uuid,
-    opts: &EventsOptions,
-) -> anyhow::Result<Arc<RunEvents>> {
-    Ok(Arc::new(RunEvents::open(out, run_id, opts)?))
+/// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
+/// carries the run id.
+pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
+    let path = out.root().join("events.jsonl");
+    Ok(Arc::new(
+        Journal::open_for_run(&path, out.is_durable(), Some(run_id))
+            .with_context(|| format!("opening {}", path.display()))?,
+    ))
 }
 
 pub struct Execution {
-    pub run_id: uuid::Uuid,
     pub plan: Arc<ValidatedPlan>,
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub config: RunConfig,
+    pub deadline: Option<std::time::Duration>,
     pub out: RunDir,
     /// Closed (flushed) when the run ends.
-    pub events: Arc<RunEvents>,
+    pub events: Arc<Journal>,
+    /// The `--events` stream, if asked for: every event the journal gets, live.
+    pub stream: Option<Arc<JsonlSink>>,
     pub quiet: bool,
+    pub run_id: uuid::Uuid,
+    /// Tasks completed by an earlier attempt (resume).
+    pub preset: Vec<Preset>,
 }
 
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
 pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![x.events.clone(), progress.clone()]));
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![progress.clone()];
+    if let Some(s) = &x.stream {
+        sinks.push(s.clone());
+    }
+    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(sinks));
     let cancel = CancellationToken::new();
     let ctrl_c = {
         let cancel = cancel.clone();
@@ -112,23 +158,27 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
             }
         })
     };
-    let run_id = x.run_id;
-    super::telemetry::record_run(&run_id, &x.plan);
+    super::telemetry::record_run(&x.run_id, &x.plan);
     let result = execute(RunRequest {
-        run_id,
+        run_id: x.run_id,
         plan: x.plan,
         provider: x.provider,
         prompts: x.prompts,
         sink,
+        journal: Some(x.events.clone()),
         config: x.config,
+        deadline: x.deadline,
         output: Some(x.out.clone()),
         cancel,
-        preset: Vec::new(),
+        preset: x.preset,
     })
     .await;
     ctrl_c.abort();
     progress.finish();
-    x.events.close()?;
+    x.events.close().context("writing events.jsonl")?;
+    if let Some(s) = &x.stream {
+        s.close().context("writing the --events stream")?;
+    }
     if let Ok(r) = &result {
         let s = &r.stats;
         super::telemetry::record_status(
@@ -144,10 +194,11 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     result.context("running the plan")
 }
 
-pub fn outcome(status: RunStatus) -> Outcome {
-    Outcome(match status {
+pub fn outcome(r: &RunResult) -> Outcome {
+    Outcome(match r.status {
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
+        RunStatus::Cancelled if r.stop_reason.as_deref() == Some("deadline") => DEADLINE,
         RunStatus::Cancelled => INTERRUPTED,
     })
 }
@@ -183,10 +234,14 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         eprintln!("warning: {w}");
     }
     if r.status == RunStatus::Cancelled {
+        let why = match r.stop_reason.as_deref() {
+            Some("deadline") => "deadline reached",
+            _ => "interrupted",
+        };
         let _ = writeln!(
             h,
-            "interrupted; finished sections are in {}",
-            out.root().join("sections").display()
+            "{why}; finished work is saved. Continue with: planwave resume {}",
+            out.root().display()
         );
     }
     let _ = writeln!(h, "report: {}", out.root().join("report.md").display());

@@ -1,4 +1,5 @@
 mod aimock;
+mod durable;
 mod events;
 mod http;
 mod research;

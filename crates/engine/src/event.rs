@@ -66,6 +66,12 @@ pub enum EventKind {
         attempts: u32,
         duration_ms: f64,
         usage: Usage,
+        /// The durable section file (`sections/<stem>.md`), written before this event.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section_file: Option<String>,
+        /// Its hash (see `journal::section_hash`), checked before a resume trusts it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section_hash: Option<String>,
     },
     TaskFailed {
         task: TaskId,
@@ -95,6 +101,16 @@ pub enum EventKind {
         failed: usize,
         blocked: usize,
         duration_ms: f64,
+        /// Why a cancelled run stopped (`interrupted`, `deadline`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
+    /// the other `pending` ones run (again).
+    RunResumed {
+        run_id: uuid::Uuid,
+        completed: usize,
+        pending: usize,
     },
 }
 
@@ -238,10 +254,14 @@ impl JsonlSink {
 }
 
 /// One event as a JSON line, with the run id spliced in first when the event lacks one.
-fn write_line(w: &mut impl Write, ev: &Event, run_id: Option<uuid::Uuid>) -> io::Result<()> {
+pub(crate) fn write_line(
+    w: &mut impl Write,
+    ev: &Event,
+    run_id: Option<uuid::Uuid>,
+) -> io::Result<()> {
     let carries_id = matches!(
         ev.kind,
-        EventKind::RunStarted { .. } | EventKind::RunFinished { .. }
+        EventKind::RunStarted { .. } | EventKind::RunFinished { .. } | EventKind::RunResumed { .. }
     );
     match run_id.filter(|_| !carries_id) {
         Some(id) => {
