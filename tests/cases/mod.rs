@@ -1,4 +1,5 @@
 mod aimock;
+mod compose;
 mod durable;
 mod events;
 mod http;
