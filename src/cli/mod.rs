@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand.
 
+mod events;
 pub mod exit;
 mod input;
 mod llm;
@@ -11,6 +12,7 @@ mod progress;
 mod research;
 mod resume;
 mod run;
+mod show;
 mod sim_llm;
 pub mod telemetry;
 mod validate;
@@ -67,6 +69,9 @@ pub enum Command {
     /// critical-path bound, throughput, dispatch latency, memory and model calls.
     #[command(after_help = loadtest::AFTER_HELP)]
     Loadtest(loadtest::LoadtestArgs),
+    /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Show(show::ShowArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -79,6 +84,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
         Command::Loadtest(a) => loadtest::loadtest(a).await,
+        Command::Show(a) => show::show(a),
     }
 }
 
