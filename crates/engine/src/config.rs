@@ -81,6 +81,14 @@ pub struct RunConfig {
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
+    /// Sections shown to the executive summary's prompt are cut to this many estimated
+    /// tokens in total (see `digest`); `None` shows them whole.
+    #[serde(default = "default_summary_budget")]
+    pub summary_budget_tokens: Option<u64>,
+}
+
+fn default_summary_budget() -> Option<u64> {
+    Some(crate::digest::DEFAULT_SUMMARY_BUDGET_TOKENS)
 }
 
 impl Default for RunConfig {
@@ -94,6 +102,7 @@ impl Default for RunConfig {
             context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
             prices: PriceTable::default(),
             task_timeout: None,
+            summary_budget_tokens: default_summary_budget(),
         }
     }
 }

@@ -12,6 +12,7 @@
 
 mod config;
 pub mod context;
+pub mod digest;
 mod event;
 pub mod gantt;
 pub mod journal;
