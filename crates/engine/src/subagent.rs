@@ -106,6 +106,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             attempt,
             context: context.clone(),
             traceparent: None,
+            tools: Vec::new(),
         };
         let t0 = Instant::now();
         let answer = shared.provider.chat(request).await;

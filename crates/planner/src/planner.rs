@@ -180,6 +180,7 @@ impl Planner {
                     attempt: n,
                     context: context.clone(),
                     traceparent: None,
+                    tools: Vec::new(),
                 })
                 .await;
             let mut a = PlanAttempt {

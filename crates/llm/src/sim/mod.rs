@@ -6,6 +6,7 @@
 mod latency;
 pub mod plan;
 mod text;
+mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -116,8 +117,19 @@ impl LlmProvider for SimProvider {
             }
         }
         let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
+        let mut tool_calls = Vec::new();
         let content = match request.role {
-            AgentRole::Subagent => text::section(&request.context, seed),
+            AgentRole::Subagent => match tools::chain(&request.context, seed) {
+                // Offered natively: answer with tool_calls; otherwise the JSON protocol.
+                Some(calls) if !request.tools.is_empty() => {
+                    tool_calls = tools::native_calls(&calls);
+                    String::new()
+                }
+                Some(calls) => tools::json_answer(&calls),
+                None => {
+                    text::section(&request.context, seed) + &tools::findings(&request.context)
+                }
+            },
             AgentRole::Integrator => text::summary(&request.context, seed),
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
             AgentRole::Planner => plan::answer(
@@ -153,7 +165,8 @@ impl LlmProvider for SimProvider {
             content,
             usage,
             model: SIM_MODEL.into(),
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            tool_calls,
         })
     }
 }
