@@ -3,6 +3,7 @@
 pub mod exit;
 mod input;
 mod llm;
+mod mcp;
 mod options;
 mod plan;
 mod planning;

@@ -153,6 +153,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         out: out.clone(),
         events,
         quiet: args.quiet,
+        mcp: None,
     })
     .await?;
 

@@ -11,12 +11,14 @@ use planwave_engine::{
     RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
+use planwave_mcp::McpRegistry;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
-use super::input::load_plan;
+use super::input::load_plan_with_tools;
 use super::llm::{self, LlmOptions, PromptOptions};
+use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::{Mode, Progress};
 
@@ -35,13 +37,25 @@ pub struct RunArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let plan = Arc::new(load_plan(&args.plan)?);
+    let mcp = args.mcp.start(args.quiet).await?;
+    let result = run_with(&args, mcp.clone()).await;
+    if let Some(m) = mcp {
+        m.shutdown().await;
+    }
+    result
+}
+
+async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Result<Outcome> {
+    let catalog = mcp::catalog(mcp.as_deref());
+    let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
     let settings = llm::settings(&args.llm, &args.prompts, None)?;
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
@@ -55,10 +69,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         plan,
         provider,
         prompts: templates,
-        config: run_config(&args.exec, &settings),
+        config: args.mcp.apply(run_config(&args.exec, &settings)),
         out: out.clone(),
         events,
         quiet: args.quiet,
+        mcp,
     })
     .await?;
     print_summary(&result, &out);
@@ -90,6 +105,7 @@ pub struct Execution {
     /// Closed (flushed) when the run ends.
     pub events: Arc<JsonlSink>,
     pub quiet: bool,
+    pub mcp: Option<Arc<McpRegistry>>,
 }
 
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
@@ -115,6 +131,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
         output: Some(x.out.clone()),
         cancel,
         preset: Vec::new(),
+        mcp: x.mcp,
     })
     .await;
     ctrl_c.abort();

@@ -66,6 +66,26 @@ pub struct TaskRecord {
     /// Prerequisite sections shortened to fit the context budget.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_cut: Vec<SectionCut>,
+    /// Every tool call attempt of this task, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+/// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub tool: String,
+    pub server: String,
+    pub attempt: u32,
+    pub args: serde_json::Value,
+    pub duration_ms: f64,
+    /// `ok`, `tool_error` (the tool ran and reported an error) or `error` (no result).
+    pub outcome: String,
+    /// The output text, cut to a few kilobytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One model call of a run (any role), as recorded in `run.json` `calls[]`.

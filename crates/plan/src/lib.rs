@@ -17,6 +17,6 @@ mod validated;
 
 pub use model::{Hints, Lang, PlanFormat, PlanSpec, TaskId, TaskSpec};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
-pub use validate::{Problem, ValidationErrors, Warning};
 pub use tools::{LLM_CALL, ToolCatalog};
+pub use validate::{Problem, ValidationErrors, Warning};
 pub use validated::ValidatedPlan;

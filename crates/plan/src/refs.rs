@@ -113,10 +113,7 @@ fn as_text(v: &Value) -> String {
 
 /// The parameters with every reference replaced. `result` gives a task's result by id; an
 /// unknown task or a path that does not exist is an error naming the reference.
-pub fn substitute(
-    params: &Value,
-    result: &dyn Fn(&str) -> Option<Value>,
-) -> Result<Value, String> {
+pub fn substitute(params: &Value, result: &dyn Fn(&str) -> Option<Value>) -> Result<Value, String> {
     let resolve = |r: &Reference| -> Result<Value, String> {
         let whole = result(&r.task).ok_or_else(|| format!("no result for task {}", r.task))?;
         lookup(&whole, &r.path).ok_or_else(|| {

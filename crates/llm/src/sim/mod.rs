@@ -126,9 +126,7 @@ impl LlmProvider for SimProvider {
                     String::new()
                 }
                 Some(calls) => tools::json_answer(&calls),
-                None => {
-                    text::section(&request.context, seed) + &tools::findings(&request.context)
-                }
+                None => text::section(&request.context, seed) + &tools::findings(&request.context),
             },
             AgentRole::Integrator => text::summary(&request.context, seed),
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
@@ -165,7 +163,14 @@ impl LlmProvider for SimProvider {
             content,
             usage,
             model: SIM_MODEL.into(),
-            finish_reason: Some(if tool_calls.is_empty() { "stop" } else { "tool_calls" }.into()),
+            finish_reason: Some(
+                if tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
             tool_calls,
         })
     }

@@ -66,7 +66,11 @@ fn args(schema: &Value, ctx: &RequestContext, seed: u64, tool: &str, chained: bo
             continue;
         }
         let p = props.get(name).unwrap_or(&Value::Null);
-        let v = if let Some(first) = p.get("enum").and_then(Value::as_array).and_then(|e| e.first()) {
+        let v = if let Some(first) = p
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
             first.clone()
         } else {
             match p.get("type").and_then(Value::as_str).unwrap_or("string") {
