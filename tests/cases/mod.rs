@@ -3,4 +3,5 @@ mod http;
 mod mcp;
 mod research;
 mod run;
+mod traces;
 mod validate;

@@ -22,6 +22,7 @@ mod run;
 mod rundir;
 mod scheduler;
 mod shared;
+mod task_spans;
 mod timefmt;
 mod tool_loop;
 mod tool_step;

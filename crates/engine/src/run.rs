@@ -64,6 +64,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         calls: std::sync::Mutex::new(Vec::new()),
         mcp: req.mcp.clone(),
         results: std::sync::Mutex::new(std::collections::HashMap::new()),
+        span: tracing::Span::current(),
     });
     if let Ok(mut results) = shared.results.lock() {
         for p in &req.preset {
@@ -186,6 +187,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
                     Box::new(FinishRequest {
                         records: records.clone(),
                         stats: stats.clone(),
+                        span: tracing::info_span!(target: "planwave::engine", parent: &shared.span, "integrate"),
                     }),
                     reply,
                 )

@@ -27,6 +27,9 @@ pub struct RunShared {
     /// Each completed task's result as JSON (a tool's output, or a section as a string), for
     /// the `{{ID.result}}` references of later tool steps.
     pub results: Mutex<HashMap<usize, serde_json::Value>>,
+    /// The caller's span when the run started (the CLI's `run` root): parent of the task
+    /// and `integrate` spans, which are created on actor tasks that do not inherit it.
+    pub span: tracing::Span,
 }
 
 impl RunShared {
