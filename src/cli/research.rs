@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{CallRecord, Event, EventKind, EventSink, RunDir};
+use planwave_engine::{CallRecord, Event, EventKind, EventSink};
 use planwave_planner::PlanAttempt;
 use serde::Serialize;
 
@@ -14,7 +14,10 @@ use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::planning::{no_plan_error, plan_goal};
-use super::run::{Execution, execute_plan, open_events, outcome, print_summary, run_config};
+use super::run::{
+    Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
+    record_invocation, run_config,
+};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -71,7 +74,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    let out = RunDir::create(&args.out).context("preparing the run directory")?;
+    let out = create_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    record_invocation(&out)?;
     std::fs::create_dir_all(out.root().join("planner"))
         .with_context(|| format!("creating {}", out.root().join("planner").display()))?;
     let events = open_events(&out)?;
@@ -150,10 +155,13 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         provider,
         prompts: templates,
         config,
+        deadline: args.exec.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
         mcp: None,
+        run_id: uuid::Uuid::new_v4(),
+        preset: Vec::new(),
     })
     .await?;
 
@@ -169,5 +177,5 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         result.stats.tasks
     );
     print_summary(&result, &out);
-    Ok(outcome(result.status))
+    Ok(outcome(&result))
 }

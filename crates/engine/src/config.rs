@@ -114,6 +114,9 @@ pub struct RunConfig {
     /// Most tool rounds per task (see [`DEFAULT_MAX_TOOL_ROUNDS`]).
     #[serde(default = "default_max_tool_rounds")]
     pub max_tool_rounds: u32,
+    /// A task (all its attempts) taking longer fails with a timeout.
+    #[serde(default)]
+    pub task_timeout: Option<Duration>,
 }
 
 impl Default for RunConfig {
@@ -128,6 +131,7 @@ impl Default for RunConfig {
             prices: PriceTable::default(),
             tool_protocol: ToolProtocol::Json,
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
+            task_timeout: None,
         }
     }
 }
