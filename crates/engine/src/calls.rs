@@ -113,6 +113,6 @@ fn cut(text: &str) -> String {
         return text.to_owned();
     }
     let mut s: String = text.chars().take(RECORD_OUTPUT_CHARS).collect();
-    s.push_str("…");
+    s.push('…');
     s
 }
