@@ -1,5 +1,6 @@
 //! `planwave run PLAN --out DIR`
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -7,14 +8,15 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, Journal, Preset, PromptSet, RunConfig, RunDir, RunLock, RunRequest,
-    RunResult, RunStatus, execute,
+    EventSink, FanoutSink, Journal, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunLock,
+    RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
 use planwave_mcp::McpRegistry;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{EventsOptions, human, open_stream};
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan_with_tools;
 use super::llm::{self, LlmOptions, PromptOptions};
@@ -39,6 +41,8 @@ pub struct RunArgs {
     pub sim: SimOptions,
     #[command(flatten)]
     pub mcp: McpOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -66,8 +70,11 @@ async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Resu
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
-    let events = open_events(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let events = open_events(&out, run_id)?;
+    let stream = open_stream(run_id, &args.events)?;
     let result = execute_plan(Execution {
+        stream,
         plan,
         provider,
         prompts: templates,
@@ -76,7 +83,7 @@ async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Resu
         out: out.clone(),
         events,
         quiet: args.quiet,
-        run_id: uuid::Uuid::new_v4(),
+        run_id,
         preset: Vec::new(),
         mcp,
     })
@@ -122,11 +129,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     }
 }
 
-/// The run's journal, `events.jsonl` (appended to when it exists: resume).
-pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<Journal>> {
+/// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
+/// carries the run id.
+pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
     let path = out.root().join("events.jsonl");
     Ok(Arc::new(
-        Journal::open(&path, out.is_durable())
+        Journal::open_for_run(&path, out.is_durable(), Some(run_id))
             .with_context(|| format!("opening {}", path.display()))?,
     ))
 }
@@ -140,6 +148,8 @@ pub struct Execution {
     pub out: RunDir,
     /// Closed (flushed) when the run ends.
     pub events: Arc<Journal>,
+    /// The `--events` stream, if asked for: every event the journal gets, live.
+    pub stream: Option<Arc<JsonlSink>>,
     pub quiet: bool,
     pub mcp: Option<Arc<McpRegistry>>,
     pub run_id: uuid::Uuid,
@@ -150,7 +160,11 @@ pub struct Execution {
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
 pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![progress.clone()]));
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![progress.clone()];
+    if let Some(s) = &x.stream {
+        sinks.push(s.clone());
+    }
+    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(sinks));
     let cancel = CancellationToken::new();
     let ctrl_c = {
         let cancel = cancel.clone();
@@ -179,6 +193,9 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
+    if let Some(s) = &x.stream {
+        s.close().context("writing the --events stream")?;
+    }
     if let Ok(r) = &result {
         let s = &r.stats;
         super::telemetry::record_status(
@@ -204,8 +221,10 @@ pub fn outcome(r: &RunResult) -> Outcome {
 }
 
 pub fn print_summary(r: &RunResult, out: &RunDir) {
+    let mut h = human();
     let s = &r.stats;
-    println!(
+    let _ = writeln!(
+        h,
         "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
         r.status.as_str(),
         s.completed,
@@ -217,10 +236,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         s.usage.total()
     );
     if let Some(c) = &s.cost {
-        println!("estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
     }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
-        println!(
+        let _ = writeln!(
+            h,
             "  task {} {}: {}",
             t.id,
             t.status.as_str(),
@@ -235,10 +255,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
             Some("deadline") => "deadline reached",
             _ => "interrupted",
         };
-        println!(
+        let _ = writeln!(
+            h,
             "{why}; finished work is saved. Continue with: planwave resume {}",
             out.root().display()
         );
     }
-    println!("report: {}", out.root().join("report.md").display());
+    let _ = writeln!(h, "report: {}", out.root().join("report.md").display());
 }

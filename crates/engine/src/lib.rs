@@ -14,6 +14,7 @@ mod calls;
 mod config;
 pub mod context;
 mod event;
+pub mod gantt;
 pub mod journal;
 mod mcp_events;
 mod outcome;
@@ -37,7 +38,7 @@ pub use config::{
     ToolProtocol,
 };
 pub use context::SectionCut;
-pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
     CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
