@@ -3,6 +3,7 @@ mod compose;
 mod durable;
 mod events;
 mod http;
+mod loadtest;
 mod research;
 mod run;
 mod show;
