@@ -6,7 +6,9 @@ use std::time::Instant;
 use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, Usage};
 use planwave_mcp::{ToolError, ToolOutput};
 use planwave_plan::TaskId;
+use planwave_telemetry::tool;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::event::EventKind;
 use crate::outcome::ToolCallRecord;
@@ -73,14 +75,16 @@ impl<'a> TaskCalls<'a> {
         let mut attempt = 0;
         loop {
             attempt += 1;
+            let span = tool::execute_tool_span(name, &server, attempt);
             let t0 = Instant::now();
-            let result = mcp.call(name, args.clone()).await;
+            let result = mcp.call(name, args.clone()).instrument(span.clone()).await;
             let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
             let (outcome, output, error) = match &result {
                 Ok(o) if o.is_error => ("tool_error", Some(cut(&o.text)), Some(cut(&o.text))),
                 Ok(o) => ("ok", Some(cut(&o.text)), None),
                 Err(e) => ("error", None, Some(e.to_string())),
             };
+            tool::record_tool_outcome(&span, outcome, error.as_deref());
             self.shared.emit(EventKind::ToolCall {
                 task: self.task.clone(),
                 tool: name.to_owned(),
