@@ -14,6 +14,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef};
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
+use crate::outcome::FailureKind;
 use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
@@ -46,6 +47,7 @@ pub struct SubagentReport {
     pub context_cut: Vec<SectionCut>,
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
+    pub failure_kind: Option<FailureKind>,
 }
 
 impl Actor for Subagent {
@@ -94,10 +96,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
     let messages = shared.prompts.subagent(plan, index, &prior);
-    let context = subagent_context(plan, index, &prior);
+    let mut context = subagent_context(plan, index, &prior);
+    context.round = shared.config.round;
     let retry = shared.config.retry;
     let mut usage = Usage::default();
     let mut attempt = 0u32;
+    let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         let request = ChatRequest {
@@ -139,6 +143,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             Err(e) => e,
         };
         if !err.is_retryable() || attempt > retry.max_retries {
+            failure_kind = Some(if err.is_retryable() {
+                FailureKind::Transient
+            } else {
+                FailureKind::Fatal
+            });
             break Err(err.to_string());
         }
         let delay = backoff(
@@ -163,6 +172,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         usage,
         context_cut,
         result,
+        failure_kind,
     }
 }
 
