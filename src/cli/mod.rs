@@ -8,8 +8,10 @@ mod plan;
 mod planning;
 mod progress;
 mod research;
+mod rounds;
 mod run;
 mod sim_llm;
+mod sim_reflect;
 mod validate;
 mod waves;
 
@@ -48,7 +50,8 @@ pub enum Command {
     /// Ask the model for a plan for GOAL, repairing it until valid; print it and its waves.
     #[command(after_help = EXIT_CODES_HELP)]
     Plan(plan::PlanArgs),
-    /// Plan GOAL, run the plan and integrate the report into a run directory.
+    /// Plan GOAL, run it, evaluate and reflect, and plan again until good enough (the
+    /// reflective loop); every round is kept in DIR/rounds/<k>/.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).

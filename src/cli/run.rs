@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, JsonlSink, PromptSet, RunConfig, RunDir, RunRequest, RunResult,
+    EventSink, FanoutSink, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunRequest, RunResult,
     RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
@@ -59,6 +59,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         out: out.clone(),
         events,
         quiet: args.quiet,
+        preset: Vec::new(),
     })
     .await?;
     print_summary(&result, &out);
@@ -75,7 +76,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
 }
 
 pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<JsonlSink>> {
-    let path = out.root().join("events.jsonl");
+    open_events_at(out, "events.jsonl")
+}
+
+/// An events file at `rel` inside the run directory.
+pub fn open_events_at(out: &RunDir, rel: &str) -> anyhow::Result<Arc<JsonlSink>> {
+    let path = out.path(rel)?;
     Ok(Arc::new(
         JsonlSink::create(&path).with_context(|| format!("opening {}", path.display()))?,
     ))
@@ -90,6 +96,8 @@ pub struct Execution {
     /// Closed (flushed) when the run ends.
     pub events: Arc<JsonlSink>,
     pub quiet: bool,
+    /// Tasks already done (a recovery pass of the reflective loop).
+    pub preset: Vec<Preset>,
 }
 
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
@@ -114,7 +122,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
         config: x.config,
         output: Some(x.out.clone()),
         cancel,
-        preset: Vec::new(),
+        preset: x.preset,
     })
     .await;
     ctrl_c.abort();

@@ -1,5 +1,6 @@
 mod aimock;
 mod http;
+mod reflect;
 mod research;
 mod run;
 mod validate;
