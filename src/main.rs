@@ -8,7 +8,6 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let args = cli::Cli::parse();
-    cli::init_logging(args.verbose);
     cli::install_panic_hook();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -21,7 +20,17 @@ fn main() -> ExitCode {
             return ExitCode::from(cli::exit::OTHER);
         }
     };
+    let mut telemetry = match cli::telemetry::init(args.verbose, &args.telemetry, runtime.handle())
+    {
+        Ok(t) => t,
+        Err(e) => return cli::exit::report(Err(e.into())),
+    };
     let result = runtime.block_on(cli::dispatch(args));
+    // Spans are exported on every way out: success, failure and Ctrl-C (which ends the
+    // command normally, as interrupted) all come back here before the process exits.
+    if let Err(e) = telemetry.shutdown() {
+        eprintln!("warning: {e}");
+    }
     // Don't wait on stray blocking tasks (e.g. a stdin reader) after the command is done.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     cli::exit::report(result)

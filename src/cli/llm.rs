@@ -122,7 +122,7 @@ pub fn provider(
             eprintln!(
                 "planwave: using the simulated LLM (no model configured, or --llm sim): sections are generated text, not research"
             );
-            Ok(Arc::new(SimProvider::new(sim)))
+            Ok(super::telemetry::traced(Arc::new(SimProvider::new(sim))))
         }
         LlmChoice::OpenAi(o) => {
             let cfg = o.client_config(seed, Some(planwave_planner::plan_schema()));
@@ -142,7 +142,7 @@ pub fn provider(
                     "not streaming"
                 }
             );
-            Ok(Arc::new(client))
+            Ok(super::telemetry::traced(Arc::new(client)))
         }
     }
 }

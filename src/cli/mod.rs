@@ -12,6 +12,7 @@ mod rounds;
 mod run;
 mod sim_llm;
 mod sim_reflect;
+pub mod telemetry;
 mod validate;
 mod waves;
 
@@ -32,6 +33,8 @@ pub struct Cli {
     /// More log output on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    #[command(flatten)]
+    pub telemetry: telemetry::TelemetryOptions,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -62,25 +65,11 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
     match cli.command {
         Command::Validate(a) => validate::validate(a),
         Command::Waves(a) => waves::waves(a),
-        Command::Run(a) => run::run(a).await,
-        Command::Plan(a) => plan::plan(a).await,
-        Command::Research(a) => research::research(a).await,
+        Command::Run(a) => telemetry::in_root("run", run::run(a)).await,
+        Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,
+        Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
     }
-}
-
-pub fn init_logging(verbose: u8) {
-    let default = match verbose {
-        0 => "warn",
-        1 => "info,ractor=warn",
-        _ => "debug,ractor=info",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
 }
 
 /// One line per panic instead of a backtrace: a subagent panic is a task failure the run

@@ -113,8 +113,10 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
             }
         })
     };
+    let run_id = uuid::Uuid::new_v4();
+    super::telemetry::record_run(&run_id, &x.plan);
     let result = execute(RunRequest {
-        run_id: uuid::Uuid::new_v4(),
+        run_id,
         plan: x.plan,
         provider: x.provider,
         prompts: x.prompts,
@@ -128,6 +130,18 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
+    if let Ok(r) = &result {
+        let s = &r.stats;
+        super::telemetry::record_status(
+            r.status.as_str(),
+            (r.status != RunStatus::Completed).then(|| {
+                format!(
+                    "{} of {} tasks completed ({} failed, {} blocked)",
+                    s.completed, s.tasks, s.failed, s.blocked
+                )
+            }),
+        );
+    }
     result.context("running the plan")
 }
 

@@ -3,4 +3,5 @@ mod http;
 mod reflect;
 mod research;
 mod run;
+mod traces;
 mod validate;

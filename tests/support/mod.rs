@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod otlp;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -148,7 +150,7 @@ impl Drop for ChildGuard {
 }
 
 /// Reads the first stdout line of a child within 30 s.
-fn first_line(child: &mut std::process::Child) -> String {
+pub(crate) fn first_line(child: &mut std::process::Child) -> String {
     use std::io::BufRead;
     let stdout = child.stdout.take().expect("stdout piped");
     let (tx, rx) = std::sync::mpsc::channel();

@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use planwave_llm::{AgentRole, ChatRequest, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use tracing::Instrument;
 
 use crate::event::EventKind;
 use crate::outcome::{RunStats, TaskRecord, TaskStatus};
@@ -29,6 +30,8 @@ pub enum IntegratorMsg {
 pub struct FinishRequest {
     pub records: Vec<TaskRecord>,
     pub stats: RunStats,
+    /// The `integrate` span the summary call and report rendering run in.
+    pub span: tracing::Span,
 }
 
 /// What integration produced.
@@ -96,7 +99,8 @@ impl Actor for Integrator {
                 state.sections[index] = Some(text);
             }
             IntegratorMsg::Finish(req, reply) => {
-                let result = state.integrate(*req).await;
+                let span = req.span.clone();
+                let result = state.integrate(*req).instrument(span).await;
                 let _ = reply.send(result);
             }
         }

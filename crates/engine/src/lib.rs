@@ -20,6 +20,7 @@ mod run;
 mod rundir;
 mod scheduler;
 mod shared;
+mod task_spans;
 mod timefmt;
 
 pub mod integrator;

@@ -59,6 +59,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         sink: req.sink,
         config: req.config.clone(),
         calls: std::sync::Mutex::new(Vec::new()),
+        span: tracing::Span::current(),
     });
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
@@ -173,6 +174,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
                     Box::new(FinishRequest {
                         records: records.clone(),
                         stats: stats.clone(),
+                        span: tracing::info_span!(target: "planwave::engine", parent: &shared.span, "integrate"),
                     }),
                     reply,
                 )

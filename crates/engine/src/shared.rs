@@ -19,6 +19,9 @@ pub struct RunShared {
     pub config: RunConfig,
     /// Every model call, taken from the `llm_call` events so no caller can forget one.
     pub calls: Mutex<Vec<CallRecord>>,
+    /// The caller's span when the run started (the CLI's `run` root): parent of the task
+    /// and `integrate` spans, which are created on actor tasks that do not inherit it.
+    pub span: tracing::Span,
 }
 
 impl RunShared {

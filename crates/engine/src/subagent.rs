@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tracing::Instrument;
 
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
@@ -32,6 +33,8 @@ pub struct SubagentArgs {
     /// Sections of the direct prerequisites, in the order the task lists them.
     pub prior: Vec<(usize, Arc<str>)>,
     pub supervisor: ActorRef<SupervisorMsg>,
+    /// The task's span: model calls made while writing the section are its children.
+    pub span: tracing::Span,
 }
 
 pub type SubagentState = SubagentArgs;
@@ -70,7 +73,7 @@ impl Actor for Subagent {
         myself: ActorRef<()>,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
-        let report = write_section(state).await;
+        let report = write_section(state).instrument(state.span.clone()).await;
         // If the supervisor is gone the run is over; nothing useful to do with the report.
         let _ = state
             .supervisor

@@ -18,6 +18,7 @@ use crate::outcome::{FailureKind, TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
+use crate::task_spans::TaskSpans;
 use crate::timefmt;
 
 pub struct Supervisor;
@@ -66,6 +67,7 @@ pub struct SupervisorState {
     dispatch_queued: bool,
     retries: u64,
     cancelled: Option<String>,
+    spans: TaskSpans,
 }
 
 impl Actor for Supervisor {
@@ -113,6 +115,7 @@ impl Actor for Supervisor {
             dispatch_queued: false,
             retries: 0,
             cancelled: None,
+            spans: TaskSpans::new(plan.len()),
         };
         for p in args.preset {
             state.sched.preset_completed(&args.shared.plan, p.index);
@@ -236,6 +239,9 @@ impl SupervisorState {
             rec.status = TaskStatus::Running;
             rec.started_at = Some(timefmt::now());
             rec.context_from = prior.iter().map(|(d, _)| plan.id(*d).clone()).collect();
+            let context_from: Vec<String> =
+                rec.context_from.iter().map(|d| d.to_string()).collect();
+            let span = self.spans.start(&self.shared, index, &context_from);
             self.shared.emit(EventKind::TaskStarted {
                 task: plan.id(index).clone(),
                 wave: plan.wave(index),
@@ -245,6 +251,7 @@ impl SupervisorState {
                 index,
                 prior,
                 supervisor: myself.clone(),
+                span,
             };
             match Actor::spawn_linked(None, Subagent, args, myself.get_cell()).await {
                 Ok((child, _join)) => {
@@ -275,6 +282,7 @@ impl SupervisorState {
             Ok(section) => {
                 rec.status = TaskStatus::Completed;
                 rec.round = self.shared.config.round;
+                self.spans.completed(index, report.attempts, report.usage);
                 self.shared.emit(EventKind::TaskCompleted {
                     task: plan.id(index).clone(),
                     attempts: report.attempts,
@@ -325,6 +333,7 @@ impl SupervisorState {
         rec.status = TaskStatus::Failed;
         rec.error = Some(error.clone());
         rec.failure_kind = Some(kind);
+        self.spans.failed(index, attempts, &error);
         self.shared.emit(EventKind::TaskFailed {
             task: plan.id(index).clone(),
             attempts,
@@ -335,6 +344,7 @@ impl SupervisorState {
             let rec = &mut self.records[b];
             rec.status = TaskStatus::Blocked;
             rec.blocked_by = Some(failed_id.clone());
+            self.spans.blocked(&self.shared, b, &failed_id.to_string());
             self.shared.emit(EventKind::TaskBlocked {
                 task: plan.id(b).clone(),
                 blocked_by: failed_id.clone(),
@@ -351,6 +361,7 @@ impl SupervisorState {
     fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if let Some(done) = self.done.take() {
             if self.cancelled.is_some() {
+                self.spans.cancel_open();
                 // Interrupted work is not a failure: it stays pending so a resume runs it.
                 for rec in self
                     .records

@@ -11,6 +11,7 @@ use planwave_llm::{
 use planwave_plan::{Lang, PlanSpec, ValidatedPlan, parse_plan_str};
 use planwave_prompts::{PlannerVars, PromptError, RepairVars, Templates, ToolInfo};
 use serde::Serialize;
+use tracing::Instrument;
 
 use crate::schema::plan_schema_text;
 
@@ -182,6 +183,18 @@ impl Planner {
                 }
                 None => (first.clone(), "plan"),
             };
+            // One `plan` span per attempt; its model call is a child. Status is set with the
+            // `otel.status_*` fields so this crate needs no OpenTelemetry types.
+            let span = tracing::info_span!(
+                target: "planwave::planner",
+                "plan",
+                planwave.plan.attempt = i64::from(n),
+                planwave.plan.kind = kind,
+                planwave.plan.valid = tracing::field::Empty,
+                planwave.plan.problems = tracing::field::Empty,
+                otel.status_code = tracing::field::Empty,
+                otel.status_description = tracing::field::Empty,
+            );
             let started_at = Utc::now();
             let t0 = Instant::now();
             let answer = self
@@ -193,6 +206,7 @@ impl Planner {
                     context: context.clone(),
                     traceparent: None,
                 })
+                .instrument(span.clone())
                 .await;
             let mut a = PlanAttempt {
                 attempt: n,
@@ -211,6 +225,9 @@ impl Planner {
                 Ok(r) => r,
                 Err(e) => {
                     a.error = Some(e.to_string());
+                    span.record("planwave.plan.valid", false);
+                    span.record("otel.status_code", "error");
+                    span.record("otel.status_description", e.to_string().as_str());
                     on_attempt(&a);
                     attempts.push(a);
                     if e.is_retryable() {
@@ -229,6 +246,7 @@ impl Planner {
             a.raw = resp.content;
             match self.judge(&a.raw, goal) {
                 Ok((plan, warnings)) => {
+                    span.record("planwave.plan.valid", true);
                     a.valid = true;
                     a.warnings = warnings;
                     on_attempt(&a);
@@ -245,6 +263,10 @@ impl Planner {
                     });
                 }
                 Err(problems) => {
+                    span.record("planwave.plan.valid", false);
+                    span.record("planwave.plan.problems", problems.join("; ").as_str());
+                    span.record("otel.status_code", "error");
+                    span.record("otel.status_description", "the plan is invalid");
                     a.problems = problems.clone();
                     on_attempt(&a);
                     to_repair = Some((a.raw.clone(), problems));

@@ -1,0 +1,110 @@
+//! The `task` spans of a run: one per task, children of the run's span, each linked to the
+//! span of every prerequisite it started after, so a trace viewer shows the plan's DAG.
+//!
+//! Kept out of the supervisor so scheduling code only says *when* (started, settled); this
+//! file says what a span records. With no trace export installed the spans cost next to
+//! nothing and the links are skipped. Integers are recorded as i64 because
+//! tracing-opentelemetry exports u64 fields as strings.
+
+use planwave_llm::Usage;
+use planwave_telemetry::{LinkTarget, add_link, link_target, set_error};
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::shared::RunShared;
+
+pub struct TaskSpans {
+    open: Vec<Option<Span>>,
+    /// Kept after a task's span closes: later tasks link to it.
+    targets: Vec<Option<LinkTarget>>,
+}
+
+impl TaskSpans {
+    pub fn new(tasks: usize) -> TaskSpans {
+        TaskSpans {
+            open: vec![None; tasks],
+            targets: vec![None; tasks],
+        }
+    }
+
+    fn new_span(shared: &RunShared, index: usize) -> Span {
+        let plan = &shared.plan;
+        let span = tracing::info_span!(
+            target: "planwave::engine",
+            parent: &shared.span,
+            "task",
+            otel.name = format!("task {}", plan.id(index)),
+            planwave.task.id = %plan.id(index),
+            planwave.task.wave = i64::from(plan.wave(index)),
+            planwave.task.status = Empty,
+            planwave.task.attempts = Empty,
+            planwave.task.context_from = Empty,
+            planwave.task.blocked_by = Empty,
+            planwave.task.input_tokens = Empty,
+            planwave.task.output_tokens = Empty,
+        );
+        span
+    }
+
+    /// The span a subagent works in.
+    pub fn start(&mut self, shared: &RunShared, index: usize, context_from: &[String]) -> Span {
+        let span = Self::new_span(shared, index);
+        self.link_prerequisites(shared, index, &span);
+        span.record(
+            "planwave.task.context_from",
+            context_from.join(",").as_str(),
+        );
+        span.record("planwave.task.status", "running");
+        self.targets[index] = link_target(&span);
+        self.open[index] = Some(span.clone());
+        span
+    }
+
+    fn link_prerequisites(&self, shared: &RunShared, index: usize, span: &Span) {
+        for &d in shared.plan.deps(index) {
+            if let Some(t) = &self.targets[d as usize] {
+                add_link(span, t, "prerequisite");
+            }
+        }
+    }
+
+    pub fn completed(&mut self, index: usize, attempts: u32, usage: Usage) {
+        if let Some(span) = self.open[index].take() {
+            span.record("planwave.task.status", "completed");
+            span.record("planwave.task.attempts", i64::from(attempts));
+            span.record("planwave.task.input_tokens", usage.prompt_tokens as i64);
+            span.record(
+                "planwave.task.output_tokens",
+                (usage.completion_tokens + usage.reasoning_tokens) as i64,
+            );
+        }
+    }
+
+    pub fn failed(&mut self, index: usize, attempts: u32, error: &str) {
+        if let Some(span) = self.open[index].take() {
+            span.record("planwave.task.status", "failed");
+            span.record("planwave.task.attempts", i64::from(attempts));
+            set_error(&span, error);
+        }
+    }
+
+    /// A blocked task never runs; it still gets a (zero-length) span so every task of the
+    /// plan appears in the trace, linked to its prerequisites.
+    pub fn blocked(&mut self, shared: &RunShared, index: usize, blocked_by: &str) {
+        let span = Self::new_span(shared, index);
+        self.link_prerequisites(shared, index, &span);
+        span.record("planwave.task.status", "blocked");
+        span.record("planwave.task.blocked_by", blocked_by);
+        span.record("planwave.task.attempts", 0i64);
+        set_error(&span, &format!("blocked by failed task {blocked_by}"));
+        self.targets[index] = link_target(&span);
+    }
+
+    /// Tasks still running when the run is cancelled.
+    pub fn cancel_open(&mut self) {
+        for span in self.open.iter_mut().filter_map(Option::take) {
+            span.record("planwave.task.status", "cancelled");
+            set_error(&span, "cancelled");
+        }
+    }
+}
