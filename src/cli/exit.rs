@@ -6,6 +6,8 @@ pub const OK: u8 = 0;
 pub const OTHER: u8 = 1;
 pub const INVALID: u8 = 2;
 pub const PARTIAL: u8 = 3;
+/// The run's `--deadline` passed; it can be resumed.
+pub const DEADLINE: u8 = 4;
 pub const INTERRUPTED: u8 = 130;
 
 /// How a command ended when it did not fail outright.

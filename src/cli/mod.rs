@@ -8,6 +8,7 @@ mod plan;
 mod planning;
 mod progress;
 mod research;
+mod resume;
 mod rounds;
 mod run;
 mod sim_llm;
@@ -25,7 +26,8 @@ Exit codes:
   2  invalid input (unreadable or invalid plan, bad arguments or config,
      or no valid plan from the planner)
   3  run finished but not every task completed (report still written)
-  130 interrupted (Ctrl-C); the run directory says what finished";
+  4  the run's --deadline passed; `planwave resume DIR` goes on
+  130 interrupted (Ctrl-C); `planwave resume DIR` goes on";
 
 #[derive(Debug, Parser)]
 #[command(name = "planwave", version, about = "Turns a research goal into a dependency plan, runs its tasks as concurrent LLM subagents, and assembles a report.", after_help = EXIT_CODES_HELP)]
@@ -57,6 +59,10 @@ pub enum Command {
     /// reflective loop); every round is kept in DIR/rounds/<k>/.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
+    /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:
+    /// completed tasks are kept, the others run.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Resume(resume::ResumeArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
 }
@@ -68,6 +74,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Run(a) => telemetry::in_root("run", run::run(a)).await,
         Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
+        Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
     }
 }

@@ -35,6 +35,26 @@ pub struct ExecOptions {
     /// Seed for the simulator and for retry jitter: the same seed replays the same run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// A task still unfinished after this many seconds (all attempts) fails with a timeout
+    /// (default: planwave.toml [run] task_timeout_secs, else none).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub task_timeout: Option<Duration>,
+    /// Stop the whole run after this many seconds, like Ctrl-C: finished work is kept and
+    /// `planwave resume DIR` goes on; exit code 4 (default: planwave.toml [run] deadline_secs).
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub deadline: Option<Duration>,
+}
+
+/// A positive number of seconds (fractions allowed).
+pub fn positive_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if v.is_finite() && v > 0.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!("{s} is not a positive number of seconds"))
+    }
 }
 
 impl ExecOptions {
@@ -51,6 +71,7 @@ impl ExecOptions {
                 ..RetryPolicy::default()
             },
             seed: self.seed,
+            task_timeout: self.task_timeout,
             ..RunConfig::default()
         }
     }

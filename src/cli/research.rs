@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{RunDir, RunResult, RunStatus};
+use planwave_engine::{RunResult, RunStatus};
 use planwave_orchestrator::{LoopContext, LoopError, LoopPolicy, StopReason, run_loop};
 use serde::Serialize;
 
@@ -17,7 +17,9 @@ use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::rounds::RoundsDriver;
-use super::run::{outcome, print_summary, run_config};
+use super::run::{
+    create_run_dir, lock_run_dir, outcome, print_summary, record_invocation, run_config,
+};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -52,7 +54,8 @@ struct LoopRun<'a> {
     #[serde(flatten)]
     run: &'a RunResult,
     best_round: Option<u32>,
-    stop_reason: StopReason,
+    /// Why the loop stopped (`stop_reason` is the run's own: a cancelled round's).
+    loop_stop_reason: StopReason,
     rounds: &'a [planwave_orchestrator::RoundRecord],
 }
 
@@ -70,7 +73,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    let out = RunDir::create(&args.out).context("preparing the run directory")?;
+    let out = create_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    record_invocation(&out)?;
     let r = &settings.reflect;
     let cx = LoopContext {
         goal: args.goal.clone(),
@@ -91,11 +96,14 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         templates,
         config: run_config(&args.exec, &settings),
         settings,
+        deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
+        durable: out.is_durable(),
         root: out.root().to_path_buf(),
         quiet: args.quiet,
         calls: HashMap::new(),
         attempts: HashMap::new(),
         events: HashMap::new(),
+        run_ids: HashMap::new(),
     };
     let looped = match run_loop(&cx, &mut driver).await {
         Ok(l) => l,
@@ -109,10 +117,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             });
         }
     };
-    let best = looped
-        .best_round
-        .and_then(|b| looped.rounds.iter().find(|r| r.round == b));
-    let Some(best) = best else {
+    let interrupted = looped.stop_reason == StopReason::Interrupted;
+    // Interrupted, the round in progress is published instead, so `planwave resume DIR`
+    // finishes its tasks; otherwise the best round is the result.
+    let shown = if interrupted {
+        looped.rounds.last()
+    } else {
+        looped
+            .best_round
+            .and_then(|b| looped.rounds.iter().find(|r| r.round == b))
+    };
+    let Some(best) = shown else {
         // Interrupted while planning the first round.
         return Ok(Outcome(INTERRUPTED));
     };
@@ -123,7 +138,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         &LoopRun {
             run: &best.result,
             best_round: looped.best_round,
-            stop_reason: looped.stop_reason,
+            loop_stop_reason: looped.stop_reason,
             rounds: &looped.rounds,
         },
     )?;
@@ -157,15 +172,20 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     println!(
         "stopped: {}; best round {}",
         looped.stop_reason.as_str(),
-        best.round
+        looped.best_round.unwrap_or(best.round)
     );
-    if looped.stop_reason == StopReason::Interrupted {
-        return Ok(Outcome(INTERRUPTED));
+    if interrupted {
+        println!(
+            "round {} is in {}; `planwave resume {}` finishes its tasks",
+            best.round,
+            out.root().display(),
+            out.root().display()
+        );
+        if best.result.status != RunStatus::Cancelled {
+            return Ok(Outcome(INTERRUPTED));
+        }
     }
-    Ok(match best.result.status {
-        RunStatus::Cancelled => Outcome(INTERRUPTED),
-        s => outcome(s),
-    })
+    Ok(outcome(&best.result))
 }
 
 /// Copies the best round's report, plan, sections, events and planner attempts to the top

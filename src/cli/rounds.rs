@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use planwave_config::Settings;
 use planwave_engine::{
-    CallRecord, Event, EventKind, EventSink, JsonlSink, Preset, RunConfig, RunDir, RunResult,
+    CallRecord, Event, EventKind, EventSink, Journal, Preset, RunConfig, RunDir, RunResult,
 };
 use planwave_llm::{LlmProvider, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
@@ -58,22 +58,20 @@ pub struct RoundsDriver {
     pub calls: HashMap<u32, Vec<CallRecord>>,
     /// Per round: planning attempts of the plan in use.
     pub attempts: HashMap<u32, usize>,
-    /// Events files opened by planning, continued by the same pass's execution.
-    pub events: HashMap<RoundTag, Arc<JsonlSink>>,
+    /// Journals opened by planning, continued by the same pass's execution.
+    pub events: HashMap<RoundTag, Arc<Journal>>,
+    /// `--deadline` for the whole loop, not per round.
+    pub deadline: Option<std::time::Instant>,
+    pub durable: bool,
+    pub run_ids: HashMap<u32, uuid::Uuid>,
 }
 
 impl RoundsDriver {
     pub fn round_dir(&self, round: u32) -> anyhow::Result<RunDir> {
         let path = self.root.join("rounds").join(round.to_string());
-        RunDir::create(&path).with_context(|| format!("preparing {}", path.display()))
-    }
-
-    fn events_file(tag: RoundTag) -> String {
-        if tag.pass == 1 {
-            "events.jsonl".into()
-        } else {
-            format!("events-pass-{}.jsonl", tag.pass)
-        }
+        Ok(RunDir::create(&path)
+            .with_context(|| format!("preparing {}", path.display()))?
+            .with_durable(self.durable))
     }
 
     fn planner_dir(tag: RoundTag) -> String {
@@ -95,7 +93,7 @@ impl Rounds for RoundsDriver {
         std::fs::create_dir_all(out.root().join(&dir))
             .with_context(|| format!("creating {}", out.root().join(&dir).display()))?;
         // Planning events open the file the pass's execution continues.
-        let events = open_events_at(&out, &Self::events_file(tag))?;
+        let events = open_events_at(&out, "events.jsonl")?;
         self.events.insert(tag, events.clone());
         let mut write_errors: Vec<String> = Vec::new();
         let planned = {
@@ -202,7 +200,9 @@ impl Rounds for RoundsDriver {
         }
         let events = match self.events.remove(&tag) {
             Some(sink) => sink,
-            None => open_events_at(&out, &Self::events_file(tag))?,
+            // Every pass of a round appends to one journal, so a resume of the round sees
+            // every section any pass completed.
+            None => open_events_at(&out, "events.jsonl")?,
         };
         let prices = self.settings.prices.clone();
         let mut result = execute_plan(Execution {
@@ -213,9 +213,17 @@ impl Rounds for RoundsDriver {
                 round: Some(tag),
                 ..self.config.clone()
             },
+            deadline: self
+                .deadline
+                .map(|d| d.saturating_duration_since(std::time::Instant::now())),
             out: out.clone(),
             events,
             quiet: self.quiet,
+            // One run id per round: its journal is one run, resumable as such.
+            run_id: *self
+                .run_ids
+                .entry(tag.round)
+                .or_insert_with(uuid::Uuid::new_v4),
             preset,
         })
         .await?;

@@ -7,14 +7,14 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunRequest, RunResult,
-    RunStatus, execute,
+    EventSink, FanoutSink, Journal, Preset, PromptSet, RunConfig, RunDir, RunLock, RunRequest,
+    RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
-use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
+use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
@@ -49,21 +49,53 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    let out = RunDir::create(&args.out).context("preparing the run directory")?;
+    let out = create_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    record_invocation(&out)?;
     let events = open_events(&out)?;
     let result = execute_plan(Execution {
         plan,
         provider,
         prompts: templates,
         config: run_config(&args.exec, &settings),
+        deadline: args.exec.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
+        run_id: uuid::Uuid::new_v4(),
         preset: Vec::new(),
     })
     .await?;
     print_summary(&result, &out);
-    Ok(outcome(result.status))
+    Ok(outcome(&result))
+}
+
+/// The run directory, with every file made durable (fsync, rename, directory fsync).
+pub fn create_run_dir(path: &std::path::Path) -> anyhow::Result<RunDir> {
+    Ok(RunDir::create(path)
+        .context("preparing the run directory")?
+        .with_durable(true))
+}
+
+/// One process per run directory, for as long as the guard lives.
+pub fn lock_run_dir(out: &RunDir) -> anyhow::Result<RunLock> {
+    Ok(RunLock::acquire(out.root())?)
+}
+
+/// `invocation.json`: the command line and working directory that started the run, so
+/// `planwave resume DIR` can rebuild the same settings (keys are never flags, so none are
+/// recorded).
+pub fn record_invocation(out: &RunDir) -> anyhow::Result<()> {
+    let cwd = std::env::current_dir().context("reading the working directory")?;
+    let argv: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    out.write_json(
+        "invocation.json",
+        &serde_json::json!({ "argv": argv, "cwd": cwd }),
+    )?;
+    Ok(())
 }
 
 /// The engine settings from the flags plus what planwave.toml adds (budget, prices).
@@ -75,15 +107,17 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     }
 }
 
-pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<JsonlSink>> {
+/// The run's journal, `events.jsonl` (appended to when it exists: resume).
+pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<Journal>> {
     open_events_at(out, "events.jsonl")
 }
 
-/// An events file at `rel` inside the run directory.
-pub fn open_events_at(out: &RunDir, rel: &str) -> anyhow::Result<Arc<JsonlSink>> {
+/// A journal at `rel` inside the run directory (appended to when it exists).
+pub fn open_events_at(out: &RunDir, rel: &str) -> anyhow::Result<Arc<Journal>> {
     let path = out.path(rel)?;
     Ok(Arc::new(
-        JsonlSink::create(&path).with_context(|| format!("opening {}", path.display()))?,
+        Journal::open(&path, out.is_durable())
+            .with_context(|| format!("opening {}", path.display()))?,
     ))
 }
 
@@ -92,18 +126,20 @@ pub struct Execution {
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub config: RunConfig,
+    pub deadline: Option<std::time::Duration>,
     pub out: RunDir,
     /// Closed (flushed) when the run ends.
-    pub events: Arc<JsonlSink>,
+    pub events: Arc<Journal>,
     pub quiet: bool,
-    /// Tasks already done (a recovery pass of the reflective loop).
+    pub run_id: uuid::Uuid,
+    /// Tasks completed by an earlier attempt (resume).
     pub preset: Vec<Preset>,
 }
 
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
 pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![x.events.clone(), progress.clone()]));
+    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![progress.clone()]));
     let cancel = CancellationToken::new();
     let ctrl_c = {
         let cancel = cancel.clone();
@@ -113,15 +149,16 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
             }
         })
     };
-    let run_id = uuid::Uuid::new_v4();
-    super::telemetry::record_run(&run_id, &x.plan);
+    super::telemetry::record_run(&x.run_id, &x.plan);
     let result = execute(RunRequest {
-        run_id,
+        run_id: x.run_id,
         plan: x.plan,
         provider: x.provider,
         prompts: x.prompts,
         sink,
+        journal: Some(x.events.clone()),
         config: x.config,
+        deadline: x.deadline,
         output: Some(x.out.clone()),
         cancel,
         preset: x.preset,
@@ -145,10 +182,11 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     result.context("running the plan")
 }
 
-pub fn outcome(status: RunStatus) -> Outcome {
-    Outcome(match status {
+pub fn outcome(r: &RunResult) -> Outcome {
+    Outcome(match r.status {
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
+        RunStatus::Cancelled if r.stop_reason.as_deref() == Some("deadline") => DEADLINE,
         RunStatus::Cancelled => INTERRUPTED,
     })
 }
@@ -181,9 +219,13 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         eprintln!("warning: {w}");
     }
     if r.status == RunStatus::Cancelled {
+        let why = match r.stop_reason.as_deref() {
+            Some("deadline") => "deadline reached",
+            _ => "interrupted",
+        };
         println!(
-            "interrupted; finished sections are in {}",
-            out.root().join("sections").display()
+            "{why}; finished work is saved. Continue with: planwave resume {}",
+            out.root().display()
         );
     }
     println!("report: {}", out.root().join("report.md").display());

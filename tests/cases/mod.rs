@@ -1,4 +1,5 @@
 mod aimock;
+mod durable;
 mod http;
 mod reflect;
 mod research;

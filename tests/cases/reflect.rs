@@ -71,7 +71,7 @@ fn correctness_of_95_stops_the_loop_and_the_reflection_reaches_the_next_round() 
         res.stdout
     );
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "correctness");
+    assert_eq!(run["loop_stop_reason"], "correctness");
     assert_eq!(run["best_round"], 3);
     assert_eq!(
         rounds(&run),
@@ -115,7 +115,7 @@ fn a_successful_round_over_the_threshold_stops_the_loop() {
     let res = research(&out, &["--sim-scores", "50,90", "--sim-overall", "50,85"]);
     assert_eq!(res.code, 0, "{}", res.stderr);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "success_threshold");
+    assert_eq!(run["loop_stop_reason"], "success_threshold");
     assert_eq!(rounds(&run), [(1, 50.0, 50.0), (2, 90.0, 85.0)]);
     assert_eq!(run["rounds"][1]["is_successful"], true);
 
@@ -140,7 +140,7 @@ fn a_successful_round_over_the_threshold_stops_the_loop() {
     );
     assert_eq!(res.code, 0, "{}", res.stderr);
     let run = read_json(&out2.join("run.json"));
-    assert_eq!(run["stop_reason"], "max_rounds");
+    assert_eq!(run["loop_stop_reason"], "max_rounds");
     assert_eq!(rounds(&run).len(), 3);
 }
 
@@ -151,7 +151,7 @@ fn a_reflection_without_replan_stops_the_loop() {
     let res = research(&out, &["--sim-scores", "50", "--sim-replan", "true,false"]);
     assert_eq!(res.code, 0, "{}", res.stderr);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "no_replan");
+    assert_eq!(run["loop_stop_reason"], "no_replan");
     assert_eq!(rounds(&run).len(), 2);
     assert_eq!(run["rounds"][0]["should_replan"], true);
     assert_eq!(run["rounds"][1]["should_replan"], false);
@@ -176,7 +176,7 @@ fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
     );
     assert_eq!(res.code, 0, "{}", res.stderr);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "max_rounds");
+    assert_eq!(run["loop_stop_reason"], "max_rounds");
     assert_eq!(run["best_round"], 1);
     assert!(
         res.stdout.contains("stopped: max_rounds; best round 1"),
@@ -212,7 +212,7 @@ fn consecutive_rounds_with_failed_tasks_stop_the_loop() {
     );
     assert_eq!(res.code, 3, "{}\n{}", res.stdout, res.stderr);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "consecutive_failures");
+    assert_eq!(run["loop_stop_reason"], "consecutive_failures");
     // 2 failed, 4 and 5 blocked: 2 of 5 completed, correctness 60 + 36 * 0.4.
     assert_eq!(rounds(&run), [(1, 74.0, 64.0), (2, 74.0, 64.0)]);
     assert_eq!(run["rounds"][0]["passes"].as_array().map(Vec::len), Some(1));
@@ -268,7 +268,7 @@ fn invalid_evaluations_and_reflections_are_repaired() {
     );
     assert_eq!(refl["reflection"]["should_replan"], true);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "correctness");
+    assert_eq!(run["loop_stop_reason"], "correctness");
 }
 
 #[test]
@@ -286,7 +286,7 @@ fn transient_failures_are_retried_keeping_completed_sections() {
         res.stdout
     );
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "correctness");
+    assert_eq!(run["loop_stop_reason"], "correctness");
     assert_eq!(rounds(&run).len(), 1);
     let passes = run["rounds"][0]["passes"].as_array().expect("passes");
     assert_eq!(passes.len(), 2);
@@ -311,7 +311,13 @@ fn transient_failures_are_retried_keeping_completed_sections() {
         3,
         "{report}"
     );
-    assert!(out.join("rounds/1/events-pass-2.jsonl").is_file());
+    // One journal per round, every pass appending to it.
+    let journal = read(&out.join("rounds/1/events.jsonl"));
+    assert_eq!(
+        journal.matches("\"type\":\"run_started\"").count(),
+        2,
+        "{journal}"
+    );
 }
 
 #[test]
@@ -399,7 +405,7 @@ fn the_script_also_drives_sim_llm_serve_over_http() {
     );
     assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
     let run = read_json(&out.join("run.json"));
-    assert_eq!(run["stop_reason"], "correctness");
+    assert_eq!(run["loop_stop_reason"], "correctness");
     assert_eq!(rounds(&run).len(), 2);
     let stats = server.stats();
     // Each round: one invalid evaluation and its repair; one reflection, after round 1.
@@ -422,4 +428,41 @@ fn bad_loop_settings_are_invalid_input() {
     );
     let res = research(&out, &["--sim-task-fail", "1:2"]);
     assert_eq!(res.code, 2, "{}", res.stderr);
+}
+
+#[test]
+fn a_deadline_stops_the_whole_loop_leaving_the_round_in_progress_resumable() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // The three tasks without prerequisites take a minute: nothing finishes before 0.3 s.
+    let slow = crate::support::write_json(
+        dir.path(),
+        "slow.json",
+        &serde_json::json!({"1": 60000, "2": 60000, "3": 60000}),
+    );
+    let out = dir.path().join("r");
+    let res = research(
+        &out,
+        &[
+            "--sim-latency-file",
+            slow.to_str().expect("path"),
+            "--deadline",
+            "0.3",
+        ],
+    );
+    assert_eq!(res.code, 4, "{}\n{}", res.stdout, res.stderr);
+    assert!(res.stdout.contains("`planwave resume"), "{}", res.stdout);
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["loop_stop_reason"], "interrupted");
+    assert_eq!(run["stop_reason"], "deadline");
+    assert_eq!(rounds(&run).len(), 1);
+    // What `planwave resume DIR` needs is at the top: the round's plan and journal.
+    assert_eq!(
+        read(&out.join("plan.json")),
+        read(&out.join("rounds/1/plan.json"))
+    );
+    assert!(out.join("invocation.json").is_file());
+    assert!(
+        !out.join("rounds/1/evaluation.json").exists(),
+        "nothing to evaluate"
+    );
 }

@@ -264,3 +264,87 @@ pub fn all_files(dir: &Path) -> Vec<(PathBuf, String)> {
     }
     out
 }
+
+/// The binary running in the background, its stderr read line by line on a thread, so a
+/// test can wait for what it prints (instead of sleeping) before acting on it.
+pub struct Running {
+    pub child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    stdout: std::thread::JoinHandle<String>,
+}
+
+impl Running {
+    pub fn spawn(args: &[&str]) -> Running {
+        use std::io::BufRead;
+        let mut child = bin()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn planwave");
+        let stderr = child.stderr.take().expect("stderr piped");
+        let mut out = child.stdout.take().expect("stdout piped");
+        let stdout = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines: rx,
+            stdout,
+        }
+    }
+
+    /// Sends SIGINT, as Ctrl-C in a terminal does.
+    pub fn interrupt(&self) {
+        let ok = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .expect("run kill")
+            .success();
+        assert!(ok, "kill -INT failed");
+    }
+
+    /// Waits for the exit; returns the exit code and everything printed on stdout.
+    pub fn wait(mut self) -> (i32, String) {
+        let status = self.child.wait().expect("wait");
+        let out = self.stdout.join().unwrap_or_default();
+        (status.code().unwrap_or(-1), out)
+    }
+
+    /// Waits (at most 60 s) until `n` stderr lines contain `needle`; returns every line seen.
+    pub fn wait_for(&mut self, needle: &str, n: usize) -> Vec<String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut seen = Vec::new();
+        let mut hits = 0;
+        while hits < n {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) => {
+                    hits += usize::from(l.contains(needle));
+                    seen.push(l);
+                }
+                Err(_) => panic!("waited for {n} lines with {needle:?}; saw {seen:#?}"),
+            }
+        }
+        seen
+    }
+
+    /// SIGKILL: no chance to clean up, like a crash or an OOM kill.
+    pub fn kill_9(mut self) {
+        self.child.kill().expect("kill");
+        let _ = self.child.wait();
+    }
+}

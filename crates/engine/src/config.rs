@@ -81,6 +81,9 @@ pub struct RunConfig {
     /// Set by the reflective loop: requests carry it, and completed tasks record it.
     #[serde(default)]
     pub round: Option<planwave_llm::RoundTag>,
+    /// A task (all its attempts) taking longer fails with a timeout.
+    #[serde(default)]
+    pub task_timeout: Option<Duration>,
 }
 
 impl Default for RunConfig {
@@ -94,6 +97,7 @@ impl Default for RunConfig {
             context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
             prices: PriceTable::default(),
             round: None,
+            task_timeout: None,
         }
     }
 }

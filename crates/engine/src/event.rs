@@ -66,6 +66,12 @@ pub enum EventKind {
         attempts: u32,
         duration_ms: f64,
         usage: Usage,
+        /// The durable section file (`sections/<stem>.md`), written before this event.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section_file: Option<String>,
+        /// Its hash (see `journal::section_hash`), checked before a resume trusts it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section_hash: Option<String>,
     },
     TaskFailed {
         task: TaskId,
@@ -95,6 +101,16 @@ pub enum EventKind {
         failed: usize,
         blocked: usize,
         duration_ms: f64,
+        /// Why a cancelled run stopped (`interrupted`, `deadline`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
+    /// the other `pending` ones run (again).
+    RunResumed {
+        run_id: uuid::Uuid,
+        completed: usize,
+        pending: usize,
     },
 }
 

@@ -13,6 +13,7 @@
 mod config;
 pub mod context;
 mod event;
+pub mod journal;
 mod outcome;
 pub mod prompt;
 pub mod report;
@@ -30,6 +31,7 @@ pub mod supervisor;
 pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
     CallRecord, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
     TaskStatus,

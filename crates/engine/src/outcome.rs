@@ -184,6 +184,9 @@ pub struct RunStats {
 pub struct RunResult {
     pub run_id: uuid::Uuid,
     pub status: RunStatus,
+    /// Why a `cancelled` run stopped: `interrupted` (Ctrl-C) or `deadline`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
     #[serde(serialize_with = "timefmt::serialize")]
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "timefmt::serialize")]

@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::RunConfig;
 use crate::event::{EventKind, EventSink};
 use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
+use crate::journal::Journal;
 use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
 use crate::prompt::PromptSet;
 use crate::rundir::{RunDir, RunDirError, section_files};
@@ -36,7 +37,11 @@ pub struct RunRequest {
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub sink: Arc<dyn EventSink>,
+    /// The durable journal (`events.jsonl`); `None` keeps no record (benchmarks, embedding).
+    pub journal: Option<Arc<Journal>>,
     pub config: RunConfig,
+    /// The whole run stops (like Ctrl-C, resumable) when this much time has passed.
+    pub deadline: Option<std::time::Duration>,
     /// Where files go; `None` keeps everything in memory (benchmarks, embedding).
     pub output: Option<RunDir>,
     pub cancel: CancellationToken,
@@ -51,12 +56,22 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let clock = Instant::now();
     let plan = req.plan.clone();
     let info = req.provider.info();
+    let files = section_files(
+        (0..plan.len())
+            .map(|i| plan.id(i).key())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(|k| k.as_ref()),
+    );
     let shared = Arc::new(RunShared {
         run_id: req.run_id,
         plan: plan.clone(),
         provider: req.provider,
         prompts: req.prompts,
         sink: req.sink,
+        journal: req.journal.clone(),
+        output: req.output.clone(),
+        section_files: Arc::new(files.clone()),
         config: req.config.clone(),
         calls: std::sync::Mutex::new(Vec::new()),
         span: tracing::Span::current(),
@@ -76,13 +91,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         simulated: info.simulated,
     });
 
-    let files = section_files(
-        (0..plan.len())
-            .map(|i| plan.id(i).key())
-            .collect::<Vec<_>>()
-            .iter()
-            .map(|k| k.as_ref()),
-    );
     let (integrator, integrator_join) = Actor::spawn(
         None,
         Integrator,
@@ -122,10 +130,19 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let watcher = {
         let cancel = req.cancel.clone();
         let supervisor = supervisor.clone();
+        let deadline = req.deadline;
         tokio::spawn(async move {
-            cancel.cancelled().await;
-            let _ = supervisor
-                .send_message(crate::supervisor::SupervisorMsg::Cancel("cancelled".into()));
+            let reason = tokio::select! {
+                _ = cancel.cancelled() => "interrupted",
+                _ = async {
+                    match deadline {
+                        Some(d) => tokio::time::sleep(d).await,
+                        None => std::future::pending().await,
+                    }
+                } => "deadline",
+            };
+            let _ =
+                supervisor.send_message(crate::supervisor::SupervisorMsg::Cancel(reason.into()));
         })
     };
     let outcome = done_rx.await;
@@ -214,10 +231,12 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         failed,
         blocked,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
+        reason: outcome.cancelled.clone(),
     });
-    let result = RunResult {
+    let mut result = RunResult {
         run_id: req.run_id,
         status,
+        stop_reason: outcome.cancelled.clone(),
         started_at,
         finished_at,
         topic: plan.spec().topic.clone(),
@@ -227,9 +246,10 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         calls,
         sections: outcome.sections,
         report: integration.report,
-        warnings: integration
-            .write_errors
+        warnings: outcome
+            .warnings
             .into_iter()
+            .chain(integration.write_errors)
             .chain(
                 integration
                     .summary_error
@@ -237,6 +257,12 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             )
             .collect(),
     };
+    // run.json never claims more than the journal holds.
+    if let Some(j) = &req.journal
+        && let Err(e) = j.sync()
+    {
+        result.warnings.push(format!("events.jsonl: {e}"));
+    }
     if let Some(out) = &req.output {
         out.write_run(&result)?;
     }

@@ -29,7 +29,7 @@ pub enum RunDirError {
 #[derive(Debug, Clone)]
 pub struct RunDir {
     root: PathBuf,
-    /// fsync each file before renaming it into place.
+    /// fsync each file before renaming it into place, and its directory after.
     durable: bool,
 }
 
@@ -80,7 +80,17 @@ impl RunDir {
             f.sync_all().map_err(err)?;
         }
         drop(f);
-        fs::rename(&tmp, &path).map_err(err)
+        fs::rename(&tmp, &path).map_err(err)?;
+        if self.durable {
+            // The rename itself is only durable once the directory entry is synced.
+            let dir = path.parent().unwrap_or(&self.root);
+            crate::journal::sync_dir(dir).map_err(err)?;
+        }
+        Ok(())
+    }
+
+    pub fn is_durable(&self) -> bool {
+        self.durable
     }
 
     pub fn write_json<T: serde::Serialize>(&self, rel: &str, value: &T) -> Result<(), RunDirError> {

@@ -7,8 +7,10 @@ use planwave_plan::ValidatedPlan;
 
 use crate::config::RunConfig;
 use crate::event::{Event, EventKind, EventSink};
+use crate::journal::{Ack, Journal};
 use crate::outcome::CallRecord;
 use crate::prompt::PromptSet;
+use crate::rundir::RunDir;
 
 pub struct RunShared {
     pub run_id: uuid::Uuid,
@@ -16,6 +18,12 @@ pub struct RunShared {
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,
     pub sink: Arc<dyn EventSink>,
+    /// The durable record (`events.jsonl`); every event goes here before the sink.
+    pub journal: Option<Arc<Journal>>,
+    /// Where sections are written (by the subagents, durably, before they report).
+    pub output: Option<RunDir>,
+    /// `sections/<stem>.md` per task, in plan order.
+    pub section_files: Arc<Vec<String>>,
     pub config: RunConfig,
     /// Every model call, taken from the `llm_call` events so no caller can forget one.
     pub calls: Mutex<Vec<CallRecord>>,
@@ -27,6 +35,26 @@ pub struct RunShared {
 impl RunShared {
     pub fn emit(&self, kind: EventKind) {
         let event = Event::now(kind);
+        if let Some(j) = &self.journal {
+            j.append(event.clone(), None);
+        }
+        self.publish(event);
+    }
+
+    /// Journals `kind` and calls `ack` once it is durable (at once without a journal). The
+    /// other sinks see the event only when [`RunShared::publish`] is called with it, after
+    /// the acknowledgement, so nothing downstream learns of a state change a crash could undo.
+    pub fn emit_durable(&self, kind: EventKind, ack: Ack) -> Event {
+        let event = Event::now(kind);
+        match &self.journal {
+            Some(j) => j.append(event.clone(), Some(ack)),
+            None => ack(Ok(())),
+        }
+        event
+    }
+
+    /// Hands an event to the non-durable sinks (progress, tracing) and the call records.
+    pub fn publish(&self, event: Event) {
         if let EventKind::LlmCall {
             task,
             role,

@@ -51,6 +51,9 @@ pub struct SubagentReport {
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
     pub failure_kind: Option<FailureKind>,
+    /// With a run directory: the section's hash once its file is durable, or why it could
+    /// not be written.
+    pub written: Option<Result<String, String>>,
 }
 
 impl Actor for Subagent {
@@ -73,7 +76,47 @@ impl Actor for Subagent {
         myself: ActorRef<()>,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
-        let report = write_section(state).instrument(state.span.clone()).await;
+        let mut report = match state.shared.config.task_timeout {
+            None => write_section(state).instrument(state.span.clone()).await,
+            Some(limit) => match tokio::time::timeout(
+                limit,
+                write_section(state).instrument(state.span.clone()),
+            )
+            .await
+            {
+                Ok(r) => r,
+                Err(_) => SubagentReport {
+                    index: state.index,
+                    attempts: 1,
+                    finished_at: timefmt::now(),
+                    usage: Usage::default(),
+                    context_cut: Vec::new(),
+                    result: Err(format!(
+                        "task timed out after {:.1} s (--task-timeout)",
+                        limit.as_secs_f64()
+                    )),
+                    written: None,
+                    // Slow, not wrong: a later pass may well finish in time.
+                    failure_kind: Some(FailureKind::Transient),
+                },
+            },
+        };
+        // The section is durable before the supervisor hears of it: a completion it journals
+        // always names a file that is really there. Subagents write in parallel, so the
+        // fsyncs overlap instead of queueing behind one writer.
+        if let (Ok(text), Some(out)) = (&report.result, &state.shared.output) {
+            let out = out.clone();
+            let text = text.clone();
+            let file = state.shared.section_files[state.index].clone();
+            let written = tokio::task::spawn_blocking(move || {
+                out.write(&file, text.as_bytes())
+                    .map(|()| crate::journal::section_hash(&text))
+                    .map_err(|e| e.to_string())
+            })
+            .await
+            .unwrap_or_else(|e| Err(format!("section writer failed: {e}")));
+            report.written = Some(written);
+        }
         // If the supervisor is gone the run is over; nothing useful to do with the report.
         let _ = state
             .supervisor
@@ -176,6 +219,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         context_cut,
         result,
         failure_kind,
+        written: None,
     }
 }
 

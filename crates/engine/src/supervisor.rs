@@ -27,6 +27,8 @@ pub enum SupervisorMsg {
     /// Start up to one batch of ready tasks (sent to itself).
     Dispatch,
     Finished(Box<SubagentReport>),
+    /// The journal made task `index`'s completion durable (or could not).
+    Committed(usize, Result<(), String>),
     /// Stop starting tasks, kill running subagents, and finish the run now.
     Cancel(String),
 }
@@ -54,6 +56,16 @@ pub struct SupervisorOutcome {
     pub retries: u64,
     /// Set when the run was cancelled; unfinished tasks are left `pending`.
     pub cancelled: Option<String>,
+    /// Completions the journal could not make durable (a resume runs those tasks again).
+    pub warnings: Vec<String>,
+}
+
+/// A completion waiting for the journal's acknowledgement.
+struct PendingCommit {
+    event: crate::event::Event,
+    section: Arc<str>,
+    /// The subagent could not write the file; the integrator tries again and reports.
+    write: bool,
 }
 
 pub struct SupervisorState {
@@ -67,6 +79,8 @@ pub struct SupervisorState {
     dispatch_queued: bool,
     retries: u64,
     cancelled: Option<String>,
+    pending_commits: HashMap<usize, PendingCommit>,
+    warnings: Vec<String>,
     spans: TaskSpans,
 }
 
@@ -115,9 +129,12 @@ impl Actor for Supervisor {
             dispatch_queued: false,
             retries: 0,
             cancelled: None,
+            pending_commits: HashMap::new(),
+            warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
         };
         for p in args.preset {
+            state.retries += u64::from(p.record.attempts.saturating_sub(1));
             state.sched.preset_completed(&args.shared.plan, p.index);
             let _ = state.integrator.send_message(IntegratorMsg::Section {
                 index: p.index,
@@ -166,6 +183,7 @@ impl Actor for Supervisor {
                 state.dispatch_batch(&myself).await;
             }
             SupervisorMsg::Finished(report) => state.on_report(&myself, *report),
+            SupervisorMsg::Committed(index, result) => state.on_committed(&myself, index, result),
             SupervisorMsg::Cancel(reason) => {
                 if state.cancelled.is_none() {
                     state.cancelled = Some(reason);
@@ -280,27 +298,40 @@ impl SupervisorState {
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         match report.result {
             Ok(section) => {
-                rec.status = TaskStatus::Completed;
-                rec.round = self.shared.config.round;
-                self.spans.completed(index, report.attempts, report.usage);
-                self.shared.emit(EventKind::TaskCompleted {
+                let (section_file, section_hash, write) = match report.written {
+                    Some(Ok(hash)) => (
+                        Some(self.shared.section_files[index].clone()),
+                        Some(hash),
+                        false,
+                    ),
+                    _ => (None, None, true),
+                };
+                let kind = EventKind::TaskCompleted {
                     task: plan.id(index).clone(),
                     attempts: report.attempts,
                     duration_ms,
                     usage: report.usage,
-                });
-                let _ = self.integrator.send_message(IntegratorMsg::Section {
+                    section_file,
+                    section_hash,
+                };
+                // The task counts as completed (dependents start, progress shows it) only
+                // once the journal has it on disk.
+                let me = myself.clone();
+                let event = self.shared.emit_durable(
+                    kind,
+                    Box::new(move |r| {
+                        let _ = me.send_message(SupervisorMsg::Committed(index, r));
+                    }),
+                );
+                self.pending_commits.insert(
                     index,
-                    text: section.clone(),
-                    write: true,
-                });
-                self.sections[index] = Some(section);
-                for ready in self.sched.complete(&plan, index) {
-                    self.shared.emit(EventKind::TaskReady {
-                        task: plan.id(ready).clone(),
-                        wave: plan.wave(ready),
-                    });
-                }
+                    PendingCommit {
+                        event,
+                        section,
+                        write,
+                    },
+                );
+                return;
             }
             Err(error) => self.settle_failure(
                 index,
@@ -308,6 +339,46 @@ impl SupervisorState {
                 error,
                 report.failure_kind.unwrap_or(FailureKind::Fatal),
             ),
+        }
+        self.queue_dispatch(myself);
+        self.finish_if_done(myself);
+    }
+
+    fn on_committed(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        index: usize,
+        result: Result<(), String>,
+    ) {
+        let Some(p) = self.pending_commits.remove(&index) else {
+            return;
+        };
+        if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
+            return; // the run already ended (cancelled); the journal has it for a resume
+        }
+        let plan = self.shared.plan.clone();
+        if let Err(e) = result {
+            self.warnings.push(format!(
+                "task {}: completion not journaled ({e}); a resume would run it again",
+                plan.id(index)
+            ));
+        }
+        let rec = &mut self.records[index];
+        rec.status = TaskStatus::Completed;
+        rec.round = self.shared.config.round;
+        self.spans.completed(index, rec.attempts, rec.usage);
+        self.shared.publish(p.event);
+        let _ = self.integrator.send_message(IntegratorMsg::Section {
+            index,
+            text: p.section.clone(),
+            write: p.write,
+        });
+        self.sections[index] = Some(p.section);
+        for ready in self.sched.complete(&plan, index) {
+            self.shared.emit(EventKind::TaskReady {
+                task: plan.id(ready).clone(),
+                wave: plan.wave(ready),
+            });
         }
         self.queue_dispatch(myself);
         self.finish_if_done(myself);
@@ -377,6 +448,7 @@ impl SupervisorState {
                 sections: std::mem::take(&mut self.sections),
                 retries: self.retries,
                 cancelled: self.cancelled.clone(),
+                warnings: std::mem::take(&mut self.warnings),
             };
             let _ = done.send(outcome);
             myself.stop(None);

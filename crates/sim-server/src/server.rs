@@ -46,6 +46,10 @@ pub struct ServerStats {
     pub authorized: u64,
     /// Requests that had a `traceparent` header.
     pub traced: u64,
+    /// Requests per task id (subagent requests, from the context header), faults included:
+    /// how often each task was really sent to the model.
+    #[serde(default)]
+    pub tasks: BTreeMap<String, u64>,
 }
 
 struct AppState {
@@ -195,7 +199,13 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let n = st.counter.fetch_add(1, Ordering::Relaxed);
     let fault = st.cfg.faults.pick(n);
     let role_header = header_str(&headers, context_header::ROLE_HEADER);
+    let task = header_str(&headers, context_header::CONTEXT_HEADER)
+        .and_then(context_header::decode)
+        .and_then(|c| c.task_id);
     if let Ok(mut s) = st.stats.lock() {
+        if let Some(task) = task {
+            *s.tasks.entry(task).or_default() += 1;
+        }
         s.requests += 1;
         *s.faults
             .entry(format!("{fault:?}").to_lowercase())

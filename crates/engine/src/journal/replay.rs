@@ -1,0 +1,241 @@
+//! Reading a journal back: which tasks of a run are durably completed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use planwave_llm::Usage;
+use planwave_plan::{TaskId, ValidatedPlan};
+use serde::Deserialize;
+
+use crate::outcome::{TaskRecord, TaskStatus};
+use crate::rundir::{RunDir, section_files};
+use crate::supervisor::Preset;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path} records no run (no run_started event)")]
+    NoRun { path: PathBuf },
+}
+
+/// The hash recorded with each section (FNV-1a, 64 bits, hex): enough to tell an intact file
+/// from a changed or half-written one, not a security measure.
+pub fn section_hash(text: &str) -> String {
+    format!("{:016x}", planwave_llm::sim::stable_hash(0, text, 0))
+}
+
+/// A `task_completed` event as journaled.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CompletedTask {
+    pub task: TaskId,
+    pub attempts: u32,
+    #[serde(default)]
+    pub usage: Usage,
+    pub ts: DateTime<Utc>,
+    #[serde(default)]
+    pub section_file: Option<String>,
+    #[serde(default)]
+    pub section_hash: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Header {
+    #[serde(rename = "type")]
+    kind: String,
+}
+
+#[derive(Deserialize)]
+struct RunStarted {
+    run_id: uuid::Uuid,
+}
+
+#[derive(Deserialize)]
+struct TaskStarted {
+    task: TaskId,
+    ts: DateTime<Utc>,
+}
+
+/// What a journal says about the latest run it records.
+#[derive(Debug, Default)]
+pub struct Replay {
+    pub run_id: Option<uuid::Uuid>,
+    pub completed: HashMap<TaskId, CompletedTask>,
+    pub started: HashMap<TaskId, DateTime<Utc>>,
+    /// Times the run was resumed before.
+    pub resumes: usize,
+    /// Lines that could not be read (a torn last line, or kinds this version does not know).
+    pub skipped_lines: usize,
+}
+
+impl Replay {
+    pub fn read(path: &Path) -> Result<Replay, ReplayError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let replay = Replay::parse(&text);
+        if replay.run_id.is_none() {
+            return Err(ReplayError::NoRun {
+                path: path.to_path_buf(),
+            });
+        }
+        Ok(replay)
+    }
+
+    /// Never fails: a line that is not a known event is counted and skipped, since only the
+    /// events that mark progress matter and a crash can tear the last line.
+    pub fn parse(text: &str) -> Replay {
+        let mut r = Replay::default();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+                r.skipped_lines += 1;
+                continue;
+            };
+            let Ok(h) = Header::deserialize(&value) else {
+                r.skipped_lines += 1;
+                continue;
+            };
+            let ok = match h.kind.as_str() {
+                "run_started" => RunStarted::deserialize(&value)
+                    .map(|s| {
+                        if r.run_id != Some(s.run_id) {
+                            // Another run was started into this directory: only the latest counts.
+                            r.completed.clear();
+                            r.started.clear();
+                            r.resumes = 0;
+                            r.run_id = Some(s.run_id);
+                        }
+                    })
+                    .is_ok(),
+                "run_resumed" => {
+                    r.resumes += 1;
+                    true
+                }
+                "task_started" => TaskStarted::deserialize(&value)
+                    .map(|s| {
+                        r.started.insert(s.task, s.ts);
+                    })
+                    .is_ok(),
+                "task_completed" => CompletedTask::deserialize(&value)
+                    .map(|c| {
+                        r.completed.insert(c.task.clone(), c);
+                    })
+                    .is_ok(),
+                _ => true,
+            };
+            if !ok {
+                r.skipped_lines += 1;
+            }
+        }
+        r
+    }
+
+    /// The durably completed tasks of `plan`, to be preset instead of run again: those whose
+    /// journaled section file is present with the journaled hash. The notes say which
+    /// completions were not trusted and why (those tasks run again).
+    pub fn presets(&self, plan: &ValidatedPlan, out: &RunDir) -> (Vec<Preset>, Vec<String>) {
+        let files = section_files(
+            (0..plan.len())
+                .map(|i| plan.id(i).key().into_owned())
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str),
+        );
+        let mut presets = Vec::new();
+        let mut notes = Vec::new();
+        for (i, file) in files.iter().enumerate() {
+            let id = plan.id(i);
+            let Some(c) = self.completed.get(id) else {
+                continue;
+            };
+            let (Some(rec_file), Some(hash)) = (&c.section_file, &c.section_hash) else {
+                notes.push(format!(
+                    "task {id}: its section was never written; running it again"
+                ));
+                continue;
+            };
+            if rec_file != file {
+                notes.push(format!(
+                    "task {id}: journaled section {rec_file} is not {file}; running it again"
+                ));
+                continue;
+            }
+            let text = match out.path(file).and_then(|p| {
+                std::fs::read_to_string(&p)
+                    .map_err(|source| crate::RunDirError::Write { path: p, source })
+            }) {
+                Ok(t) => t,
+                Err(e) => {
+                    notes.push(format!("task {id}: {e}; running it again"));
+                    continue;
+                }
+            };
+            if &section_hash(&text) != hash {
+                notes.push(format!(
+                    "task {id}: {file} changed since it was written; running it again"
+                ));
+                continue;
+            }
+            presets.push(Preset {
+                index: i,
+                record: TaskRecord {
+                    id: id.clone(),
+                    description: plan.task(i).description.clone(),
+                    status: TaskStatus::Completed,
+                    wave: plan.wave(i),
+                    attempts: c.attempts,
+                    started_at: self.started.get(id).copied(),
+                    finished_at: Some(c.ts),
+                    error: None,
+                    blocked_by: None,
+                    context_from: plan
+                        .deps(i)
+                        .iter()
+                        .map(|&d| plan.id(d as usize).clone())
+                        .collect(),
+                    section_file: Some(file.clone()),
+                    usage: c.usage,
+                    context_cut: Vec::new(),
+                    failure_kind: None,
+                    round: None,
+                },
+                section: Arc::from(text),
+            });
+        }
+        (presets, notes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latest_run_counts_and_unknown_or_torn_lines_are_skipped() {
+        let a = uuid::Uuid::new_v4();
+        let b = uuid::Uuid::new_v4();
+        let text = format!(
+            concat!(
+                "{{\"ts\":\"2026-01-01T00:00:00Z\",\"type\":\"run_started\",\"run_id\":\"{a}\"}}\n",
+                "{{\"ts\":\"2026-01-01T00:00:01Z\",\"type\":\"task_completed\",\"task\":1,\"attempts\":1,\"duration_ms\":1.0,\"usage\":{{\"prompt_tokens\":1,\"completion_tokens\":2,\"reasoning_tokens\":0}},\"section_file\":\"sections/1.md\",\"section_hash\":\"00\"}}\n",
+                "{{\"ts\":\"2026-01-01T00:00:02Z\",\"type\":\"run_started\",\"run_id\":\"{b}\"}}\n",
+                "{{\"ts\":\"2026-01-01T00:00:03Z\",\"type\":\"something_new\"}}\n",
+                "{{\"ts\":\"2026-01-01T00:00:04Z\",\"type\":\"task_completed\",\"task\":\"x\",\"attempts\":2,\"duration_ms\":1.0}}\n",
+                "{{\"ts\":\"2026-01-01T00:00:05Z\",\"type\":\"task_comp"
+            ),
+            a = a,
+            b = b
+        );
+        let r = Replay::parse(&text);
+        assert_eq!(r.run_id, Some(b));
+        assert_eq!(r.completed.len(), 1);
+        assert_eq!(r.completed[&TaskId::Str("x".into())].attempts, 2);
+        assert_eq!(r.skipped_lines, 1);
+    }
+}

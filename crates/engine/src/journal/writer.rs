@@ -1,0 +1,286 @@
+//! The journal writer: one thread, group commit.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::thread::JoinHandle;
+
+use crate::event::{Event, EventSink};
+
+/// Called once the event it came with is durable (`Ok`) or could not be written (`Err`).
+pub type Ack = Box<dyn FnOnce(Result<(), String>) + Send>;
+
+enum Cmd {
+    Append(Box<Event>, Option<Ack>),
+    Sync(mpsc::SyncSender<Result<(), String>>),
+}
+
+/// Most commands handled per commit, so acknowledgements keep flowing under a flood.
+const MAX_BATCH: usize = 8192;
+
+/// `events.jsonl`, appended with group commit. Also an [`EventSink`] (events without an
+/// acknowledgement are made durable with the next batch).
+pub struct Journal {
+    tx: Mutex<Option<Sender<Cmd>>>,
+    thread: Mutex<Option<JoinHandle<Result<(), String>>>>,
+}
+
+impl Journal {
+    /// Opens (or creates) the journal for appending. A torn last line (a crash in the middle
+    /// of a write) was never acknowledged, so it is cut off before anything is appended.
+    /// With `durable` false nothing is fsynced (tests of other things, benchmarks).
+    pub fn open(path: &Path, durable: bool) -> io::Result<Journal> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .open(path)?;
+        cut_torn_tail(&mut file)?;
+        if durable && let Some(dir) = path.parent() {
+            // The file's directory entry must survive a crash too.
+            sync_dir(dir)?;
+        }
+        let (tx, rx) = mpsc::channel::<Cmd>();
+        let thread = std::thread::Builder::new()
+            .name("planwave-journal".into())
+            .spawn(move || write_loop(file, rx, durable))?;
+        Ok(Journal {
+            tx: Mutex::new(Some(tx)),
+            thread: Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Queues `event`; `ack` runs on the writer thread once it is durable.
+    pub fn append(&self, event: Event, ack: Option<Ack>) {
+        let cmd = Cmd::Append(Box::new(event), ack);
+        let rejected = match self.tx.lock() {
+            Ok(guard) => match guard.as_ref() {
+                Some(tx) => tx.send(cmd).err().map(|e| e.0),
+                None => Some(cmd),
+            },
+            Err(_) => Some(cmd),
+        };
+        if let Some(Cmd::Append(_, Some(ack))) = rejected {
+            ack(Err("the journal is closed".into()));
+        }
+    }
+
+    /// Waits until everything queued so far is durable.
+    pub fn sync(&self) -> Result<(), String> {
+        let (done_tx, done_rx) = mpsc::sync_channel(1);
+        {
+            let guard = self
+                .tx
+                .lock()
+                .map_err(|_| "journal lock poisoned".to_owned())?;
+            let Some(tx) = guard.as_ref() else {
+                return Err("the journal is closed".into());
+            };
+            tx.send(Cmd::Sync(done_tx))
+                .map_err(|_| "the journal writer stopped".to_owned())?;
+        }
+        done_rx
+            .recv()
+            .map_err(|_| "the journal writer stopped".to_owned())?
+    }
+
+    /// Same as [`Journal::sync`], for callers of the old sink API.
+    pub fn flush(&self) {
+        let _ = self.sync();
+    }
+
+    /// Writes and syncs everything queued, stops the writer and returns its first error.
+    /// Later events are dropped.
+    pub fn close(&self) -> io::Result<()> {
+        if let Ok(mut guard) = self.tx.lock() {
+            guard.take();
+        }
+        let handle = self.thread.lock().ok().and_then(|mut g| g.take());
+        match handle {
+            Some(h) => match h.join() {
+                Ok(r) => r.map_err(io::Error::other),
+                Err(_) => Err(io::Error::other("journal writer thread panicked")),
+            },
+            None => Ok(()),
+        }
+    }
+}
+
+impl EventSink for Journal {
+    fn emit(&self, event: &Event) {
+        self.append(event.clone(), None);
+    }
+}
+
+impl Drop for Journal {
+    fn drop(&mut self) {
+        let _ = self.close();
+    }
+}
+
+fn write_loop(file: File, rx: Receiver<Cmd>, durable: bool) -> Result<(), String> {
+    let mut w = BufWriter::with_capacity(1 << 16, file);
+    let mut first_err: Option<String> = None;
+    let mut acks: Vec<Ack> = Vec::new();
+    let mut syncs = Vec::new();
+    // Block for the first command, then take whatever else is already queued: those all
+    // share one write and one fdatasync.
+    while let Ok(first) = rx.recv() {
+        let mut next = Some(first);
+        let mut n = 0;
+        while let Some(cmd) = next {
+            match cmd {
+                Cmd::Append(ev, ack) => {
+                    if first_err.is_none() {
+                        let r = serde_json::to_writer(&mut w, &*ev)
+                            .map_err(io::Error::from)
+                            .and_then(|_| w.write_all(b"\n"));
+                        if let Err(e) = r {
+                            first_err = Some(format!("cannot write events.jsonl: {e}"));
+                        }
+                    }
+                    acks.extend(ack);
+                }
+                Cmd::Sync(tx) => syncs.push(tx),
+            }
+            n += 1;
+            next = if n < MAX_BATCH {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        if first_err.is_none() {
+            let r = w.flush().and_then(|_| {
+                if durable {
+                    w.get_ref().sync_data()
+                } else {
+                    Ok(())
+                }
+            });
+            if let Err(e) = r {
+                first_err = Some(format!("cannot sync events.jsonl: {e}"));
+            }
+        }
+        let result = match &first_err {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        };
+        for ack in acks.drain(..) {
+            ack(result.clone());
+        }
+        for s in syncs.drain(..) {
+            let _ = s.send(result.clone());
+        }
+    }
+    match first_err {
+        None => Ok(()),
+        Some(e) => Err(e),
+    }
+}
+
+/// Truncates the file after its last newline.
+fn cut_torn_tail(file: &mut File) -> io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    // Scan back in blocks for the last '\n'; lines are short, so this reads little.
+    let mut end = len;
+    let mut buf = vec![0u8; 4096];
+    while end > 0 {
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(chunk)?;
+        if let Some(pos) = chunk.iter().rposition(|&b| b == b'\n') {
+            let keep = start + pos as u64 + 1;
+            if keep != len {
+                file.set_len(keep)?;
+            }
+            return Ok(());
+        }
+        end = start;
+    }
+    file.set_len(0)
+}
+
+/// fsyncs a directory, so a rename or a new file in it survives a crash.
+pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::EventKind;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    fn ready(n: u32) -> Event {
+        Event::now(EventKind::TaskReady {
+            task: planwave_plan::TaskId::Int(i64::from(n)),
+            wave: n,
+        })
+    }
+
+    #[test]
+    fn every_ack_comes_after_its_event_is_written_and_lines_stay_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let j = Arc::new(Journal::open(&path, true).expect("open"));
+        let acked = Arc::new(AtomicUsize::new(0));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let j = j.clone();
+                let acked = acked.clone();
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    for i in 0..250 {
+                        let (tx, rx) = mpsc::channel();
+                        j.append(
+                            ready(t * 1000 + i),
+                            Some(Box::new(move |r| {
+                                let _ = tx.send(r);
+                            })),
+                        );
+                        rx.recv().expect("ack").expect("durable");
+                        // Acknowledged means on disk: the line is in the file now.
+                        let text = std::fs::read_to_string(&path).expect("read");
+                        assert!(text.contains(&format!("\"task\":{}", t * 1000 + i)));
+                        acked.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        j.close().expect("close");
+        assert_eq!(acked.load(Ordering::SeqCst), 1000);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert_eq!(text.lines().count(), 1000);
+        for l in text.lines() {
+            serde_json::from_str::<Event>(l).expect("whole line");
+        }
+    }
+
+    #[test]
+    fn a_torn_last_line_is_cut_before_appending() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let whole = serde_json::to_string(&ready(1)).expect("json");
+        std::fs::write(&path, format!("{whole}\n{{\"ts\":\"2026-")).expect("write");
+        let j = Journal::open(&path, false).expect("open");
+        j.emit(&ready(2));
+        j.close().expect("close");
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2, "{text}");
+        for l in lines {
+            serde_json::from_str::<Event>(l).expect("whole line");
+        }
+    }
+}

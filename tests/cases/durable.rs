@@ -1,0 +1,335 @@
+//! Durable runs: `kill -9` in the middle of a run, then `planwave resume`, against the
+//! simulator over real HTTP (which counts the model calls per task independently of us).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::support::{Running, SimLlm, events, id_text, plan, read_json, run, write_json};
+
+/// A plan with fan-out, fan-in and independent tasks; with `--concurrency 2` it runs in
+/// several steps, so a kill lands in the middle.
+fn nine_tasks(dir: &Path) -> std::path::PathBuf {
+    let p = plan(
+        "Durable Co",
+        &[
+            ("1", "market", &[]),
+            ("2", "products", &["1"]),
+            ("3", "finance", &["1"]),
+            ("4", "risks", &["2", "3"]),
+            ("5", "people", &[]),
+            ("6", "supply", &["5"]),
+            ("7", "rivals", &[]),
+            ("8", "outlook", &["4", "6", "7"]),
+            ("9", "valuation", &["8"]),
+        ],
+    );
+    write_json(dir, "plan.json", &p)
+}
+
+fn run_args<'a>(plan: &'a str, out: &'a str, server: &'a SimLlm) -> Vec<&'a str> {
+    vec![
+        "run",
+        plan,
+        "--out",
+        out,
+        "--llm-base-url",
+        &server.base_url,
+        "--model",
+        "planwave-sim-1",
+        "--concurrency",
+        "2",
+    ]
+}
+
+/// The report without its one timing line (the makespan differs between any two runs).
+fn report_without_timing(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("report.md"))
+        .expect("report.md")
+        .lines()
+        .filter(|l| !l.contains("| 耗时 |") && !l.contains("| Makespan |"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn completed_in_journal(dir: &Path) -> Vec<String> {
+    events(dir)
+        .iter()
+        .filter(|e| e["type"] == "task_completed")
+        .map(|e| id_text(&e["task"]))
+        .collect()
+}
+
+#[test]
+fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let plan_s = plan_path.to_str().expect("path");
+
+    // The reference: the same plan, uninterrupted, against its own fresh server.
+    let reference_server = SimLlm::start(&["--latency-ms", "20", "--sigma", "0"], &[]);
+    let reference = dir.path().join("reference");
+    let mut args = run_args(plan_s, reference.to_str().expect("path"), &reference_server);
+    args.push("-q");
+    let res = run(&args);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+
+    let server = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
+    let out = dir.path().join("killed");
+    let out_s = out.to_str().expect("path");
+    let mut child = Running::spawn(&run_args(plan_s, out_s, &server));
+    // A completion is printed only once it is durable; kill right after the third.
+    child.wait_for(" completed in ", 3);
+    child.kill_9();
+
+    let before = completed_in_journal(&out);
+    assert!(before.len() >= 3, "{before:?}");
+    assert!(
+        before.len() < 9,
+        "the run finished before the kill: {before:?}"
+    );
+    assert!(
+        !out.join("run.json").exists(),
+        "a killed run writes no run.json"
+    );
+    let calls_before: BTreeMap<String, u64> =
+        serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
+
+    let res = run(&["resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    assert!(
+        res.stdout
+            .contains(&format!("{} of 9 tasks already completed", before.len())),
+        "{}",
+        res.stdout
+    );
+
+    // Counted by the server: a task completed before the kill was never sent again.
+    let calls: BTreeMap<String, u64> =
+        serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
+    for id in &before {
+        assert_eq!(calls.get(id), Some(&1), "task {id}: {calls:?}");
+    }
+    for id in 1..=9 {
+        let id = id.to_string();
+        assert!(calls.get(&id).copied().unwrap_or(0) >= 1, "task {id}");
+        // Only tasks in flight at the kill may have been sent twice.
+        if !before.contains(&id) {
+            assert!(
+                calls[&id] - calls_before.get(&id).copied().unwrap_or(0) == 1,
+                "task {id} was sent more than once by the resume: {calls:?}"
+            );
+        }
+    }
+
+    let run_json = read_json(&out.join("run.json"));
+    assert_eq!(run_json["status"], "completed");
+    assert_eq!(run_json["stats"]["completed"], 9);
+    let all = completed_in_journal(&out);
+    assert_eq!(
+        all.len(),
+        9,
+        "each task completed once in the journal: {all:?}"
+    );
+    let evs = events(&out);
+    assert_eq!(evs.iter().filter(|e| e["type"] == "run_resumed").count(), 1);
+    assert_eq!(
+        report_without_timing(&out),
+        report_without_timing(&reference)
+    );
+}
+
+#[test]
+fn resume_of_a_finished_run_calls_no_subagent() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let server = SimLlm::start(&[], &[]);
+    let out = dir.path().join("done");
+    let out_s = out.to_str().expect("path");
+    let mut args = run_args(plan_path.to_str().expect("path"), out_s, &server);
+    args.push("-q");
+    assert_eq!(run(&args).code, 0);
+    let first = report_without_timing(&out);
+    let res = run(&["resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    assert!(
+        res.stdout.contains("9 of 9 tasks already completed"),
+        "{}",
+        res.stdout
+    );
+    let calls: BTreeMap<String, u64> =
+        serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
+    assert!(calls.values().all(|&n| n == 1), "{calls:?}");
+    assert_eq!(report_without_timing(&out), first);
+}
+
+#[test]
+fn a_changed_section_file_is_not_trusted_and_its_task_runs_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let out = dir.path().join("tampered");
+    let out_s = out.to_str().expect("path");
+    let res = run(&[
+        "run",
+        plan_path.to_str().expect("path"),
+        "--out",
+        out_s,
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+        "-q",
+    ]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    let reference = report_without_timing(&out);
+    std::fs::write(out.join("sections/9.md"), "edited by hand").expect("write");
+    let res = run(&["resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    assert!(
+        res.stderr
+            .contains("task 9: sections/9.md changed since it was written; running it again"),
+        "{}",
+        res.stderr
+    );
+    assert!(
+        res.stdout.contains("8 of 9 tasks already completed"),
+        "{}",
+        res.stdout
+    );
+    assert_eq!(report_without_timing(&out), reference);
+}
+
+#[test]
+fn a_second_process_on_one_run_dir_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let out = dir.path().join("busy");
+    let out_s = out.to_str().expect("path");
+    let plan_s = plan_path.to_str().expect("path");
+    let mut first = Running::spawn(&[
+        "run",
+        plan_s,
+        "--out",
+        out_s,
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "200",
+        "--sim-sigma",
+        "0",
+        "--concurrency",
+        "1",
+    ]);
+    first.wait_for(" started ", 1);
+    let res = run(&["resume", out_s, "-q"]);
+    assert_eq!(res.code, 1, "{}", res.stderr);
+    assert!(
+        res.stderr.contains("is in use by another planwave process"),
+        "{}",
+        res.stderr
+    );
+    first.kill_9();
+}
+
+fn sim_run<'a>(plan: &'a str, out: &'a str, latency_ms: &'a str) -> Vec<&'a str> {
+    vec![
+        "run",
+        plan,
+        "--out",
+        out,
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        latency_ms,
+        "--sim-sigma",
+        "0",
+        "--concurrency",
+        "2",
+    ]
+}
+
+#[test]
+fn ctrl_c_stops_gracefully_says_how_to_resume_and_resume_finishes_the_same_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let plan_s = plan_path.to_str().expect("path");
+    let reference = dir.path().join("reference");
+    let mut args = sim_run(plan_s, reference.to_str().expect("path"), "0");
+    args.push("-q");
+    assert_eq!(run(&args).code, 0);
+
+    let out = dir.path().join("interrupted");
+    let out_s = out.to_str().expect("path");
+    let mut child = Running::spawn(&sim_run(plan_s, out_s, "150"));
+    child.wait_for(" completed in ", 2);
+    child.interrupt();
+    let (code, stdout) = child.wait();
+    assert_eq!(code, 130, "{stdout}");
+    assert!(
+        stdout.contains(&format!("Continue with: planwave resume {out_s}")),
+        "{stdout}"
+    );
+    let run_json = read_json(&out.join("run.json"));
+    assert_eq!(run_json["status"], "cancelled");
+    assert_eq!(run_json["stop_reason"], "interrupted");
+    let finished: Vec<_> = events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "run_finished")
+        .collect();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0]["reason"], "interrupted");
+    // Nothing completed is missing from disk.
+    for id in completed_in_journal(&out) {
+        assert!(out.join(format!("sections/{id}.md")).is_file(), "task {id}");
+    }
+
+    let res = run(&["resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    assert_eq!(read_json(&out.join("run.json"))["status"], "completed");
+    assert_eq!(
+        report_without_timing(&out),
+        report_without_timing(&reference)
+    );
+}
+
+#[test]
+fn deadline_stops_the_run_with_exit_4_and_task_timeout_fails_slow_tasks() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan_path = nine_tasks(dir.path());
+    let plan_s = plan_path.to_str().expect("path");
+    // Tasks 1, 5 and 7 (the only ones without prerequisites) take 60 s: nothing can finish
+    // before a 0.3 s deadline. The executive summary answers at once.
+    let slow = write_json(
+        dir.path(),
+        "slow.json",
+        &serde_json::json!({"1": 60000, "5": 60000, "7": 60000}),
+    );
+    let slow_s = slow.to_str().expect("path");
+    let out = dir.path().join("deadline");
+    let out_s = out.to_str().expect("path");
+    let mut args = sim_run(plan_s, out_s, "0");
+    args.extend(["--sim-latency-file", slow_s, "--deadline", "0.3", "-q"]);
+    let res = run(&args);
+    assert_eq!(res.code, 4, "{}", res.stderr);
+    assert!(res.stdout.contains("deadline reached"), "{}", res.stdout);
+    let run_json = read_json(&out.join("run.json"));
+    assert_eq!(run_json["stop_reason"], "deadline");
+    assert_eq!(run_json["stats"]["completed"], 0);
+
+    let out = dir.path().join("timeout");
+    let out_s = out.to_str().expect("path");
+    let mut args = sim_run(plan_s, out_s, "0");
+    args.extend(["--sim-latency-file", slow_s, "--task-timeout", "0.2", "-q"]);
+    let res = run(&args);
+    assert_eq!(res.code, 3, "{}", res.stderr);
+    let run_json = read_json(&out.join("run.json"));
+    let tasks = run_json["tasks"].as_array().expect("tasks");
+    let failed: Vec<_> = tasks.iter().filter(|t| t["status"] == "failed").collect();
+    assert_eq!(failed.len(), 3, "1, 5 and 7 have no prerequisites");
+    for t in failed {
+        assert_eq!(
+            t["error"], "task timed out after 0.2 s (--task-timeout)",
+            "{t}"
+        );
+    }
+    assert!(tasks.iter().all(|t| t["status"] != "completed"));
+}
