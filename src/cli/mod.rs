@@ -1,5 +1,6 @@
 //! Command-line interface: one module per subcommand.
 
+mod events;
 pub mod exit;
 mod input;
 mod llm;
@@ -11,6 +12,7 @@ mod research;
 mod resume;
 mod rounds;
 mod run;
+mod show;
 mod sim_llm;
 mod sim_reflect;
 pub mod telemetry;
@@ -65,6 +67,9 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Show(show::ShowArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -76,6 +81,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Show(a) => show::show(a),
     }
 }
 

@@ -5,6 +5,7 @@
 //! `best_round`, `stop_reason` and a summary of every round.
 
 use std::collections::HashMap;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -13,6 +14,7 @@ use planwave_engine::{RunResult, RunStatus};
 use planwave_orchestrator::{LoopContext, LoopError, LoopPolicy, StopReason, run_loop};
 use serde::Serialize;
 
+use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
@@ -43,6 +45,8 @@ pub struct ResearchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -76,6 +80,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let stream = open_stream(run_id, &args.events)?;
     let r = &settings.reflect;
     let cx = LoopContext {
         goal: args.goal.clone(),
@@ -103,9 +109,14 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         calls: HashMap::new(),
         attempts: HashMap::new(),
         events: HashMap::new(),
-        run_ids: HashMap::new(),
+        run_id,
+        stream: stream.clone(),
     };
-    let looped = match run_loop(&cx, &mut driver).await {
+    let looped = run_loop(&cx, &mut driver).await;
+    if let Some(s) = &stream {
+        s.close().context("writing the --events stream")?;
+    }
+    let looped = match looped {
         Ok(l) => l,
         Err(e) => {
             // Nothing is lost: what the first round got to (its planning attempts, say) is
@@ -142,7 +153,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             rounds: &looped.rounds,
         },
     )?;
-    println!(
+    let mut h = human();
+    let _ = writeln!(
+        h,
         "planned in {} attempt(s): {} tasks",
         driver.attempts.get(&best.round).copied().unwrap_or(0),
         best.result.stats.tasks
@@ -158,7 +171,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             .iter()
             .filter_map(|p| p.recovery.map(|s| s.as_str()))
             .collect();
-        println!(
+        let _ = writeln!(
+            h,
             "round {}: {} ({score}){}",
             r.round,
             r.status.as_str(),
@@ -169,13 +183,15 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             }
         );
     }
-    println!(
+    let _ = writeln!(
+        h,
         "stopped: {}; best round {}",
         looped.stop_reason.as_str(),
         looped.best_round.unwrap_or(best.round)
     );
     if interrupted {
-        println!(
+        let _ = writeln!(
+            h,
             "round {} is in {}; `planwave resume {}` finishes its tasks",
             best.round,
             out.root().display(),

@@ -9,7 +9,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use planwave_config::Settings;
 use planwave_engine::{
-    CallRecord, Event, EventKind, EventSink, Journal, Preset, RunConfig, RunDir, RunResult,
+    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
+    RunResult,
 };
 use planwave_llm::{LlmProvider, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
@@ -63,7 +64,11 @@ pub struct RoundsDriver {
     /// `--deadline` for the whole loop, not per round.
     pub deadline: Option<std::time::Instant>,
     pub durable: bool,
-    pub run_ids: HashMap<u32, uuid::Uuid>,
+    /// One run id for the whole loop: every round's journal and the `--events` stream
+    /// carry it.
+    pub run_id: uuid::Uuid,
+    /// The `--events` stream, shared by every round; closed by `research` at the end.
+    pub stream: Option<Arc<JsonlSink>>,
 }
 
 impl RoundsDriver {
@@ -93,12 +98,13 @@ impl Rounds for RoundsDriver {
         std::fs::create_dir_all(out.root().join(&dir))
             .with_context(|| format!("creating {}", out.root().join(&dir).display()))?;
         // Planning events open the file the pass's execution continues.
-        let events = open_events_at(&out, "events.jsonl")?;
+        let events = open_events_at(&out, "events.jsonl", self.run_id)?;
         self.events.insert(tag, events.clone());
         let mut write_errors: Vec<String> = Vec::new();
         let planned = {
             let out = out.clone();
             let events = events.clone();
+            let stream = self.stream.clone();
             let errors = &mut write_errors;
             let dir = dir.clone();
             plan_goal_reflected(
@@ -117,7 +123,7 @@ impl Rounds for RoundsDriver {
                     {
                         errors.push(e.to_string());
                     }
-                    events.emit(&Event::now(EventKind::LlmCall {
+                    let ev = Event::now(EventKind::LlmCall {
                         task: None,
                         role: "planner".into(),
                         model: a.model.clone(),
@@ -125,7 +131,11 @@ impl Rounds for RoundsDriver {
                         duration_ms: a.duration_ms,
                         usage: a.usage,
                         error: a.error.clone(),
-                    }));
+                    });
+                    events.emit(&ev);
+                    if let Some(s) = &stream {
+                        s.emit(&ev);
+                    }
                 },
             )
             .await
@@ -202,7 +212,7 @@ impl Rounds for RoundsDriver {
             Some(sink) => sink,
             // Every pass of a round appends to one journal, so a resume of the round sees
             // every section any pass completed.
-            None => open_events_at(&out, "events.jsonl")?,
+            None => open_events_at(&out, "events.jsonl", self.run_id)?,
         };
         let prices = self.settings.prices.clone();
         let mut result = execute_plan(Execution {
@@ -219,11 +229,8 @@ impl Rounds for RoundsDriver {
             out: out.clone(),
             events,
             quiet: self.quiet,
-            // One run id per round: its journal is one run, resumable as such.
-            run_id: *self
-                .run_ids
-                .entry(tag.round)
-                .or_insert_with(uuid::Uuid::new_v4),
+            run_id: self.run_id,
+            stream: self.stream.clone(),
             preset,
         })
         .await?;

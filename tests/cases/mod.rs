@@ -1,8 +1,11 @@
 mod aimock;
+mod compose;
 mod durable;
+mod events;
 mod http;
 mod reflect;
 mod research;
 mod run;
+mod show;
 mod traces;
 mod validate;
