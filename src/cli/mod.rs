@@ -4,6 +4,7 @@ mod events;
 pub mod exit;
 mod input;
 mod llm;
+mod loadtest;
 mod options;
 mod plan;
 mod planning;
@@ -67,6 +68,10 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Load-test the engine: a generated or given workload, its makespan against the
+    /// critical-path bound, throughput, dispatch latency, memory and model calls.
+    #[command(after_help = loadtest::AFTER_HELP)]
+    Loadtest(loadtest::LoadtestArgs),
     /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
     #[command(after_help = EXIT_CODES_HELP)]
     Show(show::ShowArgs),
@@ -81,6 +86,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Loadtest(a) => loadtest::loadtest(a).await,
         Command::Show(a) => show::show(a),
     }
 }

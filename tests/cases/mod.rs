@@ -3,6 +3,7 @@ mod compose;
 mod durable;
 mod events;
 mod http;
+mod loadtest;
 mod reflect;
 mod research;
 mod run;

@@ -7,9 +7,10 @@ mod latency;
 pub mod plan;
 pub mod reflect;
 mod text;
+pub mod timer;
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -71,17 +72,20 @@ impl SimProvider {
             .task_id
             .as_deref()
             .unwrap_or(request.role.as_str());
-        if let Some(fixed) = request
-            .context
-            .task_id
-            .as_deref()
-            .and_then(|id| self.config.latency_overrides.get(id))
-        {
+        self.config.latency_of(key, request.attempt)
+    }
+}
+
+impl SimConfig {
+    /// The simulated latency of attempt `attempt` of the call keyed `key` (a task id, or the
+    /// role for calls without a task): the override if there is one, else a draw from
+    /// `latency` seeded by seed, key and attempt. Load tests use it to know the planned
+    /// latency of every task before running.
+    pub fn latency_of(&self, key: &str, attempt: u32) -> Duration {
+        if let Some(fixed) = self.latency_overrides.get(key) {
             return *fixed;
         }
-        self.config
-            .latency
-            .sample(stable_hash(self.config.seed, key, request.attempt))
+        self.latency.sample(stable_hash(self.seed, key, attempt))
     }
 }
 
@@ -97,6 +101,8 @@ impl LlmProvider for SimProvider {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        // Latency counts from here, so the work below does not lengthen it.
+        let start = Instant::now();
         let task = request.context.task_id.clone();
         if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
             // Deliberate: exercises the supervisor's handling of a subagent that dies.
@@ -104,7 +110,7 @@ impl LlmProvider for SimProvider {
         }
         let delay = self.latency_for(&request);
         if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+            timer::sleep_from(start, delay).await;
         }
         if let Some(id) = task.as_deref() {
             if self.config.fail.contains(id) {
