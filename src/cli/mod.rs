@@ -12,9 +12,11 @@ mod planning;
 mod progress;
 mod research;
 mod resume;
+mod rounds;
 mod run;
 mod show;
 mod sim_llm;
+mod sim_reflect;
 pub mod telemetry;
 mod validate;
 mod waves;
@@ -57,7 +59,8 @@ pub enum Command {
     /// Ask the model for a plan for GOAL, repairing it until valid; print it and its waves.
     #[command(after_help = EXIT_CODES_HELP)]
     Plan(plan::PlanArgs),
-    /// Plan GOAL, run the plan and integrate the report into a run directory.
+    /// Plan GOAL, run it, evaluate and reflect, and plan again until good enough (the
+    /// reflective loop); every round is kept in DIR/rounds/<k>/.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
     /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:

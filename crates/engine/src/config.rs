@@ -114,6 +114,9 @@ pub struct RunConfig {
     /// Most tool rounds per task (see [`DEFAULT_MAX_TOOL_ROUNDS`]).
     #[serde(default = "default_max_tool_rounds")]
     pub max_tool_rounds: u32,
+    /// Set by the reflective loop: requests carry it, and completed tasks record it.
+    #[serde(default)]
+    pub round: Option<planwave_llm::RoundTag>,
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
@@ -131,6 +134,7 @@ impl Default for RunConfig {
             prices: PriceTable::default(),
             tool_protocol: ToolProtocol::Json,
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
+            round: None,
             task_timeout: None,
         }
     }

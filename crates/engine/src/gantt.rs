@@ -104,6 +104,8 @@ mod tests {
             usage: Usage::default(),
             context_cut: Vec::new(),
             tool_calls: Vec::new(),
+            failure_kind: None,
+            round: None,
         }
     }
 

@@ -16,6 +16,7 @@ use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
+use crate::outcome::FailureKind;
 use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
@@ -52,6 +53,7 @@ pub struct SubagentReport {
     pub result: Result<Arc<str>, String>,
     /// Tool calls made by the task, every attempt.
     pub tool_calls: Vec<crate::outcome::ToolCallRecord>,
+    pub failure_kind: Option<FailureKind>,
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
     pub written: Option<Result<String, String>>,
@@ -98,6 +100,8 @@ impl Actor for Subagent {
                     )),
                     written: None,
                     tool_calls: Vec::new(),
+                    // Slow, not wrong: a later pass may well finish in time.
+                    failure_kind: Some(FailureKind::Transient),
                 },
             },
         };
@@ -134,6 +138,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let mut calls = TaskCalls::new(shared, task_id.clone());
     if let Some(tool) = plan.task(index).tool.as_deref() {
         let outcome = crate::tool_step::run(&mut calls, index, tool.trim()).await;
+        let mut failure_kind = None;
         let result = match outcome {
             Ok((section, json)) => {
                 if let Ok(mut r) = shared.results.lock() {
@@ -141,7 +146,10 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
                 }
                 Ok(Arc::<str>::from(section))
             }
-            Err(e) => Err(e),
+            Err((e, kind)) => {
+                failure_kind = Some(kind);
+                Err(e)
+            }
         };
         return SubagentReport {
             index,
@@ -152,6 +160,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             result,
             tool_calls: calls.tool_calls,
             written: None,
+            failure_kind,
         };
     }
     let (fitted, context_cut) = context::fit(
@@ -165,10 +174,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
     let messages = shared.prompts.subagent(plan, index, &prior);
-    let context = subagent_context(plan, index, &prior);
+    let mut context = subagent_context(plan, index, &prior);
+    context.round = shared.config.round;
     let retry = shared.config.retry;
     let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
+    let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         let request = ChatRequest {
@@ -191,6 +202,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             Err(e) => e,
         };
         if !err.is_retryable() || attempt > retry.max_retries {
+            failure_kind = Some(if err.is_retryable() {
+                FailureKind::Transient
+            } else {
+                FailureKind::Fatal
+            });
             break Err(err.to_string());
         }
         let delay = backoff(
@@ -221,6 +237,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         context_cut,
         result,
         tool_calls: calls.tool_calls,
+        failure_kind,
         written: None,
     }
 }

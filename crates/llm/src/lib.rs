@@ -24,5 +24,5 @@ pub use secret::{ApiKey, scrub};
 pub use tokens::{char_tokens, estimate_tokens, is_cjk};
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
-    SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
+    RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
 };

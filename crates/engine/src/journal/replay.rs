@@ -204,6 +204,8 @@ impl Replay {
                     context_cut: Vec::new(),
                     // Not journaled: a resumed run's record lists the calls of this attempt.
                     tool_calls: Vec::new(),
+                    failure_kind: None,
+                    round: None,
                 },
                 section: Arc::from(text),
             });

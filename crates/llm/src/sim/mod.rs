@@ -5,6 +5,7 @@
 
 mod latency;
 pub mod plan;
+pub mod reflect;
 mod text;
 pub mod timer;
 mod tools;
@@ -18,6 +19,7 @@ use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, Provide
 
 pub use latency::{Latency, stable_hash};
 pub use plan::PlannerFault;
+pub use reflect::{FaultKind, ReflectScript, TaskFault};
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
 #[derive(Clone, Debug, Default)]
@@ -35,6 +37,8 @@ pub struct SimConfig {
     /// Planner faults by planning attempt: entry k applies to attempt k + 1; attempts past
     /// the list get a valid plan.
     pub planner_faults: Vec<PlannerFault>,
+    /// Scores, replan decisions, invalid answers and task failures of the reflective loop.
+    pub reflect: ReflectScript,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -116,6 +120,22 @@ impl LlmProvider for SimProvider {
                     request.attempt
                 )));
             }
+            match self.config.reflect.task_fault(&request.context) {
+                Some(FaultKind::Transient) => {
+                    return Err(self.transient(format!(
+                        "simulated transient failure of task {id} in this pass (attempt {})",
+                        request.attempt
+                    )));
+                }
+                Some(FaultKind::Fatal) => {
+                    return Err(LlmError::Fatal {
+                        provider: "sim".into(),
+                        model: SIM_MODEL.into(),
+                        message: format!("simulated refusal of task {id} as phrased"),
+                    });
+                }
+                None => {}
+            }
             if self.config.flaky.contains(id) && request.attempt <= 1 {
                 return Err(self.transient(format!(
                     "simulated transient failure of task {id} (first attempt)"
@@ -135,6 +155,16 @@ impl LlmProvider for SimProvider {
                 None => text::section(&request.context, seed) + &tools::findings(&request.context),
             },
             AgentRole::Integrator => text::summary(&request.context, seed),
+            AgentRole::Evaluator => {
+                reflect::evaluation(&request.context, request.attempt, &self.config.reflect)
+            }
+            AgentRole::Reflector => {
+                reflect::reflection(&request.context, request.attempt, &self.config.reflect)
+            }
+            // Sections name the kept and replaced tasks of a partial replan.
+            AgentRole::Planner if !request.context.sections.is_empty() => {
+                plan::replacement(&request.context)
+            }
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
             AgentRole::Planner => plan::answer(
                 &request.context.topic,
@@ -144,16 +174,6 @@ impl LlmProvider for SimProvider {
                     .get(request.attempt.saturating_sub(1) as usize)
                     .copied(),
             ),
-            other => {
-                return Err(LlmError::Fatal {
-                    provider: "sim".into(),
-                    model: SIM_MODEL.into(),
-                    message: format!(
-                        "the simulator cannot answer the {} role yet",
-                        other.as_str()
-                    ),
-                });
-            }
         };
         let prompt_chars: usize = request
             .messages
