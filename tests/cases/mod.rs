@@ -1,4 +1,5 @@
 mod aimock;
+mod batch;
 mod durable;
 mod http;
 mod research;
