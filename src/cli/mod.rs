@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand.
 
 mod batch;
+mod events;
 pub mod exit;
 pub(crate) mod input;
 mod llm;
@@ -11,6 +12,7 @@ pub(crate) mod progress;
 mod research;
 mod resume;
 pub(crate) mod run;
+mod show;
 mod sim_llm;
 pub mod telemetry;
 mod validate;
@@ -75,6 +77,9 @@ pub enum Command {
     Batch(batch::BatchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Show(show::ShowArgs),
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
@@ -87,6 +92,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Show(a) => show::show(a),
     }
 }
 

@@ -40,6 +40,10 @@ struct Bars {
 struct Counts {
     failed: usize,
     blocked: usize,
+    /// Tasks settled (completed, failed or blocked), for the estimate of time left.
+    settled: usize,
+    /// Tokens of every model call so far (all roles, failed calls included).
+    tokens: u64,
     running: BTreeMap<String, String>,
 }
 
@@ -83,6 +87,8 @@ impl Progress {
             counts: Mutex::new(Counts {
                 failed: 0,
                 blocked: 0,
+                settled: 0,
+                tokens: 0,
                 running: BTreeMap::new(),
             }),
         }
@@ -109,9 +115,22 @@ impl Progress {
         let _ = writeln!(err, "[{t:>8.3}s] {text}");
     }
 
+    /// `1.2k tokens, ETA 14s`: the rate so far applied to the tasks left (no estimate
+    /// before the first task settles).
+    fn tokens_and_eta(&self, c: &Counts) -> String {
+        let mut s = format!("{} tokens", compact(c.tokens));
+        let total = self.plan.len();
+        if c.settled > 0 && c.settled < total {
+            let elapsed = self.start.elapsed().as_secs_f64();
+            let left = elapsed / c.settled as f64 * (total - c.settled) as f64;
+            s.push_str(&format!(", ETA {}", human_secs(left)));
+        }
+        s
+    }
+
     fn update_bars(&self, c: &Counts) {
         let Some(b) = &self.bars else { return };
-        let mut msg = String::new();
+        let mut msg = format!("{} ", self.tokens_and_eta(c));
         if c.failed > 0 {
             msg.push_str(&format!("{} failed ", c.failed));
         }
@@ -151,6 +170,9 @@ impl EventSink for Progress {
                 }
                 c.running.insert(task.to_string(), title);
             }
+            EventKind::LlmCall { usage, .. } => {
+                c.tokens += usage.total();
+            }
             EventKind::TaskCompleted {
                 task,
                 attempts,
@@ -158,13 +180,15 @@ impl EventSink for Progress {
                 ..
             } => {
                 c.running.remove(&task.to_string());
+                c.settled += 1;
                 if let Some(b) = &self.bars {
                     b.overall.inc(1);
                 }
                 if self.lines {
                     self.line(format!(
-                        "task {task} completed in {:.2}s ({attempts} attempt(s))",
-                        duration_ms / 1000.0
+                        "task {task} completed in {:.2}s ({attempts} attempt(s)); {}",
+                        duration_ms / 1000.0,
+                        self.tokens_and_eta(&c)
                     ));
                 }
             }
@@ -183,6 +207,7 @@ impl EventSink for Progress {
             EventKind::TaskFailed { task, error, .. } => {
                 c.running.remove(&task.to_string());
                 c.failed += 1;
+                c.settled += 1;
                 if let Some(b) = &self.bars {
                     b.overall.inc(1);
                 }
@@ -192,6 +217,7 @@ impl EventSink for Progress {
             }
             EventKind::TaskBlocked { task, blocked_by } => {
                 c.blocked += 1;
+                c.settled += 1;
                 if let Some(b) = &self.bars {
                     b.overall.inc(1);
                 }
@@ -204,5 +230,39 @@ impl EventSink for Progress {
             _ => return,
         }
         self.update_bars(&c);
+    }
+}
+
+/// `950`, `12.3k`, `4.1M`.
+fn compact(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// `45s`, `3m05s`, `2h04m`.
+fn human_secs(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_numbers_and_durations() {
+        assert_eq!(compact(950), "950");
+        assert_eq!(compact(12_345), "12.3k");
+        assert_eq!(compact(4_100_000), "4.1M");
+        assert_eq!(human_secs(44.6), "45s");
+        assert_eq!(human_secs(185.0), "3m05s");
+        assert_eq!(human_secs(7440.0), "2h04m");
     }
 }

@@ -1,6 +1,7 @@
 //! `planwave research "GOAL" --out DIR`: plan, run and integrate, writing the same run
 //! directory as `run` plus `planner/` (each attempt's raw text and `attempts.json`).
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use planwave_engine::{CallRecord, Event, EventKind, EventSink};
 use planwave_planner::PlanAttempt;
 use serde::Serialize;
 
+use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
@@ -36,6 +38,8 @@ pub struct ResearchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -79,12 +83,15 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     record_invocation(&out)?;
     std::fs::create_dir_all(out.root().join("planner"))
         .with_context(|| format!("creating {}", out.root().join("planner").display()))?;
-    let events = open_events(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let events = open_events(&out, run_id)?;
+    let stream = open_stream(run_id, &args.events)?;
 
     let mut write_errors: Vec<String> = Vec::new();
     let planned = {
         let out = out.clone();
         let events = events.clone();
+        let stream = stream.clone();
         let errors = &mut write_errors;
         plan_goal(
             &args.goal,
@@ -102,7 +109,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 {
                     errors.push(e.to_string());
                 }
-                events.emit(&Event::now(EventKind::LlmCall {
+                let ev = Event::now(EventKind::LlmCall {
                     task: None,
                     role: "planner".into(),
                     model: a.model.clone(),
@@ -110,7 +117,11 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                     duration_ms: a.duration_ms,
                     usage: a.usage,
                     error: a.error.clone(),
-                }));
+                });
+                events.emit(&ev);
+                if let Some(s) = &stream {
+                    s.emit(&ev);
+                }
             },
         )
         .await
@@ -151,6 +162,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let config = run_config(&args.exec, &settings);
     let prices = config.prices.clone();
     let mut result = execute_plan(Execution {
+        stream,
         plan: Arc::new(plan),
         provider,
         prompts: templates,
@@ -159,7 +171,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         out: out.clone(),
         events,
         quiet: args.quiet,
-        run_id: uuid::Uuid::new_v4(),
+        run_id,
         preset: Vec::new(),
     })
     .await?;
@@ -170,7 +182,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     result.calls.splice(0..0, planner_calls);
     result.stats.cost = prices.estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
     out.write_run(&result)?;
-    println!(
+    let _ = writeln!(
+        human(),
         "planned in {} attempt(s): {} tasks",
         outcome_.attempts.len(),
         result.stats.tasks

@@ -122,7 +122,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     for n in notes {
         eprintln!("resume: {n}");
     }
-    let events = open_events(&out)?;
+    let events = open_events(&out, run_id)?;
     events.emit(&planwave_engine::Event::now(EventKind::RunResumed {
         run_id,
         completed: preset.len(),
@@ -143,6 +143,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         events,
         quiet: args.quiet,
         run_id,
+        stream: None,
         preset,
     })
     .await?;

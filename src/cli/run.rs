@@ -1,5 +1,6 @@
 //! `planwave run PLAN --out DIR`
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -7,13 +8,14 @@ use anyhow::Context;
 use clap::Args;
 use planwave_config::Settings;
 use planwave_engine::{
-    EventSink, FanoutSink, Journal, Preset, PromptSet, RunConfig, RunDir, RunLock, RunRequest,
-    RunResult, RunStatus, execute,
+    EventSink, FanoutSink, Journal, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunLock,
+    RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
+use super::events::{EventsOptions, human, open_stream};
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmOptions, PromptOptions};
@@ -35,6 +37,8 @@ pub struct RunArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -52,8 +56,11 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
-    let events = open_events(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let events = open_events(&out, run_id)?;
+    let stream = open_stream(run_id, &args.events)?;
     let result = execute_plan(Execution {
+        stream,
         plan,
         provider,
         prompts: templates,
@@ -62,7 +69,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         out: out.clone(),
         events,
         quiet: args.quiet,
-        run_id: uuid::Uuid::new_v4(),
+        run_id,
         preset: Vec::new(),
     })
     .await?;
@@ -107,11 +114,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     }
 }
 
-/// The run's journal, `events.jsonl` (appended to when it exists: resume).
-pub fn open_events(out: &RunDir) -> anyhow::Result<Arc<Journal>> {
+/// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
+/// carries the run id.
+pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
     let path = out.root().join("events.jsonl");
     Ok(Arc::new(
-        Journal::open(&path, out.is_durable())
+        Journal::open_for_run(&path, out.is_durable(), Some(run_id))
             .with_context(|| format!("opening {}", path.display()))?,
     ))
 }
@@ -125,6 +133,8 @@ pub struct Execution {
     pub out: RunDir,
     /// Closed (flushed) when the run ends.
     pub events: Arc<Journal>,
+    /// The `--events` stream, if asked for: every event the journal gets, live.
+    pub stream: Option<Arc<JsonlSink>>,
     pub quiet: bool,
     pub run_id: uuid::Uuid,
     /// Tasks completed by an earlier attempt (resume).
@@ -134,7 +144,11 @@ pub struct Execution {
 /// Runs a plan into its run directory with progress output and Ctrl-C handling.
 pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![progress.clone()]));
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![progress.clone()];
+    if let Some(s) = &x.stream {
+        sinks.push(s.clone());
+    }
+    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(sinks));
     let cancel = CancellationToken::new();
     let ctrl_c = {
         let cancel = cancel.clone();
@@ -163,6 +177,9 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
+    if let Some(s) = &x.stream {
+        s.close().context("writing the --events stream")?;
+    }
     if let Ok(r) = &result {
         let s = &r.stats;
         super::telemetry::record_status(
@@ -188,8 +205,10 @@ pub fn outcome(r: &RunResult) -> Outcome {
 }
 
 pub fn print_summary(r: &RunResult, out: &RunDir) {
+    let mut h = human();
     let s = &r.stats;
-    println!(
+    let _ = writeln!(
+        h,
         "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
         r.status.as_str(),
         s.completed,
@@ -201,10 +220,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         s.usage.total()
     );
     if let Some(c) = &s.cost {
-        println!("estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
     }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
-        println!(
+        let _ = writeln!(
+            h,
             "  task {} {}: {}",
             t.id,
             t.status.as_str(),
@@ -219,10 +239,11 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
             Some("deadline") => "deadline reached",
             _ => "interrupted",
         };
-        println!(
+        let _ = writeln!(
+            h,
             "{why}; finished work is saved. Continue with: planwave resume {}",
             out.root().display()
         );
     }
-    println!("report: {}", out.root().join("report.md").display());
+    let _ = writeln!(h, "report: {}", out.root().join("report.md").display());
 }

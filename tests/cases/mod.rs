@@ -1,8 +1,11 @@
 mod aimock;
 mod batch;
+mod compose;
 mod durable;
+mod events;
 mod http;
 mod research;
 mod run;
+mod show;
 mod traces;
 mod validate;

@@ -312,3 +312,58 @@ fn failed_and_blocked_tasks_are_error_spans_over_grpc_from_the_environment() {
         Some(section.trim())
     );
 }
+
+#[test]
+fn ctrl_c_still_flushes_the_trace_with_the_run_marked_cancelled() {
+    let Some(receiver) = OtlpReceiver::start(false) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plan = crate::support::plan(
+        "interrupted trace",
+        &[
+            ("1", "a", &[]),
+            ("2", "b", &["1"]),
+            ("3", "c", &["2"]),
+            ("4", "d", &["3"]),
+        ],
+    );
+    let plan_file = crate::support::write_json(dir.path(), "plan.json", &plan);
+    let out = dir.path().join("out");
+    let mut child = crate::support::Running::spawn(&[
+        "run",
+        plan_file.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "200",
+        "--sim-sigma",
+        "0",
+        "--otlp-endpoint",
+        &receiver.http_url,
+    ]);
+    child.wait_for(" completed in ", 1);
+    child.interrupt();
+    let (code, stdout) = child.wait();
+    assert_eq!(code, 130, "{stdout}");
+    let spans = receiver.spans();
+    let roots = spans.roots();
+    assert_eq!(roots.len(), 1, "the root was exported after Ctrl-C");
+    let root = roots[0];
+    assert_eq!(attr(root, "planwave.status"), "cancelled");
+    assert_eq!(attr(root, "planwave.exit_code"), 130);
+    assert_eq!(root["status"]["code"], "STATUS_CODE_ERROR");
+    let tasks = spans.tasks();
+    assert_eq!(attr(tasks["1"], "planwave.task.status"), "completed");
+    assert!(!tasks.contains_key("4"), "task 4 never started");
+    for (id, s) in &tasks {
+        let status = attr(s, "planwave.task.status").as_str().expect("status");
+        assert!(
+            ["completed", "cancelled"].contains(&status),
+            "task {id}: {status}"
+        );
+        assert_eq!(s["parent_span_id"], root["span_id"]);
+    }
+}

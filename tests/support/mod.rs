@@ -349,3 +349,14 @@ impl Running {
         let _ = self.child.wait();
     }
 }
+
+/// The string value of the first `key = "value"` line of a repository TOML file.
+pub fn read_toml_value(rel: &str, key: &str) -> String {
+    let text = std::fs::read_to_string(repo_file(rel)).expect("toml file");
+    text.lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().trim_matches('"').to_owned())
+        })
+        .unwrap_or_else(|| panic!("no {key} in {rel}"))
+}

@@ -152,30 +152,50 @@ pub struct JsonlSink {
     thread: Mutex<Option<JoinHandle<io::Result<()>>>>,
 }
 
+/// How a [`JsonlSink`] writes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JsonlOptions {
+    /// Put `"run_id"` first on every line that does not carry one already
+    /// (`run_started`/`run_finished` do), so each line stands alone.
+    pub run_id: Option<uuid::Uuid>,
+    /// Flush whenever no more events are queued, so a program reading the stream sees each
+    /// event promptly (files leave this off and flush in 64 KiB blocks).
+    pub flush_when_idle: bool,
+}
+
 impl JsonlSink {
     pub fn new(out: Box<dyn Write + Send>) -> JsonlSink {
+        JsonlSink::with_options(out, JsonlOptions::default())
+    }
+
+    pub fn with_options(out: Box<dyn Write + Send>, opts: JsonlOptions) -> JsonlSink {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let thread = std::thread::Builder::new()
             .name("planwave-events".into())
             .spawn(move || -> io::Result<()> {
                 let mut w = BufWriter::with_capacity(1 << 16, out);
                 let mut first_err: Option<io::Error> = None;
-                for cmd in rx {
-                    match cmd {
-                        Cmd::Event(ev) => {
-                            if first_err.is_none() {
-                                let r = serde_json::to_writer(&mut w, &*ev)
-                                    .map_err(io::Error::from)
-                                    .and_then(|_| w.write_all(b"\n"));
-                                first_err = r.err();
-                            }
+                let mut handle = |cmd: Cmd, w: &mut BufWriter<Box<dyn Write + Send>>| match cmd {
+                    Cmd::Event(ev) => {
+                        if first_err.is_none() {
+                            first_err = write_line(w, &ev, opts.run_id).err();
                         }
-                        Cmd::Flush(done) => {
-                            if first_err.is_none() {
-                                first_err = w.flush().err();
-                            }
-                            let _ = done.send(());
+                    }
+                    Cmd::Flush(done) => {
+                        if first_err.is_none() {
+                            first_err = w.flush().err();
                         }
+                        let _ = done.send(());
+                    }
+                };
+                while let Ok(cmd) = rx.recv() {
+                    handle(cmd, &mut w);
+                    if opts.flush_when_idle {
+                        // Write what is queued, then let the reader see it.
+                        while let Ok(cmd) = rx.try_recv() {
+                            handle(cmd, &mut w);
+                        }
+                        handle(Cmd::Flush(mpsc::sync_channel(1).0), &mut w);
                     }
                 }
                 if let Some(e) = first_err {
@@ -191,11 +211,16 @@ impl JsonlSink {
     }
 
     pub fn create(path: &std::path::Path) -> io::Result<JsonlSink> {
+        JsonlSink::create_with(path, JsonlOptions::default())
+    }
+
+    /// Appends to `path`.
+    pub fn create_with(path: &std::path::Path, opts: JsonlOptions) -> io::Result<JsonlSink> {
         let f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(path)?;
-        Ok(JsonlSink::new(Box::new(f)))
+        Ok(JsonlSink::with_options(Box::new(f), opts))
     }
 
     /// Waits until everything emitted so far is written out.
@@ -226,6 +251,28 @@ impl JsonlSink {
             None => Ok(()),
         }
     }
+}
+
+/// One event as a JSON line, with the run id spliced in first when the event lacks one.
+pub(crate) fn write_line(
+    w: &mut impl Write,
+    ev: &Event,
+    run_id: Option<uuid::Uuid>,
+) -> io::Result<()> {
+    let carries_id = matches!(
+        ev.kind,
+        EventKind::RunStarted { .. } | EventKind::RunFinished { .. } | EventKind::RunResumed { .. }
+    );
+    match run_id.filter(|_| !carries_id) {
+        Some(id) => {
+            let body = serde_json::to_vec(ev)?;
+            write!(w, "{{\"run_id\":\"{id}\",")?;
+            // `body` is a JSON object: drop its `{`.
+            w.write_all(&body[1..])?;
+        }
+        None => serde_json::to_writer(&mut *w, ev)?,
+    }
+    w.write_all(b"\n")
 }
 
 impl EventSink for JsonlSink {

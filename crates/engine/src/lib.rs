@@ -13,6 +13,7 @@
 mod config;
 pub mod context;
 mod event;
+pub mod gantt;
 pub mod journal;
 mod outcome;
 pub mod prompt;
@@ -30,7 +31,7 @@ pub mod supervisor;
 
 pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
 pub use context::SectionCut;
-pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlSink, NullSink};
+pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
     CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,

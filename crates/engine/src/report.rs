@@ -172,6 +172,8 @@ pub fn render(input: &ReportInput<'_>) -> String {
     }
     let _ = writeln!(out, "## {}\n\n### {}\n", l.appendix, l.dag);
     out.push_str(&mermaid_dag(plan, input.records));
+    let _ = writeln!(out, "\n### {}\n", crate::gantt::heading(lang));
+    out.push_str(&crate::gantt::mermaid_gantt(plan, input.records));
     let _ = writeln!(out, "\n### {}\n", l.stats);
     out.push_str(&stats_table(input, lang));
     out

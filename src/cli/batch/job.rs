@@ -89,8 +89,16 @@ async fn run(ctx: &JobContext, job: &ResolvedJob) -> anyhow::Result<Option<RunRe
     if let Some(done) = finished_run(&out) {
         return Ok(Some(done));
     }
-    let events = open_events(&out)?;
-    let result = run_in(ctx, job, &out, &events).await;
+    // A job that ran before (crash, Ctrl-C) goes on as the same run, from its journal.
+    let replay = Replay::read(&out.root().join("events.jsonl"))
+        .ok()
+        .filter(|r| r.run_id.is_some());
+    let run_id = replay
+        .as_ref()
+        .and_then(|r| r.run_id)
+        .unwrap_or_else(uuid::Uuid::new_v4);
+    let events = open_events(&out, run_id)?;
+    let result = run_in(ctx, job, &out, &events, run_id, replay).await;
     let closed = events.close().context("writing events.jsonl");
     let result = result?;
     closed?;
@@ -102,23 +110,25 @@ async fn run_in(
     job: &ResolvedJob,
     out: &RunDir,
     events: &Arc<Journal>,
+    run_id: uuid::Uuid,
+    replay: Option<Replay>,
 ) -> anyhow::Result<Option<RunResult>> {
+    let resumable = out.root().join("plan.json").is_file();
     let plan = match plan_for(ctx, job, out, events).await? {
         Some(p) => Arc::new(p),
         None => return Ok(None),
     };
-    let (run_id, preset) = match Replay::read(&out.root().join("events.jsonl")) {
-        Ok(replay) if replay.run_id.is_some() && out.root().join("plan.json").is_file() => {
+    let preset = match replay {
+        Some(replay) if resumable => {
             let (preset, _notes) = replay.presets(&plan, out);
-            let run_id = replay.run_id.unwrap_or_else(uuid::Uuid::new_v4);
             events.emit(&Event::now(EventKind::RunResumed {
                 run_id,
                 completed: preset.len(),
                 pending: plan.len() - preset.len(),
             }));
-            (run_id, preset)
+            preset
         }
-        _ => (uuid::Uuid::new_v4(), Vec::new()),
+        _ => Vec::new(),
     };
     ctx.progress.add_tasks(plan.len(), preset.len());
     let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(vec![ctx.progress.for_job(&job.id)]));

@@ -32,6 +32,16 @@ impl Journal {
     /// of a write) was never acknowledged, so it is cut off before anything is appended.
     /// With `durable` false nothing is fsynced (tests of other things, benchmarks).
     pub fn open(path: &Path, durable: bool) -> io::Result<Journal> {
+        Journal::open_for_run(path, durable, None)
+    }
+
+    /// As [`Journal::open`], stamping every line that lacks one with `"run_id"` (see
+    /// docs/events.md), so each line of `events.jsonl` stands alone.
+    pub fn open_for_run(
+        path: &Path,
+        durable: bool,
+        run_id: Option<uuid::Uuid>,
+    ) -> io::Result<Journal> {
         let mut file = OpenOptions::new()
             .create(true)
             .read(true)
@@ -45,7 +55,7 @@ impl Journal {
         let (tx, rx) = mpsc::channel::<Cmd>();
         let thread = std::thread::Builder::new()
             .name("planwave-journal".into())
-            .spawn(move || write_loop(file, rx, durable))?;
+            .spawn(move || write_loop(file, rx, durable, run_id))?;
         Ok(Journal {
             tx: Mutex::new(Some(tx)),
             thread: Mutex::new(Some(thread)),
@@ -120,7 +130,12 @@ impl Drop for Journal {
     }
 }
 
-fn write_loop(file: File, rx: Receiver<Cmd>, durable: bool) -> Result<(), String> {
+fn write_loop(
+    file: File,
+    rx: Receiver<Cmd>,
+    durable: bool,
+    run_id: Option<uuid::Uuid>,
+) -> Result<(), String> {
     let mut w = BufWriter::with_capacity(1 << 16, file);
     let mut first_err: Option<String> = None;
     let mut acks: Vec<Ack> = Vec::new();
@@ -134,9 +149,7 @@ fn write_loop(file: File, rx: Receiver<Cmd>, durable: bool) -> Result<(), String
             match cmd {
                 Cmd::Append(ev, ack) => {
                     if first_err.is_none() {
-                        let r = serde_json::to_writer(&mut w, &*ev)
-                            .map_err(io::Error::from)
-                            .and_then(|_| w.write_all(b"\n"));
+                        let r = crate::event::write_line(&mut w, &ev, run_id);
                         if let Err(e) = r {
                             first_err = Some(format!("cannot write events.jsonl: {e}"));
                         }

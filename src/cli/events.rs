@@ -1,0 +1,58 @@
+//! Where a run's events go: `events.jsonl` in the run directory always, and with
+//! `--events FILE|-` also a live JSON-lines stream for other programs (schema:
+//! docs/events.md). When the stream is stdout, human output moves to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::Context;
+use clap::Args;
+use planwave_engine::{JsonlOptions, JsonlSink};
+
+#[derive(Debug, Args)]
+pub struct EventsOptions {
+    /// Also stream the run's events as JSON lines to FILE as they happen; `-` is stdout (the
+    /// summary then goes to stderr). Same lines as events.jsonl; schema in docs/events.md.
+    #[arg(long, value_name = "FILE|-")]
+    pub events: Option<PathBuf>,
+}
+
+static HUMAN_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Where lines meant for people go: stdout, unless stdout carries the event stream.
+pub fn human() -> Box<dyn Write> {
+    if HUMAN_TO_STDERR.load(Ordering::Relaxed) {
+        Box::new(std::io::stderr())
+    } else {
+        Box::new(std::io::stdout())
+    }
+}
+
+/// The `--events` stream (every line stamped with the run id, flushed whenever the writer
+/// has caught up), or `None` without the flag. `events.jsonl` itself is the run's journal.
+pub fn open_stream(
+    run_id: uuid::Uuid,
+    opts: &EventsOptions,
+) -> anyhow::Result<Option<Arc<JsonlSink>>> {
+    let live = JsonlOptions {
+        run_id: Some(run_id),
+        flush_when_idle: true,
+    };
+    Ok(match &opts.events {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => {
+            HUMAN_TO_STDERR.store(true, Ordering::Relaxed);
+            Some(Arc::new(JsonlSink::with_options(
+                Box::new(std::io::stdout()),
+                live,
+            )))
+        }
+        Some(p) => {
+            let f = std::fs::File::create(p)
+                .with_context(|| format!("opening --events {}", p.display()))?;
+            Some(Arc::new(JsonlSink::with_options(Box::new(f), live)))
+        }
+    })
+}

@@ -1,0 +1,158 @@
+//! docker-compose.yml and the Dockerfile, checked as far as possible without a Docker engine:
+//! the YAML parsed by PyYAML (services, ports, environment), the Dockerfile's stages, and the
+//! planwave service's own command and environment run with the real binary against a real
+//! OTLP receiver standing in for Jaeger. Not checked here: that the images pull and build,
+//! and that Jaeger's UI shows the trace.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::otlp::{OtlpReceiver, attr};
+use crate::support::{peer, repo_file, run_env};
+
+fn compose() -> Option<Value> {
+    let python = peer("py/bin/python")?;
+    let out = Command::new(python)
+        .arg(repo_file("tests/peers/yaml_to_json.py"))
+        .arg(repo_file("docker-compose.yml"))
+        .output()
+        .expect("run PyYAML");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(serde_json::from_slice(&out.stdout).expect("compose as JSON"))
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .map(|s| {
+            s.as_str()
+                .unwrap_or_else(|| panic!("not a string: {s}"))
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn compose_runs_jaeger_v2_with_otlp_and_ui_on_loopback_and_planwave_exporting_to_it() {
+    let Some(c) = compose() else { return };
+    let services = c["services"].as_object().expect("services");
+    assert_eq!(services.keys().collect::<Vec<_>>(), ["jaeger", "planwave"]);
+
+    let jaeger = &c["services"]["jaeger"];
+    let image = jaeger["image"].as_str().expect("image");
+    let tag = image
+        .strip_prefix("jaegertracing/jaeger:")
+        .expect("the Jaeger v2 image");
+    assert!(tag.starts_with("2."), "a pinned v2 tag: {image}");
+    let ports = strings(&jaeger["ports"]);
+    for p in ["16686", "4317", "4318"] {
+        assert!(
+            ports.contains(&format!("127.0.0.1:{p}:{p}")),
+            "port {p} published on loopback: {ports:?}"
+        );
+    }
+
+    let pw = &c["services"]["planwave"];
+    assert_eq!(pw["build"]["dockerfile"], "Dockerfile");
+    assert_eq!(strings(&pw["depends_on"]), ["jaeger"]);
+    let env: BTreeMap<String, String> = pw["environment"]
+        .as_object()
+        .expect("environment map")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().expect("string").to_owned()))
+        .collect();
+    assert_eq!(env["OTEL_EXPORTER_OTLP_ENDPOINT"], "http://jaeger:4318");
+    assert_eq!(env["OTEL_EXPORTER_OTLP_PROTOCOL"], "http/protobuf");
+    assert_eq!(env["OTEL_SERVICE_NAME"], "planwave");
+    assert_eq!(strings(&pw["volumes"]), ["runs:/runs"]);
+    assert!(c["volumes"].get("runs").is_some());
+}
+
+#[test]
+fn dockerfile_builds_in_one_stage_and_runs_the_binary_from_a_slim_one() {
+    let text = std::fs::read_to_string(repo_file("Dockerfile")).expect("Dockerfile");
+    let froms: Vec<&str> = text.lines().filter(|l| l.starts_with("FROM ")).collect();
+    assert_eq!(froms.len(), 2, "{froms:?}");
+    assert!(froms[0].starts_with("FROM rust:") && froms[0].ends_with(" AS build"));
+    assert!(text.contains("cargo build --release --locked --bin planwave"));
+    assert!(
+        text.contains("COPY --from=build /src/target/release/planwave /usr/local/bin/planwave")
+    );
+    assert!(text.contains("ENTRYPOINT [\"planwave\"]"));
+    assert!(text.contains("USER planwave"), "not root at run time");
+    // The toolchain image must be new enough for the workspace.
+    let want: Vec<u32> = crate::support::read_toml_value("Cargo.toml", "rust-version")
+        .split('.')
+        .map(|n| n.parse().expect("number"))
+        .collect();
+    let have: Vec<u32> = froms[0]["FROM rust:".len()..]
+        .split(['-', ' '])
+        .next()
+        .expect("version")
+        .split('.')
+        .map(|n| n.parse().expect("number"))
+        .collect();
+    assert!(
+        have >= want,
+        "rust image {have:?} older than rust-version {want:?}"
+    );
+    let ignore = std::fs::read_to_string(repo_file(".dockerignore")).expect(".dockerignore");
+    assert!(
+        ignore.lines().any(|l| l == "target"),
+        "the build context leaves target/ out"
+    );
+}
+
+#[test]
+fn the_planwave_service_command_and_environment_export_a_trace() {
+    let Some(c) = compose() else { return };
+    let Some(receiver) = OtlpReceiver::start(false) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("tesla");
+    let pw = &c["services"]["planwave"];
+    // The service's own arguments, with the run directory moved out of /runs and the
+    // simulated latency dropped (the timeline's shape is not under test).
+    let mut args = strings(&pw["command"]);
+    let at = args
+        .iter()
+        .position(|a| a == "/runs/tesla")
+        .expect("--out /runs/tesla");
+    args[at] = out.to_str().expect("path").to_owned();
+    let at = args
+        .iter()
+        .position(|a| a == "--sim-latency-ms")
+        .expect("latency flag");
+    args[at + 1] = "0".into();
+    let mut env: Vec<(String, String)> = pw["environment"]
+        .as_object()
+        .expect("environment")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().expect("string").to_owned()))
+        .collect();
+    for (k, v) in &mut env {
+        if k == "OTEL_EXPORTER_OTLP_ENDPOINT" {
+            // jaeger:4318 is the compose network's name for the collector; here it is ours.
+            *v = receiver.http_url.clone();
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let res = run_env(&args, &env);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    assert!(out.join("report.md").exists());
+    let spans = receiver.spans();
+    let roots = spans.roots();
+    assert_eq!(roots.len(), 1);
+    assert_eq!(roots[0]["resource"]["service.name"], "planwave");
+    assert_eq!(attr(roots[0], "planwave.command"), "research");
+    assert!(!spans.tasks().is_empty());
+}

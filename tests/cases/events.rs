@@ -1,0 +1,232 @@
+//! `events.jsonl` and the `--events` stream against the schema in docs/events.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::support::{events, plan, read_json, repo_file, run, write_json};
+
+/// `type -> (required fields, optional fields)` from the `### type` / `Fields:` lines.
+fn documented() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
+    let doc = std::fs::read_to_string(repo_file("docs/events.md")).expect("docs/events.md");
+    let mut out = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in doc.lines() {
+        if let Some(t) = line.strip_prefix("### ") {
+            current = Some(t.trim().to_owned());
+        } else if let (Some(t), Some(fields)) = (&current, line.strip_prefix("Fields: ")) {
+            let (mut req, mut opt) = (BTreeSet::new(), BTreeSet::new());
+            for f in fields.split(", ") {
+                let f = f.trim().trim_matches('`');
+                match f.strip_suffix('?') {
+                    Some(o) => opt.insert(o.to_owned()),
+                    None => req.insert(f.to_owned()),
+                };
+            }
+            out.insert(t.clone(), (req, opt));
+        }
+    }
+    assert!(out.len() >= 9, "{out:?}");
+    out
+}
+
+fn sorted(v: &[Value]) -> Vec<String> {
+    let mut s: Vec<String> = v.iter().map(Value::to_string).collect();
+    s.sort();
+    s
+}
+
+fn check_line(
+    ev: &Value,
+    run_id: &Value,
+    schema: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,
+) {
+    let ty = ev["type"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no type: {ev}"));
+    let (req, opt) = schema
+        .get(ty)
+        .unwrap_or_else(|| panic!("undocumented type {ty}"));
+    assert_eq!(&ev["run_id"], run_id, "{ev}");
+    crate::support::ts(&ev["ts"]);
+    let keys: BTreeSet<String> = ev.as_object().expect("object").keys().cloned().collect();
+    for k in &keys {
+        assert!(
+            ["type", "ts", "run_id"].contains(&k.as_str()) || req.contains(k) || opt.contains(k),
+            "{ty}: undocumented field {k}"
+        );
+    }
+    for k in req {
+        assert!(keys.contains(k), "{ty}: missing {k}: {ev}");
+    }
+}
+
+#[test]
+fn events_stream_to_stdout_and_match_the_documented_schema() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan(
+        "events",
+        &[
+            ("1", "a", &[]),
+            ("2", "b", &["1"]),
+            ("3", "c", &["2"]),
+            ("4", "d", &[]),
+        ],
+    );
+    let file = write_json(dir.path(), "plan.json", &p);
+    let out = dir.path().join("out");
+    let res = run(&[
+        "run",
+        file.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+        "--sim-fail",
+        "2",
+        "--sim-flaky",
+        "4",
+        "--retry-backoff-ms",
+        "1",
+        "--events",
+        "-",
+    ]);
+    assert_eq!(res.code, 3, "stderr: {}", res.stderr);
+    // stdout is nothing but events; the summary went to stderr.
+    let streamed: Vec<Value> = res
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not an event: {l}: {e}")))
+        .collect();
+    assert!(
+        res.stderr
+            .contains("partial: 2 completed, 1 failed, 1 blocked"),
+        "{}",
+        res.stderr
+    );
+    assert!(res.stderr.contains("report: "));
+    let written = events(&out);
+    // The journal records a completion before others hear of it, so the order may differ.
+    assert_eq!(
+        sorted(&streamed),
+        sorted(&written),
+        "the stream and events.jsonl carry the same lines"
+    );
+    assert_eq!(
+        streamed.first().map(|e| &e["type"]),
+        Some(&Value::from("run_started"))
+    );
+
+    let run_json = read_json(&out.join("run.json"));
+    let schema = documented();
+    for ev in &written {
+        check_line(ev, &run_json["run_id"], &schema);
+    }
+    let types: BTreeSet<&str> = written.iter().filter_map(|e| e["type"].as_str()).collect();
+    for t in [
+        "run_started",
+        "task_ready",
+        "task_started",
+        "task_retry",
+        "task_completed",
+        "task_failed",
+        "task_blocked",
+        "llm_call",
+        "run_finished",
+    ] {
+        assert!(types.contains(t), "no {t} in {types:?}");
+    }
+    assert_eq!(
+        written.first().map(|e| &e["type"]),
+        Some(&Value::from("run_started"))
+    );
+    assert_eq!(
+        written.last().map(|e| &e["type"]),
+        Some(&Value::from("run_finished"))
+    );
+}
+
+#[test]
+fn research_events_to_a_file_carry_the_run_id_from_the_first_planner_call() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let stream = dir.path().join("stream.jsonl");
+    let res = run(&[
+        "research",
+        "深度分析特斯拉公司",
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+        "--events",
+        stream.to_str().expect("path"),
+        "-q",
+    ]);
+    assert_eq!(res.code, 0, "stderr: {}", res.stderr);
+    assert!(
+        res.stdout.contains("report: "),
+        "human output stays on stdout"
+    );
+    let streamed: Vec<Value> = std::fs::read_to_string(&stream)
+        .expect("stream file")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    let written = events(&out);
+    assert_eq!(sorted(&streamed), sorted(&written));
+    assert_eq!(written[0]["type"], "llm_call");
+    assert_eq!(written[0]["role"], "planner");
+    let run_json = read_json(&out.join("run.json"));
+    let schema = documented();
+    for ev in &written {
+        check_line(ev, &run_json["run_id"], &schema);
+    }
+}
+
+#[test]
+fn progress_lines_show_tokens_so_far_and_an_estimate_of_time_left() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = plan("progress", &[("1", "a", &[]), ("2", "b", &["1"])]);
+    let file = write_json(dir.path(), "plan.json", &p);
+    let out = dir.path().join("out");
+    let res = run(&[
+        "run",
+        file.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    let first_call = events(&out)
+        .into_iter()
+        .find(|e| e["type"] == "llm_call")
+        .expect("a model call");
+    let u = &first_call["usage"];
+    let tokens =
+        u["prompt_tokens"].as_u64().expect("n") + u["completion_tokens"].as_u64().expect("n");
+    assert!(tokens < 1000, "printed exactly below 1k");
+    let line = |task: &str| {
+        res.stderr
+            .lines()
+            .find(|l| l.contains(&format!("task {task} completed in")))
+            .unwrap_or_else(|| panic!("no completion line for {task}: {}", res.stderr))
+            .to_owned()
+    };
+    let first = line("1");
+    assert!(
+        first.contains(&format!("; {tokens} tokens, ETA ")),
+        "{first}"
+    );
+    let last = line("2");
+    assert!(
+        last.contains(" tokens") && !last.contains("ETA"),
+        "nothing left to estimate: {last}"
+    );
+}
