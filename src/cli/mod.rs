@@ -5,15 +5,18 @@ mod events;
 pub mod exit;
 pub(crate) mod input;
 mod llm;
+mod loadtest;
 mod options;
 mod plan;
 pub(crate) mod planning;
 pub(crate) mod progress;
 mod research;
 mod resume;
+mod rounds;
 pub(crate) mod run;
 mod show;
 mod sim_llm;
+mod sim_reflect;
 pub mod telemetry;
 mod validate;
 mod waves;
@@ -64,7 +67,8 @@ pub enum Command {
     /// Ask the model for a plan for GOAL, repairing it until valid; print it and its waves.
     #[command(after_help = EXIT_CODES_HELP)]
     Plan(plan::PlanArgs),
-    /// Plan GOAL, run the plan and integrate the report into a run directory.
+    /// Plan GOAL, run it, evaluate and reflect, and plan again until good enough (the
+    /// reflective loop); every round is kept in DIR/rounds/<k>/.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
     /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:
@@ -77,6 +81,10 @@ pub enum Command {
     Batch(batch::BatchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
+    /// Load-test the engine: a generated or given workload, its makespan against the
+    /// critical-path bound, throughput, dispatch latency, memory and model calls.
+    #[command(after_help = loadtest::AFTER_HELP)]
+    Loadtest(loadtest::LoadtestArgs),
     /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
     #[command(after_help = EXIT_CODES_HELP)]
     Show(show::ShowArgs),
@@ -92,6 +100,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::Loadtest(a) => loadtest::loadtest(a).await,
         Command::Show(a) => show::show(a),
     }
 }

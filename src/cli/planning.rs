@@ -42,6 +42,19 @@ pub async fn plan_goal(
     quiet: bool,
     on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
 ) -> anyhow::Result<Option<PlanOutcome>> {
+    plan_goal_reflected(goal, None, provider, templates, settings, quiet, on_attempt).await
+}
+
+/// [`plan_goal`] for a later round of the reflective loop, told the previous reflection.
+pub async fn plan_goal_reflected(
+    goal: &str,
+    reflection: Option<&str>,
+    provider: Arc<dyn LlmProvider>,
+    templates: Arc<Templates>,
+    settings: &Settings,
+    quiet: bool,
+    on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+) -> anyhow::Result<Option<PlanOutcome>> {
     if goal.trim().is_empty() {
         return Err(InvalidInput {
             source_name: "goal".into(),
@@ -66,7 +79,7 @@ pub async fn plan_goal(
         })
     };
     let result = tokio::select! {
-        r = planner.plan(goal, &mut report) => Some(r),
+        r = planner.plan_with_reflection(goal, reflection, &mut report) => Some(r),
         _ = cancel.cancelled() => None,
     };
     ctrl_c.abort();

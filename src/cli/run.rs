@@ -117,7 +117,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
 /// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
 /// carries the run id.
 pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
-    let path = out.root().join("events.jsonl");
+    open_events_at(out, "events.jsonl", run_id)
+}
+
+/// A journal at `rel` inside the run directory (appended to when it exists).
+pub fn open_events_at(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
+    let path = out.path(rel)?;
     Ok(Arc::new(
         Journal::open_for_run(&path, out.is_durable(), Some(run_id))
             .with_context(|| format!("opening {}", path.display()))?,
@@ -177,7 +182,11 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
-    if let Some(s) = &x.stream {
+    // A stream still held elsewhere (the reflective loop's later passes) stays open; its
+    // last holder closes it.
+    if let Some(s) = &x.stream
+        && Arc::strong_count(s) == 1
+    {
         s.close().context("writing the --events stream")?;
     }
     if let Ok(r) = &result {

@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::Context;
@@ -11,6 +12,7 @@ use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig};
 use planwave_sim_server::{Fault, FaultConfig, FaultRates, ServerConfig, SimServer};
 
 use super::exit::{InvalidInput, OK, Outcome};
+use super::options::read_latency_file;
 
 #[derive(Debug, Args)]
 pub struct SimLlmArgs {
@@ -39,6 +41,10 @@ pub struct ServeArgs {
     /// Sigma of the lognormal latency (0 = exactly the mean).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub sigma: f64,
+    /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency:
+    /// replays a `planwave loadtest` workload over HTTP.
+    #[arg(long, value_name = "FILE")]
+    pub latency_file: Option<PathBuf>,
     /// Planner faults on attempts 1, 2, ...: truncated, cycle, unknown-dep, prose, no-tasks.
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub planner_faults: Vec<PlannerFault>,
@@ -74,6 +80,8 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <key>` with the key in this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    #[command(flatten)]
+    pub reflect: super::sim_reflect::SimReflectOptions,
 }
 
 pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {
@@ -118,6 +126,11 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
             seed: a.seed,
             latency: Latency::from_mean(a.latency_ms, a.sigma),
             planner_faults: a.planner_faults.clone(),
+            reflect: a.reflect.script()?,
+            latency_overrides: match &a.latency_file {
+                Some(path) => read_latency_file(path)?,
+                None => Default::default(),
+            },
             ..SimConfig::default()
         },
         faults: FaultConfig {

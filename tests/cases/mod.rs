@@ -4,6 +4,8 @@ mod compose;
 mod durable;
 mod events;
 mod http;
+mod loadtest;
+mod reflect;
 mod research;
 mod run;
 mod show;

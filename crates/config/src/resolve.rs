@@ -117,6 +117,8 @@ pub struct Settings {
     pub planner: PlannerSettings,
     pub prompts: PromptSettings,
     pub prices: PriceTable,
+    /// The reflective loop (`[orchestrator]`, `[reflection]`).
+    pub reflect: crate::reflect::ReflectSettings,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
 }
@@ -303,11 +305,13 @@ pub fn resolve(
             }))
         }
     };
+    let reflect = crate::reflect::resolve(&file.orchestrator, &file.reflection)?;
     Ok(Settings {
         llm,
         planner,
         prompts,
         prices,
+        reflect,
         config_path: file.path.clone(),
     })
 }

@@ -78,6 +78,9 @@ pub struct RunConfig {
     /// Per-model prices; when not empty, `run.json` gets a cost estimate.
     #[serde(default)]
     pub prices: PriceTable,
+    /// Set by the reflective loop: requests carry it, and completed tasks record it.
+    #[serde(default)]
+    pub round: Option<planwave_llm::RoundTag>,
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
@@ -93,6 +96,7 @@ impl Default for RunConfig {
             seed: 0,
             context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
             prices: PriceTable::default(),
+            round: None,
             task_timeout: None,
         }
     }

@@ -103,6 +103,8 @@ mod tests {
             section_file: None,
             usage: Usage::default(),
             context_cut: Vec::new(),
+            failure_kind: None,
+            round: None,
         }
     }
 

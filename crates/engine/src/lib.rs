@@ -34,7 +34,8 @@ pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
-    CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
+    CallRecord, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
+    TaskStatus,
 };
 pub use prompt::{BuiltinPrompts, PromptSet};
 pub use run::{EngineError, RunRequest, execute};

@@ -15,6 +15,7 @@ use tracing::Instrument;
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
+use crate::outcome::FailureKind;
 use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
@@ -49,6 +50,7 @@ pub struct SubagentReport {
     pub context_cut: Vec<SectionCut>,
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
+    pub failure_kind: Option<FailureKind>,
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
     pub written: Option<Result<String, String>>,
@@ -99,6 +101,8 @@ impl Actor for Subagent {
                         limit.as_secs_f64()
                     )),
                     written: None,
+                    // Slow, not wrong: a later pass may well finish in time.
+                    failure_kind: Some(FailureKind::Transient),
                 },
             },
         };
@@ -143,10 +147,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
     let messages = shared.prompts.subagent(plan, index, &prior);
-    let context = subagent_context(plan, index, &prior);
+    let mut context = subagent_context(plan, index, &prior);
+    context.round = shared.config.round;
     let retry = shared.config.retry;
     let mut usage = Usage::default();
     let mut attempt = 0u32;
+    let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         let request = ChatRequest {
@@ -188,6 +194,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             Err(e) => e,
         };
         if !err.is_retryable() || attempt > retry.max_retries {
+            failure_kind = Some(if err.is_retryable() {
+                FailureKind::Transient
+            } else {
+                FailureKind::Fatal
+            });
             break Err(err.to_string());
         }
         let delay = backoff(
@@ -212,6 +223,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         usage,
         context_cut,
         result,
+        failure_kind,
         written: None,
     }
 }

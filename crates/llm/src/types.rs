@@ -91,9 +91,21 @@ pub struct RequestContext {
     pub key_questions: Vec<String>,
     #[serde(default)]
     pub data_needs: Vec<String>,
-    /// Subagents: prerequisite sections given. Integrator: every section with its status.
+    /// Subagents: prerequisite sections given. Integrator and evaluator: every section with
+    /// its status. Partial replanning: the kept (`completed`) and replaced tasks.
     #[serde(default)]
     pub sections: Vec<SectionRef>,
+    /// The reflective loop's round and execution pass this request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<RoundTag>,
+}
+
+/// Which round of the reflective loop, and which execution pass inside it (1 = the round's
+/// plan; 2+ = recovery passes after failed tasks), produced something.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RoundTag {
+    pub round: u32,
+    pub pass: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -128,6 +128,17 @@ impl Planner {
         goal: &str,
         on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
     ) -> Result<PlanOutcome, PlannerError> {
+        self.plan_with_reflection(goal, None, on_attempt).await
+    }
+
+    /// Plans `goal` for a later round of the reflective loop: the previous round's reflection
+    /// summary goes into the planning prompt.
+    pub async fn plan_with_reflection(
+        &self,
+        goal: &str,
+        reflection: Option<&str>,
+        on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+    ) -> Result<PlanOutcome, PlannerError> {
         let goal = goal.trim();
         if goal.is_empty() {
             return Err(PlannerError::EmptyGoal);
@@ -142,6 +153,7 @@ impl Planner {
                 schema: &schema,
                 min_tasks: self.config.min_tasks,
                 max_tasks: self.config.max_tasks,
+                reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
             },
         )?;
         let context = RequestContext {

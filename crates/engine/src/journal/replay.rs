@@ -202,6 +202,8 @@ impl Replay {
                     section_file: Some(file.clone()),
                     usage: c.usage,
                     context_cut: Vec::new(),
+                    failure_kind: None,
+                    round: None,
                 },
                 section: Arc::from(text),
             });

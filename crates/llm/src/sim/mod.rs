@@ -5,10 +5,12 @@
 
 mod latency;
 pub mod plan;
+pub mod reflect;
 mod text;
+pub mod timer;
 
 use std::collections::{HashMap, HashSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
@@ -16,6 +18,7 @@ use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, Provide
 
 pub use latency::{Latency, stable_hash};
 pub use plan::PlannerFault;
+pub use reflect::{FaultKind, ReflectScript, TaskFault};
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
 #[derive(Clone, Debug, Default)]
@@ -33,6 +36,8 @@ pub struct SimConfig {
     /// Planner faults by planning attempt: entry k applies to attempt k + 1; attempts past
     /// the list get a valid plan.
     pub planner_faults: Vec<PlannerFault>,
+    /// Scores, replan decisions, invalid answers and task failures of the reflective loop.
+    pub reflect: ReflectScript,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -67,17 +72,20 @@ impl SimProvider {
             .task_id
             .as_deref()
             .unwrap_or(request.role.as_str());
-        if let Some(fixed) = request
-            .context
-            .task_id
-            .as_deref()
-            .and_then(|id| self.config.latency_overrides.get(id))
-        {
+        self.config.latency_of(key, request.attempt)
+    }
+}
+
+impl SimConfig {
+    /// The simulated latency of attempt `attempt` of the call keyed `key` (a task id, or the
+    /// role for calls without a task): the override if there is one, else a draw from
+    /// `latency` seeded by seed, key and attempt. Load tests use it to know the planned
+    /// latency of every task before running.
+    pub fn latency_of(&self, key: &str, attempt: u32) -> Duration {
+        if let Some(fixed) = self.latency_overrides.get(key) {
             return *fixed;
         }
-        self.config
-            .latency
-            .sample(stable_hash(self.config.seed, key, request.attempt))
+        self.latency.sample(stable_hash(self.seed, key, attempt))
     }
 }
 
@@ -93,6 +101,8 @@ impl LlmProvider for SimProvider {
     }
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        // Latency counts from here, so the work below does not lengthen it.
+        let start = Instant::now();
         let task = request.context.task_id.clone();
         if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
             // Deliberate: exercises the supervisor's handling of a subagent that dies.
@@ -100,7 +110,7 @@ impl LlmProvider for SimProvider {
         }
         let delay = self.latency_for(&request);
         if !delay.is_zero() {
-            tokio::time::sleep(delay).await;
+            timer::sleep_from(start, delay).await;
         }
         if let Some(id) = task.as_deref() {
             if self.config.fail.contains(id) {
@@ -108,6 +118,22 @@ impl LlmProvider for SimProvider {
                     "simulated failure of task {id} (attempt {})",
                     request.attempt
                 )));
+            }
+            match self.config.reflect.task_fault(&request.context) {
+                Some(FaultKind::Transient) => {
+                    return Err(self.transient(format!(
+                        "simulated transient failure of task {id} in this pass (attempt {})",
+                        request.attempt
+                    )));
+                }
+                Some(FaultKind::Fatal) => {
+                    return Err(LlmError::Fatal {
+                        provider: "sim".into(),
+                        model: SIM_MODEL.into(),
+                        message: format!("simulated refusal of task {id} as phrased"),
+                    });
+                }
+                None => {}
             }
             if self.config.flaky.contains(id) && request.attempt <= 1 {
                 return Err(self.transient(format!(
@@ -119,6 +145,16 @@ impl LlmProvider for SimProvider {
         let content = match request.role {
             AgentRole::Subagent => text::section(&request.context, seed),
             AgentRole::Integrator => text::summary(&request.context, seed),
+            AgentRole::Evaluator => {
+                reflect::evaluation(&request.context, request.attempt, &self.config.reflect)
+            }
+            AgentRole::Reflector => {
+                reflect::reflection(&request.context, request.attempt, &self.config.reflect)
+            }
+            // Sections name the kept and replaced tasks of a partial replan.
+            AgentRole::Planner if !request.context.sections.is_empty() => {
+                plan::replacement(&request.context)
+            }
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
             AgentRole::Planner => plan::answer(
                 &request.context.topic,
@@ -128,16 +164,6 @@ impl LlmProvider for SimProvider {
                     .get(request.attempt.saturating_sub(1) as usize)
                     .copied(),
             ),
-            other => {
-                return Err(LlmError::Fatal {
-                    provider: "sim".into(),
-                    model: SIM_MODEL.into(),
-                    message: format!(
-                        "the simulator cannot answer the {} role yet",
-                        other.as_str()
-                    ),
-                });
-            }
         };
         let prompt_chars: usize = request
             .messages

@@ -1,0 +1,29 @@
+//! Load tests of the engine: build a workload (a generated or given plan plus a latency per
+//! task), run it through [`planwave_engine::execute`] with any [`LlmProvider`], and measure
+//! what matters: makespan against the critical-path and wave-barrier lower bounds,
+//! throughput, dispatch latency, memory and model calls.
+//!
+//! The provider is wrapped in a [`Probe`] that timestamps every model call, so the figures
+//! come from the calls the engine really made, whichever provider answers (the in-process
+//! simulator or an OpenAI-compatible server over HTTP).
+//!
+//! This crate knows nothing of the command line; it never decides latency itself (the
+//! provider does), it only knows what the workload planned.
+//!
+//! [`LlmProvider`]: planwave_llm::LlmProvider
+
+mod bounds;
+mod probe;
+mod report;
+mod rss;
+mod run;
+mod workload;
+
+pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
+pub use probe::{Probe, ProbeSnapshot};
+pub use report::{Distribution, LoadReport, render_table};
+pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
+pub use run::{LoadError, LoadRequest, run};
+pub use workload::{
+    LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,
+};

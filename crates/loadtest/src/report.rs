@@ -1,0 +1,216 @@
+//! The figures of one run, and the table that puts runs side by side.
+
+use serde::Serialize;
+
+/// p50/p99/max of a sample (nearest-rank percentiles), in ms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Distribution {
+    pub samples: usize,
+    pub p50: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Distribution {
+    pub fn of(mut v: Vec<f64>) -> Distribution {
+        v.sort_by(f64::total_cmp);
+        let rank = |q: f64| -> Option<f64> {
+            if v.is_empty() {
+                return None;
+            }
+            let k = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+            Some(v[k - 1])
+        };
+        Distribution {
+            samples: v.len(),
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: v.last().copied(),
+        }
+    }
+}
+
+/// One run of a workload. Times in ms; ratios are makespan / bound (`None` for a zero bound).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LoadReport {
+    pub schedule: String,
+    pub tasks: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+    /// First dispatch to the last task settled (before integration).
+    pub makespan_ms: f64,
+    /// The whole run, integration and report included.
+    pub total_ms: f64,
+    /// `planned` (the workload's latencies) or `observed` (the calls' measured durations).
+    pub bound_source: String,
+    pub critical_path_bound_ms: f64,
+    pub critical_path_ratio: Option<f64>,
+    pub wave_barrier_bound_ms: f64,
+    pub wave_barrier_ratio: Option<f64>,
+    /// Completed tasks per second of `total_ms` (end to end).
+    pub tasks_per_sec: f64,
+    /// Last prerequisite's model call returned -> the task's first model call began; only
+    /// tasks with prerequisites.
+    pub dispatch_ms: Distribution,
+    /// This run's peak resident memory (`None` where it cannot be measured per run).
+    pub peak_rss_bytes: Option<u64>,
+    pub baseline_rss_bytes: Option<u64>,
+    /// Most model calls in flight at once.
+    pub max_in_flight: u64,
+    /// (peak - baseline) / max in flight.
+    pub rss_per_in_flight_bytes: Option<u64>,
+    /// Every model call, the integrator's included.
+    pub model_calls: u64,
+    pub model_calls_per_sec: f64,
+    /// Model calls that returned an error.
+    pub errors: u64,
+    /// Task retries after transient errors.
+    pub retries: u64,
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.3} ms"))
+        .unwrap_or_else(|| "-".into())
+}
+
+fn ratio(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.4}")).unwrap_or_else(|| "-".into())
+}
+
+fn bytes(v: Option<u64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(b) if b >= 10 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        Some(b) => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
+}
+
+/// A plain-text table, one column per run.
+pub fn render_table(runs: &[LoadReport]) -> String {
+    let rows: Vec<(&str, Vec<String>)> = vec![
+        (
+            "schedule",
+            runs.iter().map(|r| r.schedule.clone()).collect(),
+        ),
+        (
+            "tasks",
+            runs.iter()
+                .map(|r| {
+                    format!(
+                        "{} ({} completed, {} failed, {} blocked)",
+                        r.tasks, r.completed, r.failed, r.blocked
+                    )
+                })
+                .collect(),
+        ),
+        (
+            "makespan",
+            runs.iter()
+                .map(|r| format!("{:.1} ms", r.makespan_ms))
+                .collect(),
+        ),
+        (
+            "total (with report)",
+            runs.iter()
+                .map(|r| format!("{:.1} ms", r.total_ms))
+                .collect(),
+        ),
+        (
+            "critical-path bound",
+            runs.iter()
+                .map(|r| format!("{:.1} ms ({})", r.critical_path_bound_ms, r.bound_source))
+                .collect(),
+        ),
+        (
+            "makespan / critical path",
+            runs.iter().map(|r| ratio(r.critical_path_ratio)).collect(),
+        ),
+        (
+            "wave-barrier bound",
+            runs.iter()
+                .map(|r| format!("{:.1} ms", r.wave_barrier_bound_ms))
+                .collect(),
+        ),
+        (
+            "makespan / wave barrier",
+            runs.iter().map(|r| ratio(r.wave_barrier_ratio)).collect(),
+        ),
+        (
+            "tasks/s (end to end)",
+            runs.iter()
+                .map(|r| format!("{:.0}", r.tasks_per_sec))
+                .collect(),
+        ),
+        (
+            "dispatch p50",
+            runs.iter().map(|r| ms(r.dispatch_ms.p50)).collect(),
+        ),
+        (
+            "dispatch p99",
+            runs.iter().map(|r| ms(r.dispatch_ms.p99)).collect(),
+        ),
+        (
+            "dispatch max",
+            runs.iter().map(|r| ms(r.dispatch_ms.max)).collect(),
+        ),
+        (
+            "peak RSS",
+            runs.iter().map(|r| bytes(r.peak_rss_bytes)).collect(),
+        ),
+        (
+            "max in flight",
+            runs.iter().map(|r| r.max_in_flight.to_string()).collect(),
+        ),
+        (
+            "RSS per in-flight call",
+            runs.iter()
+                .map(|r| bytes(r.rss_per_in_flight_bytes))
+                .collect(),
+        ),
+        (
+            "model calls/s",
+            runs.iter()
+                .map(|r| format!("{:.0} ({} calls)", r.model_calls_per_sec, r.model_calls))
+                .collect(),
+        ),
+        (
+            "errors",
+            runs.iter().map(|r| r.errors.to_string()).collect(),
+        ),
+        (
+            "retries",
+            runs.iter().map(|r| r.retries.to_string()).collect(),
+        ),
+    ];
+    let label_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    let col_w: Vec<usize> = (0..runs.len())
+        .map(|c| rows.iter().map(|(_, v)| v[c].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for (label, values) in rows {
+        out.push_str(&format!("{label:<label_w$}"));
+        for (c, v) in values.iter().enumerate() {
+            out.push_str(&format!("  {v:<w$}", w = col_w[c]));
+        }
+        out.truncate(out.trim_end().len());
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let d = Distribution::of((1..=200).map(f64::from).rev().collect());
+        assert_eq!(
+            (d.samples, d.p50, d.p99, d.max),
+            (200, Some(100.0), Some(198.0), Some(200.0))
+        );
+        let empty = Distribution::of(Vec::new());
+        assert_eq!((empty.samples, empty.p50, empty.max), (0, None, None));
+    }
+}

@@ -1,0 +1,147 @@
+//! One load-test run: the workload through the engine, then the figures.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use planwave_engine::{EngineError, EventSink, Journal, PromptSet, RunConfig, RunRequest, execute};
+use planwave_llm::LlmProvider;
+use planwave_plan::ValidatedPlan;
+use tokio_util::sync::CancellationToken;
+
+use crate::bounds::Bounds;
+use crate::probe::Probe;
+use crate::report::{Distribution, LoadReport};
+use crate::rss;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+    #[error("planned latencies: expected {expected}, got {got}")]
+    PlannedLength { expected: usize, got: usize },
+}
+
+pub struct LoadRequest {
+    pub plan: Arc<ValidatedPlan>,
+    pub provider: Arc<dyn LlmProvider>,
+    pub prompts: Arc<dyn PromptSet>,
+    pub sink: Arc<dyn EventSink>,
+    /// A durable journal of the run's events (the cost of durability); `None` keeps none.
+    pub journal: Option<Arc<Journal>>,
+    pub config: RunConfig,
+    /// Each task's planned latency in ms, when the workload knows it (the in-process
+    /// simulator, a replayed latency file). Without it the bounds use the latencies observed.
+    pub planned_ms: Option<Vec<f64>>,
+    pub cancel: CancellationToken,
+    /// Called with the probe once the run starts (for progress output).
+    pub on_start: Option<Box<dyn FnOnce(Arc<Probe>) + Send>>,
+}
+
+/// Runs the workload once and measures it.
+pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
+    let plan = req.plan.clone();
+    if let Some(p) = &req.planned_ms
+        && p.len() != plan.len()
+    {
+        return Err(LoadError::PlannedLength {
+            expected: plan.len(),
+            got: p.len(),
+        });
+    }
+    let probe = Arc::new(Probe::new(req.provider, plan.clone()));
+    if let Some(f) = req.on_start {
+        f(probe.clone());
+    }
+    let peak_reset = rss::reset_peak_rss();
+    let baseline_rss = rss::current_rss_bytes();
+    let schedule = req.config.schedule;
+    let clock = Instant::now();
+    let result = execute(RunRequest {
+        run_id: uuid::Uuid::new_v4(),
+        plan: plan.clone(),
+        provider: probe.clone(),
+        prompts: req.prompts,
+        sink: req.sink,
+        journal: req.journal,
+        config: req.config,
+        deadline: None,
+        slots: None,
+        output: None,
+        cancel: req.cancel,
+        preset: Vec::new(),
+    })
+    .await?;
+    let total_ms = clock.elapsed().as_secs_f64() * 1000.0;
+    let peak_rss = if peak_reset {
+        rss::peak_rss_bytes()
+    } else {
+        None
+    };
+    let seen = probe.snapshot();
+
+    let observed: Vec<f64> = (0..plan.len())
+        .map(|i| match (seen.first_start_ns[i], seen.last_done_ns[i]) {
+            (Some(s), Some(d)) if d >= s => (d - s) as f64 / 1e6,
+            _ => 0.0,
+        })
+        .collect();
+    let (latencies, bound_source) = match &req.planned_ms {
+        Some(p) => (p.as_slice(), "planned"),
+        None => (observed.as_slice(), "observed"),
+    };
+    let bounds = Bounds::of(&plan, latencies);
+    // Last prerequisite done -> task's first model call: the engine's own delay in between
+    // (report, scheduling, spawn, prompt). Tasks without prerequisites have no such moment.
+    let dispatch: Vec<f64> = (0..plan.len())
+        .filter(|&i| !plan.deps(i).is_empty())
+        .filter_map(|i| {
+            let start = seen.first_start_ns[i]?;
+            let ready = plan
+                .deps(i)
+                .iter()
+                .map(|&d| seen.last_done_ns[d as usize])
+                .try_fold(0u64, |m, t| t.map(|t| m.max(t)))?;
+            Some(start.saturating_sub(ready) as f64 / 1e6)
+        })
+        .collect();
+
+    let s = &result.stats;
+    let makespan_ms = s.makespan_ms;
+    let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
+    let per_sec = |n: f64| {
+        if total_ms > 0.0 {
+            n / (total_ms / 1000.0)
+        } else {
+            0.0
+        }
+    };
+    Ok(LoadReport {
+        schedule: schedule.as_str().into(),
+        tasks: s.tasks,
+        completed: s.completed,
+        failed: s.failed,
+        blocked: s.blocked,
+        makespan_ms,
+        total_ms,
+        bound_source: bound_source.into(),
+        critical_path_bound_ms: bounds.critical_path_ms,
+        critical_path_ratio: ratio(bounds.critical_path_ms),
+        wave_barrier_bound_ms: bounds.wave_barrier_ms,
+        wave_barrier_ratio: ratio(bounds.wave_barrier_ms),
+        tasks_per_sec: per_sec(s.completed as f64),
+        dispatch_ms: Distribution::of(dispatch),
+        peak_rss_bytes: peak_rss,
+        baseline_rss_bytes: baseline_rss,
+        max_in_flight: seen.max_in_flight,
+        rss_per_in_flight_bytes: match (peak_rss, baseline_rss) {
+            (Some(p), Some(b)) if seen.max_in_flight > 0 => {
+                Some(p.saturating_sub(b) / seen.max_in_flight)
+            }
+            _ => None,
+        },
+        model_calls: seen.calls,
+        model_calls_per_sec: per_sec(seen.calls as f64),
+        errors: seen.errors,
+        retries: s.retries,
+    })
+}

@@ -1,0 +1,358 @@
+//! `planwave loadtest`: runs a generated (or given) workload through the engine and prints
+//! its figures as a table or JSON.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_llm::LlmProvider;
+use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
+use planwave_loadtest::{
+    LatencyModel, LoadReport, LoadRequest, Probe, Shape, check_latency_ids, planned_latencies,
+    render_table,
+};
+use planwave_plan::ValidatedPlan;
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
+use super::input::load_plan;
+use super::llm::{self, LlmArg, LlmOptions, PromptOptions};
+use super::options::{ScheduleArg, read_latency_file};
+
+pub const AFTER_HELP: &str = "\
+Figures (table, or --json):
+  makespan            first dispatch to the last task settled
+  critical-path bound sum of latencies along the longest chain; the ratio makespan/bound
+                      is the engine's overhead (1.0 = none)
+  wave-barrier bound  sum over waves of the slowest task: what the barrier must take
+  dispatch latency    last prerequisite's model call returned -> the task's call began
+  peak RSS            this run's peak resident memory; per in-flight call: (peak-baseline)/max
+Latencies are planned (known before the run) with the in-process simulator or a
+--latency-file; with --llm-url and no file they are the calls' observed durations.
+
+Exit codes: 0 every task completed, 2 invalid input, 3 some task did not complete,
+130 interrupted, 1 other error.";
+
+const DEFAULT_LATENCY: LatencyModel = LatencyModel::LogNormal {
+    mean_ms: 100.0,
+    sigma: 1.0,
+};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ShapeArg {
+    /// Independent tasks, all in flight at once.
+    Wide,
+    /// Each task depends on the one before.
+    Chain,
+    /// Layers of --width tasks, each depending on up to --fan-in of the layer before.
+    Layered,
+    /// A random DAG; each task depends on up to --fan-in recent earlier tasks.
+    Random,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadtestArgs {
+    /// Run this plan file instead of a generated one.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["shape", "tasks", "fan_in", "width"])]
+    pub plan: Option<PathBuf>,
+    /// Shape of the generated plan.
+    #[arg(long, value_enum, default_value = "random")]
+    pub shape: ShapeArg,
+    /// Tasks in the generated plan.
+    #[arg(long, value_name = "N", default_value_t = 500, value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    pub tasks: u64,
+    /// Most prerequisites per task (random and layered shapes).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub fan_in: usize,
+    /// Tasks per layer of the layered shape (default: the square root of --tasks).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub width: Option<u64>,
+    /// Seed of the generated plan and of the latency draws.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Latency of each model call of the in-process simulator: fixed:MS or
+    /// lognormal:MEAN_MS:SIGMA [default: lognormal:100:1.0]
+    #[arg(long, value_name = "MODEL")]
+    pub latency: Option<LatencyModel>,
+    /// JSON map of task id to latency in ms (`{"1": 250}`) overriding --latency per task, to
+    /// replay a workload; give the same file to `sim-llm serve --latency-file` with --llm-url.
+    #[arg(long, value_name = "FILE")]
+    pub latency_file: Option<PathBuf>,
+    /// Write every task's planned latency as such a JSON map, to replay this workload elsewhere.
+    #[arg(long, value_name = "FILE")]
+    pub save_latencies: Option<PathBuf>,
+    /// An OpenAI-compatible base URL (up to /v1, e.g. from `planwave sim-llm serve`) instead
+    /// of the in-process simulator: real HTTP, latency decided by the server.
+    #[arg(long, value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// Model name sent with --llm-url.
+    #[arg(long, value_name = "NAME", default_value = SIM_MODEL, requires = "llm_url")]
+    pub model: String,
+    /// With --llm-url: ask for one JSON body instead of an SSE stream.
+    #[arg(long, requires = "llm_url")]
+    pub no_stream: bool,
+    /// Schedules to run, one after the other, side by side in the output.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
+    pub schedule: Vec<ScheduleArg>,
+    /// Most subagents in flight (default: no cap).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: Option<u64>,
+    /// Task retries after a transient model error.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub retries: u32,
+    /// Journal every run's events durably to FILE (JSON lines, fsynced in group commits, as
+    /// `run` does), to measure what durability costs; all runs append.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
+    /// Print the figures as JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
+    let (plan, source) = workload_plan(&a)?;
+    let plan = Arc::new(plan);
+    let overrides = match &a.latency_file {
+        Some(path) => {
+            let map = read_latency_file(path)?;
+            let unknown = check_latency_ids(&plan, &map);
+            if !unknown.is_empty() {
+                return Err(InvalidInput {
+                    source_name: path.display().to_string(),
+                    problems: unknown,
+                }
+                .into());
+            }
+            map
+        }
+        None => Default::default(),
+    };
+    let latency = a.latency.unwrap_or(DEFAULT_LATENCY);
+    let sim = SimConfig {
+        seed: a.seed,
+        latency: latency.sim_latency(),
+        latency_overrides: overrides,
+        ..SimConfig::default()
+    };
+    let (provider, planned, model_label): (Arc<dyn LlmProvider>, _, String) = match &a.llm_url {
+        None => (
+            Arc::new(SimProvider::new(sim.clone())),
+            Some(planned_latencies(&plan, &sim)),
+            "in-process simulator".into(),
+        ),
+        Some(url) => {
+            if a.latency.is_some() {
+                return Err(InvalidInput {
+                    source_name: "--latency".into(),
+                    problems: vec![
+                        "with --llm-url the server decides latency: start `sim-llm serve` with --latency-ms/--sigma or --latency-file (and give the same file here)".into(),
+                    ],
+                }
+                .into());
+            }
+            (
+                http_provider(url, &a.model, a.no_stream, a.seed)?,
+                // Only a replayed file says what the server will take; else measure.
+                a.latency_file.as_ref().map(|_| {
+                    let only_file = SimConfig {
+                        latency: planwave_llm::sim::Latency::Zero,
+                        ..sim.clone()
+                    };
+                    planned_latencies(&plan, &only_file)
+                }),
+                url.clone(),
+            )
+        }
+    };
+    if let Some(path) = &a.save_latencies {
+        let planned = planned.as_ref().ok_or_else(|| InvalidInput {
+            source_name: "--save-latencies".into(),
+            problems: vec!["with --llm-url the latencies are not known before the run".into()],
+        })?;
+        let map: serde_json::Map<String, serde_json::Value> = (0..plan.len())
+            .map(|i| (plan.id(i).to_string(), json!(planned[i])))
+            .collect();
+        std::fs::write(path, serde_json::to_vec_pretty(&map)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let journal = match &a.journal {
+        Some(path) => Some(Arc::new(
+            Journal::open(path, true).with_context(|| format!("opening {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let prompts = Arc::new(planwave_prompts::Templates::builtin());
+
+    let cancel = CancellationToken::new();
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let mut runs: Vec<LoadReport> = Vec::new();
+    let mut schedules = a.schedule.clone();
+    schedules.dedup();
+    for schedule in schedules {
+        let schedule = match schedule {
+            ScheduleArg::Dataflow => Schedule::Dataflow,
+            ScheduleArg::Waves => Schedule::Waves,
+        };
+        eprintln!(
+            "planwave loadtest: {} tasks, {} schedule, model: {model_label}",
+            plan.len(),
+            schedule.as_str()
+        );
+        let report = planwave_loadtest::run(LoadRequest {
+            plan: plan.clone(),
+            provider: provider.clone(),
+            prompts: prompts.clone(),
+            sink: Arc::new(NullSink),
+            journal: journal.clone(),
+            config: RunConfig {
+                schedule,
+                concurrency: a.concurrency.map(|c| c as usize),
+                retry: RetryPolicy {
+                    max_retries: a.retries,
+                    ..RetryPolicy::default()
+                },
+                seed: a.seed,
+                ..RunConfig::default()
+            },
+            planned_ms: planned.clone(),
+            cancel: cancel.clone(),
+            on_start: progress_printer(plan.len()),
+        })
+        .await
+        .context("running the workload")?;
+        runs.push(report);
+        if cancel.is_cancelled() {
+            break;
+        }
+    }
+    ctrl_c.abort();
+    if let Some(j) = &journal {
+        j.close().context("writing the journal")?;
+    }
+
+    if a.json {
+        let out = json!({
+            "workload": {
+                "source": source,
+                "tasks": plan.len(),
+                "waves": plan.waves().len(),
+                "seed": a.seed,
+                "latency": latency.to_string(),
+                "latency_file": a.latency_file.as_ref().map(|p| p.display().to_string()),
+                "model": model_label,
+            },
+            "runs": runs,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!(
+            "workload: {source}, {} tasks in {} waves, latency {}{}, model: {model_label}",
+            plan.len(),
+            plan.waves().len(),
+            if a.llm_url.is_some() {
+                "decided by the server".to_string()
+            } else {
+                latency.to_string()
+            },
+            a.latency_file
+                .as_ref()
+                .map(|p| format!(" (per-task from {})", p.display()))
+                .unwrap_or_default(),
+        );
+        print!("{}", render_table(&runs));
+    }
+    Ok(Outcome(if cancel.is_cancelled() {
+        INTERRUPTED
+    } else if runs.iter().all(|r| r.completed == r.tasks) {
+        OK
+    } else {
+        PARTIAL
+    }))
+}
+
+fn workload_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInput> {
+    if let Some(path) = &a.plan {
+        return Ok((load_plan(path)?, format!("plan {}", path.display())));
+    }
+    let shape = match a.shape {
+        ShapeArg::Wide => Shape::Wide,
+        ShapeArg::Chain => Shape::Chain,
+        ShapeArg::Layered => Shape::Layered,
+        ShapeArg::Random => Shape::Random,
+    };
+    let spec = planwave_loadtest::generate(
+        shape,
+        a.tasks as usize,
+        a.fan_in,
+        a.width.map(|w| w as usize),
+        a.seed,
+    );
+    let plan = ValidatedPlan::new(spec).map_err(|e| InvalidInput {
+        source_name: "generated plan".into(),
+        problems: e.0.iter().map(|p| p.to_string()).collect(),
+    })?;
+    let fan_in = match shape {
+        Shape::Random | Shape::Layered => format!(", fan-in {}", a.fan_in),
+        _ => String::new(),
+    };
+    Ok((
+        plan,
+        format!("{} (seed {}{fan_in})", shape.as_str(), a.seed),
+    ))
+}
+
+fn http_provider(
+    url: &str,
+    model: &str,
+    no_stream: bool,
+    seed: u64,
+) -> anyhow::Result<Arc<dyn LlmProvider>> {
+    let options = LlmOptions {
+        llm: Some(LlmArg::Openai),
+        llm_base_url: Some(url.to_owned()),
+        model: Some(model.to_owned()),
+        config: None,
+        no_stream,
+    };
+    let prompts = PromptOptions {
+        prompts: None,
+        context_budget: None,
+    };
+    let settings = llm::settings(&options, &prompts, None)?;
+    llm::provider(&settings, SimConfig::default(), seed)
+}
+
+/// A progress line on a terminal every second: long runs should show they are moving.
+fn progress_printer(total: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+    if !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(Box::new(move |probe: Arc<Probe>| {
+        let weak = Arc::downgrade(&probe);
+        drop(probe);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let Some(p) = weak.upgrade() else { break };
+                let done = p.tasks_done();
+                eprint!("\r  {done}/{total} tasks done");
+                if done >= total {
+                    break;
+                }
+            }
+            eprintln!();
+        });
+    }))
+}

@@ -1,0 +1,307 @@
+//! `planwave loadtest` through the real binary: the figures are present and consistent,
+//! workloads replay from a latency file, and the same workload runs over real HTTP against
+//! `planwave sim-llm serve`. Sizes are small and no figure is compared with a wall-clock limit.
+
+use serde_json::Value;
+
+use crate::support::{SimLlm, plan, read_json, run, write_json};
+
+fn loadtest_json(args: &[&str]) -> Value {
+    let mut all = vec!["loadtest", "--json"];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    assert_eq!(out.code, 0, "stdout:{}\nstderr:{}", out.stdout, out.stderr);
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("loadtest --json printed no JSON ({e}): {}", out.stdout))
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// The invariants every completed run's figures must satisfy.
+fn assert_consistent(r: &Value, tasks: u64) {
+    assert_eq!(r["tasks"], tasks, "{r}");
+    assert_eq!(r["completed"], tasks, "{r}");
+    assert_eq!(
+        (r["failed"].as_u64(), r["blocked"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(
+        (r["errors"].as_u64(), r["retries"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // One call per task plus the integrator's executive summary.
+    assert_eq!(r["model_calls"], tasks + 1, "{r}");
+    let makespan = f(&r["makespan_ms"]);
+    assert!(f(&r["total_ms"]) >= makespan, "{r}");
+    // No schedule beats its longest chain: the simulator never answers early.
+    assert!(makespan >= f(&r["critical_path_bound_ms"]), "{r}");
+    assert!(f(&r["critical_path_ratio"]) >= 1.0, "{r}");
+    assert!(f(&r["tasks_per_sec"]) > 0.0 && f(&r["model_calls_per_sec"]) > 0.0);
+    let d = &r["dispatch_ms"];
+    assert!(d["samples"].as_u64().expect("samples") > 0, "{r}");
+    assert!(f(&d["p50"]) >= 0.0 && f(&d["p50"]) <= f(&d["p99"]) && f(&d["p99"]) <= f(&d["max"]));
+    let in_flight = r["max_in_flight"].as_u64().expect("max_in_flight");
+    assert!((1..=tasks).contains(&in_flight), "{r}");
+    if cfg!(target_os = "linux") {
+        assert!(r["peak_rss_bytes"].as_u64().expect("peak rss") > 0, "{r}");
+    }
+}
+
+#[test]
+fn loadtest_json_figures_are_consistent_for_both_schedules() {
+    let v = loadtest_json(&[
+        "--shape",
+        "random",
+        "--tasks",
+        "60",
+        "--fan-in",
+        "3",
+        "--latency",
+        "fixed:2",
+        "--schedule",
+        "dataflow,waves",
+    ]);
+    let waves = v["workload"]["waves"].as_u64().expect("waves");
+    assert_eq!(v["workload"]["tasks"], 60);
+    assert!(waves > 1, "{v}");
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(
+        runs.iter()
+            .map(|r| r["schedule"].clone())
+            .collect::<Vec<_>>(),
+        vec!["dataflow", "waves"]
+    );
+    for r in runs {
+        assert_consistent(r, 60);
+        assert_eq!(r["bound_source"], "planned");
+        // Equal latencies: the longest chain is one task per wave, and so is the barrier.
+        assert_eq!(f(&r["critical_path_bound_ms"]), 2.0 * waves as f64, "{r}");
+        assert_eq!(f(&r["wave_barrier_bound_ms"]), 2.0 * waves as f64, "{r}");
+    }
+    // The barrier schedule cannot beat the barrier bound.
+    assert!(f(&runs[1]["wave_barrier_ratio"]) >= 1.0, "{}", runs[1]);
+}
+
+#[test]
+fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 1 -> 3 and 2 -> 4: wave 1 is {1, 2}, wave 2 is {3, 4}. Dataflow needs max(5+30, 30+5)
+    // = 35 ms; the barrier needs max(5, 30) + max(30, 5) = 60 ms.
+    let p = write_json(
+        dir.path(),
+        "two.json",
+        &plan(
+            "Two chains",
+            &[
+                ("1", "one", &[]),
+                ("2", "two", &[]),
+                ("3", "three", &["1"]),
+                ("4", "four", &["2"]),
+            ],
+        ),
+    );
+    let lat = write_json(
+        dir.path(),
+        "lat.json",
+        &serde_json::json!({"1": 5, "2": 30, "3": 30, "4": 5}),
+    );
+    let v = loadtest_json(&[
+        "--plan",
+        p.to_str().expect("path"),
+        "--latency-file",
+        lat.to_str().expect("path"),
+        "--schedule",
+        "waves,dataflow",
+    ]);
+    for r in v["runs"].as_array().expect("runs") {
+        assert_consistent(r, 4);
+        assert_eq!(f(&r["critical_path_bound_ms"]), 35.0);
+        assert_eq!(f(&r["wave_barrier_bound_ms"]), 60.0);
+    }
+    let waves = &v["runs"][0];
+    assert_eq!(waves["schedule"], "waves");
+    assert!(f(&waves["makespan_ms"]) >= 60.0, "{waves}");
+    assert!(f(&waves["wave_barrier_ratio"]) >= 1.0, "{waves}");
+}
+
+#[test]
+fn loadtest_latency_file_replays_the_saved_workload() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let saved = dir.path().join("latencies.json");
+    let first = loadtest_json(&[
+        "--shape",
+        "layered",
+        "--tasks",
+        "40",
+        "--width",
+        "8",
+        "--latency",
+        "lognormal:3:1.0",
+        "--seed",
+        "7",
+        "--save-latencies",
+        saved.to_str().expect("path"),
+    ]);
+    let map = read_json(&saved);
+    assert_eq!(map.as_object().expect("object").len(), 40);
+    // Same plan, other seed for latency draws: only the file decides latency now.
+    let replay = loadtest_json(&[
+        "--shape",
+        "layered",
+        "--tasks",
+        "40",
+        "--width",
+        "8",
+        "--seed",
+        "7",
+        "--latency",
+        "fixed:0",
+        "--latency-file",
+        saved.to_str().expect("path"),
+    ]);
+    assert_consistent(&first["runs"][0], 40);
+    assert_consistent(&replay["runs"][0], 40);
+    assert_eq!(
+        first["runs"][0]["critical_path_bound_ms"],
+        replay["runs"][0]["critical_path_bound_ms"]
+    );
+    assert_eq!(
+        replay["workload"]["latency_file"],
+        saved.to_str().expect("path")
+    );
+}
+
+#[test]
+fn loadtest_over_http_against_sim_llm_serve() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lat: serde_json::Map<String, Value> = (1..=30)
+        .map(|k| (k.to_string(), Value::from(1 + k % 4)))
+        .collect();
+    let lat = write_json(dir.path(), "lat.json", &Value::Object(lat));
+    let lat = lat.to_str().expect("path");
+    let server = SimLlm::start(&["--latency-file", lat], &[]);
+    let common = [
+        "--shape",
+        "random",
+        "--tasks",
+        "30",
+        "--llm-url",
+        server.base_url.as_str(),
+    ];
+    let mut replay = common.to_vec();
+    replay.extend_from_slice(&["--latency-file", lat]);
+    let v = loadtest_json(&replay);
+    let r = &v["runs"][0];
+    assert_consistent(r, 30);
+    assert_eq!(r["bound_source"], "planned");
+    assert_eq!(v["workload"]["model"], server.base_url.as_str());
+
+    // Without the file the bound comes from the calls' measured durations.
+    let mut observed = common.to_vec();
+    observed.push("--no-stream");
+    let v = loadtest_json(&observed);
+    let r = &v["runs"][0];
+    assert_consistent(r, 30);
+    assert_eq!(r["bound_source"], "observed");
+
+    let stats = server.stats();
+    assert_eq!(stats["roles"]["subagent"], 60, "{stats}");
+    assert_eq!(stats["roles"]["integrator"], 2, "{stats}");
+}
+
+#[test]
+fn loadtest_rejects_bad_workloads_with_exit_2() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lat = write_json(
+        dir.path(),
+        "lat.json",
+        &serde_json::json!({"1": 1, "99": 2}),
+    );
+    let out = run(&[
+        "loadtest",
+        "--tasks",
+        "5",
+        "--latency-file",
+        lat.to_str().expect("path"),
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(&format!("{}: task 99 is not in the plan", lat.display())),
+        "{}",
+        out.stderr
+    );
+
+    let out = run(&["loadtest", "--latency", "uniform:3"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("unknown model"), "{}", out.stderr);
+
+    let out = run(&[
+        "loadtest",
+        "--llm-url",
+        "http://127.0.0.1:9/v1",
+        "--latency",
+        "fixed:1",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the server decides latency"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn loadtest_prints_a_table_by_default() {
+    let out = run(&[
+        "loadtest",
+        "--shape",
+        "chain",
+        "--tasks",
+        "5",
+        "--latency",
+        "fixed:1",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with("workload: chain (seed 0), 5 tasks in 5 waves, latency fixed:1"),
+        "{}",
+        out.stdout
+    );
+    for row in [
+        "critical-path bound       5.0 ms (planned)",
+        "makespan / critical path",
+        "dispatch p99",
+        "model calls/s",
+        "errors                    0",
+    ] {
+        assert!(out.stdout.contains(row), "{row:?} missing:\n{}", out.stdout);
+    }
+}
+
+#[test]
+fn loadtest_journal_records_every_task_durably() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let journal = dir.path().join("journal.jsonl");
+    let v = loadtest_json(&[
+        "--shape",
+        "wide",
+        "--tasks",
+        "25",
+        "--latency",
+        "fixed:0",
+        "--journal",
+        journal.to_str().expect("path"),
+    ]);
+    assert_eq!(v["runs"][0]["completed"], 25);
+    let completed = std::fs::read_to_string(&journal)
+        .expect("journal written")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("JSON line"))
+        .filter(|e| e["type"] == "task_completed")
+        .count();
+    assert_eq!(completed, 25);
+}
