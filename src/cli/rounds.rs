@@ -214,7 +214,6 @@ impl Rounds for RoundsDriver {
             // every section any pass completed.
             None => open_events_at(&out, "events.jsonl", self.run_id)?,
         };
-        let prices = self.settings.prices.clone();
         let mut result = execute_plan(Execution {
             plan,
             provider: self.provider.clone(),
@@ -235,21 +234,37 @@ impl Rounds for RoundsDriver {
             mcp: None,
         })
         .await?;
-        // run.json accounts for the round's planning and earlier passes too: every call,
-        // and usage as their sum (preset tasks' usage was spent by an earlier pass).
-        let earlier = self.calls.entry(tag.round).or_default();
-        let this_pass = result.calls.clone();
-        result.calls.splice(0..0, earlier.iter().cloned());
-        earlier.extend(this_pass);
+        let this_pass = std::mem::take(&mut result.calls);
+        self.add_calls(tag.round, this_pass, Some(&mut result))?;
+        Ok(result)
+    }
+
+    fn add_calls(
+        &mut self,
+        round: u32,
+        calls: Vec<CallRecord>,
+        result: Option<&mut RunResult>,
+    ) -> anyhow::Result<()> {
+        let all = self.calls.entry(round).or_default();
+        all.extend(calls);
+        let Some(result) = result else {
+            return Ok(());
+        };
+        // The round's run.json has every call the round made (planning, every pass,
+        // evaluation, reflection) and usage as their sum: a preset task's usage was spent by
+        // an earlier pass and is in that pass's calls.
+        result.calls = all.clone();
         let mut usage = planwave_llm::Usage::default();
         for c in &result.calls {
             usage += c.usage();
         }
         result.stats.usage = usage;
-        result.stats.cost =
-            prices.estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
-        out.write_run(&result)?;
-        Ok(result)
+        result.stats.cost = self
+            .settings
+            .prices
+            .estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
+        self.round_dir(round)?.write_run(result)?;
+        Ok(())
     }
 
     fn save(&mut self, round: u32, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {

@@ -82,7 +82,7 @@ fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
     let calls = run["calls"].as_array().expect("calls");
     assert_eq!(
         calls.len(),
-        8,
+        9,
         "one record per call: retries stay inside their call"
     );
     assert!(

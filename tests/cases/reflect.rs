@@ -95,6 +95,31 @@ fn correctness_of_95_stops_the_loop_and_the_reflection_reaches_the_next_round() 
         summary.starts_with("Previous evaluation:\n- overall 30, correctness 40"),
         "{summary}"
     );
+    // A round's run.json counts every call it made, the loop's own included.
+    let round1 = read_json(&out.join("rounds/1/run.json"));
+    let roles: Vec<&str> = round1["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter_map(|c| c["role"].as_str())
+        .collect();
+    assert_eq!(
+        roles[roles.len() - 3..],
+        ["integrator", "evaluator", "reflector"]
+    );
+    let sum: u64 = round1["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            c["prompt_tokens"].as_u64().unwrap_or(0) + c["completion_tokens"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    let u = &round1["stats"]["usage"];
+    assert_eq!(
+        u["prompt_tokens"].as_u64().unwrap_or(0) + u["completion_tokens"].as_u64().unwrap_or(0),
+        sum
+    );
     let reflection = read_json(&out.join("rounds/1/reflection.json"));
     assert_eq!(reflection["reflection"]["should_replan"], true);
     // The final report is the best round's, and says which round wrote each section.
@@ -331,6 +356,14 @@ fn a_refused_task_is_replaced_with_its_blocked_descendants_only() {
     assert_eq!(passes[0]["recovery"], "replan_from_failure");
     assert_eq!(passes[0]["failed_tasks"][0]["failure_kind"], "fatal");
     let replan = read_json(&out.join("rounds/1/replan-pass-2.json"));
+    let round = read_json(&out.join("rounds/1/run.json"));
+    let planner_calls = round["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .filter(|c| c["role"] == "planner")
+        .count();
+    assert_eq!(planner_calls, 2, "the plan and the replacement");
     assert_eq!(replan["kept"], serde_json::json!(["1", "3"]));
     assert_eq!(replan["replaced"], serde_json::json!(["2", "4", "5"]));
     // The kept tasks plus replacements with fresh ids, validated together.

@@ -41,7 +41,30 @@ pub struct Asked<T> {
     pub attempts: Vec<AskAttempt>,
 }
 
+impl AskAttempt {
+    /// As a `run.json` `calls[]` record.
+    pub fn call_record(&self, role: AgentRole) -> planwave_engine::CallRecord {
+        planwave_engine::CallRecord {
+            role: role.as_str().into(),
+            task: None,
+            model: self.model.clone(),
+            attempt: self.attempt,
+            started_at: self.started_at,
+            duration_ms: self.duration_ms,
+            prompt_tokens: self.usage.prompt_tokens,
+            completion_tokens: self.usage.completion_tokens,
+            reasoning_tokens: self.usage.reasoning_tokens,
+            outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
+            error: self.error.clone(),
+        }
+    }
+}
+
 impl<T> Asked<T> {
+    pub fn call_records(&self, role: AgentRole) -> Vec<planwave_engine::CallRecord> {
+        self.attempts.iter().map(|a| a.call_record(role)).collect()
+    }
+
     pub fn usage(&self) -> Usage {
         let mut u = Usage::default();
         for a in &self.attempts {

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{Preset, RunResult, RunStatus, TaskStatus};
+use planwave_engine::{CallRecord, Preset, RunResult, RunStatus, TaskStatus};
 use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{
@@ -70,6 +70,15 @@ pub trait Rounds: Send {
         round: u32,
         name: &str,
         value: &serde_json::Value,
+    ) -> Result<(), Self::Error>;
+    /// Model calls the loop made for a round (evaluator, reflector, replanner): they join
+    /// the round's `calls[]`; with `result` (the round's run record), that is written
+    /// again with them.
+    fn add_calls(
+        &mut self,
+        round: u32,
+        calls: Vec<CallRecord>,
+        result: Option<&mut RunResult>,
     ) -> Result<(), Self::Error>;
     /// A progress line.
     fn progress(&mut self, line: &str);
@@ -421,6 +430,13 @@ pub async fn run_loop<R: Rounds>(
                 &json!({"evaluation": asked.value, "attempts": asked.attempts}),
             )
             .map_err(LoopError::Driver)?;
+        driver
+            .add_calls(
+                k,
+                asked.call_records(AgentRole::Evaluator),
+                Some(&mut record.result),
+            )
+            .map_err(LoopError::Driver)?;
         let Some(evaluation) = asked.value.clone() else {
             driver.progress(&format!(
                 "round {k}: evaluation failed: {}",
@@ -480,6 +496,13 @@ pub async fn run_loop<R: Rounds>(
                 k,
                 "reflection.json",
                 &json!({"reflection": asked.value, "attempts": asked.attempts}),
+            )
+            .map_err(LoopError::Driver)?;
+        driver
+            .add_calls(
+                k,
+                asked.call_records(AgentRole::Reflector),
+                Some(&mut record.result),
             )
             .map_err(LoopError::Driver)?;
         let Some(reflection): Option<Reflection> = asked.value.clone() else {
@@ -559,6 +582,9 @@ async fn replacement<R: Rounds>(
                 "attempts": asked.attempts,
             }),
         )
+        .map_err(LoopError::Driver)?;
+    driver
+        .add_calls(tag.round, asked.call_records(AgentRole::Planner), None)
         .map_err(LoopError::Driver)?;
     let why = asked.why_not();
     Ok(asked.value.ok_or(why))
