@@ -505,3 +505,88 @@ fn a_server_that_cannot_start_is_named_and_the_run_goes_on() {
     );
     assert_sum_flowed(&out);
 }
+
+#[test]
+fn research_plans_with_the_tools_and_its_subagents_call_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let out = dir.path().join("out");
+    let r = run(&[
+        "research",
+        "Analyse Acme Corp",
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--max-rounds",
+        "1",
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let plan = read_json(&out.join("plan.json"));
+    let suggested: Vec<String> = plan["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .flat_map(|t| {
+            t["hints"]["suggested_tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|v| v.as_str().expect("name").to_owned())
+        .collect();
+    assert!(!suggested.is_empty(), "the planner saw the tools: {plan}");
+    let run = read_json(&out.join("run.json"));
+    let called: Vec<String> = run["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .flat_map(|t| t["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["tool"].as_str().expect("tool").to_owned())
+        .collect();
+    assert_eq!(
+        called, suggested,
+        "each suggested tool was called once, in order"
+    );
+}
+
+#[test]
+fn servers_and_limits_can_come_from_planwave_toml() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(js) = everything() else {
+        return;
+    };
+    let toml = format!(
+        "[mcp]\ntool_timeout_secs = 1\ntool_protocol = \"native\"\n\n[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+        js.display().to_string()
+    );
+    let cfg = dir.path().join("planwave.toml");
+    std::fs::write(&cfg, toml).expect("write toml");
+    let plan = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"steps": [
+            {"step_id": "slow", "description": "Wait", "tool": "trigger-long-running-operation",
+             "params": {"duration": 3600, "steps": 2}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--config",
+        path(&cfg),
+    ]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(
+        task(&run, "slow")["error"],
+        "tool trigger-long-running-operation (server everything) did not answer within 1.0s"
+    );
+}
