@@ -173,6 +173,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
         journal: Some(x.events.clone()),
         config: x.config,
         deadline: x.deadline,
+        slots: None,
         output: Some(x.out.clone()),
         cancel,
         preset: x.preset,

@@ -1,4 +1,5 @@
 mod aimock;
+mod batch;
 mod compose;
 mod durable;
 mod events;

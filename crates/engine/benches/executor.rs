@@ -19,6 +19,7 @@ fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
         journal: None,
         config: RunConfig::default(),
         deadline: None,
+        slots: None,
         output: None,
         cancel: CancellationToken::new(),
         preset: Vec::new(),

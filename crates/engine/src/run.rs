@@ -42,6 +42,8 @@ pub struct RunRequest {
     pub config: RunConfig,
     /// The whole run stops (like Ctrl-C, resumable) when this much time has passed.
     pub deadline: Option<std::time::Duration>,
+    /// Subagent slots shared with other runs (a batch): a subagent holds one while it works.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Where files go; `None` keeps everything in memory (benchmarks, embedding).
     pub output: Option<RunDir>,
     pub cancel: CancellationToken,
@@ -70,6 +72,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         prompts: req.prompts,
         sink: req.sink,
         journal: req.journal.clone(),
+        slots: req.slots.clone(),
         output: req.output.clone(),
         section_files: Arc::new(files.clone()),
         config: req.config.clone(),

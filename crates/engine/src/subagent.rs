@@ -76,6 +76,11 @@ impl Actor for Subagent {
         myself: ActorRef<()>,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
+        // A batch caps subagents across all its runs; the permit is held until the report.
+        let _slot = match &state.shared.slots {
+            Some(s) => s.clone().acquire_owned().await.ok(),
+            None => None,
+        };
         let mut report = match state.shared.config.task_timeout {
             None => write_section(state).instrument(state.span.clone()).await,
             Some(limit) => match tokio::time::timeout(

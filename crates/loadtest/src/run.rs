@@ -65,6 +65,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         journal: req.journal,
         config: req.config,
         deadline: None,
+        slots: None,
         output: None,
         cancel: req.cancel,
         preset: Vec::new(),

@@ -50,6 +50,9 @@ pub struct ServerStats {
     /// how often each task was really sent to the model.
     #[serde(default)]
     pub tasks: BTreeMap<String, u64>,
+    /// The most subagent requests handled at once (until the answer's headers are sent).
+    #[serde(default)]
+    pub max_subagents_in_flight: u64,
 }
 
 struct AppState {
@@ -57,6 +60,16 @@ struct AppState {
     sim: SimProvider,
     counter: AtomicU64,
     stats: Mutex<ServerStats>,
+    subagents_in_flight: AtomicU64,
+}
+
+/// Counts a subagent request as in flight until dropped.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 pub fn router(cfg: ServerConfig) -> Router {
@@ -65,6 +78,7 @@ pub fn router(cfg: ServerConfig) -> Router {
         cfg,
         counter: AtomicU64::new(0),
         stats: Mutex::new(ServerStats::default()),
+        subagents_in_flight: AtomicU64::new(0),
     }))
 }
 
@@ -95,6 +109,7 @@ impl SimServer {
             cfg,
             counter: AtomicU64::new(0),
             stats: Mutex::new(ServerStats::default()),
+            subagents_in_flight: AtomicU64::new(0),
         });
         let app = router_with_state(state.clone());
         // Small SSE writes must not wait for Nagle + delayed ACK (40 ms a chunk otherwise).
@@ -202,6 +217,13 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let task = header_str(&headers, context_header::CONTEXT_HEADER)
         .and_then(context_header::decode)
         .and_then(|c| c.task_id);
+    let _in_flight = (role_header == Some("subagent")).then(|| {
+        let now = st.subagents_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(mut s) = st.stats.lock() {
+            s.max_subagents_in_flight = s.max_subagents_in_flight.max(now);
+        }
+        InFlight(&st.subagents_in_flight)
+    });
     if let Ok(mut s) = st.stats.lock() {
         if let Some(task) = task {
             *s.tasks.entry(task).or_default() += 1;
