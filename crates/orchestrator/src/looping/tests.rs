@@ -76,6 +76,7 @@ impl Rounds for Memory {
                 ..RunConfig::default()
             },
             deadline: None,
+            slots: None,
             output: None,
             cancel: CancellationToken::new(),
             preset,
