@@ -5,6 +5,7 @@ mod durable;
 mod events;
 mod http;
 mod loadtest;
+mod mcp;
 mod reflect;
 mod research;
 mod run;
