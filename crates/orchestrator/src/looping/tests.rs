@@ -77,6 +77,7 @@ impl Rounds for Memory {
             },
             deadline: None,
             slots: None,
+            mcp: None,
             output: None,
             cancel: CancellationToken::new(),
             preset,
