@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::rounds::RoundsDriver;
 use super::run::{
@@ -47,6 +48,8 @@ pub struct ResearchArgs {
     pub sim: SimOptions,
     #[command(flatten)]
     pub events: EventsOptions,
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -107,11 +110,15 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         templates: templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
     };
+    // Started once: the planner lists the tools and every round's subagents call them.
+    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
     let mut driver = RoundsDriver {
         goal: args.goal.clone(),
         provider,
         templates,
-        config: run_config(&args.exec, &settings),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
         deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),
@@ -122,8 +129,12 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         events: HashMap::new(),
         run_id,
         stream: stream.clone(),
+        mcp: mcp.clone(),
     };
     let looped = run_loop(&cx, &mut driver).await;
+    if let Some(m) = &mcp {
+        m.shutdown().await;
+    }
     if let Some(s) = &stream {
         s.close().context("writing the --events stream")?;
     }

@@ -119,6 +119,8 @@ pub struct Settings {
     pub prices: PriceTable,
     /// The reflective loop (`[orchestrator]`, `[reflection]`).
     pub reflect: crate::reflect::ReflectSettings,
+    /// MCP servers and tool settings (`[mcp]`).
+    pub mcp: crate::mcp::McpSettings,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
 }
@@ -312,6 +314,7 @@ pub fn resolve(
         prompts,
         prices,
         reflect,
+        mcp: crate::mcp::resolve(file),
         config_path: file.path.clone(),
     })
 }
