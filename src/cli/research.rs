@@ -83,6 +83,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
+    // Rounds of an earlier research here would pass for this one's (and their journals would
+    // be appended to); `run.json` `rounds[]` must describe exactly the directories present.
+    let old_rounds = out.root().join("rounds");
+    if old_rounds.is_dir() {
+        eprintln!(
+            "planwave: replacing {} from an earlier research",
+            old_rounds.display()
+        );
+        std::fs::remove_dir_all(&old_rounds)
+            .with_context(|| format!("clearing {}", old_rounds.display()))?;
+    }
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
     let r = &settings.reflect;
