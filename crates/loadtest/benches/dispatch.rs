@@ -30,6 +30,8 @@ fn run_once(
         prompts: prompts.clone(),
         sink: Arc::new(NullSink),
         journal,
+        slots: None,
+        mcp: None,
         config: RunConfig::default(),
         deadline: None,
         output: None,

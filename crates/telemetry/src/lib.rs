@@ -7,6 +7,7 @@
 //!   behind a `tracing` layer, and the [`Telemetry`] guard that flushes on every exit path.
 //! - [`spans`]: helpers the engine uses on its `tracing` spans (links between task spans,
 //!   error status, W3C `traceparent`), so the engine never names an OpenTelemetry type.
+//! - [`tool`]: `execute_tool` spans for MCP tool calls.
 //! - [`provider`]: [`TracedProvider`], an [`LlmProvider`](planwave_llm::LlmProvider) wrapper
 //!   that puts a GenAI `chat` span around every model call and sends its `traceparent`.
 //!
@@ -18,6 +19,7 @@ pub mod export;
 pub mod provider;
 pub mod settings;
 pub mod spans;
+pub mod tool;
 
 pub use export::{Telemetry, TelemetryError};
 pub use provider::TracedProvider;
