@@ -96,13 +96,14 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         templates: templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
     };
+    let run_deadline = super::run::deadline(&args.exec, &settings);
     let mut driver = RoundsDriver {
         goal: args.goal.clone(),
         provider,
         templates,
         config: run_config(&args.exec, &settings),
         settings,
-        deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
+        deadline: run_deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),
         root: out.root().to_path_buf(),
         quiet: args.quiet,

@@ -138,7 +138,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         provider,
         prompts: templates,
         config: run_config(&rec.exec, &settings),
-        deadline: rec.exec.deadline,
+        deadline: super::run::deadline(&rec.exec, &settings),
         out: out.clone(),
         events,
         quiet: args.quiet,

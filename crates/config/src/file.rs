@@ -24,6 +24,8 @@ pub struct ConfigFile {
     pub orchestrator: crate::reflect::OrchestratorSection,
     #[serde(default)]
     pub reflection: crate::reflect::ReflectionSection,
+    #[serde(default)]
+    pub run: RunSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -90,6 +92,14 @@ pub struct LimitsSection {
     pub max_in_flight: Option<usize>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+}
+
+/// `[run]`: limits of one run (`--task-timeout`, `--deadline` override them).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub task_timeout_secs: Option<f64>,
+    pub deadline_secs: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

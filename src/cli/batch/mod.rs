@@ -18,7 +18,7 @@ use planwave_batch::{BatchSummary, JobSummary, parse_jobs, render_table, resolve
 use planwave_engine::RunDir;
 use tokio_util::sync::CancellationToken;
 
-use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
+use super::exit::{DEADLINE, INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::Mode;
@@ -162,6 +162,17 @@ async fn run_batch(
     let quiet = args.quiet || quiet_override;
     let progress = Arc::new(BatchProgress::new(jobs.len(), Mode::detect(quiet)));
     let cancel = CancellationToken::new();
+    // --deadline (or [run] deadline_secs) bounds the whole batch: it stops like Ctrl-C.
+    let deadline_hit = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline_timer = super::run::deadline(&args.exec, &settings).map(|d| {
+        let cancel = cancel.clone();
+        let hit = deadline_hit.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            hit.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel.cancel();
+        })
+    });
     let ctrl_c = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -221,22 +232,32 @@ async fn run_batch(
         progress.job_finished(&summary);
     }
     ctrl_c.abort();
+    if let Some(t) = deadline_timer {
+        t.abort();
+    }
     progress.finish();
     let done = lock(&done).clone();
-    let summary = BatchSummary::new(
+    let mut summary = BatchSummary::new(
         done,
         bad_lines.clone(),
         clock.elapsed().as_secs_f64() * 1000.0,
     );
+    summary.transport_retries = ctx.provider.retry_counts();
     root.write_json("batch.json", &summary)?;
     print!("{}", render_table(&summary));
     println!("batch: {}", root.root().join("batch.json").display());
     if cancel.is_cancelled() || summary.cancelled > 0 {
+        let deadline = deadline_hit.load(std::sync::atomic::Ordering::SeqCst);
         println!(
-            "interrupted; finished work is saved. Continue with: planwave batch --resume {}",
+            "{}; finished work is saved. Continue with: planwave batch --resume {}",
+            if deadline {
+                "deadline reached"
+            } else {
+                "interrupted"
+            },
             root.root().display()
         );
-        return Ok(Outcome(INTERRUPTED));
+        return Ok(Outcome(if deadline { DEADLINE } else { INTERRUPTED }));
     }
     let all_good = summary.completed == summary.jobs.len() && summary.bad_lines.is_empty();
     Ok(Outcome(if all_good { OK } else { PARTIAL }))
