@@ -6,6 +6,7 @@ pub mod exit;
 pub(crate) mod input;
 mod llm;
 mod loadtest;
+mod mcp;
 mod options;
 mod plan;
 pub(crate) mod planning;

@@ -231,6 +231,7 @@ impl Rounds for RoundsDriver {
             run_id: self.run_id,
             stream: self.stream.clone(),
             preset,
+            mcp: None,
         })
         .await?;
         let this_pass = std::mem::take(&mut result.calls);

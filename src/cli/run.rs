@@ -12,13 +12,15 @@ use planwave_engine::{
     RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
+use planwave_mcp::McpRegistry;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::input::load_plan;
+use super::input::load_plan_with_tools;
 use super::llm::{self, LlmOptions, PromptOptions};
+use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::{Mode, Progress};
 
@@ -38,6 +40,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sim: SimOptions,
     #[command(flatten)]
+    pub mcp: McpOptions,
+    #[command(flatten)]
     pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
@@ -45,7 +49,17 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let plan = Arc::new(load_plan(&args.plan)?);
+    let mcp = args.mcp.start(args.quiet).await?;
+    let result = run_with(&args, mcp.clone()).await;
+    if let Some(m) = mcp {
+        m.shutdown().await;
+    }
+    result
+}
+
+async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Result<Outcome> {
+    let catalog = mcp::catalog(mcp.as_deref());
+    let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
     let settings = llm::settings(&args.llm, &args.prompts, None)?;
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
@@ -64,13 +78,14 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         plan,
         provider,
         prompts: templates,
-        config: run_config(&args.exec, &settings),
+        config: args.mcp.apply(run_config(&args.exec, &settings)),
         deadline: deadline(&args.exec, &settings),
         out: out.clone(),
         events,
         quiet: args.quiet,
         run_id,
         preset: Vec::new(),
+        mcp,
     })
     .await?;
     print_summary(&result, &out);
@@ -147,6 +162,7 @@ pub struct Execution {
     /// The `--events` stream, if asked for: every event the journal gets, live.
     pub stream: Option<Arc<JsonlSink>>,
     pub quiet: bool,
+    pub mcp: Option<Arc<McpRegistry>>,
     pub run_id: uuid::Uuid,
     /// Tasks completed by an earlier attempt (resume).
     pub preset: Vec<Preset>,
@@ -183,6 +199,7 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
         output: Some(x.out.clone()),
         cancel,
         preset: x.preset,
+        mcp: x.mcp,
     })
     .await;
     ctrl_c.abort();

@@ -6,6 +6,7 @@ mod events;
 mod faults;
 mod http;
 mod loadtest;
+mod mcp;
 mod reflect;
 mod research;
 mod run;

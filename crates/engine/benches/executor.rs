@@ -23,6 +23,7 @@ fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
         output: None,
         cancel: CancellationToken::new(),
         preset: Vec::new(),
+        mcp: None,
     }));
     match result {
         Ok(r) => assert_eq!(r.stats.completed, plan.len()),

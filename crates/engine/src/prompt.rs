@@ -56,7 +56,7 @@ pub fn subagent_context(
                 status: "completed".into(),
             })
             .collect(),
-        round: None,
+        ..Default::default()
     }
 }
 

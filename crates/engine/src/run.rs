@@ -49,6 +49,9 @@ pub struct RunRequest {
     pub cancel: CancellationToken,
     /// Tasks already completed by an earlier attempt of this run.
     pub preset: Vec<Preset>,
+    /// MCP tools for subagents and tool steps; started (and shut down) by the caller, so one
+    /// registry can serve many runs.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
 /// Runs a plan to the end (or until cancelled): every task ends completed, failed or blocked,
@@ -78,8 +81,18 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         section_files: Arc::new(files.clone()),
         config: req.config.clone(),
         calls: std::sync::Mutex::new(Vec::new()),
+        mcp: req.mcp.clone(),
+        results: std::sync::Mutex::new(std::collections::HashMap::new()),
         span: tracing::Span::current(),
     });
+    if let Ok(mut results) = shared.results.lock() {
+        for p in &req.preset {
+            let json = serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()));
+            results.insert(p.index, json);
+        }
+    }
+    crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -238,6 +251,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
+    crate::mcp_events::detach(&shared);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

@@ -5,13 +5,14 @@
 //! there is caught by ractor and reaches the supervisor as `ActorFailed`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
+use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
@@ -50,6 +51,8 @@ pub struct SubagentReport {
     pub context_cut: Vec<SectionCut>,
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
+    /// Tool calls made by the task, every attempt.
+    pub tool_calls: Vec<crate::outcome::ToolCallRecord>,
     pub failure_kind: Option<FailureKind>,
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
@@ -101,6 +104,7 @@ impl Actor for Subagent {
                         limit.as_secs_f64()
                     )),
                     written: None,
+                    tool_calls: Vec::new(),
                     // Slow, not wrong: a later pass may well finish in time.
                     failure_kind: Some(FailureKind::Transient),
                 },
@@ -136,6 +140,34 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let plan = &shared.plan;
     let index = state.index;
     let task_id = plan.id(index).clone();
+    let mut calls = TaskCalls::new(shared, task_id.clone());
+    if let Some(tool) = plan.task(index).tool.as_deref() {
+        let outcome = crate::tool_step::run(&mut calls, index, tool.trim()).await;
+        let mut failure_kind = None;
+        let result = match outcome {
+            Ok((section, json)) => {
+                if let Ok(mut r) = shared.results.lock() {
+                    r.insert(index, json);
+                }
+                Ok(Arc::<str>::from(section))
+            }
+            Err((e, kind)) => {
+                failure_kind = Some(kind);
+                Err(e)
+            }
+        };
+        return SubagentReport {
+            index,
+            attempts: 1,
+            finished_at: timefmt::now(),
+            usage: calls.usage,
+            context_cut: Vec::new(),
+            result,
+            tool_calls: calls.tool_calls,
+            written: None,
+            failure_kind,
+        };
+    }
     let (fitted, context_cut) = context::fit(
         &state.prior,
         |i| plan.id(i).clone(),
@@ -150,7 +182,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let mut context = subagent_context(plan, index, &prior);
     context.round = shared.config.round;
     let retry = shared.config.retry;
-    let mut usage = Usage::default();
+    let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
     let mut failure_kind = None;
     let result = loop {
@@ -161,28 +193,9 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             attempt,
             context: context.clone(),
             traceparent: None,
+            tools: Vec::new(),
         };
-        let t0 = Instant::now();
-        let answer = shared.provider.chat(request).await;
-        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let (call_usage, model, error) = match &answer {
-            Ok(r) => (r.usage, r.model.clone(), None),
-            Err(e) => (
-                Usage::default(),
-                shared.provider.info().model,
-                Some(e.to_string()),
-            ),
-        };
-        usage += call_usage;
-        shared.emit(EventKind::LlmCall {
-            task: Some(task_id.clone()),
-            role: AgentRole::Subagent.as_str().into(),
-            model,
-            attempt,
-            duration_ms,
-            usage: call_usage,
-            error,
-        });
+        let answer = crate::tool_loop::converse(&mut calls, request, suggested).await;
         let err = match answer {
             Ok(r) if !r.content.trim().is_empty() => break Ok(Arc::<str>::from(r.content)),
             Ok(r) => LlmError::Transient {
@@ -216,13 +229,19 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         });
         tokio::time::sleep(delay).await;
     };
+    if let Ok(section) = &result
+        && let Ok(mut r) = shared.results.lock()
+    {
+        r.insert(index, serde_json::Value::String(section.to_string()));
+    }
     SubagentReport {
         index,
         attempts: attempt,
         finished_at: timefmt::now(),
-        usage,
+        usage: calls.usage,
         context_cut,
         result,
+        tool_calls: calls.tool_calls,
         failure_kind,
         written: None,
     }

@@ -110,6 +110,7 @@ impl Actor for Supervisor {
                 section_file: None,
                 usage: Usage::default(),
                 context_cut: Vec::new(),
+                tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
             })
@@ -295,6 +296,7 @@ impl SupervisorState {
         rec.finished_at = Some(report.finished_at);
         rec.usage = report.usage;
         rec.context_cut = report.context_cut;
+        rec.tool_calls = report.tool_calls;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         match report.result {
             Ok(section) => {

@@ -69,6 +69,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         output: None,
         cancel: req.cancel,
         preset: Vec::new(),
+        mcp: None,
     })
     .await?;
     let total_ms = clock.elapsed().as_secs_f64() * 1000.0;

@@ -133,6 +133,7 @@ pub async fn ask<T>(
                 attempt: n,
                 context: q.context.clone(),
                 traceparent: None,
+                tools: Vec::new(),
             })
             .await;
         let mut a = AskAttempt {

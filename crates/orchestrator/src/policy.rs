@@ -226,6 +226,7 @@ mod tests {
             section_file: None,
             usage: Default::default(),
             context_cut: Vec::new(),
+            tool_calls: Vec::new(),
             failure_kind: kind,
             round: None,
         }

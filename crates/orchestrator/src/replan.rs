@@ -148,6 +148,7 @@ mod tests {
                 section_file: None,
                 usage: Default::default(),
                 context_cut: Vec::new(),
+                tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
             })

@@ -205,6 +205,7 @@ impl Planner {
                     attempt: n,
                     context: context.clone(),
                     traceparent: None,
+                    tools: Vec::new(),
                 })
                 .instrument(span.clone())
                 .await;

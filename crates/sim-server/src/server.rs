@@ -184,6 +184,9 @@ struct CompletionRequest {
     stream_options: Option<Value>,
     #[serde(default)]
     response_format: Option<Value>,
+    /// Native tool calling: `[{"type": "function", "function": {name, description, parameters}}]`.
+    #[serde(default)]
+    tools: Vec<Value>,
 }
 
 fn error(status: StatusCode, message: &str, kind: &str) -> Response {
@@ -327,7 +330,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": answer.content},
+                "message": message(&answer),
                 "finish_reason": answer.finish_reason.as_deref().unwrap_or("stop")
             }],
             "usage": usage
@@ -340,10 +343,17 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         .and_then(|o| o.get("include_usage"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let tool_calls: Vec<Value> = answer
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": c.function}))
+        .collect();
     stream_response(
         id,
         model,
         answer.content,
+        tool_calls,
         include_usage.then_some(usage),
         fault,
         st.cfg.faults.stall,
@@ -387,6 +397,11 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
         attempt,
         context,
         traceparent: header_str(headers, "traceparent").map(str::to_owned),
+        tools: req
+            .tools
+            .iter()
+            .filter_map(|t| serde_json::from_value(t.get("function")?.clone()).ok())
+            .collect(),
     }
 }
 
@@ -427,10 +442,21 @@ fn reset_response(stream: bool) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
+/// The non-streamed `message`: content, plus `tool_calls` when the model asked for any.
+fn message(answer: &planwave_llm::ChatResponse) -> Value {
+    let mut m = json!({"role": "assistant", "content": answer.content});
+    if !answer.tool_calls.is_empty() {
+        m["tool_calls"] = json!(answer.tool_calls);
+    }
+    m
+}
+
+#[allow(clippy::too_many_arguments)]
 fn stream_response(
     id: String,
     model: String,
     content: String,
+    tool_calls: Vec<Value>,
     usage: Option<Value>,
     fault: Fault,
     stall: Duration,
@@ -453,8 +479,14 @@ fn stream_response(
                 .iter()
                 .map(|p| chunk(&id, &model, json!({"content": p}), None)),
         );
+        let finish = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            events.push(chunk(&id, &model, json!({"tool_calls": tool_calls}), None));
+            "tool_calls"
+        };
         let body_end = events.len();
-        events.push(chunk(&id, &model, json!({}), Some("stop")));
+        events.push(chunk(&id, &model, json!({}), Some(finish)));
         if let Some(u) = usage {
             let c = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
                            "model": model, "choices": [], "usage": u});

@@ -145,6 +145,7 @@ async fn run_in(
         output: Some(out.clone()),
         cancel: ctx.cancel.child_token(),
         preset,
+        mcp: None,
     })
     .await
     .context("running the plan")?;

@@ -8,6 +8,7 @@ pub mod plan;
 pub mod reflect;
 mod text;
 pub mod timer;
+mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -142,8 +143,17 @@ impl LlmProvider for SimProvider {
             }
         }
         let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
+        let mut tool_calls = Vec::new();
         let content = match request.role {
-            AgentRole::Subagent => text::section(&request.context, seed),
+            AgentRole::Subagent => match tools::chain(&request.context, seed) {
+                // Offered natively: answer with tool_calls; otherwise the JSON protocol.
+                Some(calls) if !request.tools.is_empty() => {
+                    tool_calls = tools::native_calls(&calls);
+                    String::new()
+                }
+                Some(calls) => tools::json_answer(&calls),
+                None => text::section(&request.context, seed) + &tools::findings(&request.context),
+            },
             AgentRole::Integrator => text::summary(&request.context, seed),
             AgentRole::Evaluator => {
                 reflect::evaluation(&request.context, request.attempt, &self.config.reflect)
@@ -179,7 +189,15 @@ impl LlmProvider for SimProvider {
             content,
             usage,
             model: SIM_MODEL.into(),
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(
+                if tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
+            tool_calls,
         })
     }
 }
