@@ -28,6 +28,8 @@ pub struct JobContext {
     pub settings: Settings,
     pub config: RunConfig,
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// The batch's MCP servers, shared by every job.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
     pub cancel: CancellationToken,
     pub progress: Arc<BatchProgress>,
 }
@@ -145,7 +147,7 @@ async fn run_in(
         output: Some(out.clone()),
         cancel: ctx.cancel.child_token(),
         preset,
-        mcp: None,
+        mcp: ctx.mcp.clone(),
     })
     .await
     .context("running the plan")?;

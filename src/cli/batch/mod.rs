@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit::{DEADLINE, INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::Mode;
 use super::run::{create_run_dir, lock_run_dir, record_invocation, run_config};
@@ -56,6 +57,9 @@ pub struct BatchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    /// MCP servers are started once for the whole batch and shared by every job.
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final table.
     #[arg(short, long)]
     pub quiet: bool,
@@ -111,6 +115,22 @@ async fn run_batch(
     resuming: bool,
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
+    // One set of MCP servers for every job, shut down whatever happens.
+    let registry = args.mcp.start(args.quiet || quiet_override).await?;
+    let result = run_batch_with(args, out, resuming, quiet_override, registry.clone()).await;
+    if let Some(r) = registry {
+        r.shutdown().await;
+    }
+    result
+}
+
+async fn run_batch_with(
+    args: BatchArgs,
+    out: PathBuf,
+    resuming: bool,
+    quiet_override: bool,
+    registry: Option<Arc<planwave_mcp::McpRegistry>>,
+) -> anyhow::Result<Outcome> {
     let clock = Instant::now();
     let job_file = args.job_file.clone().context("the job file is required")?;
     let text = std::fs::read_to_string(&job_file).map_err(|e| InvalidInput {
@@ -118,7 +138,9 @@ async fn run_batch(
         problems: vec![format!("cannot read the job file: {e}")],
     })?;
     let base = job_file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let (jobs, bad_lines) = resolve(parse_jobs(&text), &base);
+    // Checked like `run` checks a plan: tool steps must name a tool the batch has.
+    let catalog = mcp::catalog(registry.as_deref());
+    let (jobs, bad_lines) = resolve(parse_jobs(&text), &base, Some(&catalog));
     let name = job_file.display().to_string();
     for b in &bad_lines {
         eprintln!("{name}: {b} (skipped)");
@@ -154,8 +176,6 @@ async fn run_batch(
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    // Seam for MCP (issue 4): when tool servers exist, start them once here and hand the
-    // registry to every job's RunRequest, like the provider.
     let slots = args
         .max_subagents
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
@@ -185,9 +205,10 @@ async fn run_batch(
         root: root.clone(),
         provider,
         templates,
-        config: run_config(&args.exec, &settings),
+        config: args.mcp.apply(run_config(&args.exec, &settings)),
         settings,
         slots,
+        mcp: registry,
         cancel: cancel.clone(),
         progress: progress.clone(),
     });
