@@ -42,13 +42,25 @@ pub async fn plan_goal(
     quiet: bool,
     on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
 ) -> anyhow::Result<Option<PlanOutcome>> {
-    plan_goal_reflected(goal, None, provider, templates, settings, quiet, on_attempt).await
+    plan_goal_reflected(
+        goal,
+        None,
+        Vec::new(),
+        provider,
+        templates,
+        settings,
+        quiet,
+        on_attempt,
+    )
+    .await
 }
 
 /// [`plan_goal`] for a later round of the reflective loop, told the previous reflection.
+#[allow(clippy::too_many_arguments)]
 pub async fn plan_goal_reflected(
     goal: &str,
     reflection: Option<&str>,
+    tools: Vec<planwave_prompts::ToolInfo>,
     provider: Arc<dyn LlmProvider>,
     templates: Arc<Templates>,
     settings: &Settings,
@@ -62,7 +74,7 @@ pub async fn plan_goal_reflected(
         }
         .into());
     }
-    let planner = Planner::new(provider, templates, planner_config(settings));
+    let planner = Planner::new(provider, templates, planner_config(settings)).with_tools(tools);
     let mut report = |a: &PlanAttempt| {
         if !quiet {
             eprintln!("{}", describe(a));

@@ -17,6 +17,7 @@ use serde::Serialize;
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::rounds::RoundsDriver;
 use super::run::{
@@ -47,6 +48,8 @@ pub struct ResearchArgs {
     pub sim: SimOptions,
     #[command(flatten)]
     pub events: EventsOptions,
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -80,6 +83,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
+    // Rounds of an earlier research here would pass for this one's (and their journals would
+    // be appended to); `run.json` `rounds[]` must describe exactly the directories present.
+    let old_rounds = out.root().join("rounds");
+    if old_rounds.is_dir() {
+        eprintln!(
+            "planwave: replacing {} from an earlier research",
+            old_rounds.display()
+        );
+        std::fs::remove_dir_all(&old_rounds)
+            .with_context(|| format!("clearing {}", old_rounds.display()))?;
+    }
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
     let r = &settings.reflect;
@@ -97,11 +111,15 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         answer_attempts: ANSWER_ATTEMPTS,
     };
     let run_deadline = super::run::deadline(&args.exec, &settings);
+    // Started once: the planner lists the tools and every round's subagents call them.
+    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
     let mut driver = RoundsDriver {
         goal: args.goal.clone(),
         provider,
         templates,
-        config: run_config(&args.exec, &settings),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
         deadline: run_deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),
@@ -112,8 +130,12 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         events: HashMap::new(),
         run_id,
         stream: stream.clone(),
+        mcp: mcp.clone(),
     };
     let looped = run_loop(&cx, &mut driver).await;
+    if let Some(m) = &mcp {
+        m.shutdown().await;
+    }
     if let Some(s) = &stream {
         s.close().context("writing the --events stream")?;
     }

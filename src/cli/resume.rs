@@ -91,7 +91,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
             prompts: a.prompts,
             sim: a.sim,
             planner: Some(a.planner),
-            mcp: None,
+            mcp: Some(a.mcp),
         }),
         _ => Err(invalid(
             dir,
@@ -138,7 +138,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         plan.len()
     );
     let mcp = match &rec.mcp {
-        Some(m) => m.start(args.quiet).await?,
+        Some(m) => m.start(&settings.mcp, args.quiet).await?,
         None => None,
     };
     let config = run_config(&rec.exec, &settings);
@@ -147,7 +147,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         provider,
         prompts: templates,
         config: match &rec.mcp {
-            Some(m) => m.apply(config),
+            Some(m) => m.apply(config, &settings.mcp)?,
             None => config,
         },
         deadline: super::run::deadline(&rec.exec, &settings),

@@ -69,6 +69,8 @@ pub struct RoundsDriver {
     pub run_id: uuid::Uuid,
     /// The `--events` stream, shared by every round; closed by `research` at the end.
     pub stream: Option<Arc<JsonlSink>>,
+    /// MCP tools for the planner's prompt and the subagents, shared by every round.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
 impl RoundsDriver {
@@ -110,6 +112,7 @@ impl Rounds for RoundsDriver {
             plan_goal_reflected(
                 &self.goal,
                 note,
+                super::mcp::planner_tools(self.mcp.as_deref()),
                 self.provider.clone(),
                 self.templates.clone(),
                 &self.settings,
@@ -231,7 +234,7 @@ impl Rounds for RoundsDriver {
             run_id: self.run_id,
             stream: self.stream.clone(),
             preset,
-            mcp: None,
+            mcp: self.mcp.clone(),
         })
         .await?;
         let this_pass = std::mem::take(&mut result.calls);

@@ -49,18 +49,22 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let mcp = args.mcp.start(args.quiet).await?;
-    let result = run_with(&args, mcp.clone()).await;
+    let settings = llm::settings(&args.llm, &args.prompts, None)?;
+    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
+    let result = run_with(&args, settings, mcp.clone()).await;
     if let Some(m) = mcp {
         m.shutdown().await;
     }
     result
 }
 
-async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Result<Outcome> {
+async fn run_with(
+    args: &RunArgs,
+    settings: Settings,
+    mcp: Option<Arc<McpRegistry>>,
+) -> anyhow::Result<Outcome> {
     let catalog = mcp::catalog(mcp.as_deref());
     let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
-    let settings = llm::settings(&args.llm, &args.prompts, None)?;
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
         &settings,
@@ -78,7 +82,9 @@ async fn run_with(args: &RunArgs, mcp: Option<Arc<McpRegistry>>) -> anyhow::Resu
         plan,
         provider,
         prompts: templates,
-        config: args.mcp.apply(run_config(&args.exec, &settings)),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         deadline: deadline(&args.exec, &settings),
         out: out.clone(),
         events,

@@ -334,3 +334,259 @@ fn example_plan_runs_with_everything_and_the_time_server() {
         2
     );
 }
+
+#[test]
+fn a_server_that_dies_fails_its_call_clearly_and_is_restarted_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A tiny server on the official Python SDK (installed with mcp-server-time) that exits
+    // mid-call: `fragile` on its first call only, `doomed` on every call.
+    let Some(python) = peer("py/bin/python") else {
+        return;
+    };
+    let script = crate::support::repo_file("tests/peers/mcp_crashy.py");
+    let mark = dir.path().join("crashed-once");
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"crashy": {"command": python, "args": [script],
+                                          "env": {"CRASHY_MARK": path(&mark)}}}}),
+    );
+    let plan = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"steps": [
+            {"step_id": "a", "description": "Survives a restart", "tool": "fragile", "params": {"message": "hello"}},
+            {"step_id": "b", "description": "Crashes every time", "tool": "doomed", "params": {"message": "x"},
+             "dependencies": ["a"]},
+            {"step_id": "c", "description": "Needs b", "tool": "fragile", "params": {"message": "{{b.result}}"},
+             "dependencies": ["b"]}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+    ]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    assert!(mark.exists(), "the server crashed once");
+    let run = read_json(&out.join("run.json"));
+
+    let a = task(&run, "a");
+    assert_eq!(a["status"], "completed");
+    let calls = a["tool_calls"].as_array().expect("calls");
+    assert_eq!(calls.len(), 2);
+    assert_eq!(calls[0]["outcome"], "error");
+    assert_eq!(
+        calls[0]["error"],
+        "tool fragile: MCP server crashy failed: the connection closed (the server exited or crashed)"
+    );
+    assert_eq!(calls[1]["outcome"], "ok");
+    assert_eq!(calls[1]["output"], "survived: hello");
+
+    let b = task(&run, "b");
+    assert_eq!(b["status"], "failed");
+    assert_eq!(
+        b["error"],
+        "tool doomed: MCP server crashy is unavailable: it crashed again after 1 restart"
+    );
+    assert_eq!(task(&run, "c")["status"], "blocked");
+    let restarts = events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "mcp_server" && e["status"] == "restarted")
+        .count();
+    assert_eq!(restarts, 1, "restarted once, not again");
+}
+
+/// A free port on 127.0.0.1 (released for the server to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+#[test]
+fn streamable_http_transport_reaches_the_same_tools() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(js) = everything() else {
+        return;
+    };
+    let port = free_port();
+    let mut child = std::process::Command::new("node")
+        .arg(&js)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        // It logs to stderr.
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("node runs server-everything");
+    let stdout = child.stderr.take().expect("stderr");
+    let _server = crate::support::ChildGuard(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if line.contains("listening") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(30))
+        .expect("server-everything says it is listening");
+
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"everything": {"url": format!("http://127.0.0.1:{port}/mcp"),
+                                              "headers": {"X-Planwave-Test": "1"}}}}),
+    );
+    let plan = chain_plan(dir.path());
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert_sum_flowed(&out);
+}
+
+#[test]
+fn a_server_that_cannot_start_is_named_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(js) = everything() else {
+        return;
+    };
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {
+            "everything": {"command": "node", "args": [js, "stdio"]},
+            "ghost": {"command": dir.path().join("no-such-server")}
+        }}),
+    );
+    let plan = chain_plan(dir.path());
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stderr.contains("warning: MCP server ghost: cannot start"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        events(&out).iter().any(|e| e["type"] == "mcp_server"
+            && e["server"] == "ghost"
+            && e["status"] == "failed")
+    );
+    assert_sum_flowed(&out);
+}
+
+#[test]
+fn research_plans_with_the_tools_and_its_subagents_call_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let out = dir.path().join("out");
+    let r = run(&[
+        "research",
+        "Analyse Acme Corp",
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--max-rounds",
+        "1",
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let plan = read_json(&out.join("plan.json"));
+    let suggested: Vec<String> = plan["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .flat_map(|t| {
+            t["hints"]["suggested_tools"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|v| v.as_str().expect("name").to_owned())
+        .collect();
+    assert!(!suggested.is_empty(), "the planner saw the tools: {plan}");
+    let run = read_json(&out.join("run.json"));
+    let called: Vec<String> = run["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .flat_map(|t| t["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["tool"].as_str().expect("tool").to_owned())
+        .collect();
+    assert_eq!(
+        called, suggested,
+        "each suggested tool was called once, in order"
+    );
+}
+
+#[test]
+fn servers_and_limits_can_come_from_planwave_toml() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(js) = everything() else {
+        return;
+    };
+    let toml = format!(
+        "[mcp]\ntool_timeout_secs = 1\ntool_protocol = \"native\"\n\n[mcp.servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+        js.display().to_string()
+    );
+    let cfg = dir.path().join("planwave.toml");
+    std::fs::write(&cfg, toml).expect("write toml");
+    let plan = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"steps": [
+            {"step_id": "slow", "description": "Wait", "tool": "trigger-long-running-operation",
+             "params": {"duration": 3600, "steps": 2}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--config",
+        path(&cfg),
+    ]);
+    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(
+        task(&run, "slow")["error"],
+        "tool trigger-long-running-operation (server everything) did not answer within 1.0s"
+    );
+}

@@ -121,6 +121,8 @@ pub struct Settings {
     pub reflect: crate::reflect::ReflectSettings,
     /// `[run]`: per-task timeout and whole-run deadline (flags override).
     pub run: RunLimits,
+    /// MCP servers and tool settings (`[mcp]`).
+    pub mcp: crate::mcp::McpSettings,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
 }
@@ -328,6 +330,7 @@ pub fn resolve(
         prices,
         reflect,
         run,
+        mcp: crate::mcp::resolve(file),
         config_path: file.path.clone(),
     })
 }

@@ -18,8 +18,9 @@ pub(crate) fn attach(shared: &RunShared) {
             error: s.error.clone(),
         });
     }
-    // The sink, not the run: the registry may outlive the run.
+    // The journal and sink, not the run: the registry may outlive the run.
     let sink = shared.sink.clone();
+    let journal = shared.journal.clone();
     mcp.set_observer(Some(Arc::new(move |e: ServerEvent| {
         let kind = match e {
             ServerEvent::Started { server, tools } => EventKind::McpServer {
@@ -47,7 +48,11 @@ pub(crate) fn attach(shared: &RunShared) {
                 error: None,
             },
         };
-        sink.emit(&Event::now(kind));
+        let event = Event::now(kind);
+        if let Some(j) = &journal {
+            j.append(event.clone(), None);
+        }
+        sink.emit(&event);
     })));
 }
 

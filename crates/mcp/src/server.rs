@@ -292,10 +292,16 @@ impl Server {
             }),
             Ok(Err(e)) => {
                 self.forget(&client).await;
+                let e = match e {
+                    ServiceError::TransportClosed => {
+                        "the connection closed (the server exited or crashed)".to_owned()
+                    }
+                    other => other.to_string(),
+                };
                 Err(ToolError::Transport {
                     server: self.config.name.clone(),
                     tool: tool.to_owned(),
-                    message: self.with_stderr(e.to_string()),
+                    message: self.with_stderr(e),
                 })
             }
         }

@@ -589,3 +589,6 @@ async fn replacement<R: Rounds>(
     let why = asked.why_not();
     Ok(asked.value.ok_or(why))
 }
+
+#[cfg(test)]
+mod tests;

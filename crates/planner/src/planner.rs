@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use planwave_llm::{
     AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
 };
-use planwave_plan::{Lang, PlanSpec, ValidatedPlan, parse_plan_str};
+use planwave_plan::{Lang, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str};
 use planwave_prompts::{PlannerVars, PromptError, RepairVars, Templates, ToolInfo};
 use serde::Serialize;
 use tracing::Instrument;
@@ -159,6 +159,15 @@ impl Planner {
         let context = RequestContext {
             lang,
             topic: goal.to_owned(),
+            // Names only: the prompt has the schemas, and the context header must stay small.
+            tools: self
+                .tools
+                .iter()
+                .map(|t| planwave_llm::ToolRef {
+                    name: t.name.clone(),
+                    schema: serde_json::Value::Null,
+                })
+                .collect(),
             ..RequestContext::default()
         };
         let mut attempts: Vec<PlanAttempt> = Vec::new();
@@ -312,7 +321,8 @@ impl Planner {
             spec.topic = goal.to_owned();
             warnings.push("the plan has no topic; the goal is used".into());
         }
-        let plan = match ValidatedPlan::new(spec) {
+        let catalog = ToolCatalog::new(self.tools.iter().map(|t| t.name.clone()));
+        let plan = match ValidatedPlan::with_tools(spec, &catalog) {
             Ok(p) if problems.is_empty() => p,
             Ok(_) => return Err(problems),
             Err(e) => {

@@ -14,6 +14,9 @@ use crate::templates::{PromptError, Templates};
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
+    /// The tool's input JSON Schema as compact JSON text (empty when unknown).
+    #[serde(default)]
+    pub input_schema: String,
 }
 
 /// Variables of `planner.j2`.

@@ -116,8 +116,20 @@ async fn run_batch(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     // One set of MCP servers for every job, shut down whatever happens.
-    let registry = args.mcp.start(args.quiet || quiet_override).await?;
-    let result = run_batch_with(args, out, resuming, quiet_override, registry.clone()).await;
+    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let registry = args
+        .mcp
+        .start(&settings.mcp, args.quiet || quiet_override)
+        .await?;
+    let result = run_batch_with(
+        args,
+        settings,
+        out,
+        resuming,
+        quiet_override,
+        registry.clone(),
+    )
+    .await;
     if let Some(r) = registry {
         r.shutdown().await;
     }
@@ -126,6 +138,7 @@ async fn run_batch(
 
 async fn run_batch_with(
     args: BatchArgs,
+    settings: planwave_config::Settings,
     out: PathBuf,
     resuming: bool,
     quiet_override: bool,
@@ -169,7 +182,6 @@ async fn run_batch_with(
     };
 
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
         &settings,
@@ -205,7 +217,9 @@ async fn run_batch_with(
         root: root.clone(),
         provider,
         templates,
-        config: args.mcp.apply(run_config(&args.exec, &settings)),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
         slots,
         mcp: registry,

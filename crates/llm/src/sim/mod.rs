@@ -166,13 +166,14 @@ impl LlmProvider for SimProvider {
                 plan::replacement(&request.context)
             }
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
-            AgentRole::Planner => plan::answer(
+            AgentRole::Planner => plan::answer_with_tools(
                 &request.context.topic,
                 request.context.lang,
                 self.config
                     .planner_faults
                     .get(request.attempt.saturating_sub(1) as usize)
                     .copied(),
+                &request.context.tools,
             ),
         };
         let prompt_chars: usize = request

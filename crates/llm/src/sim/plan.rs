@@ -154,7 +154,22 @@ pub fn plan(goal: &str, lang: Lang) -> Value {
 
 /// The planner's raw answer for a planning attempt, with `fault` applied.
 pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>) -> String {
+    answer_with_tools(goal, lang, fault, &[])
+}
+
+/// [`answer`] when tools are available: the financial task (task 2) suggests the first two,
+/// so offline runs exercise real tool calls.
+pub fn answer_with_tools(
+    goal: &str,
+    lang: Lang,
+    fault: Option<PlannerFault>,
+    tools: &[crate::ToolRef],
+) -> String {
     let mut p = plan(goal, lang);
+    if !tools.is_empty() {
+        let names: Vec<&str> = tools.iter().take(2).map(|t| t.name.as_str()).collect();
+        p["tasks"][1]["hints"]["suggested_tools"] = json!(names);
+    }
     match fault {
         None => pretty(&p),
         Some(PlannerFault::Truncated) => {

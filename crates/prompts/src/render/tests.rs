@@ -63,6 +63,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
     let tools = [ToolInfo {
         name: "get_quote".into(),
         description: "quotes".into(),
+        input_schema: r#"{"type":"object"}"#.into(),
     }];
     let with = t
         .planner(
