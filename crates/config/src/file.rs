@@ -26,6 +26,7 @@ pub struct ConfigFile {
     pub reflection: crate::reflect::ReflectionSection,
     #[serde(default)]
     pub run: RunSection,
+    #[serde(default)]
     pub mcp: crate::mcp::McpSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
