@@ -83,6 +83,10 @@ fn assert_sum_flowed(out: &Path) {
     );
 
     let ev = events(out);
+    let schema = crate::cases::events::documented();
+    for e in &ev {
+        crate::cases::events::check_line(e, &ev[0]["run_id"], &schema);
+    }
     let tool_events: Vec<&Value> = ev.iter().filter(|e| e["type"] == "tool_call").collect();
     assert_eq!(tool_events.len(), 2);
     assert!(
