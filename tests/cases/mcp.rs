@@ -238,6 +238,15 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
         r.stderr
     );
     assert!(!out.join("run.json").exists());
+
+    let v = run(&["validate", path(&plan), "--mcp-config", path(&cfg)]);
+    assert_eq!(v.code, 2, "{}\n{}", v.stdout, v.stderr);
+    assert!(
+        v.stderr
+            .contains("task 1: unknown tool search_web (known tools: "),
+        "{}",
+        v.stderr
+    );
 }
 
 #[test]
