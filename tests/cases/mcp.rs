@@ -590,3 +590,57 @@ fn servers_and_limits_can_come_from_planwave_toml() {
         "tool trigger-long-running-operation (server everything) did not answer within 1.0s"
     );
 }
+
+#[test]
+fn a_batch_starts_its_servers_once_for_every_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(python) = peer("py/bin/python") else {
+        return;
+    };
+    let starts = dir.path().join("starts.txt");
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"counter": {
+            "command": python,
+            "args": [crate::support::repo_file("tests/peers/mcp_crashy.py")],
+            "env": {"CRASHY_STARTS": path(&starts)}}}}),
+    );
+    let lines: Vec<String> = ["ann", "bob", "cy"]
+        .iter()
+        .map(|n| {
+            json!({"id": n, "plan": {"steps": [
+                {"step_id": 1, "description": "greet", "tool": "hello", "params": {"name": n}}
+            ]}})
+            .to_string()
+        })
+        .collect();
+    let jobs = dir.path().join("jobs.jsonl");
+    std::fs::write(&jobs, lines.join("\n")).expect("jobs");
+    let out = dir.path().join("batch");
+    let r = run(&[
+        "batch",
+        path(&jobs),
+        "--out",
+        path(&out),
+        "--jobs",
+        "3",
+        "--mcp-config",
+        path(&cfg),
+        "-q",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    for n in ["ann", "bob", "cy"] {
+        let run = read_json(&out.join("jobs").join(n).join("run.json"));
+        assert_eq!(
+            task(&run, "1")["tool_calls"][0]["output"],
+            format!("hello {n}")
+        );
+    }
+    let started = std::fs::read_to_string(&starts).expect("starts");
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "one server for the batch: {started}"
+    );
+}

@@ -8,8 +8,9 @@ use planwave_mcp::ServerEvent;
 use crate::event::{Event, EventKind};
 use crate::shared::RunShared;
 
-pub(crate) fn attach(shared: &RunShared) {
-    let Some(mcp) = &shared.mcp else { return };
+/// Reports the servers' status and listens to them; the id detaches.
+pub(crate) fn attach(shared: &RunShared) -> Option<u64> {
+    let mcp = shared.mcp.as_ref()?;
     for s in mcp.status() {
         shared.emit(EventKind::McpServer {
             server: s.server.clone(),
@@ -21,7 +22,7 @@ pub(crate) fn attach(shared: &RunShared) {
     // The journal and sink, not the run: the registry may outlive the run.
     let sink = shared.sink.clone();
     let journal = shared.journal.clone();
-    mcp.set_observer(Some(Arc::new(move |e: ServerEvent| {
+    Some(mcp.add_observer(Arc::new(move |e: ServerEvent| {
         let kind = match e {
             ServerEvent::Started { server, tools } => EventKind::McpServer {
                 server,
@@ -53,11 +54,11 @@ pub(crate) fn attach(shared: &RunShared) {
             j.append(event.clone(), None);
         }
         sink.emit(&event);
-    })));
+    })))
 }
 
-pub(crate) fn detach(shared: &RunShared) {
-    if let Some(mcp) = &shared.mcp {
-        mcp.set_observer(None);
+pub(crate) fn detach(shared: &RunShared, id: Option<u64>) {
+    if let (Some(mcp), Some(id)) = (&shared.mcp, id) {
+        mcp.remove_observer(id);
     }
 }

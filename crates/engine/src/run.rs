@@ -91,7 +91,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             results.insert(p.index, json);
         }
     }
-    crate::mcp_events::attach(&shared);
+    let observer = crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -239,7 +239,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
-    crate::mcp_events::detach(&shared);
+    crate::mcp_events::detach(&shared, observer);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,
