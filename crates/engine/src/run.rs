@@ -92,7 +92,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             results.insert(p.index, json);
         }
     }
-    crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -107,6 +106,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         model: info.model.clone(),
         simulated: info.simulated,
     });
+    // Detaches when the run ends, however it ends.
+    let _mcp_events = crate::mcp_events::attach(&shared);
 
     let (integrator, integrator_join) = Actor::spawn(
         None,
@@ -251,7 +252,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
-    crate::mcp_events::detach(&shared);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

@@ -17,7 +17,7 @@ use planwave_prompts::Templates;
 use tokio_util::sync::CancellationToken;
 
 use super::progress::BatchProgress;
-use crate::cli::planning::plan_goal;
+use crate::cli::planning::plan_goal_reflected;
 use crate::cli::run::open_events;
 
 /// What every job of a batch shares.
@@ -181,8 +181,10 @@ async fn plan_for(
             error: a.error.clone(),
         }));
     };
-    let planning = plan_goal(
+    let planning = plan_goal_reflected(
         goal,
+        None,
+        crate::cli::mcp::planner_tools(ctx.mcp.as_deref()),
         ctx.provider.clone(),
         ctx.templates.clone(),
         &ctx.settings,
