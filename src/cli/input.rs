@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use planwave_plan::{ValidatedPlan, parse_plan};
+use planwave_plan::{ToolCatalog, ValidatedPlan, parse_plan};
 
 use super::exit::InvalidInput;
 
@@ -28,12 +28,24 @@ pub fn read_source(path: &Path) -> Result<(String, Vec<u8>), InvalidInput> {
 
 /// Reads, parses and validates a plan; any problem is an [`InvalidInput`] (exit 2).
 pub fn load_plan(path: &Path) -> Result<ValidatedPlan, InvalidInput> {
+    load_plan_with_tools(path, None)
+}
+
+/// [`load_plan`], checking tool use against `tools` when given.
+pub fn load_plan_with_tools(
+    path: &Path,
+    tools: Option<&ToolCatalog>,
+) -> Result<ValidatedPlan, InvalidInput> {
     let (name, bytes) = read_source(path)?;
     let spec = parse_plan(&bytes).map_err(|e| InvalidInput {
         source_name: name.clone(),
         problems: e.to_string().lines().map(str::to_owned).collect(),
     })?;
-    let plan = ValidatedPlan::new(spec).map_err(|e| InvalidInput {
+    let plan = match tools {
+        Some(catalog) => ValidatedPlan::with_tools(spec, catalog),
+        None => ValidatedPlan::new(spec),
+    }
+    .map_err(|e| InvalidInput {
         source_name: name.clone(),
         problems: e.0.iter().map(|p| p.to_string()).collect(),
     })?;

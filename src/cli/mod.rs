@@ -1,19 +1,23 @@
 //! Command-line interface: one module per subcommand.
 
+mod batch;
 mod events;
 pub mod exit;
-mod input;
+pub(crate) mod input;
 mod llm;
 mod loadtest;
+mod mcp;
 mod options;
 mod plan;
-mod planning;
-mod progress;
+pub(crate) mod planning;
+pub(crate) mod progress;
 mod research;
 mod resume;
-mod run;
+mod rounds;
+pub(crate) mod run;
 mod show;
 mod sim_llm;
+mod sim_reflect;
 pub mod telemetry;
 mod validate;
 mod waves;
@@ -29,6 +33,14 @@ Exit codes:
   3  run finished but not every task completed (report still written)
   4  the run's --deadline passed; `planwave resume DIR` goes on
   130 interrupted (Ctrl-C); `planwave resume DIR` goes on";
+
+pub const BATCH_EXIT_HELP: &str = "\
+Exit codes:
+  0  every job completed and every line of the job file was a valid job
+  1  other error (I/O, runtime)
+  2  invalid input: unreadable job file, or no line of it is a valid job
+  3  some job did not complete, or bad lines were skipped (see batch.json)
+  130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on";
 
 #[derive(Debug, Parser)]
 #[command(name = "planwave", version, about = "Turns a research goal into a dependency plan, runs its tasks as concurrent LLM subagents, and assembles a report.", after_help = EXIT_CODES_HELP)]
@@ -56,13 +68,18 @@ pub enum Command {
     /// Ask the model for a plan for GOAL, repairing it until valid; print it and its waves.
     #[command(after_help = EXIT_CODES_HELP)]
     Plan(plan::PlanArgs),
-    /// Plan GOAL, run the plan and integrate the report into a run directory.
+    /// Plan GOAL, run it, evaluate and reflect, and plan again until good enough (the
+    /// reflective loop); every round is kept in DIR/rounds/<k>/.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
     /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:
     /// completed tasks are kept, the others run.
     #[command(after_help = EXIT_CODES_HELP)]
     Resume(resume::ResumeArgs),
+    /// Run many jobs (goals or plans, one JSON object per line) sharing one model client,
+    /// one rate limiter and one cap on subagents; `--resume DIR` continues a batch.
+    #[command(after_help = BATCH_EXIT_HELP)]
+    Batch(batch::BatchArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
     /// Load-test the engine: a generated or given workload, its makespan against the
@@ -82,6 +99,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
+        Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
         Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),

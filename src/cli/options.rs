@@ -102,6 +102,8 @@ pub struct SimOptions {
     /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub sim_planner_faults: Vec<PlannerFault>,
+    #[command(flatten)]
+    pub reflect: super::sim_reflect::SimReflectOptions,
 }
 
 fn set(ids: &[String]) -> HashSet<String> {
@@ -125,6 +127,7 @@ impl SimOptions {
             panic: set(&self.sim_panic),
             latency_overrides,
             planner_faults: self.sim_planner_faults.clone(),
+            reflect: self.reflect.script()?,
         })
     }
 }

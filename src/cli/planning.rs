@@ -42,6 +42,31 @@ pub async fn plan_goal(
     quiet: bool,
     on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
 ) -> anyhow::Result<Option<PlanOutcome>> {
+    plan_goal_reflected(
+        goal,
+        None,
+        Vec::new(),
+        provider,
+        templates,
+        settings,
+        quiet,
+        on_attempt,
+    )
+    .await
+}
+
+/// [`plan_goal`] for a later round of the reflective loop, told the previous reflection.
+#[allow(clippy::too_many_arguments)]
+pub async fn plan_goal_reflected(
+    goal: &str,
+    reflection: Option<&str>,
+    tools: Vec<planwave_prompts::ToolInfo>,
+    provider: Arc<dyn LlmProvider>,
+    templates: Arc<Templates>,
+    settings: &Settings,
+    quiet: bool,
+    on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+) -> anyhow::Result<Option<PlanOutcome>> {
     if goal.trim().is_empty() {
         return Err(InvalidInput {
             source_name: "goal".into(),
@@ -49,7 +74,7 @@ pub async fn plan_goal(
         }
         .into());
     }
-    let planner = Planner::new(provider, templates, planner_config(settings));
+    let planner = Planner::new(provider, templates, planner_config(settings)).with_tools(tools);
     let mut report = |a: &PlanAttempt| {
         if !quiet {
             eprintln!("{}", describe(a));
@@ -66,7 +91,7 @@ pub async fn plan_goal(
         })
     };
     let result = tokio::select! {
-        r = planner.plan(goal, &mut report) => Some(r),
+        r = planner.plan_with_reflection(goal, reflection, &mut report) => Some(r),
         _ = cancel.cancelled() => None,
     };
     ctrl_c.abort();

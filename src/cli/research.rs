@@ -1,33 +1,41 @@
-//! `planwave research "GOAL" --out DIR`: plan, run and integrate, writing the same run
-//! directory as `run` plus `planner/` (each attempt's raw text and `attempts.json`).
+//! `planwave research "GOAL" --out DIR`: the reflective loop. Each round plans (told the
+//! previous round's reflection), runs, recovers failed tasks, and is evaluated and reflected
+//! on; `DIR/rounds/<k>/` keeps every round. `DIR` itself gets the best round's report,
+//! plan, sections, events and planner attempts, and a `run.json` that is that round's plus
+//! `best_round`, `stop_reason` and a summary of every round.
 
+use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{CallRecord, Event, EventKind, EventSink};
-use planwave_planner::PlanAttempt;
+use planwave_engine::{RunResult, RunStatus};
+use planwave_orchestrator::{LoopContext, LoopError, LoopPolicy, StopReason, run_loop};
 use serde::Serialize;
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
-use super::planning::{no_plan_error, plan_goal};
+use super::rounds::RoundsDriver;
 use super::run::{
-    Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
-    record_invocation, run_config,
+    create_run_dir, lock_run_dir, outcome, print_summary, record_invocation, run_config,
 };
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
     /// The research goal, e.g. "深度分析特斯拉公司".
     pub goal: String,
-    /// Run directory: report.md, plan.json, run.json, events.jsonl, sections/, planner/.
+    /// Run directory: report.md, plan.json, run.json, events.jsonl, sections/, planner/,
+    /// rounds/<k>/.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Most rounds of plan -> run -> evaluate -> reflect (default: [orchestrator]
+    /// max_reflection_rounds, else 5).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: Option<u32>,
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
@@ -40,38 +48,32 @@ pub struct ResearchArgs {
     pub sim: SimOptions,
     #[command(flatten)]
     pub events: EventsOptions,
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
-/// One line of `planner/attempts.json`.
+/// `DIR/run.json`: the best round's run record plus the loop's.
 #[derive(Serialize)]
-struct AttemptFile<'a> {
+struct LoopRun<'a> {
     #[serde(flatten)]
-    attempt: &'a PlanAttempt,
-    /// The raw model text of this attempt, relative to the run directory.
-    raw_file: Option<String>,
+    run: &'a RunResult,
+    best_round: Option<u32>,
+    /// Why the loop stopped (`stop_reason` is the run's own: a cancelled round's).
+    loop_stop_reason: StopReason,
+    rounds: &'a [planwave_orchestrator::RoundRecord],
 }
 
-fn call_record(a: &PlanAttempt) -> CallRecord {
-    CallRecord {
-        role: "planner".into(),
-        task: None,
-        model: a.model.clone(),
-        attempt: a.attempt,
-        started_at: a.started_at,
-        duration_ms: a.duration_ms,
-        prompt_tokens: a.usage.prompt_tokens,
-        completion_tokens: a.usage.completion_tokens,
-        reasoning_tokens: a.usage.reasoning_tokens,
-        outcome: if a.error.is_some() { "error" } else { "ok" }.into(),
-        error: a.error.clone(),
-    }
-}
+/// Answer attempts per evaluation, reflection or replacement, repairs included.
+const ANSWER_ATTEMPTS: u32 = 3;
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let mut settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    if let Some(n) = args.max_rounds {
+        settings.reflect.max_rounds = n;
+    }
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
         &settings,
@@ -81,113 +83,167 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
-    std::fs::create_dir_all(out.root().join("planner"))
-        .with_context(|| format!("creating {}", out.root().join("planner").display()))?;
     let run_id = uuid::Uuid::new_v4();
-    let events = open_events(&out, run_id)?;
     let stream = open_stream(run_id, &args.events)?;
-
-    let mut write_errors: Vec<String> = Vec::new();
-    let planned = {
-        let out = out.clone();
-        let events = events.clone();
-        let stream = stream.clone();
-        let errors = &mut write_errors;
-        plan_goal(
-            &args.goal,
-            provider.clone(),
-            templates.clone(),
-            &settings,
-            args.quiet,
-            &mut move |a: &PlanAttempt| {
-                // Each attempt is on disk (and in events.jsonl) as soon as it is judged.
-                if !a.raw.is_empty()
-                    && let Err(e) = out.write(
-                        &format!("planner/attempt-{}.txt", a.attempt),
-                        a.raw.as_bytes(),
-                    )
-                {
-                    errors.push(e.to_string());
-                }
-                let ev = Event::now(EventKind::LlmCall {
-                    task: None,
-                    role: "planner".into(),
-                    model: a.model.clone(),
-                    attempt: a.attempt,
-                    duration_ms: a.duration_ms,
-                    usage: a.usage,
-                    error: a.error.clone(),
-                });
-                events.emit(&ev);
-                if let Some(s) = &stream {
-                    s.emit(&ev);
-                }
-            },
-        )
-        .await
+    let r = &settings.reflect;
+    let cx = LoopContext {
+        goal: args.goal.clone(),
+        policy: LoopPolicy {
+            max_rounds: r.max_rounds,
+            success_threshold: r.success_threshold,
+            max_consecutive_failures: r.max_consecutive_failures,
+            max_step_retries: r.max_step_retries,
+            max_task_replanning_attempts: r.max_task_replanning_attempts,
+        },
+        provider: provider.clone(),
+        templates: templates.clone(),
+        answer_attempts: ANSWER_ATTEMPTS,
     };
-    let planned = match planned {
-        Ok(p) => p,
+    // Started once: the planner lists the tools and every round's subagents call them.
+    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
+    let mut driver = RoundsDriver {
+        goal: args.goal.clone(),
+        provider,
+        templates,
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
+        settings,
+        deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
+        durable: out.is_durable(),
+        root: out.root().to_path_buf(),
+        quiet: args.quiet,
+        calls: HashMap::new(),
+        attempts: HashMap::new(),
+        events: HashMap::new(),
+        run_id,
+        stream: stream.clone(),
+        mcp: mcp.clone(),
+    };
+    let looped = run_loop(&cx, &mut driver).await;
+    if let Some(m) = &mcp {
+        m.shutdown().await;
+    }
+    if let Some(s) = &stream {
+        s.close().context("writing the --events stream")?;
+    }
+    let looped = match looped {
+        Ok(l) => l,
         Err(e) => {
-            let _ = events.close();
-            return Err(e);
+            // Nothing is lost: what the first round got to (its planning attempts, say) is
+            // also where a single run would have put it.
+            let _ = publish(&out.root().join("rounds").join("1"), out.root());
+            return Err(match e {
+                LoopError::Driver(e) => e,
+                LoopError::Prompt(p) => anyhow::Error::new(p).context("rendering a prompt"),
+            });
         }
     };
-    let Some(outcome_) = planned else {
-        let _ = events.close();
-        eprintln!("interrupted while planning");
+    let interrupted = looped.stop_reason == StopReason::Interrupted;
+    // Interrupted, the round in progress is published instead, so `planwave resume DIR`
+    // finishes its tasks; otherwise the best round is the result.
+    let shown = if interrupted {
+        looped.rounds.last()
+    } else {
+        looped
+            .best_round
+            .and_then(|b| looped.rounds.iter().find(|r| r.round == b))
+    };
+    let Some(best) = shown else {
+        // Interrupted while planning the first round.
         return Ok(Outcome(INTERRUPTED));
     };
-    let files: Vec<AttemptFile<'_>> = outcome_
-        .attempts
-        .iter()
-        .map(|a| AttemptFile {
-            attempt: a,
-            raw_file: (!a.raw.is_empty()).then(|| format!("planner/attempt-{}.txt", a.attempt)),
-        })
-        .collect();
-    out.write_json("planner/attempts.json", &files)?;
-    for e in &write_errors {
-        eprintln!("warning: {e}");
+    let round_dir = out.root().join("rounds").join(best.round.to_string());
+    publish(&round_dir, out.root())?;
+    out.write_json(
+        "run.json",
+        &LoopRun {
+            run: &best.result,
+            best_round: looped.best_round,
+            loop_stop_reason: looped.stop_reason,
+            rounds: &looped.rounds,
+        },
+    )?;
+    let mut h = human();
+    let _ = writeln!(
+        h,
+        "planned in {} attempt(s): {} tasks",
+        driver.attempts.get(&best.round).copied().unwrap_or(0),
+        best.result.stats.tasks
+    );
+    print_summary(&best.result, &out);
+    for r in &looped.rounds {
+        let score = match (r.overall_score, r.correctness) {
+            (Some(o), Some(c)) => format!("overall {o:.0}, correctness {c:.0}"),
+            _ => "not evaluated".into(),
+        };
+        let recovery: Vec<&str> = r
+            .passes
+            .iter()
+            .filter_map(|p| p.recovery.map(|s| s.as_str()))
+            .collect();
+        let _ = writeln!(
+            h,
+            "round {}: {} ({score}){}",
+            r.round,
+            r.status.as_str(),
+            if recovery.is_empty() {
+                String::new()
+            } else {
+                format!(", recovered by {}", recovery.join(", "))
+            }
+        );
     }
-    let Some(plan) = outcome_.plan.clone() else {
-        let _ = events.close();
-        return Err(no_plan_error(&outcome_));
-    };
-    for a in &outcome_.attempts {
-        for w in &a.warnings {
-            eprintln!("planner warning: {w}");
+    let _ = writeln!(
+        h,
+        "stopped: {}; best round {}",
+        looped.stop_reason.as_str(),
+        looped.best_round.unwrap_or(best.round)
+    );
+    if interrupted {
+        let _ = writeln!(
+            h,
+            "round {} is in {}; `planwave resume {}` finishes its tasks",
+            best.round,
+            out.root().display(),
+            out.root().display()
+        );
+        if best.result.status != RunStatus::Cancelled {
+            return Ok(Outcome(INTERRUPTED));
         }
     }
-    let config = run_config(&args.exec, &settings);
-    let prices = config.prices.clone();
-    let mut result = execute_plan(Execution {
-        stream,
-        plan: Arc::new(plan),
-        provider,
-        prompts: templates,
-        config,
-        deadline: args.exec.deadline,
-        out: out.clone(),
-        events,
-        quiet: args.quiet,
-        run_id,
-        preset: Vec::new(),
-    })
-    .await?;
+    Ok(outcome(&best.result))
+}
 
-    // run.json accounts for the planner's calls too.
-    let planner_calls: Vec<CallRecord> = outcome_.attempts.iter().map(call_record).collect();
-    result.stats.usage += outcome_.usage();
-    result.calls.splice(0..0, planner_calls);
-    result.stats.cost = prices.estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
-    out.write_run(&result)?;
-    let _ = writeln!(
-        human(),
-        "planned in {} attempt(s): {} tasks",
-        outcome_.attempts.len(),
-        result.stats.tasks
-    );
-    print_summary(&result, &out);
-    Ok(outcome(&result))
+/// Copies the best round's report, plan, sections, events and planner attempts to the top
+/// of the run directory, replacing what an earlier run there left.
+fn publish(round: &Path, top: &Path) -> anyhow::Result<()> {
+    for f in ["report.md", "plan.json", "events.jsonl"] {
+        let from = round.join(f);
+        if from.is_file() {
+            std::fs::copy(&from, top.join(f))
+                .with_context(|| format!("copying {} to {}", from.display(), top.display()))?;
+        }
+    }
+    for d in ["sections", "planner"] {
+        let to = top.join(d);
+        if to.is_dir() {
+            std::fs::remove_dir_all(&to).with_context(|| format!("clearing {}", to.display()))?;
+        }
+        let from = round.join(d);
+        if !from.is_dir() {
+            continue;
+        }
+        std::fs::create_dir_all(&to).with_context(|| format!("creating {}", to.display()))?;
+        for entry in
+            std::fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))?
+        {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                std::fs::copy(entry.path(), to.join(entry.file_name()))
+                    .with_context(|| format!("copying {}", entry.path().display()))?;
+            }
+        }
+    }
+    Ok(())
 }

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use super::exit::{InvalidInput, Outcome};
 use super::input::load_plan;
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::run::{
     Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
@@ -45,6 +46,7 @@ pub struct Recorded {
     pub prompts: PromptOptions,
     pub sim: SimOptions,
     pub planner: Option<PlannerOptions>,
+    pub mcp: Option<McpOptions>,
 }
 
 fn invalid(dir: &Path, problem: String) -> InvalidInput {
@@ -81,6 +83,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
             prompts: a.prompts,
             sim: a.sim,
             planner: None,
+            mcp: Some(a.mcp),
         }),
         Command::Research(a) => Ok(Recorded {
             exec: a.exec,
@@ -88,6 +91,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
             prompts: a.prompts,
             sim: a.sim,
             planner: Some(a.planner),
+            mcp: Some(a.mcp),
         }),
         _ => Err(invalid(
             dir,
@@ -133,11 +137,19 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         preset.len(),
         plan.len()
     );
+    let mcp = match &rec.mcp {
+        Some(m) => m.start(&settings.mcp, args.quiet).await?,
+        None => None,
+    };
+    let config = run_config(&rec.exec, &settings);
     let result = execute_plan(Execution {
         plan,
         provider,
         prompts: templates,
-        config: run_config(&rec.exec, &settings),
+        config: match &rec.mcp {
+            Some(m) => m.apply(config, &settings.mcp)?,
+            None => config,
+        },
         deadline: rec.exec.deadline,
         out: out.clone(),
         events,
@@ -145,8 +157,13 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         run_id,
         stream: None,
         preset,
+        mcp: mcp.clone(),
     })
-    .await?;
+    .await;
+    if let Some(m) = mcp {
+        m.shutdown().await;
+    }
+    let result = result?;
     print_summary(&result, &out);
     Ok(outcome(&result))
 }

@@ -12,13 +12,15 @@ use planwave_engine::{
     RunRequest, RunResult, RunStatus, execute,
 };
 use planwave_llm::LlmProvider;
+use planwave_mcp::McpRegistry;
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::input::load_plan;
+use super::input::load_plan_with_tools;
 use super::llm::{self, LlmOptions, PromptOptions};
+use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::{Mode, Progress};
 
@@ -38,6 +40,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub sim: SimOptions,
     #[command(flatten)]
+    pub mcp: McpOptions,
+    #[command(flatten)]
     pub events: EventsOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
@@ -45,8 +49,22 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let plan = Arc::new(load_plan(&args.plan)?);
     let settings = llm::settings(&args.llm, &args.prompts, None)?;
+    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
+    let result = run_with(&args, settings, mcp.clone()).await;
+    if let Some(m) = mcp {
+        m.shutdown().await;
+    }
+    result
+}
+
+async fn run_with(
+    args: &RunArgs,
+    settings: Settings,
+    mcp: Option<Arc<McpRegistry>>,
+) -> anyhow::Result<Outcome> {
+    let catalog = mcp::catalog(mcp.as_deref());
+    let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
         &settings,
@@ -64,13 +82,16 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
         plan,
         provider,
         prompts: templates,
-        config: run_config(&args.exec, &settings),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         deadline: args.exec.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
         run_id,
         preset: Vec::new(),
+        mcp,
     })
     .await?;
     print_summary(&result, &out);
@@ -117,7 +138,12 @@ pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
 /// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
 /// carries the run id.
 pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
-    let path = out.root().join("events.jsonl");
+    open_events_at(out, "events.jsonl", run_id)
+}
+
+/// A journal at `rel` inside the run directory (appended to when it exists).
+pub fn open_events_at(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
+    let path = out.path(rel)?;
     Ok(Arc::new(
         Journal::open_for_run(&path, out.is_durable(), Some(run_id))
             .with_context(|| format!("opening {}", path.display()))?,
@@ -136,6 +162,7 @@ pub struct Execution {
     /// The `--events` stream, if asked for: every event the journal gets, live.
     pub stream: Option<Arc<JsonlSink>>,
     pub quiet: bool,
+    pub mcp: Option<Arc<McpRegistry>>,
     pub run_id: uuid::Uuid,
     /// Tasks completed by an earlier attempt (resume).
     pub preset: Vec<Preset>,
@@ -168,15 +195,21 @@ pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
         journal: Some(x.events.clone()),
         config: x.config,
         deadline: x.deadline,
+        slots: None,
         output: Some(x.out.clone()),
         cancel,
         preset: x.preset,
+        mcp: x.mcp,
     })
     .await;
     ctrl_c.abort();
     progress.finish();
     x.events.close().context("writing events.jsonl")?;
-    if let Some(s) = &x.stream {
+    // A stream still held elsewhere (the reflective loop's later passes) stays open; its
+    // last holder closes it.
+    if let Some(s) = &x.stream
+        && Arc::strong_count(s) == 1
+    {
         s.close().context("writing the --events stream")?;
     }
     if let Ok(r) = &result {

@@ -80,6 +80,8 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <key>` with the key in this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    #[command(flatten)]
+    pub reflect: super::sim_reflect::SimReflectOptions,
 }
 
 pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {
@@ -124,6 +126,7 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
             seed: a.seed,
             latency: Latency::from_mean(a.latency_ms, a.sigma),
             planner_faults: a.planner_faults.clone(),
+            reflect: a.reflect.script()?,
             latency_overrides: match &a.latency_file {
                 Some(path) => read_latency_file(path)?,
                 None => Default::default(),

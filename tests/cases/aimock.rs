@@ -8,11 +8,16 @@ use crate::support::{ChildGuard, peer, read_json, run};
 
 const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
 
+/// The evaluator's answer, matched on the evaluator prompt's closing line: correct enough
+/// that the reflective loop stops after one round.
+const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_successful": true, "dimensions": {"completeness": 100, "correctness": 97, "efficiency": 85, "reliability": 90}, "successes": ["all sections"], "failures": [], "improvement_suggestions": []}"#;
+
 /// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
 fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
     let cli = peer("npm/node_modules/@copilotkit/aimock/dist/cli.js")?;
     let fixtures = dir.join("fixtures.json");
     let body = serde_json::json!({"fixtures": [
+        {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
         {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
         {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
     ]});
@@ -88,7 +93,14 @@ fn research_against_aimock_streaming_and_not() {
         let run = read_json(&out.join("run.json"));
         assert_eq!(run["status"], "completed");
         let calls = run["calls"].as_array().expect("calls");
-        assert_eq!(calls.len(), 5, "planner + 3 sections + summary");
+        assert_eq!(
+            calls.len(),
+            6,
+            "planner + 3 sections + summary + evaluation"
+        );
+        assert_eq!(calls[5]["role"], "evaluator");
+        assert_eq!(run["loop_stop_reason"], "correctness");
+        assert_eq!(run["rounds"][0]["correctness"], 97.0);
         for c in calls {
             // aimock reports usage; planwave records it per call.
             assert!(c["completion_tokens"].as_u64() > Some(0), "{name}: {c}");

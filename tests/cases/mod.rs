@@ -1,9 +1,12 @@
 mod aimock;
+mod batch;
 mod compose;
 mod durable;
 mod events;
 mod http;
 mod loadtest;
+mod mcp;
+mod reflect;
 mod research;
 mod run;
 mod show;

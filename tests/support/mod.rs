@@ -270,6 +270,8 @@ pub fn all_files(dir: &Path) -> Vec<(PathBuf, String)> {
 pub struct Running {
     pub child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
+    /// Every stderr line read so far.
+    seen: Vec<String>,
     stdout: std::thread::JoinHandle<String>,
 }
 
@@ -303,6 +305,7 @@ impl Running {
         Running {
             child,
             lines: rx,
+            seen: Vec::new(),
             stdout,
         }
     }
@@ -324,22 +327,20 @@ impl Running {
         (status.code().unwrap_or(-1), out)
     }
 
-    /// Waits (at most 60 s) until `n` stderr lines contain `needle`; returns every line seen.
-    pub fn wait_for(&mut self, needle: &str, n: usize) -> Vec<String> {
+    /// Waits (at most 60 s) until `n` stderr lines so far contain `needle`.
+    pub fn wait_for(&mut self, needle: &str, n: usize) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let mut seen = Vec::new();
-        let mut hits = 0;
+        let mut hits = self.seen.iter().filter(|l| l.contains(needle)).count();
         while hits < n {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match self.lines.recv_timeout(left) {
                 Ok(l) => {
                     hits += usize::from(l.contains(needle));
-                    seen.push(l);
+                    self.seen.push(l);
                 }
-                Err(_) => panic!("waited for {n} lines with {needle:?}; saw {seen:#?}"),
+                Err(_) => panic!("waited for {n} lines with {needle:?}; saw {:#?}", self.seen),
             }
         }
-        seen
     }
 
     /// SIGKILL: no chance to clean up, like a crash or an OOM kill.

@@ -20,6 +20,12 @@ pub struct ConfigFile {
     pub prompts: PromptsSection,
     #[serde(default)]
     pub prices: PricesSection,
+    #[serde(default)]
+    pub orchestrator: crate::reflect::OrchestratorSection,
+    #[serde(default)]
+    pub reflection: crate::reflect::ReflectionSection,
+    #[serde(default)]
+    pub mcp: crate::mcp::McpSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
     pub path: Option<PathBuf>,

@@ -7,6 +7,8 @@
 
 mod env;
 mod file;
+mod mcp;
+mod reflect;
 mod resolve;
 
 pub use env::{
@@ -14,6 +16,8 @@ pub use env::{
     EnvSource, ProcessEnv,
 };
 pub use file::ConfigFile;
+pub use mcp::{McpSection, McpSettings};
+pub use reflect::{OrchestratorSection, ReflectSettings, ReflectionSection};
 pub use resolve::{
     DEFAULT_BASE_URL, DEFAULT_CONTEXT_BUDGET, Flags, LlmChoice, LlmKind, OpenAiSettings,
     PlannerSettings, PromptSettings, Settings, load_file, resolve,

@@ -117,6 +117,10 @@ pub struct Settings {
     pub planner: PlannerSettings,
     pub prompts: PromptSettings,
     pub prices: PriceTable,
+    /// The reflective loop (`[orchestrator]`, `[reflection]`).
+    pub reflect: crate::reflect::ReflectSettings,
+    /// MCP servers and tool settings (`[mcp]`).
+    pub mcp: crate::mcp::McpSettings,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
 }
@@ -303,11 +307,14 @@ pub fn resolve(
             }))
         }
     };
+    let reflect = crate::reflect::resolve(&file.orchestrator, &file.reflection)?;
     Ok(Settings {
         llm,
         planner,
         prompts,
         prices,
+        reflect,
+        mcp: crate::mcp::resolve(file),
         config_path: file.path.clone(),
     })
 }

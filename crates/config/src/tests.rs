@@ -204,3 +204,32 @@ fn openai_api_key_is_not_sent_to_other_servers() {
         "the OPENAI_* pair goes together"
     );
 }
+
+#[test]
+fn reflective_loop_settings_default_to_the_seed_and_reject_nonsense() {
+    let s = resolve(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("ok");
+    assert_eq!(s.reflect, crate::ReflectSettings::default());
+    assert_eq!(s.reflect.max_rounds, 5);
+    assert_eq!(s.reflect.success_threshold, 80.0);
+    let f = ConfigFile::parse(
+        "[orchestrator]\nmax_reflection_rounds = 2\nsuccess_threshold = 70.0\n[reflection]\nmax_step_retries = 0\nmax_task_replanning_attempts = 2\n",
+        None,
+    )
+    .expect("parses");
+    let s = resolve(&f, &env(&[]), &Flags::default()).expect("ok");
+    assert_eq!(
+        (s.reflect.max_rounds, s.reflect.success_threshold),
+        (2, 70.0)
+    );
+    assert_eq!(
+        (
+            s.reflect.max_step_retries,
+            s.reflect.max_task_replanning_attempts
+        ),
+        (0, 2)
+    );
+    let f = ConfigFile::parse("[orchestrator]\nsuccess_threshold = 120.0\n", None).expect("p");
+    let err = resolve(&f, &env(&[]), &Flags::default()).expect_err("range");
+    assert!(err.to_string().contains("success_threshold = 120"), "{err}");
+    assert!(ConfigFile::parse("[reflection]\nmax_retries = 1\n", None).is_err());
+}

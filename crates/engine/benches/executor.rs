@@ -19,9 +19,11 @@ fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
         journal: None,
         config: RunConfig::default(),
         deadline: None,
+        slots: None,
         output: None,
         cancel: CancellationToken::new(),
         preset: Vec::new(),
+        mcp: None,
     }));
     match result {
         Ok(r) => assert_eq!(r.stats.completed, plan.len()),

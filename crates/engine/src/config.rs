@@ -58,6 +58,37 @@ impl Default for RetryPolicy {
     }
 }
 
+/// How a subagent asks for tool calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolProtocol {
+    /// Seed 000: the model answers `{"content": ..., "next": [{"mcp": ..., "args": ...}]}`.
+    #[default]
+    Json,
+    /// OpenAI function calling: `tools` in the request, `tool_calls` in the answer.
+    Native,
+}
+
+impl std::str::FromStr for ToolProtocol {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "json" => Ok(ToolProtocol::Json),
+            "native" => Ok(ToolProtocol::Native),
+            other => Err(format!(
+                "unknown tool protocol {other:?} (expected json or native)"
+            )),
+        }
+    }
+}
+
+/// Model turns that may ask for tools, per task; one more turn then writes the section.
+pub const DEFAULT_MAX_TOOL_ROUNDS: u32 = 4;
+
+fn default_max_tool_rounds() -> u32 {
+    DEFAULT_MAX_TOOL_ROUNDS
+}
+
 /// Prerequisite context per subagent, in estimated tokens, unless configured otherwise.
 pub const DEFAULT_CONTEXT_BUDGET_TOKENS: u64 = 12_000;
 
@@ -78,6 +109,14 @@ pub struct RunConfig {
     /// Per-model prices; when not empty, `run.json` gets a cost estimate.
     #[serde(default)]
     pub prices: PriceTable,
+    #[serde(default)]
+    pub tool_protocol: ToolProtocol,
+    /// Most tool rounds per task (see [`DEFAULT_MAX_TOOL_ROUNDS`]).
+    #[serde(default = "default_max_tool_rounds")]
+    pub max_tool_rounds: u32,
+    /// Set by the reflective loop: requests carry it, and completed tasks record it.
+    #[serde(default)]
+    pub round: Option<planwave_llm::RoundTag>,
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
@@ -93,6 +132,9 @@ impl Default for RunConfig {
             seed: 0,
             context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
             prices: PriceTable::default(),
+            tool_protocol: ToolProtocol::Json,
+            max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
+            round: None,
             task_timeout: None,
         }
     }

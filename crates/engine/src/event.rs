@@ -82,6 +82,26 @@ pub enum EventKind {
         task: TaskId,
         blocked_by: TaskId,
     },
+    /// One tool call attempt of a task (`outcome`: ok, tool_error, or error).
+    ToolCall {
+        task: TaskId,
+        tool: String,
+        server: String,
+        attempt: u32,
+        duration_ms: f64,
+        outcome: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An MCP server started, failed, restarted after a crash, or stopped.
+    McpServer {
+        server: String,
+        status: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tools: Option<usize>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// One model call (any role), successful or not.
     LlmCall {
         #[serde(default, skip_serializing_if = "Option::is_none")]

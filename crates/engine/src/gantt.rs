@@ -103,6 +103,9 @@ mod tests {
             section_file: None,
             usage: Usage::default(),
             context_cut: Vec::new(),
+            tool_calls: Vec::new(),
+            failure_kind: None,
+            round: None,
         }
     }
 

@@ -162,6 +162,7 @@ impl IntegratorState {
                 attempt,
                 context: context.clone(),
                 traceparent: None,
+                tools: Vec::new(),
             };
             let answer = shared.provider.chat(request).await;
             let (u, model, error) = match &answer {

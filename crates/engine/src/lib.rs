@@ -10,11 +10,13 @@
 //! This crate knows nothing of the command line, terminals or HTTP; it talks to models only
 //! through [`planwave_llm::LlmProvider`] and reports progress only through [`EventSink`].
 
+mod calls;
 mod config;
 pub mod context;
 mod event;
 pub mod gantt;
 pub mod journal;
+mod mcp_events;
 mod outcome;
 pub mod prompt;
 pub mod report;
@@ -24,17 +26,23 @@ mod scheduler;
 mod shared;
 mod task_spans;
 mod timefmt;
+mod tool_loop;
+mod tool_step;
 
 pub mod integrator;
 pub mod subagent;
 pub mod supervisor;
 
-pub use config::{DEFAULT_CONTEXT_BUDGET_TOKENS, RetryPolicy, RunConfig, Schedule};
+pub use config::{
+    DEFAULT_CONTEXT_BUDGET_TOKENS, DEFAULT_MAX_TOOL_ROUNDS, RetryPolicy, RunConfig, Schedule,
+    ToolProtocol,
+};
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
-    CallRecord, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord, TaskStatus,
+    CallRecord, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
+    TaskStatus, ToolCallRecord,
 };
 pub use prompt::{BuiltinPrompts, PromptSet};
 pub use run::{EngineError, RunRequest, execute};

@@ -41,6 +41,29 @@ impl TaskStatus {
     }
 }
 
+/// Why a task failed, as far as the engine can tell; the reflective loop picks its recovery
+/// strategy from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// A retryable model error (timeout, 5xx, 429, empty answer) outlasted the task's retries.
+    Transient,
+    /// The model refused or rejected the request (not retryable as it stands).
+    Fatal,
+    /// The subagent died without reporting (panic, spawn failure).
+    Crashed,
+}
+
+impl FailureKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Transient => "transient",
+            FailureKind::Fatal => "fatal",
+            FailureKind::Crashed => "crashed",
+        }
+    }
+}
+
 /// One task's fate. Field names are the `run.json` contract.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
@@ -66,6 +89,32 @@ pub struct TaskRecord {
     /// Prerequisite sections shortened to fit the context budget.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_cut: Vec<SectionCut>,
+    /// Every tool call attempt of this task, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// For a failed task: the kind of failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_kind: Option<FailureKind>,
+    /// The reflective loop's round and pass that wrote this task's section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<planwave_llm::RoundTag>,
+}
+
+/// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRecord {
+    pub tool: String,
+    pub server: String,
+    pub attempt: u32,
+    pub args: serde_json::Value,
+    pub duration_ms: f64,
+    /// `ok`, `tool_error` (the tool ran and reported an error) or `error` (no result).
+    pub outcome: String,
+    /// The output text, cut to a few kilobytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One model call of a run (any role), as recorded in `run.json` `calls[]`.

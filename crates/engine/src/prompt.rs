@@ -56,6 +56,7 @@ pub fn subagent_context(
                 status: "completed".into(),
             })
             .collect(),
+        ..Default::default()
     }
 }
 

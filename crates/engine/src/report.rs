@@ -70,6 +70,16 @@ fn blocked_by(record: &TaskRecord) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// Which round of the reflective loop (and which pass inside it) wrote a section.
+pub fn round_note(lang: Lang, tag: planwave_llm::RoundTag) -> String {
+    match (lang, tag.pass) {
+        (Lang::Zh, 1) => format!("*（本章节由第 {} 轮生成）*", tag.round),
+        (Lang::Zh, p) => format!("*（本章节由第 {} 轮第 {p} 次执行生成）*", tag.round),
+        (Lang::En, 1) => format!("*(Section written in round {})*", tag.round),
+        (Lang::En, p) => format!("*(Section written in round {}, pass {p})*", tag.round),
+    }
+}
+
 /// A summary written without a model, used when the model could not provide one.
 pub fn plain_summary(plan: &ValidatedPlan, completed: usize, total: usize) -> String {
     match plan.lang() {
@@ -164,6 +174,9 @@ pub fn render(input: &ReportInput<'_>) -> String {
                     let _ = writeln!(out, "## {}\n", task.title());
                 }
                 let _ = writeln!(out, "{text}\n");
+                if let Some(tag) = rec.round {
+                    let _ = writeln!(out, "{}\n", round_note(lang, tag));
+                }
             }
             _ => {
                 let _ = writeln!(out, "## {}\n\n{}\n", task.title(), placeholder(lang, rec));

@@ -42,11 +42,16 @@ pub struct RunRequest {
     pub config: RunConfig,
     /// The whole run stops (like Ctrl-C, resumable) when this much time has passed.
     pub deadline: Option<std::time::Duration>,
+    /// Subagent slots shared with other runs (a batch): a subagent holds one while it works.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Where files go; `None` keeps everything in memory (benchmarks, embedding).
     pub output: Option<RunDir>,
     pub cancel: CancellationToken,
     /// Tasks already completed by an earlier attempt of this run.
     pub preset: Vec<Preset>,
+    /// MCP tools for subagents and tool steps; started (and shut down) by the caller, so one
+    /// registry can serve many runs.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
 /// Runs a plan to the end (or until cancelled): every task ends completed, failed or blocked,
@@ -70,12 +75,23 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         prompts: req.prompts,
         sink: req.sink,
         journal: req.journal.clone(),
+        slots: req.slots.clone(),
         output: req.output.clone(),
         section_files: Arc::new(files.clone()),
         config: req.config.clone(),
         calls: std::sync::Mutex::new(Vec::new()),
+        mcp: req.mcp.clone(),
+        results: std::sync::Mutex::new(std::collections::HashMap::new()),
         span: tracing::Span::current(),
     });
+    if let Ok(mut results) = shared.results.lock() {
+        for p in &req.preset {
+            let json = serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()));
+            results.insert(p.index, json);
+        }
+    }
+    crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -223,6 +239,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
+    crate::mcp_events::detach(&shared);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

@@ -1,6 +1,9 @@
 //! What every actor of one run shares, behind one `Arc` so spawning a subagent is cheap.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+
+use planwave_mcp::McpRegistry;
 
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
@@ -20,6 +23,8 @@ pub struct RunShared {
     pub sink: Arc<dyn EventSink>,
     /// The durable record (`events.jsonl`); every event goes here before the sink.
     pub journal: Option<Arc<Journal>>,
+    /// Subagent slots shared across runs (a batch's `--max-subagents`).
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
     /// Where sections are written (by the subagents, durably, before they report).
     pub output: Option<RunDir>,
     /// `sections/<stem>.md` per task, in plan order.
@@ -27,6 +32,11 @@ pub struct RunShared {
     pub config: RunConfig,
     /// Every model call, taken from the `llm_call` events so no caller can forget one.
     pub calls: Mutex<Vec<CallRecord>>,
+    /// MCP tools, when the run has any.
+    pub mcp: Option<Arc<McpRegistry>>,
+    /// Each completed task's result as JSON (a tool's output, or a section as a string), for
+    /// the `{{ID.result}}` references of later tool steps.
+    pub results: Mutex<HashMap<usize, serde_json::Value>>,
     /// The caller's span when the run started (the CLI's `run` root): parent of the task
     /// and `integrate` spans, which are created on actor tasks that do not inherit it.
     pub span: tracing::Span,

@@ -5,16 +5,18 @@
 //! there is caught by ractor and reaches the supervisor as `ActorFailed`.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
+use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
+use crate::outcome::FailureKind;
 use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
@@ -49,6 +51,9 @@ pub struct SubagentReport {
     pub context_cut: Vec<SectionCut>,
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
+    /// Tool calls made by the task, every attempt.
+    pub tool_calls: Vec<crate::outcome::ToolCallRecord>,
+    pub failure_kind: Option<FailureKind>,
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
     pub written: Option<Result<String, String>>,
@@ -74,6 +79,11 @@ impl Actor for Subagent {
         myself: ActorRef<()>,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
+        // A batch caps subagents across all its runs; the permit is held until the report.
+        let _slot = match &state.shared.slots {
+            Some(s) => s.clone().acquire_owned().await.ok(),
+            None => None,
+        };
         let mut report = match state.shared.config.task_timeout {
             None => write_section(state).instrument(state.span.clone()).await,
             Some(limit) => match tokio::time::timeout(
@@ -94,6 +104,9 @@ impl Actor for Subagent {
                         limit.as_secs_f64()
                     )),
                     written: None,
+                    tool_calls: Vec::new(),
+                    // Slow, not wrong: a later pass may well finish in time.
+                    failure_kind: Some(FailureKind::Transient),
                 },
             },
         };
@@ -127,6 +140,34 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let plan = &shared.plan;
     let index = state.index;
     let task_id = plan.id(index).clone();
+    let mut calls = TaskCalls::new(shared, task_id.clone());
+    if let Some(tool) = plan.task(index).tool.as_deref() {
+        let outcome = crate::tool_step::run(&mut calls, index, tool.trim()).await;
+        let mut failure_kind = None;
+        let result = match outcome {
+            Ok((section, json)) => {
+                if let Ok(mut r) = shared.results.lock() {
+                    r.insert(index, json);
+                }
+                Ok(Arc::<str>::from(section))
+            }
+            Err((e, kind)) => {
+                failure_kind = Some(kind);
+                Err(e)
+            }
+        };
+        return SubagentReport {
+            index,
+            attempts: 1,
+            finished_at: timefmt::now(),
+            usage: calls.usage,
+            context_cut: Vec::new(),
+            result,
+            tool_calls: calls.tool_calls,
+            written: None,
+            failure_kind,
+        };
+    }
     let (fitted, context_cut) = context::fit(
         &state.prior,
         |i| plan.id(i).clone(),
@@ -138,10 +179,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
     let messages = shared.prompts.subagent(plan, index, &prior);
-    let context = subagent_context(plan, index, &prior);
+    let mut context = subagent_context(plan, index, &prior);
+    context.round = shared.config.round;
     let retry = shared.config.retry;
-    let mut usage = Usage::default();
+    let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
+    let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         let request = ChatRequest {
@@ -150,28 +193,9 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             attempt,
             context: context.clone(),
             traceparent: None,
+            tools: Vec::new(),
         };
-        let t0 = Instant::now();
-        let answer = shared.provider.chat(request).await;
-        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let (call_usage, model, error) = match &answer {
-            Ok(r) => (r.usage, r.model.clone(), None),
-            Err(e) => (
-                Usage::default(),
-                shared.provider.info().model,
-                Some(e.to_string()),
-            ),
-        };
-        usage += call_usage;
-        shared.emit(EventKind::LlmCall {
-            task: Some(task_id.clone()),
-            role: AgentRole::Subagent.as_str().into(),
-            model,
-            attempt,
-            duration_ms,
-            usage: call_usage,
-            error,
-        });
+        let answer = crate::tool_loop::converse(&mut calls, request, suggested).await;
         let err = match answer {
             Ok(r) if !r.content.trim().is_empty() => break Ok(Arc::<str>::from(r.content)),
             Ok(r) => LlmError::Transient {
@@ -183,6 +207,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             Err(e) => e,
         };
         if !err.is_retryable() || attempt > retry.max_retries {
+            failure_kind = Some(if err.is_retryable() {
+                FailureKind::Transient
+            } else {
+                FailureKind::Fatal
+            });
             break Err(err.to_string());
         }
         let delay = backoff(
@@ -200,13 +229,20 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         });
         tokio::time::sleep(delay).await;
     };
+    if let Ok(section) = &result
+        && let Ok(mut r) = shared.results.lock()
+    {
+        r.insert(index, serde_json::Value::String(section.to_string()));
+    }
     SubagentReport {
         index,
         attempts: attempt,
         finished_at: timefmt::now(),
-        usage,
+        usage: calls.usage,
         context_cut,
         result,
+        tool_calls: calls.tool_calls,
+        failure_kind,
         written: None,
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::oneshot;
 
 use crate::event::EventKind;
 use crate::integrator::IntegratorMsg;
-use crate::outcome::{TaskRecord, TaskStatus};
+use crate::outcome::{FailureKind, TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
@@ -110,6 +110,9 @@ impl Actor for Supervisor {
                 section_file: None,
                 usage: Usage::default(),
                 context_cut: Vec::new(),
+                tool_calls: Vec::new(),
+                failure_kind: None,
+                round: None,
             })
             .collect();
         let mut state = SupervisorState {
@@ -293,6 +296,7 @@ impl SupervisorState {
         rec.finished_at = Some(report.finished_at);
         rec.usage = report.usage;
         rec.context_cut = report.context_cut;
+        rec.tool_calls = report.tool_calls;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         match report.result {
             Ok(section) => {
@@ -331,7 +335,12 @@ impl SupervisorState {
                 );
                 return;
             }
-            Err(error) => self.settle_failure(index, report.attempts, error),
+            Err(error) => self.settle_failure(
+                index,
+                report.attempts,
+                error,
+                report.failure_kind.unwrap_or(FailureKind::Fatal),
+            ),
         }
         self.queue_dispatch(myself);
         self.finish_if_done(myself);
@@ -358,6 +367,7 @@ impl SupervisorState {
         }
         let rec = &mut self.records[index];
         rec.status = TaskStatus::Completed;
+        rec.round = self.shared.config.round;
         self.spans.completed(index, rec.attempts, rec.usage);
         self.shared.publish(p.event);
         let _ = self.integrator.send_message(IntegratorMsg::Section {
@@ -385,16 +395,17 @@ impl SupervisorState {
         rec.finished_at = Some(timefmt::now());
         let attempts = rec.attempts.max(1);
         rec.attempts = attempts;
-        self.settle_failure(index, attempts, error);
+        self.settle_failure(index, attempts, error, FailureKind::Crashed);
         self.queue_dispatch(myself);
         self.finish_if_done(myself);
     }
 
-    fn settle_failure(&mut self, index: usize, attempts: u32, error: String) {
+    fn settle_failure(&mut self, index: usize, attempts: u32, error: String, kind: FailureKind) {
         let plan = self.shared.plan.clone();
         let rec = &mut self.records[index];
         rec.status = TaskStatus::Failed;
         rec.error = Some(error.clone());
+        rec.failure_kind = Some(kind);
         self.spans.failed(index, attempts, &error);
         self.shared.emit(EventKind::TaskFailed {
             task: plan.id(index).clone(),

@@ -23,6 +23,6 @@ pub use provider::{LlmProvider, ProviderInfo};
 pub use secret::{ApiKey, scrub};
 pub use tokens::{char_tokens, estimate_tokens, is_cjk};
 pub use types::{
-    AgentRole, ChatMessage, ChatRequest, ChatResponse, MessageRole, RequestContext, SectionRef,
-    Usage,
+    AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
+    RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
 };

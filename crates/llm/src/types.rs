@@ -32,12 +32,20 @@ pub enum MessageRole {
     System,
     User,
     Assistant,
+    /// A tool's result in the native tool-calling protocol.
+    Tool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatMessage {
     pub role: MessageRole,
     pub content: String,
+    /// Native protocol: the calls an assistant message asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Native protocol: which call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
@@ -45,20 +53,106 @@ impl ChatMessage {
         ChatMessage {
             role: MessageRole::System,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
     pub fn user(content: impl Into<String>) -> Self {
         ChatMessage {
             role: MessageRole::User,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
     pub fn assistant(content: impl Into<String>) -> Self {
         ChatMessage {
             role: MessageRole::Assistant,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
+    /// The assistant's turn that asked for tool calls (native protocol).
+    pub fn assistant_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        ChatMessage {
+            tool_calls: calls,
+            ..ChatMessage::assistant(content)
+        }
+    }
+    /// One tool result (native protocol).
+    pub fn tool(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: MessageRole::Tool,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: Some(call_id.into()),
+        }
+    }
+}
+
+/// A tool the model may call, in the shape of the OpenAI `tools[].function` object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: serde_json::Value,
+}
+
+/// One call the model asked for, in the OpenAI wire shape (`arguments` is JSON text).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    #[serde(rename = "type", default = "function_type")]
+    pub kind: String,
+    pub function: FunctionCall,
+}
+
+fn function_type() -> String {
+    "function".into()
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    pub name: String,
+    #[serde(default)]
+    pub arguments: String,
+}
+
+impl ToolCall {
+    pub fn new(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        arguments: &serde_json::Value,
+    ) -> Self {
+        ToolCall {
+            id: id.into(),
+            kind: function_type(),
+            function: FunctionCall {
+                name: name.into(),
+                arguments: arguments.to_string(),
+            },
+        }
+    }
+}
+
+/// A tool a task may use, with its argument schema: what the simulator needs to write calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolRef {
+    pub name: String,
+    #[serde(default)]
+    pub schema: serde_json::Value,
+}
+
+/// What one tool call returned so far in a task (the text cut short for headers).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResultRef {
+    pub tool: String,
+    pub output: String,
+    #[serde(default)]
+    pub is_error: bool,
 }
 
 /// A prerequisite section as given to a subagent (or a section given to the integrator).
@@ -76,7 +170,7 @@ pub struct SectionRef {
 /// Real providers ignore it except for tracing (task id); the simulator writes its answer from
 /// it, the way a model would from the prompt. Keeping it structured means the simulator never
 /// has to scrape prompts that users may override.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct RequestContext {
     pub lang: Lang,
     pub topic: String,
@@ -91,9 +185,27 @@ pub struct RequestContext {
     pub key_questions: Vec<String>,
     #[serde(default)]
     pub data_needs: Vec<String>,
-    /// Subagents: prerequisite sections given. Integrator: every section with its status.
+    /// Subagents: prerequisite sections given. Integrator and evaluator: every section with
+    /// its status. Partial replanning: the kept (`completed`) and replaced tasks.
     #[serde(default)]
     pub sections: Vec<SectionRef>,
+    /// Subagents: the task's suggested tools that exist, with their schemas.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolRef>,
+    /// Subagents: what the task's tool calls returned so far, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResultRef>,
+    /// The reflective loop's round and execution pass this request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub round: Option<RoundTag>,
+}
+
+/// Which round of the reflective loop, and which execution pass inside it (1 = the round's
+/// plan; 2+ = recovery passes after failed tasks), produced something.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RoundTag {
+    pub round: u32,
+    pub pass: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,6 +219,9 @@ pub struct ChatRequest {
     /// model gateway's spans join the run's trace. Filled by the engine when tracing is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,
+    /// Native tool calling: the tools offered (sent as the OpenAI `tools`). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
 }
 
 /// Token counts of one call (or summed over many).
@@ -140,4 +255,7 @@ pub struct ChatResponse {
     pub model: String,
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// Native tool calling: the calls the model asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
 }

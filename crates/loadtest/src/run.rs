@@ -65,9 +65,11 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         journal: req.journal,
         config: req.config,
         deadline: None,
+        slots: None,
         output: None,
         cancel: req.cancel,
         preset: Vec::new(),
+        mcp: None,
     })
     .await?;
     let total_ms = clock.elapsed().as_secs_f64() * 1000.0;

@@ -10,10 +10,13 @@
 pub mod generate;
 mod model;
 mod parse;
+pub mod refs;
+mod tools;
 mod validate;
 mod validated;
 
 pub use model::{Hints, Lang, PlanFormat, PlanSpec, TaskId, TaskSpec};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
+pub use tools::{LLM_CALL, ToolCatalog};
 pub use validate::{Problem, ValidationErrors, Warning};
 pub use validated::ValidatedPlan;

@@ -192,6 +192,9 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
             });
         }
     }
+    if problems.is_empty() {
+        check_references(&spec, &index, &deps, &mut problems);
+    }
     if !problems.is_empty() {
         return Err(ValidationErrors(problems));
     }
@@ -225,6 +228,39 @@ pub(crate) fn weighted_critical_path(plan: &ValidatedPlan, weights: &[f64]) -> (
     // Waves in order are a topological order: every prerequisite sits in an earlier wave.
     let order = plan.waves.iter().flatten().copied();
     graph::heaviest_chain(&plan.deps, order, weight)
+}
+
+/// A tool step may only use results of its (transitive) prerequisites: anything else may not
+/// exist yet when it runs. One problem per offending reference, in document order.
+fn check_references(
+    spec: &PlanSpec,
+    index: &HashMap<String, usize>,
+    deps: &[Vec<u32>],
+    problems: &mut Vec<Problem>,
+) {
+    for (i, task) in spec.tasks.iter().enumerate() {
+        let Some(params) = &task.params else { continue };
+        let refs = crate::refs::references(params);
+        if refs.is_empty() {
+            continue;
+        }
+        let ancestors = graph::ancestors(deps, i);
+        for r in refs {
+            match index.get(&r.task) {
+                None => problems.push(Problem::Other(format!(
+                    "task {}: parameter references unknown task {}",
+                    task.id, r.task
+                ))),
+                Some(&j) if !ancestors.contains(&(j as u32)) => {
+                    problems.push(Problem::Other(format!(
+                        "task {}: parameter references task {}, which is not among its prerequisites",
+                        task.id, r.task
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+    }
 }
 
 fn is_empty_id(id: &TaskId) -> bool {

@@ -34,6 +34,26 @@ impl ValidatedPlan {
         crate::validate::validate(spec)
     }
 
+    /// Validates `spec` against the tools a run has: unknown `suggested_tools` are dropped
+    /// with a warning, an unknown tool in a tool step is a problem.
+    pub fn with_tools(
+        mut spec: PlanSpec,
+        catalog: &crate::ToolCatalog,
+    ) -> Result<ValidatedPlan, ValidationErrors> {
+        let (warnings, tool_problems) = crate::tools::check_tools(&mut spec, catalog);
+        match crate::validate::validate(spec) {
+            Ok(mut plan) if tool_problems.is_empty() => {
+                plan.warnings.extend(warnings);
+                Ok(plan)
+            }
+            Ok(_) => Err(ValidationErrors(tool_problems)),
+            Err(mut e) => {
+                e.0.extend(tool_problems);
+                Err(e)
+            }
+        }
+    }
+
     pub fn spec(&self) -> &PlanSpec {
         &self.spec
     }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use planwave_llm::{
     AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
 };
-use planwave_plan::{Lang, PlanSpec, ValidatedPlan, parse_plan_str};
+use planwave_plan::{Lang, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str};
 use planwave_prompts::{PlannerVars, PromptError, RepairVars, Templates, ToolInfo};
 use serde::Serialize;
 use tracing::Instrument;
@@ -128,6 +128,17 @@ impl Planner {
         goal: &str,
         on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
     ) -> Result<PlanOutcome, PlannerError> {
+        self.plan_with_reflection(goal, None, on_attempt).await
+    }
+
+    /// Plans `goal` for a later round of the reflective loop: the previous round's reflection
+    /// summary goes into the planning prompt.
+    pub async fn plan_with_reflection(
+        &self,
+        goal: &str,
+        reflection: Option<&str>,
+        on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+    ) -> Result<PlanOutcome, PlannerError> {
         let goal = goal.trim();
         if goal.is_empty() {
             return Err(PlannerError::EmptyGoal);
@@ -142,11 +153,21 @@ impl Planner {
                 schema: &schema,
                 min_tasks: self.config.min_tasks,
                 max_tasks: self.config.max_tasks,
+                reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
             },
         )?;
         let context = RequestContext {
             lang,
             topic: goal.to_owned(),
+            // Names only: the prompt has the schemas, and the context header must stay small.
+            tools: self
+                .tools
+                .iter()
+                .map(|t| planwave_llm::ToolRef {
+                    name: t.name.clone(),
+                    schema: serde_json::Value::Null,
+                })
+                .collect(),
             ..RequestContext::default()
         };
         let mut attempts: Vec<PlanAttempt> = Vec::new();
@@ -193,6 +214,7 @@ impl Planner {
                     attempt: n,
                     context: context.clone(),
                     traceparent: None,
+                    tools: Vec::new(),
                 })
                 .instrument(span.clone())
                 .await;
@@ -299,7 +321,8 @@ impl Planner {
             spec.topic = goal.to_owned();
             warnings.push("the plan has no topic; the goal is used".into());
         }
-        let plan = match ValidatedPlan::new(spec) {
+        let catalog = ToolCatalog::new(self.tools.iter().map(|t| t.name.clone()));
+        let plan = match ValidatedPlan::with_tools(spec, &catalog) {
             Ok(p) if problems.is_empty() => p,
             Ok(_) => return Err(problems),
             Err(e) => {

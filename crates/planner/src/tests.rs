@@ -191,3 +191,28 @@ fn the_schema_describes_the_research_format() {
         assert!(task.contains(needle), "schema lacks {needle}");
     }
 }
+
+#[tokio::test]
+async fn a_reflection_goes_into_the_planning_prompt() {
+    let p = sim(vec![]);
+    let planner = Planner::new(
+        p.clone(),
+        Arc::new(Templates::builtin()),
+        PlannerConfig::default(),
+    );
+    let out = planner
+        .plan_with_reflection(
+            "Deep analysis of Tesla",
+            Some("Root causes:\n- thin data"),
+            &mut |_: &PlanAttempt| {},
+        )
+        .await
+        .expect("plan");
+    assert!(out.plan.is_some());
+    let seen = p.seen.lock().expect("lock");
+    let user = &seen[0].messages[1].content;
+    assert!(
+        user.contains("# Reflection on the previous round (improve this round's plan accordingly)\nRoot causes:\n- thin data\n"),
+        "{user}"
+    );
+}

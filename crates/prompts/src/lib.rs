@@ -1,5 +1,6 @@
-//! Prompt templates: minijinja templates for the planner, plan repair, subagents and the
-//! integrator, in Chinese and English.
+//! Prompt templates: minijinja templates for the planner, plan repair, subagents, the
+//! integrator and the reflective loop (evaluator, reflector, partial replan, answer repair),
+//! in Chinese and English.
 //!
 //! The defaults are the files under the repository's `prompts/{zh,en}/`, compiled in with
 //! `include_str!`; a directory given by `--prompts DIR` overrides them file by file. Every
@@ -9,8 +10,13 @@
 //!
 //! This crate knows nothing of HTTP, actors or the command line.
 
+mod reflect;
 mod render;
 mod templates;
 
+pub use reflect::{
+    AnswerRepairVars, EvaluatorVars, ReflectorVars, ReplanTask, ReplanVars, RoundSection,
+    RoundStats,
+};
 pub use render::{PlannerVars, RepairVars, ToolInfo};
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

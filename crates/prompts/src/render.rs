@@ -14,6 +14,9 @@ use crate::templates::{PromptError, Templates};
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
+    /// The tool's input JSON Schema as compact JSON text (empty when unknown).
+    #[serde(default)]
+    pub input_schema: String,
 }
 
 /// Variables of `planner.j2`.
@@ -25,6 +28,8 @@ pub struct PlannerVars<'a> {
     pub schema: &'a str,
     pub min_tasks: usize,
     pub max_tasks: usize,
+    /// The previous round's reflection summary (the reflective loop's rounds 2+).
+    pub reflection: Option<&'a str>,
 }
 
 /// Variables of `repair.j2`.
@@ -177,7 +182,11 @@ impl PromptSet for Templates {
 pub(crate) fn sample(name: &str) -> Value {
     let v = match name {
         "planner" => json!({"goal": "goal", "tools": [{"name": "t", "description": "d"}],
-                            "schema": "{}", "min_tasks": 4, "max_tasks": 7}),
+                            "schema": "{}", "min_tasks": 4, "max_tasks": 7,
+                            "reflection": "r"}),
+        "evaluator" | "reflector" | "replan" | "answer_repair" => {
+            return crate::reflect::sample(name);
+        }
         "repair" => {
             json!({"goal": "goal", "attempt": 2, "problems": ["p"], "min_tasks": 4, "max_tasks": 7})
         }

@@ -6,7 +6,16 @@ use minijinja::Environment;
 use planwave_plan::Lang;
 
 /// Every template, per language.
-pub const TEMPLATE_NAMES: &[&str] = &["planner", "repair", "subagent", "integrator"];
+pub const TEMPLATE_NAMES: &[&str] = &[
+    "planner",
+    "repair",
+    "subagent",
+    "integrator",
+    "evaluator",
+    "reflector",
+    "replan",
+    "answer_repair",
+];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
     (
@@ -48,6 +57,46 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "integrator",
         include_str!("../../../prompts/en/integrator.j2"),
+    ),
+    (
+        "zh",
+        "evaluator",
+        include_str!("../../../prompts/zh/evaluator.j2"),
+    ),
+    (
+        "zh",
+        "reflector",
+        include_str!("../../../prompts/zh/reflector.j2"),
+    ),
+    (
+        "zh",
+        "replan",
+        include_str!("../../../prompts/zh/replan.j2"),
+    ),
+    (
+        "zh",
+        "answer_repair",
+        include_str!("../../../prompts/zh/answer_repair.j2"),
+    ),
+    (
+        "en",
+        "evaluator",
+        include_str!("../../../prompts/en/evaluator.j2"),
+    ),
+    (
+        "en",
+        "reflector",
+        include_str!("../../../prompts/en/reflector.j2"),
+    ),
+    (
+        "en",
+        "replan",
+        include_str!("../../../prompts/en/replan.j2"),
+    ),
+    (
+        "en",
+        "answer_repair",
+        include_str!("../../../prompts/en/answer_repair.j2"),
     ),
 ];
 

@@ -29,6 +29,7 @@ fn request(i: usize) -> ChatRequest {
             ..RequestContext::default()
         },
         traceparent: None,
+        tools: Vec::new(),
     }
 }
 

@@ -50,6 +50,9 @@ pub struct ServerStats {
     /// how often each task was really sent to the model.
     #[serde(default)]
     pub tasks: BTreeMap<String, u64>,
+    /// The most subagent requests handled at once (until the answer's headers are sent).
+    #[serde(default)]
+    pub max_subagents_in_flight: u64,
 }
 
 struct AppState {
@@ -57,6 +60,16 @@ struct AppState {
     sim: SimProvider,
     counter: AtomicU64,
     stats: Mutex<ServerStats>,
+    subagents_in_flight: AtomicU64,
+}
+
+/// Counts a subagent request as in flight until dropped.
+struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 pub fn router(cfg: ServerConfig) -> Router {
@@ -65,6 +78,7 @@ pub fn router(cfg: ServerConfig) -> Router {
         cfg,
         counter: AtomicU64::new(0),
         stats: Mutex::new(ServerStats::default()),
+        subagents_in_flight: AtomicU64::new(0),
     }))
 }
 
@@ -95,6 +109,7 @@ impl SimServer {
             cfg,
             counter: AtomicU64::new(0),
             stats: Mutex::new(ServerStats::default()),
+            subagents_in_flight: AtomicU64::new(0),
         });
         let app = router_with_state(state.clone());
         // Small SSE writes must not wait for Nagle + delayed ACK (40 ms a chunk otherwise).
@@ -169,6 +184,9 @@ struct CompletionRequest {
     stream_options: Option<Value>,
     #[serde(default)]
     response_format: Option<Value>,
+    /// Native tool calling: `[{"type": "function", "function": {name, description, parameters}}]`.
+    #[serde(default)]
+    tools: Vec<Value>,
 }
 
 fn error(status: StatusCode, message: &str, kind: &str) -> Response {
@@ -202,6 +220,13 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let task = header_str(&headers, context_header::CONTEXT_HEADER)
         .and_then(context_header::decode)
         .and_then(|c| c.task_id);
+    let _in_flight = (role_header == Some("subagent")).then(|| {
+        let now = st.subagents_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        if let Ok(mut s) = st.stats.lock() {
+            s.max_subagents_in_flight = s.max_subagents_in_flight.max(now);
+        }
+        InFlight(&st.subagents_in_flight)
+    });
     if let Ok(mut s) = st.stats.lock() {
         if let Some(task) = task {
             *s.tasks.entry(task).or_default() += 1;
@@ -304,7 +329,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
             "model": model,
             "choices": [{
                 "index": 0,
-                "message": {"role": "assistant", "content": answer.content},
+                "message": message(&answer),
                 "finish_reason": answer.finish_reason.as_deref().unwrap_or("stop")
             }],
             "usage": usage
@@ -317,10 +342,17 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         .and_then(|o| o.get("include_usage"))
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let tool_calls: Vec<Value> = answer
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": c.function}))
+        .collect();
     stream_response(
         id,
         model,
         answer.content,
+        tool_calls,
         include_usage.then_some(usage),
         fault,
         st.cfg.faults.stall,
@@ -364,6 +396,11 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
         attempt,
         context,
         traceparent: header_str(headers, "traceparent").map(str::to_owned),
+        tools: req
+            .tools
+            .iter()
+            .filter_map(|t| serde_json::from_value(t.get("function")?.clone()).ok())
+            .collect(),
     }
 }
 
@@ -375,10 +412,21 @@ fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
     format!("data: {c}\n\n")
 }
 
+/// The non-streamed `message`: content, plus `tool_calls` when the model asked for any.
+fn message(answer: &planwave_llm::ChatResponse) -> Value {
+    let mut m = json!({"role": "assistant", "content": answer.content});
+    if !answer.tool_calls.is_empty() {
+        m["tool_calls"] = json!(answer.tool_calls);
+    }
+    m
+}
+
+#[allow(clippy::too_many_arguments)]
 fn stream_response(
     id: String,
     model: String,
     content: String,
+    tool_calls: Vec<Value>,
     usage: Option<Value>,
     fault: Fault,
     stall: Duration,
@@ -401,8 +449,14 @@ fn stream_response(
                 .iter()
                 .map(|p| chunk(&id, &model, json!({"content": p}), None)),
         );
+        let finish = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            events.push(chunk(&id, &model, json!({"tool_calls": tool_calls}), None));
+            "tool_calls"
+        };
         let body_end = events.len();
-        events.push(chunk(&id, &model, json!({}), Some("stop")));
+        events.push(chunk(&id, &model, json!({}), Some(finish)));
         if let Some(u) = usage {
             let c = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
                            "model": model, "choices": [], "usage": u});

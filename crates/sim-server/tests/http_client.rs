@@ -62,6 +62,7 @@ fn section_request() -> ChatRequest {
             ..RequestContext::default()
         },
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
+        tools: Vec::new(),
     }
 }
 
@@ -211,6 +212,7 @@ async fn the_planner_role_gets_a_plan_in_the_goals_language() {
                 ..RequestContext::default()
             },
             traceparent: None,
+            tools: Vec::new(),
         })
         .await
         .expect("plan");

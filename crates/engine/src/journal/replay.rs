@@ -202,6 +202,10 @@ impl Replay {
                     section_file: Some(file.clone()),
                     usage: c.usage,
                     context_cut: Vec::new(),
+                    // Not journaled: a resumed run's record lists the calls of this attempt.
+                    tool_calls: Vec::new(),
+                    failure_kind: None,
+                    round: None,
                 },
                 section: Arc::from(text),
             });

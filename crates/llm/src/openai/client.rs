@@ -220,6 +220,7 @@ impl OpenAiProvider {
             temperature: self.cfg.temperature,
             max_tokens: self.cfg.max_tokens,
             response_format: self.response_format(request.role),
+            tools: wire::tools(&request.tools),
         };
         let send = self
             .http
@@ -254,9 +255,16 @@ impl OpenAiProvider {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.starts_with("application/json"));
-        let (content, reasoning, finish_reason, usage, served_model) = if is_sse {
+        let (content, reasoning, finish_reason, usage, served_model, tool_calls) = if is_sse {
             let a = self.read_stream(resp).await?;
-            (a.content, a.reasoning, a.finish_reason, a.usage, a.model)
+            (
+                a.content,
+                a.reasoning,
+                a.finish_reason,
+                a.usage,
+                a.model,
+                a.tool_calls,
+            )
         } else {
             // Non-streaming, or a server that ignored `stream: true` and sent one body.
             let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
@@ -276,6 +284,7 @@ impl OpenAiProvider {
                 content: None,
                 reasoning_content: None,
                 reasoning: None,
+                tool_calls: Vec::new(),
             });
             (
                 msg.content.unwrap_or_default(),
@@ -283,6 +292,7 @@ impl OpenAiProvider {
                 choice.finish_reason,
                 c.usage,
                 c.model,
+                msg.tool_calls,
             )
         };
         let usage = match usage {
@@ -311,6 +321,7 @@ impl OpenAiProvider {
             usage,
             model: served_model.unwrap_or_else(|| model.to_owned()),
             finish_reason,
+            tool_calls,
         })
     }
 

@@ -23,6 +23,12 @@ pub const MAX_CONTEXT_HEADER: usize = 6 * 1024;
 /// The header value for `ctx`, trimmed to fit; `None` if even the trimmed form is too large.
 pub fn encode(ctx: &RequestContext) -> Option<String> {
     let mut ctx = ctx.clone();
+    // Tool outputs are prompt text too; the header only needs their gist.
+    for r in &mut ctx.tool_results {
+        if r.output.chars().count() > 400 {
+            r.output = r.output.chars().take(400).collect();
+        }
+    }
     loop {
         let json = serde_json::to_vec(&ctx).ok()?;
         let v = URL_SAFE_NO_PAD.encode(json);
@@ -30,7 +36,19 @@ pub fn encode(ctx: &RequestContext) -> Option<String> {
             return Some(v);
         }
         if ctx.sections.is_empty() {
-            return None;
+            // Then tool schemas, then the oldest tool results.
+            if ctx.tools.iter().any(|t| !t.schema.is_null()) {
+                for t in &mut ctx.tools {
+                    t.schema = serde_json::Value::Null;
+                }
+                continue;
+            }
+            if ctx.tool_results.is_empty() {
+                return None;
+            }
+            let drop = ctx.tool_results.len().div_ceil(2);
+            ctx.tool_results.drain(..drop);
+            continue;
         }
         let keep = ctx.sections.len() / 2;
         ctx.sections.truncate(keep);

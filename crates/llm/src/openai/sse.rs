@@ -90,6 +90,8 @@ pub struct StreamAnswer {
     pub usage: Option<WireUsage>,
     pub model: Option<String>,
     pub done: bool,
+    /// Native tool calls, assembled from `delta.tool_calls[]` fragments by their `index`.
+    pub tool_calls: Vec<crate::ToolCall>,
 }
 
 /// A chunk the stream could not use.
@@ -146,12 +148,44 @@ impl StreamAnswer {
                         self.reasoning.push_str(r);
                     }
                 }
+                if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                    for c in calls {
+                        self.apply_tool_call(c);
+                    }
+                }
             }
             if let Some(f) = choice.get("finish_reason").and_then(Value::as_str) {
                 self.finish_reason = Some(f.to_owned());
             }
         }
         Ok(())
+    }
+
+    /// The first fragment of a call carries its id and name; later ones add argument text.
+    fn apply_tool_call(&mut self, c: &Value) {
+        let index = c.get("index").and_then(Value::as_u64).unwrap_or(0) as usize;
+        if index > 1024 {
+            return;
+        }
+        while self.tool_calls.len() <= index {
+            self.tool_calls
+                .push(crate::ToolCall::new("", "", &Value::Null));
+            if let Some(last) = self.tool_calls.last_mut() {
+                last.function.arguments.clear();
+            }
+        }
+        let call = &mut self.tool_calls[index];
+        if let Some(id) = c.get("id").and_then(Value::as_str) {
+            call.id = id.to_owned();
+        }
+        if let Some(f) = c.get("function") {
+            if let Some(n) = f.get("name").and_then(Value::as_str) {
+                call.function.name.push_str(n);
+            }
+            if let Some(a) = f.get("arguments").and_then(Value::as_str) {
+                call.function.arguments.push_str(a);
+            }
+        }
     }
 
     /// Whether the stream ended properly (`[DONE]`, or at least a finish reason).

@@ -18,6 +18,19 @@ pub struct ChatBody<'a> {
     pub max_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response_format: Option<Value>,
+    /// Native tool calling: `[{"type": "function", "function": {...}}]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+}
+
+/// The OpenAI `tools` array for `specs`; `None` when there are none.
+pub fn tools(specs: &[crate::ToolSpec]) -> Option<Vec<Value>> {
+    (!specs.is_empty()).then(|| {
+        specs
+            .iter()
+            .map(|t| serde_json::json!({"type": "function", "function": t}))
+            .collect()
+    })
 }
 
 /// `usage` as servers send it. Reasoning tokens are inside `completion_tokens` for OpenAI and
@@ -84,6 +97,8 @@ pub struct Message {
     pub reasoning_content: Option<String>,
     #[serde(default)]
     pub reasoning: Option<String>,
+    #[serde(default)]
+    pub tool_calls: Vec<crate::ToolCall>,
 }
 
 /// `{"error": {"message": ..., "type": ...}}` or `{"error": "text"}` as one line of text.

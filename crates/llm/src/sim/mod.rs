@@ -5,8 +5,10 @@
 
 mod latency;
 pub mod plan;
+pub mod reflect;
 mod text;
 pub mod timer;
+mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -17,6 +19,7 @@ use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, Provide
 
 pub use latency::{Latency, stable_hash};
 pub use plan::PlannerFault;
+pub use reflect::{FaultKind, ReflectScript, TaskFault};
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
 #[derive(Clone, Debug, Default)]
@@ -34,6 +37,8 @@ pub struct SimConfig {
     /// Planner faults by planning attempt: entry k applies to attempt k + 1; attempts past
     /// the list get a valid plan.
     pub planner_faults: Vec<PlannerFault>,
+    /// Scores, replan decisions, invalid answers and task failures of the reflective loop.
+    pub reflect: ReflectScript,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -115,6 +120,22 @@ impl LlmProvider for SimProvider {
                     request.attempt
                 )));
             }
+            match self.config.reflect.task_fault(&request.context) {
+                Some(FaultKind::Transient) => {
+                    return Err(self.transient(format!(
+                        "simulated transient failure of task {id} in this pass (attempt {})",
+                        request.attempt
+                    )));
+                }
+                Some(FaultKind::Fatal) => {
+                    return Err(LlmError::Fatal {
+                        provider: "sim".into(),
+                        model: SIM_MODEL.into(),
+                        message: format!("simulated refusal of task {id} as phrased"),
+                    });
+                }
+                None => {}
+            }
             if self.config.flaky.contains(id) && request.attempt <= 1 {
                 return Err(self.transient(format!(
                     "simulated transient failure of task {id} (first attempt)"
@@ -122,28 +143,38 @@ impl LlmProvider for SimProvider {
             }
         }
         let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
+        let mut tool_calls = Vec::new();
         let content = match request.role {
-            AgentRole::Subagent => text::section(&request.context, seed),
+            AgentRole::Subagent => match tools::chain(&request.context, seed) {
+                // Offered natively: answer with tool_calls; otherwise the JSON protocol.
+                Some(calls) if !request.tools.is_empty() => {
+                    tool_calls = tools::native_calls(&calls);
+                    String::new()
+                }
+                Some(calls) => tools::json_answer(&calls),
+                None => text::section(&request.context, seed) + &tools::findings(&request.context),
+            },
             AgentRole::Integrator => text::summary(&request.context, seed),
+            AgentRole::Evaluator => {
+                reflect::evaluation(&request.context, request.attempt, &self.config.reflect)
+            }
+            AgentRole::Reflector => {
+                reflect::reflection(&request.context, request.attempt, &self.config.reflect)
+            }
+            // Sections name the kept and replaced tasks of a partial replan.
+            AgentRole::Planner if !request.context.sections.is_empty() => {
+                plan::replacement(&request.context)
+            }
             // The goal is the topic; `attempt` counts planning attempts (repairs included).
-            AgentRole::Planner => plan::answer(
+            AgentRole::Planner => plan::answer_with_tools(
                 &request.context.topic,
                 request.context.lang,
                 self.config
                     .planner_faults
                     .get(request.attempt.saturating_sub(1) as usize)
                     .copied(),
+                &request.context.tools,
             ),
-            other => {
-                return Err(LlmError::Fatal {
-                    provider: "sim".into(),
-                    model: SIM_MODEL.into(),
-                    message: format!(
-                        "the simulator cannot answer the {} role yet",
-                        other.as_str()
-                    ),
-                });
-            }
         };
         let prompt_chars: usize = request
             .messages
@@ -159,7 +190,15 @@ impl LlmProvider for SimProvider {
             content,
             usage,
             model: SIM_MODEL.into(),
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(
+                if tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                }
+                .into(),
+            ),
+            tool_calls,
         })
     }
 }

@@ -154,7 +154,22 @@ pub fn plan(goal: &str, lang: Lang) -> Value {
 
 /// The planner's raw answer for a planning attempt, with `fault` applied.
 pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>) -> String {
+    answer_with_tools(goal, lang, fault, &[])
+}
+
+/// [`answer`] when tools are available: the financial task (task 2) suggests the first two,
+/// so offline runs exercise real tool calls.
+pub fn answer_with_tools(
+    goal: &str,
+    lang: Lang,
+    fault: Option<PlannerFault>,
+    tools: &[crate::ToolRef],
+) -> String {
     let mut p = plan(goal, lang);
+    if !tools.is_empty() {
+        let names: Vec<&str> = tools.iter().take(2).map(|t| t.name.as_str()).collect();
+        p["tasks"][1]["hints"]["suggested_tools"] = json!(names);
+    }
     match fault {
         None => pretty(&p),
         Some(PlannerFault::Truncated) => {
@@ -186,6 +201,38 @@ pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>) -> String {
             }
         },
     }
+}
+
+/// The planner's answer to a partial replan: `ctx.sections` holds the kept (`completed`) tasks
+/// and the ones to replace. Each replacement gets a fresh id after the largest one; a
+/// replaced failed task's stand-in needs nothing, a replaced blocked task's stand-in builds
+/// on the replacement before it, so the chain the failure broke is rebuilt.
+pub fn replacement(ctx: &crate::RequestContext) -> String {
+    let first = ctx
+        .sections
+        .iter()
+        .filter_map(|s| s.id.parse::<u64>().ok())
+        .max()
+        .unwrap_or(0)
+        + 1;
+    let mut prev: Option<u64> = None;
+    let mut tasks = Vec::new();
+    for (next, s) in (first..).zip(ctx.sections.iter().filter(|s| s.status != "completed")) {
+        let deps: Vec<u64> = match (s.status.as_str(), prev) {
+            ("blocked", Some(p)) => vec![p],
+            _ => Vec::new(),
+        };
+        let description = match ctx.lang {
+            Lang::Zh => format!("{}（换一种角度重做）", s.title),
+            Lang::En => format!("{} (another approach)", s.title),
+        };
+        tasks.push(
+            json!({"id": next, "description": description, "dependencies": deps,
+            "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}),
+        );
+        prev = Some(next);
+    }
+    pretty(&json!({ "tasks": tasks }))
 }
 
 fn pretty(v: &Value) -> String {

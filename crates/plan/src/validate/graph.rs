@@ -265,6 +265,18 @@ pub(super) fn heaviest_chain(
     (sum, path)
 }
 
+/// Every task `i` depends on, directly or not (iterative DFS).
+pub(crate) fn ancestors(deps: &[Vec<u32>], i: usize) -> std::collections::HashSet<u32> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<u32> = deps[i].clone();
+    while let Some(d) = stack.pop() {
+        if seen.insert(d) {
+            stack.extend_from_slice(&deps[d as usize]);
+        }
+    }
+    seen
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

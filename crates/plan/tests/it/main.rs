@@ -4,6 +4,7 @@ mod generate;
 mod parsing;
 mod props;
 mod shape;
+mod tools;
 mod validation;
 mod waves;
 

@@ -35,6 +35,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
         schema: "{\"title\": \"ResearchPlan\"}",
         min_tasks: 4,
         max_tasks: 7,
+        reflection: None,
     };
     let zh = t.planner(Lang::Zh, &vars).expect("render");
     assert_eq!(zh[0].role, MessageRole::System);
@@ -62,6 +63,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
     let tools = [ToolInfo {
         name: "get_quote".into(),
         description: "quotes".into(),
+        input_schema: r#"{"type":"object"}"#.into(),
     }];
     let with = t
         .planner(
@@ -73,6 +75,21 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
         )
         .expect("render");
     assert!(with[1].content.contains("- get_quote: quotes"));
+    assert!(!with[1].content.contains("Reflection on the previous round"));
+    let reflected = t
+        .planner(
+            Lang::En,
+            &PlannerVars {
+                reflection: Some("root cause: thin data"),
+                ..vars
+            },
+        )
+        .expect("render");
+    assert!(
+        reflected[1]
+            .content
+            .contains("# Reflection on the previous round (improve this round's plan accordingly)\nroot cause: thin data\n")
+    );
 }
 
 #[test]

@@ -1,0 +1,212 @@
+//! Parsing a job file: one JSON object per line.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{Map, Value};
+
+/// What a job starts from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JobSource {
+    /// Plan the goal with the model, then run the plan.
+    Goal(String),
+    /// A plan given inline (any form `planwave run` accepts, as JSON).
+    Plan(Value),
+    /// A plan file, relative to the job file's directory.
+    PlanFile(PathBuf),
+}
+
+impl JobSource {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            JobSource::Goal(_) => "goal",
+            JobSource::Plan(_) => "plan",
+            JobSource::PlanFile(_) => "plan_file",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Job {
+    pub id: String,
+    /// 1-based line number in the job file.
+    pub line: usize,
+    pub source: JobSource,
+}
+
+/// A line that is not a job; the batch reports it and goes on.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct BadLine {
+    pub line: usize,
+    pub error: String,
+}
+
+impl std::fmt::Display for BadLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}", self.line, self.error)
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct JobFile {
+    pub jobs: Vec<Job>,
+    pub bad: Vec<BadLine>,
+}
+
+const FIELDS: &str = "id, goal, plan, plan_file";
+
+/// Parses every line; blank lines are skipped. Never fails as a whole and never panics.
+pub fn parse_jobs(text: &str) -> JobFile {
+    let mut out = JobFile::default();
+    let mut first_line: HashMap<String, usize> = HashMap::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let raw = raw.trim();
+        if raw.is_empty() {
+            continue;
+        }
+        match parse_line(raw) {
+            Err(error) => out.bad.push(BadLine { line, error }),
+            Ok((id, source)) => {
+                if let Some(first) = first_line.get(&id) {
+                    out.bad.push(BadLine {
+                        line,
+                        error: format!("duplicate job id {id:?} (first on line {first})"),
+                    });
+                    continue;
+                }
+                first_line.insert(id.clone(), line);
+                out.jobs.push(Job { id, line, source });
+            }
+        }
+    }
+    out
+}
+
+fn parse_line(raw: &str) -> Result<(String, JobSource), String> {
+    let value: Value = serde_json::from_str(raw).map_err(|e| {
+        // serde_json says "at line 1 column N": within one line only the column helps.
+        let msg = e.to_string();
+        let msg = msg.split(" at line ").next().unwrap_or(&msg).to_owned();
+        format!("invalid JSON at column {}: {msg}", e.column())
+    })?;
+    let Value::Object(obj) = value else {
+        return Err(format!(
+            "expected a JSON object with {FIELDS}, found {}",
+            kind_of(&value)
+        ));
+    };
+    let mut unknown: Vec<&str> = obj
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !matches!(*k, "id" | "goal" | "plan" | "plan_file"))
+        .collect();
+    unknown.sort_unstable();
+    if let Some(k) = unknown.first() {
+        return Err(format!("unknown field {k:?} (expected {FIELDS})"));
+    }
+    let id = job_id(&obj)?;
+    let sources: Vec<&str> = ["goal", "plan", "plan_file"]
+        .into_iter()
+        .filter(|k| obj.contains_key(*k))
+        .collect();
+    let source = match sources.as_slice() {
+        [] => {
+            return Err(format!("job {id:?}: needs one of goal, plan or plan_file"));
+        }
+        [one] => *one,
+        many => {
+            return Err(format!(
+                "job {id:?}: has {} (give exactly one of goal, plan or plan_file)",
+                many.join(" and ")
+            ));
+        }
+    };
+    let v = &obj[source];
+    let source = match (source, v) {
+        ("goal", Value::String(g)) if !g.trim().is_empty() => JobSource::Goal(g.clone()),
+        ("goal", Value::String(_)) => return Err(format!("job {id:?}: the goal is empty")),
+        ("plan", Value::Object(_)) => JobSource::Plan(v.clone()),
+        ("plan_file", Value::String(p)) if !p.trim().is_empty() => {
+            JobSource::PlanFile(PathBuf::from(p))
+        }
+        (field, v) => {
+            let want = match field {
+                "plan" => "a JSON object",
+                _ => "a non-empty string",
+            };
+            return Err(format!(
+                "job {id:?}: {field} must be {want}, found {}",
+                kind_of(v)
+            ));
+        }
+    };
+    Ok((id, source))
+}
+
+fn job_id(obj: &Map<String, Value>) -> Result<String, String> {
+    match obj.get("id") {
+        None => Err("missing \"id\"".into()),
+        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
+        Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
+        Some(v) => Err(format!(
+            "\"id\" must be a non-empty string or an integer, found {}",
+            kind_of(v)
+        )),
+    }
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(s) if s.trim().is_empty() => "an empty string",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_of_bad_line_gets_its_number_and_reason_and_good_lines_survive() {
+        let text = concat!(
+            "{\"id\": \"a\", \"goal\": \"分析特斯拉\"}\n",
+            "{\"id\": \"b\", \"goal\": \n",
+            "\n",
+            "{\"id\": \"c\", \"goal\": \"x\", \"priority\": 3}\n",
+            "{\"id\": \"a\", \"plan_file\": \"p.json\"}\n",
+            "{\"goal\": \"no id\"}\n",
+            "{\"id\": 7, \"plan\": {\"tasks\": []}}\n",
+            "{\"id\": \"d\", \"goal\": \"g\", \"plan_file\": \"p.json\"}\n",
+            "{\"id\": \"e\"}\n",
+            "[1, 2]\n",
+            "{\"id\": \"f\", \"plan\": \"not an object\"}\n",
+            "{\"id\": \"g\", \"goal\": \"  \"}\n",
+            "{\"id\": 1.5, \"goal\": \"g\"}\n",
+        );
+        let f = parse_jobs(text);
+        let ids: Vec<(&str, usize)> = f.jobs.iter().map(|j| (j.id.as_str(), j.line)).collect();
+        assert_eq!(ids, vec![("a", 1), ("7", 7)]);
+        let bad: Vec<String> = f.bad.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            bad,
+            vec![
+                "line 2: invalid JSON at column 19: EOF while parsing a value",
+                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file)",
+                "line 5: duplicate job id \"a\" (first on line 1)",
+                "line 6: missing \"id\"",
+                "line 8: job \"d\": has goal and plan_file (give exactly one of goal, plan or plan_file)",
+                "line 9: job \"e\": needs one of goal, plan or plan_file",
+                "line 10: expected a JSON object with id, goal, plan, plan_file, found an array",
+                "line 11: job \"f\": plan must be a JSON object, found a string",
+                "line 12: job \"g\": the goal is empty",
+                "line 13: \"id\" must be a non-empty string or an integer, found a number",
+            ]
+        );
+    }
+}

@@ -1,0 +1,17 @@
+//! Batch jobs: the job file (`JOBS.jsonl`) and the batch summary (`batch.json`).
+//!
+//! [`parse_jobs`] turns the text of a job file into jobs plus bad lines, each bad line with
+//! its number and a clear reason, so one bad line never stops the others. [`resolve`] reads
+//! `plan_file`s and validates plans (still per line). [`summary`] holds what `batch.json`
+//! records and renders the table the command prints.
+//!
+//! This crate knows nothing of actors, models or the command line: running jobs is the
+//! binary's business.
+
+mod jobs;
+mod resolve;
+mod summary;
+
+pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
+pub use resolve::{JobInput, ResolvedJob, resolve};
+pub use summary::{BatchSummary, JobState, JobSummary, render_table};

@@ -1,0 +1,154 @@
+//! From parsed jobs to runnable ones: plan files read, plans validated, run directory names
+//! chosen. Every problem stays attached to its line.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use planwave_plan::{ValidatedPlan, parse_plan, plan_from_value};
+
+use crate::jobs::{BadLine, JobFile, JobSource};
+
+#[derive(Debug)]
+pub enum JobInput {
+    Goal(String),
+    Plan(Box<ValidatedPlan>),
+}
+
+#[derive(Debug)]
+pub struct ResolvedJob {
+    pub id: String,
+    pub line: usize,
+    /// The job's run directory under `OUT/jobs/`: the id made safe for a file name,
+    /// unique within the batch.
+    pub dir: String,
+    /// `goal`, `plan` or `plan_file`.
+    pub kind: &'static str,
+    pub input: JobInput,
+}
+
+/// Reads plan files (relative paths against `base`, the job file's directory) and validates
+/// plans; a job that fails becomes a bad line with every problem listed.
+pub fn resolve(file: JobFile, base: &Path) -> (Vec<ResolvedJob>, Vec<BadLine>) {
+    let mut bad = file.bad;
+    let mut jobs = Vec::new();
+    let mut dirs = HashSet::new();
+    for job in file.jobs {
+        let kind = job.source.kind();
+        let input = match job.source {
+            JobSource::Goal(g) => Ok(JobInput::Goal(g)),
+            JobSource::Plan(v) => plan_from_value(v)
+                .map_err(|e| e.to_string())
+                .and_then(validate),
+            JobSource::PlanFile(p) => {
+                let path = base.join(&p);
+                std::fs::read(&path)
+                    .map_err(|e| format!("plan file {}: {e}", p.display()))
+                    .and_then(|bytes| {
+                        parse_plan(&bytes).map_err(|e| format!("plan file {}: {e}", p.display()))
+                    })
+                    .and_then(validate)
+            }
+        };
+        match input {
+            Ok(input) => {
+                let dir = unique_dir(&job.id, &mut dirs);
+                jobs.push(ResolvedJob {
+                    id: job.id,
+                    line: job.line,
+                    dir,
+                    kind,
+                    input,
+                });
+            }
+            Err(e) => bad.push(BadLine {
+                line: job.line,
+                error: format!("job {:?}: {}", job.id, e.replace('\n', "; ")),
+            }),
+        }
+    }
+    bad.sort_by_key(|b| b.line);
+    (jobs, bad)
+}
+
+fn validate(spec: planwave_plan::PlanSpec) -> Result<JobInput, String> {
+    ValidatedPlan::new(spec)
+        .map(|p| JobInput::Plan(Box::new(p)))
+        .map_err(|e| {
+            let problems: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+            format!("invalid plan: {}", problems.join("; "))
+        })
+}
+
+/// ASCII letters, digits, `-` and `_` survive; anything else becomes `_` and a short hash of
+/// the id is appended, so no id can leave `OUT/jobs/` or collide with another.
+fn unique_dir(id: &str, used: &mut HashSet<String>) -> String {
+    let mut stem: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if stem != id || stem.is_empty() {
+        stem = format!("{stem}-{:08x}", fnv(id) as u32);
+    }
+    let mut dir = stem.clone();
+    let mut n = 1;
+    while !used.insert(dir.to_ascii_lowercase()) {
+        n += 1;
+        dir = format!("{stem}-{n}");
+    }
+    dir
+}
+
+fn fnv(s: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01B3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::parse_jobs;
+
+    #[test]
+    fn missing_and_invalid_plans_are_bad_lines_and_dirs_are_safe_and_unique() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("ok.json"),
+            r#"{"topic": "t", "tasks": [{"id": 1, "description": "d", "dependencies": []}]}"#,
+        )
+        .expect("write");
+        let text = concat!(
+            "{\"id\": \"../../etc\", \"plan_file\": \"ok.json\"}\n",
+            "{\"id\": \"missing\", \"plan_file\": \"nope.json\"}\n",
+            "{\"id\": \"cyclic\", \"plan\": {\"topic\": \"t\", \"tasks\": [{\"id\": 1, \"description\": \"d\", \"dependencies\": [1]}]}}\n",
+            "{\"id\": \"A\", \"goal\": \"g\"}\n",
+            "{\"id\": \"a\", \"goal\": \"g\"}\n",
+        );
+        let (jobs, bad) = resolve(parse_jobs(text), dir.path());
+        let dirs: Vec<&str> = jobs.iter().map(|j| j.dir.as_str()).collect();
+        assert_eq!(dirs.len(), 3);
+        assert!(dirs[0].starts_with("______etc-"), "{dirs:?}");
+        assert_eq!(&dirs[1..], &["A", "a-2"]);
+        assert_eq!(bad.len(), 2);
+        assert_eq!(bad[0].line, 2);
+        assert!(
+            bad[0]
+                .error
+                .starts_with("job \"missing\": plan file nope.json: "),
+            "{}",
+            bad[0].error
+        );
+        assert_eq!(bad[1].line, 3);
+        assert!(bad[1].error.contains("invalid plan: "), "{}", bad[1].error);
+    }
+}

@@ -1,0 +1,151 @@
+//! `batch.json` and the printed table.
+
+use std::fmt::Write;
+
+use serde::{Deserialize, Serialize};
+
+use crate::jobs::BadLine;
+
+/// How a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobState {
+    /// Every task completed.
+    Completed,
+    /// Some tasks completed.
+    Partial,
+    /// No task completed, or the job could not run (planning failed, I/O error).
+    Failed,
+    /// Interrupted; `planwave batch --resume` continues it.
+    Cancelled,
+}
+
+impl JobState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobState::Completed => "completed",
+            JobState::Partial => "partial",
+            JobState::Failed => "failed",
+            JobState::Cancelled => "cancelled",
+        }
+    }
+    /// Finished jobs are not run again by `batch --resume`.
+    pub fn is_finished(self) -> bool {
+        self != JobState::Cancelled
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JobSummary {
+    pub id: String,
+    pub line: usize,
+    /// `goal`, `plan` or `plan_file`.
+    pub kind: String,
+    /// The run directory, relative to the batch directory.
+    pub run_dir: String,
+    pub state: JobState,
+    pub tasks: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+    pub tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub currency: Option<String>,
+    pub wall_ms: f64,
+    /// Why the job failed as a whole (not a task's reason: those are in its run.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BatchSummary {
+    pub jobs: Vec<JobSummary>,
+    /// Lines of the job file that were not run, with the reason.
+    pub bad_lines: Vec<BadLine>,
+    pub completed: usize,
+    pub partial: usize,
+    pub failed: usize,
+    pub cancelled: usize,
+    pub tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<f64>,
+    pub wall_ms: f64,
+}
+
+impl BatchSummary {
+    /// Totals from the jobs; `wall_ms` is the batch's own wall time (jobs overlap).
+    pub fn new(mut jobs: Vec<JobSummary>, bad_lines: Vec<BadLine>, wall_ms: f64) -> Self {
+        jobs.sort_by_key(|j| j.line);
+        let count = |s: JobState| jobs.iter().filter(|j| j.state == s).count();
+        let costs: Vec<f64> = jobs.iter().filter_map(|j| j.cost).collect();
+        BatchSummary {
+            completed: count(JobState::Completed),
+            partial: count(JobState::Partial),
+            failed: count(JobState::Failed),
+            cancelled: count(JobState::Cancelled),
+            tokens: jobs.iter().map(|j| j.tokens).sum(),
+            cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+            wall_ms,
+            jobs,
+            bad_lines,
+        }
+    }
+}
+
+/// The table printed at the end of a batch.
+pub fn render_table(s: &BatchSummary) -> String {
+    let mut rows = vec![[
+        "job".to_owned(),
+        "state".into(),
+        "tasks".into(),
+        "tokens".into(),
+        "cost".into(),
+        "wall".into(),
+    ]];
+    for j in &s.jobs {
+        rows.push([
+            j.id.clone(),
+            j.state.as_str().into(),
+            format!("{}/{}", j.completed, j.tasks),
+            j.tokens.to_string(),
+            j.cost
+                .map(|c| format!("{c:.4}"))
+                .unwrap_or_else(|| "-".into()),
+            format!("{:.1}s", j.wall_ms / 1000.0),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(v, w)| format!("{v:<w$}"))
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    let _ = write!(
+        out,
+        "{} job(s): {} completed, {} partial, {} failed",
+        s.jobs.len(),
+        s.completed,
+        s.partial,
+        s.failed
+    );
+    if s.cancelled > 0 {
+        let _ = write!(out, ", {} cancelled", s.cancelled);
+    }
+    if !s.bad_lines.is_empty() {
+        let _ = write!(out, "; {} bad line(s) skipped", s.bad_lines.len());
+    }
+    let _ = write!(out, "; {} tokens", s.tokens);
+    if let Some(c) = s.cost {
+        let _ = write!(out, ", cost {c:.4}");
+    }
+    let _ = writeln!(out, "; {:.1}s", s.wall_ms / 1000.0);
+    out
+}

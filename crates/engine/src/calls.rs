@@ -1,0 +1,122 @@
+//! [`TaskCalls`]: every model call and tool call a task makes goes through here, so events,
+//! usage, run records (and tracing spans) are added in one place.
+
+use std::time::Instant;
+
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, Usage};
+use planwave_mcp::{ToolError, ToolOutput};
+use planwave_plan::TaskId;
+use planwave_telemetry::tool;
+use serde_json::Value;
+use tracing::Instrument;
+
+use crate::event::EventKind;
+use crate::outcome::ToolCallRecord;
+use crate::shared::RunShared;
+
+/// Output kept per tool call in `run.json`.
+const RECORD_OUTPUT_CHARS: usize = 4000;
+
+pub(crate) struct TaskCalls<'a> {
+    pub shared: &'a RunShared,
+    pub task: TaskId,
+    /// Sum over every model call of the task.
+    pub usage: Usage,
+    pub tool_calls: Vec<ToolCallRecord>,
+}
+
+impl<'a> TaskCalls<'a> {
+    pub fn new(shared: &'a RunShared, task: TaskId) -> TaskCalls<'a> {
+        TaskCalls {
+            shared,
+            task,
+            usage: Usage::default(),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// One model call, recorded as an `llm_call` event.
+    pub async fn model(&mut self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let shared = self.shared;
+        let attempt = request.attempt;
+        let t0 = Instant::now();
+        let answer = shared.provider.chat(request).await;
+        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let (call_usage, model, error) = match &answer {
+            Ok(r) => (r.usage, r.model.clone(), None),
+            Err(e) => (
+                Usage::default(),
+                shared.provider.info().model,
+                Some(e.to_string()),
+            ),
+        };
+        self.usage += call_usage;
+        shared.emit(EventKind::LlmCall {
+            task: Some(self.task.clone()),
+            role: AgentRole::Subagent.as_str().into(),
+            model,
+            attempt,
+            duration_ms,
+            usage: call_usage,
+            error,
+        });
+        answer
+    }
+
+    /// One tool call through the run's MCP registry, tried once more after a timeout or a
+    /// broken connection (seed 002). Each attempt is a `tool_call` event and a record.
+    pub async fn tool(&mut self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        let Some(mcp) = self.shared.mcp.clone() else {
+            return Err(ToolError::UnknownTool {
+                name: format!("{name} (no MCP servers are configured)"),
+            });
+        };
+        let server = mcp.tool(name).map(|t| t.server.clone()).unwrap_or_default();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let span = tool::execute_tool_span(name, &server, attempt);
+            let t0 = Instant::now();
+            let result = mcp.call(name, args.clone()).instrument(span.clone()).await;
+            let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let (outcome, output, error) = match &result {
+                Ok(o) if o.is_error => ("tool_error", Some(cut(&o.text)), Some(cut(&o.text))),
+                Ok(o) => ("ok", Some(cut(&o.text)), None),
+                Err(e) => ("error", None, Some(e.to_string())),
+            };
+            tool::record_tool_outcome(&span, outcome, error.as_deref());
+            self.shared.emit(EventKind::ToolCall {
+                task: self.task.clone(),
+                tool: name.to_owned(),
+                server: server.clone(),
+                attempt,
+                duration_ms,
+                outcome: outcome.into(),
+                error: error.clone(),
+            });
+            self.tool_calls.push(ToolCallRecord {
+                tool: name.to_owned(),
+                server: server.clone(),
+                attempt,
+                args: args.clone(),
+                duration_ms,
+                outcome: outcome.into(),
+                output,
+                error,
+            });
+            match result {
+                Err(e) if e.is_retryable() && attempt == 1 => continue,
+                other => return other,
+            }
+        }
+    }
+}
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= RECORD_OUTPUT_CHARS {
+        return text.to_owned();
+    }
+    let mut s: String = text.chars().take(RECORD_OUTPUT_CHARS).collect();
+    s.push('…');
+    s
+}

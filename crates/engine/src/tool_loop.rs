@@ -1,0 +1,332 @@
+//! The subagent's tool loop (seed 000), in two protocols on one executor.
+//!
+//! **JSON:** the model answers `{"content": "...", "next": [{"mcp": "NAME", "args": {...}}]}`.
+//! **Native:** OpenAI function calling, `tools` in the request and `tool_calls` back.
+//!
+//! Either way the requested calls run in order, and each call's output is chained into the
+//! next call (the rule below); every output, and any tool error, goes back to the model,
+//! and the loop ends when the model asks for nothing more: its content is the section. After
+//! `max_tool_rounds` rounds the model gets one last turn without tools.
+//!
+//! **Chaining rule:** the previous call's output text is passed to the next call as the
+//! argument `input` when that tool's input schema declares an `input` property (and the
+//! model did not set it); for tools without `input`, the model writes `{{input}}` inside any
+//! string argument and it is replaced by that text. Tools taking neither do not receive it.
+//! A call that fails ends the chain (later calls would get no input); the error is reported.
+
+use planwave_llm::{
+    ChatMessage, ChatRequest, ChatResponse, LlmError, ToolRef, ToolResultRef, ToolSpec,
+};
+use planwave_mcp::ToolInfo;
+use serde_json::{Value, json};
+
+use crate::calls::TaskCalls;
+use crate::config::ToolProtocol;
+
+/// Tool output given back to the model per call (longer outputs are cut).
+const OUTPUT_CHARS: usize = 8000;
+
+/// The model's answer to the task, with tool rounds when the run has tools. `suggested` are
+/// the task's suggested tools (validation has dropped unknown ones).
+pub(crate) async fn converse(
+    calls: &mut TaskCalls<'_>,
+    mut request: ChatRequest,
+    suggested: &[String],
+) -> Result<ChatResponse, LlmError> {
+    let tools: Vec<ToolInfo> = calls
+        .shared
+        .mcp
+        .as_ref()
+        .map(|m| m.tools().to_vec())
+        .unwrap_or_default();
+    if tools.is_empty() {
+        return calls.model(request).await;
+    }
+    let protocol = calls.shared.config.tool_protocol;
+    let max_rounds = calls.shared.config.max_tool_rounds;
+    request.context.tools = suggested
+        .iter()
+        .filter_map(|s| tools.iter().find(|t| t.name == *s))
+        .map(|t| ToolRef {
+            name: t.name.clone(),
+            schema: t.input_schema.clone(),
+        })
+        .collect();
+    match protocol {
+        ToolProtocol::Json => request
+            .messages
+            .push(ChatMessage::user(json_instructions(&tools))),
+        ToolProtocol::Native => request.tools = tools.iter().map(spec).collect(),
+    }
+    let mut round = 0;
+    loop {
+        round += 1;
+        let last_turn = round > max_rounds;
+        if last_turn {
+            // One more turn without tools, so the task still gets its section.
+            request.tools.clear();
+            request.context.tools.clear();
+            request.messages.push(ChatMessage::user(
+                "No more tool calls are possible. Write the section now from what you have.",
+            ));
+        }
+        let mut answer = calls.model(request.clone()).await?;
+        let next: Vec<(String, Value)> = match protocol {
+            ToolProtocol::Native => answer
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    let args =
+                        serde_json::from_str(&c.function.arguments).unwrap_or_else(|_| json!({}));
+                    (c.function.name.clone(), args)
+                })
+                .collect(),
+            ToolProtocol::Json => match parse_json_answer(&answer.content) {
+                Some((content, next)) => {
+                    if next.is_empty() || last_turn {
+                        answer.content = content;
+                    }
+                    next
+                }
+                None => Vec::new(),
+            },
+        };
+        if next.is_empty() || last_turn {
+            return Ok(answer);
+        }
+        let results = run_chain(calls, &tools, &next).await;
+        match protocol {
+            ToolProtocol::Native => {
+                request.messages.push(ChatMessage::assistant_calls(
+                    answer.content.clone(),
+                    answer.tool_calls.clone(),
+                ));
+                for (i, call) in answer.tool_calls.iter().enumerate() {
+                    let text = match results.get(i) {
+                        Some(r) => tool_text(r),
+                        None => "not run: an earlier call in the chain failed".into(),
+                    };
+                    request
+                        .messages
+                        .push(ChatMessage::tool(call.id.clone(), text));
+                }
+            }
+            ToolProtocol::Json => {
+                request
+                    .messages
+                    .push(ChatMessage::assistant(answer.content.clone()));
+                request
+                    .messages
+                    .push(ChatMessage::user(results_message(&results)));
+            }
+        }
+        request.context.tool_results.extend(results);
+    }
+}
+
+/// Runs the calls in order with the chaining rule; stops at the first call without a result.
+async fn run_chain(
+    calls: &mut TaskCalls<'_>,
+    tools: &[ToolInfo],
+    next: &[(String, Value)],
+) -> Vec<ToolResultRef> {
+    let mut results = Vec::with_capacity(next.len());
+    let mut input: Option<String> = None;
+    for (name, args) in next {
+        let info = tools
+            .iter()
+            .find(|t| t.name == *name)
+            .or_else(|| calls.shared.mcp.as_ref().and_then(|m| m.tool(name)));
+        let args = chain_args(info, args.clone(), input.as_deref());
+        match calls.tool(name, args).await {
+            Ok(out) => {
+                input = Some(out.text.clone());
+                results.push(ToolResultRef {
+                    tool: name.clone(),
+                    output: cut(&out.text),
+                    is_error: out.is_error,
+                });
+            }
+            Err(e) => {
+                results.push(ToolResultRef {
+                    tool: name.clone(),
+                    output: e.to_string(),
+                    is_error: true,
+                });
+                break;
+            }
+        }
+    }
+    results
+}
+
+/// Applies the chaining rule (module docs) to one call's arguments.
+pub(crate) fn chain_args(info: Option<&ToolInfo>, args: Value, input: Option<&str>) -> Value {
+    let Some(input) = input else { return args };
+    let mut args = replace_input(args, input);
+    if let Value::Object(map) = &mut args
+        && info.is_some_and(ToolInfo::takes_input)
+        && !map.contains_key("input")
+    {
+        map.insert("input".into(), Value::String(input.to_owned()));
+    }
+    args
+}
+
+fn replace_input(v: Value, input: &str) -> Value {
+    match v {
+        Value::String(s) if s.contains("{{input}}") => Value::String(s.replace("{{input}}", input)),
+        Value::Array(a) => Value::Array(a.into_iter().map(|v| replace_input(v, input)).collect()),
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (k, replace_input(v, input)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// `Some((content, next))` when the text is a JSON-protocol object (possibly in a ```json
+/// fence); `None` for plain text, which is the section itself.
+pub(crate) fn parse_json_answer(text: &str) -> Option<(String, Vec<(String, Value)>)> {
+    let t = text.trim();
+    let t = t
+        .strip_prefix("```json")
+        .or_else(|| t.strip_prefix("```"))
+        .and_then(|r| r.trim_end().strip_suffix("```"))
+        .unwrap_or(t)
+        .trim();
+    if !t.starts_with('{') {
+        return None;
+    }
+    let v: Value = serde_json::from_str(t).ok()?;
+    let obj = v.as_object()?;
+    if !obj.contains_key("content") && !obj.contains_key("next") {
+        return None;
+    }
+    let content = match obj.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    };
+    let next = obj
+        .get("next")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| {
+                    let name = c.get("mcp").or_else(|| c.get("tool"))?.as_str()?;
+                    let args = c.get("args").cloned().unwrap_or_else(|| json!({}));
+                    Some((name.to_owned(), args))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((content, next))
+}
+
+fn spec(t: &ToolInfo) -> ToolSpec {
+    ToolSpec {
+        name: t.name.clone(),
+        description: t.description.clone(),
+        parameters: t.input_schema.clone(),
+    }
+}
+
+fn json_instructions(tools: &[ToolInfo]) -> String {
+    let mut s = String::from(
+        "## Tools\n\nYou can call these MCP tools to gather data. Answer with one JSON object only: \
+         {\"content\": \"<the section in Markdown>\", \"next\": [{\"mcp\": \"<tool name>\", \"args\": {...}}]}. \
+         While you need data, leave content empty and list the calls in next; they run in order, \
+         and each call's output is passed to the next call as its `input` argument (for tools \
+         without `input`, write {{input}} inside a string argument). You then get the outputs. \
+         When you are done, answer with the section in content and no next.\n\n",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "- `{}`: {}\n  input schema: {}\n",
+            t.name,
+            t.description.trim(),
+            t.input_schema
+        ));
+    }
+    s
+}
+
+fn tool_text(r: &ToolResultRef) -> String {
+    if r.is_error {
+        format!("error: {}", r.output)
+    } else {
+        r.output.clone()
+    }
+}
+
+fn results_message(results: &[ToolResultRef]) -> String {
+    let mut s = String::from("Tool results, in call order:\n");
+    for (i, r) in results.iter().enumerate() {
+        s.push_str(&format!("\n[{}] {}: {}\n", i + 1, r.tool, tool_text(r)));
+    }
+    s
+}
+
+fn cut(text: &str) -> String {
+    if text.chars().count() <= OUTPUT_CHARS {
+        return text.to_owned();
+    }
+    text.chars().take(OUTPUT_CHARS).collect::<String>() + "…"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(schema: Value) -> ToolInfo {
+        ToolInfo {
+            name: "t".into(),
+            server: "s".into(),
+            tool: "t".into(),
+            description: String::new(),
+            input_schema: schema,
+        }
+    }
+
+    #[test]
+    fn chaining_rule() {
+        let with_input = info(json!({"properties": {"input": {"type": "string"}, "n": {}}}));
+        let without = info(json!({"properties": {"message": {"type": "string"}}}));
+        assert_eq!(
+            chain_args(Some(&with_input), json!({"n": 1}), Some("out")),
+            json!({"n": 1, "input": "out"})
+        );
+        assert_eq!(
+            chain_args(
+                Some(&without),
+                json!({"message": "got: {{input}}"}),
+                Some("out")
+            ),
+            json!({"message": "got: out"})
+        );
+        assert_eq!(
+            chain_args(Some(&without), json!({"message": "x"}), Some("out")),
+            json!({"message": "x"})
+        );
+        assert_eq!(chain_args(Some(&with_input), json!({}), None), json!({}));
+    }
+
+    #[test]
+    fn json_answers() {
+        let (c, next) = parse_json_answer(
+            "```json\n{\"content\": \"\", \"next\": [{\"mcp\": \"get-sum\", \"args\": {\"a\": 1}}]}\n```",
+        )
+        .expect("protocol");
+        assert_eq!(c, "");
+        assert_eq!(next, vec![("get-sum".to_owned(), json!({"a": 1}))]);
+        assert_eq!(
+            parse_json_answer("{\"content\": \"## S\"}"),
+            Some(("## S".to_owned(), vec![]))
+        );
+        assert_eq!(parse_json_answer("## Plain section"), None);
+        assert_eq!(parse_json_answer("{\"other\": 1}"), None);
+    }
+}

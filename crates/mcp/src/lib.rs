@@ -1,0 +1,16 @@
+//! MCP client side of planwave: servers from an `mcpServers` config ([`McpConfig`]), started
+//! in parallel into one [`McpRegistry`] that lists their tools under unique names and routes
+//! calls with a timeout, a per-server concurrency limit and one restart after a crash.
+//!
+//! The registry is built once and shared (`Arc`) across tasks and runs. This crate knows
+//! nothing of plans, models or actors: the engine decides what to call and when.
+
+mod config;
+mod error;
+mod registry;
+mod server;
+
+pub use config::{McpConfig, ServerConfig, Transport};
+pub use error::{ConfigError, StartError, ToolError};
+pub use registry::{McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
+pub use server::{MAX_RESTARTS, Observer, ServerEvent};

@@ -1,0 +1,356 @@
+//! One MCP server connection: connect (with a timeout), call a tool (with a timeout and a
+//! concurrency limit), notice a broken connection, restart once, shut down.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::transport::{
+    StreamableHttpClientTransport, TokioChildProcess,
+    streamable_http_client::StreamableHttpClientTransportConfig,
+};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt;
+use tokio::sync::Semaphore;
+
+use crate::ToolOutput;
+use crate::config::{ServerConfig, Transport};
+use crate::error::ToolError;
+
+type Client = RunningService<RoleClient, ()>;
+
+/// How many times a crashed server is started again before its calls fail for good.
+pub const MAX_RESTARTS: u32 = 1;
+/// Lines of a stdio server's stderr kept for error messages.
+const STDERR_LINES: usize = 12;
+
+/// What the registry learns about a server over its life, for `mcp_server` events.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServerEvent {
+    Started { server: String, tools: usize },
+    Failed { server: String, error: String },
+    Restarted { server: String, restarts: u32 },
+    Stopped { server: String },
+}
+
+pub type Observer = Arc<dyn Fn(ServerEvent) + Send + Sync>;
+
+struct Conn {
+    client: Option<Arc<Client>>,
+    restarts: u32,
+    /// Set when the server is down for good.
+    down: Option<String>,
+}
+
+pub(crate) struct Server {
+    pub config: ServerConfig,
+    connect_timeout: Duration,
+    conn: tokio::sync::Mutex<Conn>,
+    permits: Semaphore,
+    stderr: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig, connect_timeout: Duration, max_concurrent: usize) -> Server {
+        Server {
+            config,
+            connect_timeout,
+            conn: tokio::sync::Mutex::new(Conn {
+                client: None,
+                restarts: 0,
+                down: None,
+            }),
+            permits: Semaphore::new(max_concurrent.max(1)),
+            stderr: Arc::new(Mutex::new(VecDeque::new())),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    /// First connection; lists the tools. On failure the server stays down.
+    pub async fn start(&self) -> Result<Vec<rmcp::model::Tool>, String> {
+        let mut conn = self.conn.lock().await;
+        let result = async {
+            let client = self.connect().await?;
+            let tools = tokio::time::timeout(self.connect_timeout, client.list_all_tools())
+                .await
+                .map_err(|_| {
+                    format!(
+                        "tools/list did not answer within {:.1}s",
+                        self.connect_timeout.as_secs_f64()
+                    )
+                })?
+                .map_err(|e| format!("tools/list failed: {e}"))?;
+            Ok((client, tools))
+        }
+        .await;
+        match result {
+            Ok((client, tools)) => {
+                conn.client = Some(Arc::new(client));
+                Ok(tools)
+            }
+            Err(e) => {
+                let e = self.with_stderr(e);
+                conn.down = Some(e.clone());
+                Err(e)
+            }
+        }
+    }
+
+    async fn connect(&self) -> Result<Client, String> {
+        let timeout = self.connect_timeout;
+        let fut = async {
+            match &self.config.transport {
+                Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    let mut cmd = tokio::process::Command::new(command);
+                    cmd.args(args).envs(env);
+                    if let Some(cwd) = cwd {
+                        cmd.current_dir(cwd);
+                    }
+                    let (proc, stderr) = TokioChildProcess::builder(cmd)
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .map_err(|e| format!("cannot start {command:?}: {e}"))?;
+                    if let Some(stderr) = stderr {
+                        self.keep_stderr(stderr);
+                    }
+                    ().serve(proc)
+                        .await
+                        .map_err(|e| format!("initialization failed: {e}"))
+                }
+                Transport::Http { url, headers } => {
+                    let mut custom = std::collections::HashMap::new();
+                    for (k, v) in headers {
+                        let name = k
+                            .parse::<reqwest::header::HeaderName>()
+                            .map_err(|_| format!("header name {k:?} is not valid"))?;
+                        let mut value = v
+                            .parse::<reqwest::header::HeaderValue>()
+                            .map_err(|_| format!("header {k} has a value that is not valid"))?;
+                        value.set_sensitive(true);
+                        custom.insert(name, value);
+                    }
+                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                        .custom_headers(custom);
+                    let transport =
+                        StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                    ().serve(transport)
+                        .await
+                        .map_err(|e| format!("initialization failed: {e}"))
+                }
+            }
+        };
+        tokio::time::timeout(timeout, fut)
+            .await
+            .map_err(|_| format!("did not initialize within {:.1}s", timeout.as_secs_f64()))?
+    }
+
+    fn keep_stderr(&self, stderr: tokio::process::ChildStderr) {
+        let buf = self.stderr.clone();
+        let name = self.config.name.clone();
+        tokio::spawn(async move {
+            let mut lines = tokio::io::BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                tracing::debug!(server = %name, "stderr: {line}");
+                if let Ok(mut b) = buf.lock() {
+                    if b.len() == STDERR_LINES {
+                        b.pop_front();
+                    }
+                    b.push_back(line);
+                }
+            }
+        });
+    }
+
+    /// `message`, plus the server's last stderr lines when it has any.
+    fn with_stderr(&self, message: String) -> String {
+        let tail: Vec<String> = self
+            .stderr
+            .lock()
+            .map(|b| b.iter().rev().take(3).rev().cloned().collect())
+            .unwrap_or_default();
+        if tail.is_empty() {
+            message
+        } else {
+            format!("{message} (stderr: {})", tail.join(" | "))
+        }
+    }
+
+    /// The live connection, restarting a crashed server once.
+    async fn client(
+        &self,
+        tool: &str,
+        observer: &Option<Observer>,
+    ) -> Result<Arc<Client>, ToolError> {
+        let mut conn = self.conn.lock().await;
+        if let Some(c) = &conn.client {
+            if !c.is_closed() && !c.is_transport_closed() {
+                return Ok(c.clone());
+            }
+            conn.client = None;
+        }
+        let unavailable = |reason: String| ToolError::Unavailable {
+            server: self.config.name.clone(),
+            tool: tool.to_owned(),
+            reason,
+        };
+        if let Some(reason) = &conn.down {
+            return Err(unavailable(reason.clone()));
+        }
+        if conn.restarts >= MAX_RESTARTS {
+            let reason = format!("it crashed again after {MAX_RESTARTS} restart");
+            conn.down = Some(reason.clone());
+            return Err(unavailable(reason));
+        }
+        conn.restarts += 1;
+        tracing::warn!(server = %self.config.name, "restarting MCP server after a crash");
+        match self.connect().await {
+            Ok(c) => {
+                let c = Arc::new(c);
+                conn.client = Some(c.clone());
+                if let Some(o) = observer {
+                    o(ServerEvent::Restarted {
+                        server: self.config.name.clone(),
+                        restarts: conn.restarts,
+                    });
+                }
+                Ok(c)
+            }
+            Err(e) => {
+                let reason = self.with_stderr(format!("restart failed: {e}"));
+                conn.down = Some(reason.clone());
+                if let Some(o) = observer {
+                    o(ServerEvent::Failed {
+                        server: self.config.name.clone(),
+                        error: reason.clone(),
+                    });
+                }
+                Err(unavailable(reason))
+            }
+        }
+    }
+
+    async fn forget(&self, client: &Arc<Client>) {
+        let mut conn = self.conn.lock().await;
+        if conn.client.as_ref().is_some_and(|c| Arc::ptr_eq(c, client)) {
+            conn.client = None;
+        }
+    }
+
+    pub async fn call(
+        &self,
+        tool: &str,
+        args: Value,
+        timeout: Duration,
+        observer: &Option<Observer>,
+    ) -> Result<ToolOutput, ToolError> {
+        // Queueing for a permit is not part of the call's own timeout.
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| ToolError::Unavailable {
+                server: self.config.name.clone(),
+                tool: tool.to_owned(),
+                reason: "shut down".into(),
+            })?;
+        let client = self.client(tool, observer).await?;
+        let mut params = CallToolRequestParams::new(tool.to_owned());
+        match args {
+            Value::Object(map) => params = params.with_arguments(map),
+            Value::Null => {}
+            other => {
+                return Err(ToolError::Rejected {
+                    server: self.config.name.clone(),
+                    tool: tool.to_owned(),
+                    message: format!("arguments must be a JSON object, got {other}"),
+                });
+            }
+        }
+        match tokio::time::timeout(timeout, client.call_tool(params)).await {
+            Err(_) => Err(ToolError::Timeout {
+                server: self.config.name.clone(),
+                tool: tool.to_owned(),
+                after: timeout,
+            }),
+            Ok(Ok(result)) => Ok(output(result)),
+            Ok(Err(ServiceError::McpError(e))) => Err(ToolError::Rejected {
+                server: self.config.name.clone(),
+                tool: tool.to_owned(),
+                message: e.message.to_string(),
+            }),
+            Ok(Err(e)) => {
+                self.forget(&client).await;
+                let e = match e {
+                    ServiceError::TransportClosed => {
+                        "the connection closed (the server exited or crashed)".to_owned()
+                    }
+                    other => other.to_string(),
+                };
+                Err(ToolError::Transport {
+                    server: self.config.name.clone(),
+                    tool: tool.to_owned(),
+                    message: self.with_stderr(e),
+                })
+            }
+        }
+    }
+
+    pub async fn shutdown(&self) {
+        let client = {
+            let mut conn = self.conn.lock().await;
+            conn.down = Some("shut down".into());
+            conn.client.take()
+        };
+        self.permits.close();
+        if let Some(c) = client {
+            match Arc::try_unwrap(c) {
+                // Closes stdin; rmcp then waits for the child to exit, then signals it.
+                Ok(c) => {
+                    let _ = tokio::time::timeout(Duration::from_secs(5), c.cancel()).await;
+                }
+                // A call still holds it (timed out elsewhere): dropping ours lets the last
+                // holder's drop cancel it.
+                Err(c) => c.cancellation_token().cancel(),
+            }
+        }
+    }
+}
+
+/// The text blocks of a result joined, plus its structured content when the server sent one.
+fn output(result: CallToolResult) -> ToolOutput {
+    let mut texts = Vec::new();
+    for block in &result.content {
+        let v = serde_json::to_value(block).unwrap_or(Value::Null);
+        match v.get("text").and_then(Value::as_str) {
+            Some(t) => texts.push(t.to_owned()),
+            // Images, audio, resources: say what arrived rather than dump base64.
+            None => texts.push(format!(
+                "[{} content]",
+                v.get("type").and_then(Value::as_str).unwrap_or("non-text")
+            )),
+        }
+    }
+    let mut text = texts.join("\n");
+    if text.is_empty()
+        && let Some(s) = &result.structured_content
+    {
+        text = s.to_string();
+    }
+    ToolOutput {
+        text,
+        structured: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
+    }
+}

@@ -1,0 +1,26 @@
+//! The reflective research loop (seeds 001 and 004): plan, run, evaluate, reflect, and plan
+//! again with the reflection, until the result is good enough; inside each round, recovery
+//! from failed tasks by `retry_step`, `replan_from_failure` or `complete_replan`.
+//!
+//! [`model`] holds the evaluator's and reflector's answers, [`judge`] parses them tolerantly
+//! and validates them strictly, [`ask`] asks with repair, [`policy`] decides when to stop and
+//! how to recover (pure), [`replan`] merges a partial replan into the kept tasks, and
+//! [`looping`] runs the loop through the caller's [`Rounds`] (planning and execution with
+//! files and progress).
+//!
+//! This crate knows nothing of the command line, terminals or file layout.
+
+pub mod ask;
+pub mod judge;
+pub mod looping;
+pub mod model;
+pub mod policy;
+pub mod replan;
+
+pub use judge::{parse_evaluation, parse_reflection};
+pub use looping::{
+    LoopContext, LoopError, LoopOutcome, PassRecord, Planned, RoundRecord, Rounds, best_round,
+    run_loop,
+};
+pub use model::{Dimensions, Evaluation, Reflection, Suggestion};
+pub use policy::{LoopPolicy, StopReason, Strategy};

@@ -1,0 +1,594 @@
+//! The reflective loop (seed 001's `execute_reflective_loop`, with seed 004's adaptive
+//! controller inside each round):
+//!
+//! ```text
+//! round k: plan (with round k-1's reflection) -> run -> [recover failed tasks] -> evaluate
+//!          -> stop? -> reflect -> stop? -> round k+1
+//! ```
+//!
+//! Planning and running belong to the caller ([`Rounds`]): they write files and show
+//! progress. This module decides: when to recover and how, when to stop, and what the next
+//! round's planner is told.
+
+use std::sync::Arc;
+
+use planwave_engine::{CallRecord, Preset, RunResult, RunStatus, TaskStatus};
+use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
+use planwave_plan::{Lang, ValidatedPlan};
+use planwave_prompts::{
+    EvaluatorVars, PromptError, ReflectorVars, ReplanVars, RoundSection, RoundStats, Templates,
+};
+use serde::Serialize;
+use serde_json::json;
+
+use crate::ask::{Question, ask};
+use crate::judge::{parse_evaluation, parse_reflection};
+use crate::model::{Evaluation, Reflection};
+use crate::policy::{
+    LoopPolicy, StopReason, Strategy, Used, choose_strategy, stop_after_reflection,
+    stop_before_reflection,
+};
+use crate::replan;
+
+/// Section text given to the evaluator, per section, in characters.
+const EVAL_SECTION_CHARS: usize = 2_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError<E> {
+    #[error(transparent)]
+    Prompt(#[from] PromptError),
+    #[error("{0}")]
+    Driver(E),
+}
+
+/// How planning a round went.
+pub enum Planned {
+    Plan(Box<ValidatedPlan>),
+    /// No plan: the loop stops for this reason (the caller keeps any error to report).
+    Stop(StopReason),
+}
+
+/// What the caller does for the loop: planning and running, with files and progress.
+#[async_trait::async_trait]
+pub trait Rounds: Send {
+    type Error: Send;
+    /// A fresh plan for `tag.round` (pass > 1: a complete replan inside the round). `note`
+    /// is the previous round's reflection summary, or why the round's plan failed.
+    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> Result<Planned, Self::Error>;
+    /// Runs `plan` in the round's directory; `preset` tasks are already done. `fresh`: the
+    /// round's earlier sections belong to a discarded plan.
+    async fn execute(
+        &mut self,
+        tag: RoundTag,
+        plan: Arc<ValidatedPlan>,
+        preset: Vec<Preset>,
+        fresh: bool,
+    ) -> Result<RunResult, Self::Error>;
+    /// Writes `rounds/<round>/<name>`.
+    fn save(
+        &mut self,
+        round: u32,
+        name: &str,
+        value: &serde_json::Value,
+    ) -> Result<(), Self::Error>;
+    /// Model calls the loop made for a round (evaluator, reflector, replanner): they join
+    /// the round's `calls[]`; with `result` (the round's run record), that is written
+    /// again with them.
+    fn add_calls(
+        &mut self,
+        round: u32,
+        calls: Vec<CallRecord>,
+        result: Option<&mut RunResult>,
+    ) -> Result<(), Self::Error>;
+    /// A progress line.
+    fn progress(&mut self, line: &str);
+}
+
+pub struct LoopContext {
+    pub goal: String,
+    pub policy: LoopPolicy,
+    pub provider: Arc<dyn LlmProvider>,
+    pub templates: Arc<Templates>,
+    /// Attempts per evaluation, reflection or replacement, repairs included.
+    pub answer_attempts: u32,
+}
+
+/// One execution pass of a round.
+#[derive(Clone, Debug, Serialize)]
+pub struct PassRecord {
+    pub pass: u32,
+    pub status: RunStatus,
+    pub completed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+    /// Failed tasks with their failure kind.
+    pub failed_tasks: Vec<serde_json::Value>,
+    /// The recovery strategy applied after this pass, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<Strategy>,
+    /// Why recovery was not possible (no valid replacement, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery_error: Option<String>,
+}
+
+/// One round, as summarised in `run.json` `rounds[]`.
+#[derive(Clone, Debug, Serialize)]
+pub struct RoundRecord {
+    pub round: u32,
+    pub status: RunStatus,
+    pub passes: Vec<PassRecord>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overall_score: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correctness: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub is_successful: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub should_replan: Option<bool>,
+    #[serde(skip)]
+    pub evaluation: Option<Evaluation>,
+    #[serde(skip)]
+    pub result: RunResult,
+}
+
+#[derive(Debug)]
+pub struct LoopOutcome {
+    pub rounds: Vec<RoundRecord>,
+    /// The round whose report is the final one.
+    pub best_round: Option<u32>,
+    pub stop_reason: StopReason,
+}
+
+/// The best round: highest overall score, then correctness, then the later round. Rounds
+/// without an evaluation only count when no round has one.
+pub fn best_round(rounds: &[RoundRecord]) -> Option<u32> {
+    let key = |r: &RoundRecord| {
+        r.evaluation.as_ref().map(|e| {
+            (
+                e.overall_score,
+                e.dimensions.correctness,
+                f64::from(r.round),
+            )
+        })
+    };
+    rounds
+        .iter()
+        .filter(|r| key(r).is_some())
+        .max_by(|a, b| {
+            key(a)
+                .partial_cmp(&key(b))
+                .unwrap_or(std::cmp::Ordering::Equal)
+        })
+        .or_else(|| rounds.last())
+        .map(|r| r.round)
+}
+
+fn pass_record(pass: u32, r: &RunResult) -> PassRecord {
+    PassRecord {
+        pass,
+        status: r.status,
+        completed: r.stats.completed,
+        failed: r.stats.failed,
+        blocked: r.stats.blocked,
+        failed_tasks: r
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Failed)
+            .map(|t| json!({"id": t.id, "failure_kind": t.failure_kind, "error": t.error}))
+            .collect(),
+        recovery: None,
+        recovery_error: None,
+    }
+}
+
+/// Completed tasks of `old` that exist (by id) in `new`, as presets for `new`.
+fn carry_over(old: &ValidatedPlan, result: &RunResult, new: &ValidatedPlan) -> Vec<Preset> {
+    let mut out = Vec::new();
+    for (i, rec) in result.tasks.iter().enumerate().take(old.len()) {
+        if rec.status != TaskStatus::Completed {
+            continue;
+        }
+        let (Some(section), Some(index)) = (
+            result.sections.get(i).cloned().flatten(),
+            new.index_of(old.id(i)),
+        ) else {
+            continue;
+        };
+        out.push(Preset {
+            index,
+            record: rec.clone(),
+            section,
+        });
+    }
+    out
+}
+
+fn round_sections(plan: &ValidatedPlan, result: &RunResult, with_text: bool) -> Vec<RoundSection> {
+    (0..plan.len())
+        .map(|i| {
+            let rec = result.tasks.get(i);
+            RoundSection {
+                id: plan.id(i).to_string(),
+                title: plan.task(i).title().to_owned(),
+                status: rec
+                    .map(|r| r.status.as_str())
+                    .unwrap_or("pending")
+                    .to_owned(),
+                deps: plan
+                    .deps(i)
+                    .iter()
+                    .map(|&d| plan.id(d as usize).to_string())
+                    .collect(),
+                text: if with_text {
+                    result
+                        .sections
+                        .get(i)
+                        .cloned()
+                        .flatten()
+                        .map(|s| s.chars().take(EVAL_SECTION_CHARS).collect())
+                } else {
+                    None
+                },
+                error: rec.and_then(|r| r.error.clone()),
+            }
+        })
+        .collect()
+}
+
+fn refs(sections: &[RoundSection]) -> Vec<SectionRef> {
+    sections
+        .iter()
+        .map(|s| SectionRef {
+            id: s.id.clone(),
+            title: s.title.clone(),
+            status: s.status.clone(),
+        })
+        .collect()
+}
+
+fn failure_note(lang: Lang, result: &RunResult) -> String {
+    let failed: Vec<String> = result
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed)
+        .map(|t| format!("{} ({})", t.description, t.error.as_deref().unwrap_or("?")))
+        .collect();
+    match lang {
+        Lang::Zh => format!(
+            "注意：本轮之前的计划执行失败了（{} 个任务失败：{}）。请调整计划，避免类似问题。",
+            failed.len(),
+            failed.join("；")
+        ),
+        Lang::En => format!(
+            "Note: this round's previous plan failed ({} task(s) failed: {}). Adjust the plan to avoid the same problems.",
+            failed.len(),
+            failed.join("; ")
+        ),
+    }
+}
+
+fn what(lang: Lang, zh: &'static str, en: &'static str) -> &'static str {
+    if lang == Lang::Zh { zh } else { en }
+}
+
+pub async fn run_loop<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+) -> Result<LoopOutcome, LoopError<R::Error>> {
+    let p = &cx.policy;
+    let mut rounds: Vec<RoundRecord> = Vec::new();
+    let mut note: Option<String> = None;
+    let mut consecutive_failed = 0u32;
+    let stop_reason = 'rounds: loop {
+        let k = rounds.len() as u32 + 1;
+        let first = RoundTag { round: k, pass: 1 };
+        let mut plan = match driver
+            .plan(first, note.as_deref())
+            .await
+            .map_err(LoopError::Driver)?
+        {
+            Planned::Plan(plan) => Arc::new(*plan),
+            Planned::Stop(reason) => break reason,
+        };
+        let lang = plan.lang();
+        let mut passes: Vec<PassRecord> = Vec::new();
+        let mut used = Used::default();
+        let mut tag = first;
+        let mut preset = Vec::new();
+        let mut fresh = true;
+        let (result, interrupted) = loop {
+            let result = driver
+                .execute(tag, plan.clone(), std::mem::take(&mut preset), fresh)
+                .await
+                .map_err(LoopError::Driver)?;
+            passes.push(pass_record(tag.pass, &result));
+            if result.status == RunStatus::Cancelled {
+                break (result, true);
+            }
+            let Some(strategy) = choose_strategy(p, &result.tasks, used) else {
+                break (result, false);
+            };
+            let last = passes.len() - 1;
+            passes[last].recovery = Some(strategy);
+            driver.progress(&format!(
+                "round {k}: {} task(s) failed; recovering with {}",
+                result.stats.failed,
+                strategy.as_str()
+            ));
+            let next = RoundTag {
+                round: k,
+                pass: tag.pass + 1,
+            };
+            match strategy {
+                Strategy::RetryStep => {
+                    used.retries += 1;
+                    preset = carry_over(&plan, &result, &plan);
+                    fresh = false;
+                }
+                Strategy::ReplanFromFailure => {
+                    used.replans += 1;
+                    match replacement(cx, driver, &plan, &result, next).await? {
+                        Ok(merged) => {
+                            preset = carry_over(&plan, &result, &merged);
+                            plan = Arc::new(merged);
+                            fresh = false;
+                        }
+                        Err(why) => {
+                            driver.progress(&format!("round {k}: no replacement plan: {why}"));
+                            passes[last].recovery_error = Some(why);
+                            break (result, false);
+                        }
+                    }
+                }
+                Strategy::CompleteReplan => {
+                    used.replans += 1;
+                    let why = failure_note(lang, &result);
+                    match driver
+                        .plan(next, Some(&why))
+                        .await
+                        .map_err(LoopError::Driver)?
+                    {
+                        Planned::Plan(new) => {
+                            plan = Arc::new(*new);
+                            preset = Vec::new();
+                            fresh = true;
+                        }
+                        Planned::Stop(reason) => {
+                            passes[last].recovery_error =
+                                Some(format!("replanning stopped: {}", reason.as_str()));
+                            break (result, reason == StopReason::Interrupted);
+                        }
+                    }
+                }
+            }
+            tag = next;
+        };
+        let mut record = RoundRecord {
+            round: k,
+            status: result.status,
+            passes,
+            overall_score: None,
+            correctness: None,
+            is_successful: None,
+            should_replan: None,
+            evaluation: None,
+            result,
+        };
+        if interrupted {
+            rounds.push(record);
+            break StopReason::Interrupted;
+        }
+        consecutive_failed = if record.result.stats.failed > 0 {
+            consecutive_failed + 1
+        } else {
+            0
+        };
+
+        // Evaluation.
+        let sections = round_sections(&plan, &record.result, true);
+        let stats = RoundStats {
+            tasks: plan.len(),
+            completed: record.result.stats.completed,
+            failed: record.result.stats.failed,
+            blocked: record.result.stats.blocked,
+        };
+        let context = RequestContext {
+            lang,
+            topic: cx.goal.clone(),
+            sections: refs(&sections),
+            round: Some(tag),
+            ..RequestContext::default()
+        };
+        let messages = cx.templates.evaluator(
+            lang,
+            &EvaluatorVars {
+                goal: &cx.goal,
+                round: k,
+                max_rounds: p.max_rounds,
+                stats,
+                sections: &sections,
+            },
+        )?;
+        let asked = ask(
+            &cx.provider,
+            &cx.templates,
+            Question {
+                role: AgentRole::Evaluator,
+                lang,
+                messages,
+                context: context.clone(),
+                what: what(lang, "评估结果", "evaluation"),
+                attempts: cx.answer_attempts,
+                judge: &parse_evaluation,
+            },
+        )
+        .await?;
+        driver
+            .save(
+                k,
+                "evaluation.json",
+                &json!({"evaluation": asked.value, "attempts": asked.attempts}),
+            )
+            .map_err(LoopError::Driver)?;
+        driver
+            .add_calls(
+                k,
+                asked.call_records(AgentRole::Evaluator),
+                Some(&mut record.result),
+            )
+            .map_err(LoopError::Driver)?;
+        let Some(evaluation) = asked.value.clone() else {
+            driver.progress(&format!(
+                "round {k}: evaluation failed: {}",
+                asked.why_not()
+            ));
+            rounds.push(record);
+            break StopReason::EvaluationFailed;
+        };
+        driver.progress(&format!(
+            "round {k}: overall {:.0}, correctness {:.0}, {}",
+            evaluation.overall_score,
+            evaluation.dimensions.correctness,
+            if evaluation.is_successful {
+                "successful"
+            } else {
+                "not successful"
+            }
+        ));
+        record.overall_score = Some(evaluation.overall_score);
+        record.correctness = Some(evaluation.dimensions.correctness);
+        record.is_successful = Some(evaluation.is_successful);
+        record.evaluation = Some(evaluation.clone());
+        if let Some(reason) = stop_before_reflection(p, k, &evaluation, consecutive_failed) {
+            rounds.push(record);
+            break 'rounds reason;
+        }
+
+        // Reflection.
+        let tasks = round_sections(&plan, &record.result, false);
+        let eval_json = serde_json::to_value(&evaluation).unwrap_or_default();
+        let messages = cx.templates.reflector(
+            lang,
+            &ReflectorVars {
+                goal: &cx.goal,
+                round: k,
+                max_rounds: p.max_rounds,
+                tasks: &tasks,
+                evaluation: &eval_json,
+            },
+        )?;
+        let asked = ask(
+            &cx.provider,
+            &cx.templates,
+            Question {
+                role: AgentRole::Reflector,
+                lang,
+                messages,
+                context,
+                what: what(lang, "反思结果", "reflection"),
+                attempts: cx.answer_attempts,
+                judge: &parse_reflection,
+            },
+        )
+        .await?;
+        driver
+            .save(
+                k,
+                "reflection.json",
+                &json!({"reflection": asked.value, "attempts": asked.attempts}),
+            )
+            .map_err(LoopError::Driver)?;
+        driver
+            .add_calls(
+                k,
+                asked.call_records(AgentRole::Reflector),
+                Some(&mut record.result),
+            )
+            .map_err(LoopError::Driver)?;
+        let Some(reflection): Option<Reflection> = asked.value.clone() else {
+            driver.progress(&format!(
+                "round {k}: reflection failed: {}",
+                asked.why_not()
+            ));
+            rounds.push(record);
+            break StopReason::ReflectionFailed;
+        };
+        record.should_replan = Some(reflection.should_replan);
+        rounds.push(record);
+        if let Some(reason) = stop_after_reflection(&reflection) {
+            break reason;
+        }
+        let summary = reflection.summary(Some(&evaluation), lang == Lang::Zh);
+        driver
+            .save(k, "reflection-summary.json", &json!({ "summary": summary }))
+            .map_err(LoopError::Driver)?;
+        note = Some(summary);
+    };
+    Ok(LoopOutcome {
+        best_round: best_round(&rounds),
+        rounds,
+        stop_reason,
+    })
+}
+
+/// Asks the planner for replacements of the failed tasks and their blocked descendants;
+/// `Ok(Err(why))` when no valid replacement came back.
+async fn replacement<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    plan: &ValidatedPlan,
+    result: &RunResult,
+    tag: RoundTag,
+) -> Result<Result<ValidatedPlan, String>, LoopError<R::Error>> {
+    let lang = plan.lang();
+    let (kept, replace) = replan::split(plan, &result.tasks);
+    let messages = cx.templates.replan(
+        lang,
+        &ReplanVars {
+            goal: &cx.goal,
+            kept: &kept,
+            replace: &replace,
+            next_id: replan::next_id(plan),
+        },
+    )?;
+    let judge = |raw: &str| replan::merge(plan, &result.tasks, raw);
+    let asked = ask(
+        &cx.provider,
+        &cx.templates,
+        Question {
+            role: AgentRole::Planner,
+            lang,
+            messages,
+            context: RequestContext {
+                lang,
+                topic: cx.goal.clone(),
+                sections: replan::context_sections(&kept, &replace),
+                round: Some(tag),
+                ..RequestContext::default()
+            },
+            what: what(lang, "替代任务", "replacement tasks"),
+            attempts: cx.answer_attempts,
+            judge: &judge,
+        },
+    )
+    .await?;
+    driver
+        .save(
+            tag.round,
+            &format!("replan-pass-{}.json", tag.pass),
+            &json!({
+                "replaced": replace.iter().map(|t| &t.id).collect::<Vec<_>>(),
+                "kept": kept.iter().map(|t| &t.id).collect::<Vec<_>>(),
+                "attempts": asked.attempts,
+            }),
+        )
+        .map_err(LoopError::Driver)?;
+    driver
+        .add_calls(tag.round, asked.call_records(AgentRole::Planner), None)
+        .map_err(LoopError::Driver)?;
+    let why = asked.why_not();
+    Ok(asked.value.ok_or(why))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,70 @@
+//! What a plan may call: the tool names known at validation time, and the checks of
+//! `suggested_tools` and tool steps against them.
+
+use std::collections::BTreeSet;
+
+use crate::model::PlanSpec;
+use crate::validate::{Problem, Warning};
+
+/// The built-in tool of step plans: a direct model call with a `prompt` parameter.
+pub const LLM_CALL: &str = "llm_call";
+
+/// The tools available to a run, by the unique names tasks use.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolCatalog {
+    names: BTreeSet<String>,
+}
+
+impl ToolCatalog {
+    pub fn new(names: impl IntoIterator<Item = String>) -> ToolCatalog {
+        ToolCatalog {
+            names: names.into_iter().collect(),
+        }
+    }
+
+    /// Whether `name` can be called (`llm_call` always can).
+    pub fn contains(&self, name: &str) -> bool {
+        name == LLM_CALL || self.names.contains(name)
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.names.iter().map(String::as_str)
+    }
+
+    fn known(&self) -> String {
+        let mut all: Vec<&str> = self.names().collect();
+        all.push(LLM_CALL);
+        all.join(", ")
+    }
+}
+
+/// Drops unknown `suggested_tools` (one warning each) and reports tool steps whose tool is
+/// unknown, naming the task, the tool and the tools known.
+pub(crate) fn check_tools(
+    spec: &mut PlanSpec,
+    catalog: &ToolCatalog,
+) -> (Vec<Warning>, Vec<Problem>) {
+    let mut warnings = Vec::new();
+    let mut problems = Vec::new();
+    for task in &mut spec.tasks {
+        let id = task.id.clone();
+        task.hints.suggested_tools.retain(|t| {
+            let known = catalog.contains(t.trim());
+            if !known {
+                warnings.push(Warning(format!(
+                    "task {id}: suggested tool {t} is not available; dropped"
+                )));
+            }
+            known
+        });
+        if let Some(tool) = &task.tool
+            && !catalog.contains(tool.trim())
+        {
+            problems.push(Problem::Other(format!(
+                "task {id}: unknown tool {tool} (known tools: {})",
+                catalog.known()
+            )));
+        }
+    }
+    (warnings, problems)
+}

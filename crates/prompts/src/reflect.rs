@@ -1,0 +1,224 @@
+//! The reflective loop's prompts: evaluator, reflector, partial replan and answer repair.
+//! The variables are plain data so the orchestrator fills them without knowing minijinja.
+
+use minijinja::value::{Serde, Value};
+use planwave_llm::ChatMessage;
+use planwave_plan::Lang;
+use serde::Serialize;
+use serde_json::json;
+
+use crate::render::messages;
+use crate::templates::{PromptError, Templates};
+
+/// One task of a round as the evaluator, reflector and replanner see it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoundSection {
+    pub id: String,
+    pub title: String,
+    /// `completed`, `failed` or `blocked`.
+    pub status: String,
+    pub deps: Vec<String>,
+    /// The section (possibly shortened), for completed tasks.
+    pub text: Option<String>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct RoundStats {
+    pub tasks: usize,
+    pub completed: usize,
+    pub failed: usize,
+    pub blocked: usize,
+}
+
+/// Variables of `evaluator.j2`.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvaluatorVars<'a> {
+    pub goal: &'a str,
+    pub round: u32,
+    pub max_rounds: u32,
+    pub stats: RoundStats,
+    pub sections: &'a [RoundSection],
+}
+
+/// Variables of `reflector.j2`. `evaluation` is the validated evaluation as JSON.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReflectorVars<'a> {
+    pub goal: &'a str,
+    pub round: u32,
+    pub max_rounds: u32,
+    pub tasks: &'a [RoundSection],
+    pub evaluation: &'a serde_json::Value,
+}
+
+/// A task named in `replan.j2`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReplanTask {
+    pub id: String,
+    pub title: String,
+    pub status: String,
+    pub deps: Vec<String>,
+    pub error: Option<String>,
+}
+
+/// Variables of `replan.j2`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplanVars<'a> {
+    pub goal: &'a str,
+    pub kept: &'a [ReplanTask],
+    pub replace: &'a [ReplanTask],
+    /// The first id the replacements should use (one past the largest integer id).
+    pub next_id: u64,
+}
+
+/// Variables of `answer_repair.j2`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AnswerRepairVars<'a> {
+    /// What was asked for, in the prompt's language ("evaluation", "评估结果").
+    pub what: &'a str,
+    /// The attempt being made (2 for the first repair).
+    pub attempt: u32,
+    pub problems: &'a [String],
+}
+
+impl Templates {
+    pub fn evaluator(
+        &self,
+        lang: Lang,
+        vars: &EvaluatorVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "evaluator",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    pub fn reflector(
+        &self,
+        lang: Lang,
+        vars: &ReflectorVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "reflector",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    pub fn replan(
+        &self,
+        lang: Lang,
+        vars: &ReplanVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "replan",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    /// The follow-up message after an invalid evaluation, reflection or replacement.
+    pub fn answer_repair(
+        &self,
+        lang: Lang,
+        vars: &AnswerRepairVars<'_>,
+    ) -> Result<String, PromptError> {
+        Ok(self
+            .render_raw(lang, "answer_repair", Value::from(Serde(vars)))?
+            .trim()
+            .to_owned())
+    }
+}
+
+/// Sample variables for the load-time check.
+pub(crate) fn sample(name: &str) -> Value {
+    let section = json!({"id": "1", "title": "t", "status": "completed", "deps": ["0"],
+                         "text": "## t", "error": null});
+    let v = match name {
+        "evaluator" => json!({"goal": "g", "round": 1, "max_rounds": 3,
+            "stats": {"tasks": 2, "completed": 1, "failed": 1, "blocked": 0},
+            "sections": [section, {"id": "2", "title": "u", "status": "failed", "deps": [],
+                                   "text": null, "error": "e"}]}),
+        "reflector" => json!({"goal": "g", "round": 1, "max_rounds": 3, "tasks": [section],
+            "evaluation": {"overall_score": 50.0, "is_successful": false,
+                "dimensions": {"completeness": 1.0, "correctness": 2.0, "efficiency": 3.0,
+                               "reliability": 4.0},
+                "successes": ["s"], "failures": ["f"], "improvement_suggestions": ["i"]}}),
+        "replan" => json!({"goal": "g",
+            "kept": [{"id": "1", "title": "t", "status": "completed", "deps": [], "error": null}],
+            "replace": [{"id": "2", "title": "u", "status": "failed", "deps": ["1"], "error": "e"}],
+            "next_id": 3}),
+        _ => json!({"what": "evaluation", "attempt": 2, "problems": ["p"]}),
+    };
+    Value::from(Serde(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evaluator_prompt_carries_the_round_and_each_section() {
+        let t = Templates::builtin();
+        let sections = vec![
+            RoundSection {
+                id: "1".into(),
+                title: "Overview".into(),
+                status: "completed".into(),
+                text: Some("## Overview\n\nbody".into()),
+                ..Default::default()
+            },
+            RoundSection {
+                id: "2".into(),
+                title: "Financials".into(),
+                status: "failed".into(),
+                error: Some("timeout".into()),
+                ..Default::default()
+            },
+        ];
+        let m = t
+            .evaluator(
+                Lang::En,
+                &EvaluatorVars {
+                    goal: "Analyze X",
+                    round: 2,
+                    max_rounds: 4,
+                    stats: RoundStats {
+                        tasks: 2,
+                        completed: 1,
+                        failed: 1,
+                        blocked: 0,
+                    },
+                    sections: &sections,
+                },
+            )
+            .expect("renders");
+        assert_eq!(m.len(), 2);
+        assert!(m[0].content.contains("run time is not a criterion"));
+        let user = &m[1].content;
+        assert!(user.contains("Round 2 of 4"), "{user}");
+        assert!(
+            user.contains("## Task 2: Financials (failed)\nFailure: timeout"),
+            "{user}"
+        );
+        assert!(user.contains("## Overview\n\nbody"), "{user}");
+    }
+
+    #[test]
+    fn answer_repair_lists_the_problems() {
+        let t = Templates::builtin();
+        let s = t
+            .answer_repair(
+                Lang::Zh,
+                &AnswerRepairVars {
+                    what: "评估结果",
+                    attempt: 2,
+                    problems: &["dimensions.correctness: 150 is not between 0 and 100".into()],
+                },
+            )
+            .expect("renders");
+        assert!(s.starts_with("你上面输出的评估结果（第 1 次尝试）"), "{s}");
+        assert!(s.contains("- dimensions.correctness: 150"), "{s}");
+    }
+}

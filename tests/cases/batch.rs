@@ -1,0 +1,281 @@
+//! `planwave batch`: bad job files, a shared subagent cap, and `kill -9` then `--resume`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::support::{Running, SimLlm, events, id_text, plan, read_json, run, write_json};
+
+/// A chain of `n` tasks with ids `<prefix>1..<prefix>n`, so task ids are unique in a batch.
+fn chain(prefix: &str, n: usize) -> serde_json::Value {
+    let ids: Vec<String> = (1..=n).map(|i| format!("{prefix}{i}")).collect();
+    let deps: Vec<Vec<&str>> = (0..n)
+        .map(|i| {
+            if i == 0 {
+                vec![]
+            } else {
+                vec![ids[i - 1].as_str()]
+            }
+        })
+        .collect();
+    let tasks: Vec<(&str, &str, &[&str])> = (0..n)
+        .map(|i| (ids[i].as_str(), "part", deps[i].as_slice()))
+        .collect();
+    plan(&format!("Company {prefix}"), &tasks)
+}
+
+fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, lines.join("\n") + "\n").expect("write jobs");
+    p
+}
+
+#[test]
+fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_json(dir.path(), "a.json", &chain("a", 2));
+    let jobs = jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[
+            r#"{"id": "a", "plan_file": "a.json"}"#.into(),
+            r#"{"id": "broken" "goal": 1}"#.into(),
+            r#"{"id": "g", "goal": "深度分析特斯拉公司"}"#.into(),
+            r#"{"id": "x", "goal": "y", "priority": 1}"#.into(),
+            r#"{"id": "a", "goal": "again"}"#.into(),
+            r#"{"id": "m", "plan_file": "missing.json"}"#.into(),
+            format!(r#"{{"id": "p", "plan": {}}}"#, chain("p", 1)),
+            r#"{"id": "cyc", "plan": {"topic": "t", "tasks": [{"id": 1, "description": "d", "dependencies": [1]}]}}"#.into(),
+        ],
+    );
+    let out = dir.path().join("batch");
+    let res = run(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+        "-q",
+    ]);
+    assert_eq!(res.code, 3, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let name = jobs.display().to_string();
+    for expected in [
+        format!("{name}: line 2: invalid JSON at column 17: expected `,` or `}}` (skipped)"),
+        format!(
+            "{name}: line 4: unknown field \"priority\" (expected id, goal, plan, plan_file) (skipped)"
+        ),
+        format!("{name}: line 5: duplicate job id \"a\" (first on line 1) (skipped)"),
+        format!("{name}: line 6: job \"m\": plan file missing.json: "),
+        format!("{name}: line 8: job \"cyc\": invalid plan: "),
+    ] {
+        assert!(res.stderr.contains(&expected), "{expected}\n{}", res.stderr);
+    }
+    let summary = read_json(&out.join("batch.json"));
+    let states: Vec<(String, String)> = summary["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| (id_text(&j["id"]), id_text(&j["state"])))
+        .collect();
+    assert_eq!(
+        states,
+        vec![
+            ("a".into(), "completed".into()),
+            ("g".into(), "completed".into()),
+            ("p".into(), "completed".into())
+        ]
+    );
+    let bad: Vec<u64> = summary["bad_lines"]
+        .as_array()
+        .expect("bad_lines")
+        .iter()
+        .map(|b| b["line"].as_u64().expect("line"))
+        .collect();
+    assert_eq!(bad, vec![2, 4, 5, 6, 8]);
+    for d in ["a", "g", "p"] {
+        assert!(out.join("jobs").join(d).join("report.md").is_file(), "{d}");
+    }
+    assert!(
+        res.stdout
+            .contains("3 job(s): 3 completed, 0 partial, 0 failed; 5 bad line(s) skipped"),
+        "{}",
+        res.stdout
+    );
+
+    // Nothing runnable at all: invalid input.
+    let all_bad = jsonl(dir.path(), "bad.jsonl", &["not json".into(), "{}".into()]);
+    let res = run(&[
+        "batch",
+        all_bad.to_str().expect("path"),
+        "--out",
+        dir.path().join("none").to_str().expect("path"),
+        "--llm",
+        "sim",
+    ]);
+    assert_eq!(res.code, 2, "{}", res.stderr);
+    assert!(
+        res.stderr.contains("line 1: invalid JSON"),
+        "{}",
+        res.stderr
+    );
+    assert!(
+        res.stderr.contains("line 2: missing \"id\""),
+        "{}",
+        res.stderr
+    );
+    assert!(res.stderr.contains("no job to run"), "{}", res.stderr);
+}
+
+#[test]
+fn max_subagents_caps_subagents_across_all_jobs_of_a_batch() {
+    let server = SimLlm::start(&["--latency-ms", "30", "--sigma", "0"], &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Three jobs of four independent tasks each, all running at once.
+    let wide = |p: &str| {
+        let ids: Vec<String> = (1..=4).map(|i| format!("{p}{i}")).collect();
+        let tasks: Vec<(&str, &str, &[&str])> =
+            ids.iter().map(|i| (i.as_str(), "part", &[][..])).collect();
+        plan(p, &tasks)
+    };
+    let lines: Vec<String> = ["x", "y", "z"]
+        .iter()
+        .map(|p| format!(r#"{{"id": "{p}", "plan": {}}}"#, wide(p)))
+        .collect();
+    let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
+    let out = dir.path().join("capped");
+    let res = run(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm-base-url",
+        &server.base_url,
+        "--model",
+        "planwave-sim-1",
+        "--no-stream",
+        "--jobs",
+        "3",
+        "--max-subagents",
+        "2",
+        "-q",
+    ]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    let stats = server.stats();
+    assert_eq!(stats["max_subagents_in_flight"], 2, "{stats}");
+    assert_eq!(stats["roles"]["subagent"], 12, "{stats}");
+}
+
+#[test]
+fn kill_9_mid_batch_then_resume_redoes_no_finished_task_or_job() {
+    let server = SimLlm::start(&["--latency-ms", "120", "--sigma", "0"], &[]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lines: Vec<String> = [("j1", "a", 2), ("j2", "b", 5), ("j3", "c", 5)]
+        .iter()
+        .map(|(id, p, n)| format!(r#"{{"id": "{id}", "plan": {}}}"#, chain(p, *n)))
+        .collect();
+    let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
+    let out = dir.path().join("killed");
+    let out_s = out.to_str().expect("path");
+    let mut child = Running::spawn(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        out_s,
+        "--llm-base-url",
+        &server.base_url,
+        "--model",
+        "planwave-sim-1",
+        "--jobs",
+        "2",
+    ]);
+    // j1 is short: once it has finished, j2 is under way and j3 has started or is queued.
+    child.wait_for("job j2: task b1 completed", 1);
+    child.wait_for("job j1 finished: completed", 1);
+    child.kill_9();
+
+    let at_kill = read_json(&out.join("batch.json"));
+    let finished: Vec<String> = at_kill["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .map(|j| id_text(&j["id"]))
+        .collect();
+    assert!(finished.contains(&"j1".to_owned()), "{at_kill}");
+    assert!(
+        finished.len() < 3,
+        "the batch ended before the kill: {at_kill}"
+    );
+    let completed_before: Vec<String> = ["j1", "j2", "j3"]
+        .iter()
+        .filter(|j| out.join("jobs").join(j).join("events.jsonl").is_file())
+        .flat_map(|j| events(&out.join("jobs").join(j)))
+        .filter(|e| e["type"] == "task_completed")
+        .map(|e| id_text(&e["task"]))
+        .collect();
+    let stats_before = server.stats();
+    let calls_before: BTreeMap<String, u64> =
+        serde_json::from_value(stats_before["tasks"].clone()).expect("tasks");
+
+    let res = run(&["batch", "--resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    assert!(
+        res.stdout.contains("3 job(s): 3 completed"),
+        "{}",
+        res.stdout
+    );
+    let stats = server.stats();
+    let calls: BTreeMap<String, u64> =
+        serde_json::from_value(stats["tasks"].clone()).expect("tasks");
+    for id in &completed_before {
+        assert_eq!(calls.get(id), Some(&1), "task {id} ran twice: {calls:?}");
+    }
+    assert_eq!(calls.len(), 12, "{calls:?}");
+    for (id, n) in &calls {
+        let before = calls_before.get(id).copied().unwrap_or(0);
+        assert!(n - before <= 1, "task {id} was sent {n} times");
+    }
+    // A finished job is not integrated again: at most one summary per unfinished job.
+    let summaries = |s: &serde_json::Value| s["roles"]["integrator"].as_u64().unwrap_or(0);
+    assert!(
+        summaries(&stats) - summaries(&stats_before) <= (3 - finished.len()) as u64,
+        "{stats}"
+    );
+    let summary = read_json(&out.join("batch.json"));
+    assert_eq!(summary["completed"], 3);
+    for j in ["j1", "j2", "j3"] {
+        let r = read_json(&out.join("jobs").join(j).join("run.json"));
+        assert_eq!(r["status"], "completed", "{j}");
+    }
+}
+
+#[test]
+fn an_unwritable_batch_directory_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write_json(dir.path(), "a.json", &chain("a", 1));
+    let jobs = jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[r#"{"id": "a", "plan_file": "a.json"}"#.into()],
+    );
+    // A regular file where the directory should be: no permission tricks needed (tests
+    // may run as root).
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").expect("write");
+    let res = run(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        blocker.join("out").to_str().expect("path"),
+        "--llm",
+        "sim",
+    ]);
+    assert_eq!(res.code, 1, "{}", res.stderr);
+    assert!(
+        res.stderr.contains("error: preparing the batch directory")
+            && res.stderr.contains("cannot create output directory"),
+        "{}",
+        res.stderr
+    );
+}
