@@ -93,7 +93,7 @@ pub enum Command {
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
     match cli.command {
-        Command::Validate(a) => validate::validate(a),
+        Command::Validate(a) => validate::validate(a).await,
         Command::Waves(a) => waves::waves(a),
         Command::Run(a) => telemetry::in_root("run", run::run(a)).await,
         Command::Plan(a) => telemetry::in_root("plan", plan::plan(a)).await,

@@ -83,6 +83,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
+    // Rounds of an earlier research here would pass for this one's (and their journals would
+    // be appended to); `run.json` `rounds[]` must describe exactly the directories present.
+    let old_rounds = out.root().join("rounds");
+    if old_rounds.is_dir() {
+        eprintln!(
+            "planwave: replacing {} from an earlier research",
+            old_rounds.display()
+        );
+        std::fs::remove_dir_all(&old_rounds)
+            .with_context(|| format!("clearing {}", old_rounds.display()))?;
+    }
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
     let r = &settings.reflect;
@@ -98,6 +109,17 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         provider: provider.clone(),
         templates: templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
+        interrupt: tokio_util::sync::CancellationToken::new(),
+    };
+    // Planning and execution handle Ctrl-C themselves; this also reaches the evaluator,
+    // reflector and replanner calls in between.
+    let ctrl_c = {
+        let interrupt = cx.interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel();
+            }
+        })
     };
     // Started once: the planner lists the tools and every round's subagents call them.
     let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
@@ -121,6 +143,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         mcp: mcp.clone(),
     };
     let looped = run_loop(&cx, &mut driver).await;
+    ctrl_c.abort();
     if let Some(m) = &mcp {
         m.shutdown().await;
     }

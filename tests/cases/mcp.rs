@@ -83,6 +83,10 @@ fn assert_sum_flowed(out: &Path) {
     );
 
     let ev = events(out);
+    let schema = crate::cases::events::documented();
+    for e in &ev {
+        crate::cases::events::check_line(e, &ev[0]["run_id"], &schema);
+    }
     let tool_events: Vec<&Value> = ev.iter().filter(|e| e["type"] == "tool_call").collect();
     assert_eq!(tool_events.len(), 2);
     assert!(
@@ -234,6 +238,15 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
         r.stderr
     );
     assert!(!out.join("run.json").exists());
+
+    let v = run(&["validate", path(&plan), "--mcp-config", path(&cfg)]);
+    assert_eq!(v.code, 2, "{}\n{}", v.stdout, v.stderr);
+    assert!(
+        v.stderr
+            .contains("task 1: unknown tool search_web (known tools: "),
+        "{}",
+        v.stderr
+    );
 }
 
 #[test]
@@ -588,5 +601,59 @@ fn servers_and_limits_can_come_from_planwave_toml() {
     assert_eq!(
         task(&run, "slow")["error"],
         "tool trigger-long-running-operation (server everything) did not answer within 1.0s"
+    );
+}
+
+#[test]
+fn a_batch_starts_its_servers_once_for_every_job() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(python) = peer("py/bin/python") else {
+        return;
+    };
+    let starts = dir.path().join("starts.txt");
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"counter": {
+            "command": python,
+            "args": [crate::support::repo_file("tests/peers/mcp_crashy.py")],
+            "env": {"CRASHY_STARTS": path(&starts)}}}}),
+    );
+    let lines: Vec<String> = ["ann", "bob", "cy"]
+        .iter()
+        .map(|n| {
+            json!({"id": n, "plan": {"steps": [
+                {"step_id": 1, "description": "greet", "tool": "hello", "params": {"name": n}}
+            ]}})
+            .to_string()
+        })
+        .collect();
+    let jobs = dir.path().join("jobs.jsonl");
+    std::fs::write(&jobs, lines.join("\n")).expect("jobs");
+    let out = dir.path().join("batch");
+    let r = run(&[
+        "batch",
+        path(&jobs),
+        "--out",
+        path(&out),
+        "--jobs",
+        "3",
+        "--mcp-config",
+        path(&cfg),
+        "-q",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    for n in ["ann", "bob", "cy"] {
+        let run = read_json(&out.join("jobs").join(n).join("run.json"));
+        assert_eq!(
+            task(&run, "1")["tool_calls"][0]["output"],
+            format!("hello {n}")
+        );
+    }
+    let started = std::fs::read_to_string(&starts).expect("starts");
+    assert_eq!(
+        started.lines().count(),
+        1,
+        "one server for the batch: {started}"
     );
 }

@@ -218,6 +218,20 @@ fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
     );
     // The last round was not reflected on: there is no next round to tell.
     assert!(!out.join("rounds/2/reflection.json").exists());
+
+    // Research again in the same directory: one round now, and no stale round 2 left.
+    let res = research(&out, &["--sim-scores", "97"]);
+    assert_eq!(res.code, 0, "{}", res.stderr);
+    assert!(
+        res.stderr.contains("from an earlier research"),
+        "{}",
+        res.stderr
+    );
+    assert!(out.join("rounds/1").is_dir() && !out.join("rounds/2").exists());
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(rounds(&run).len(), 1);
+    let journal = read(&out.join("rounds/1/events.jsonl"));
+    assert_eq!(journal.matches("\"type\":\"run_started\"").count(), 1);
 }
 
 #[test]

@@ -91,7 +91,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             results.insert(p.index, json);
         }
     }
-    crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -106,6 +105,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         model: info.model.clone(),
         simulated: info.simulated,
     });
+    // Detaches when the run ends, however it ends.
+    let _mcp_events = crate::mcp_events::attach(&shared);
 
     let (integrator, integrator_join) = Actor::spawn(
         None,
@@ -239,7 +240,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
-    crate::mcp_events::detach(&shared);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

@@ -95,7 +95,9 @@ pub struct McpRegistry {
     routes: HashMap<String, (usize, String)>,
     status: Vec<ServerStatus>,
     options: RegistryOptions,
-    observer: Mutex<Option<Observer>>,
+    /// Every run using the registry hears of restarts and stops (a batch shares one).
+    observers: Mutex<Vec<(u64, Observer)>>,
+    next_observer: std::sync::atomic::AtomicU64,
 }
 
 impl McpRegistry {
@@ -179,7 +181,8 @@ impl McpRegistry {
             routes,
             status,
             options,
-            observer: Mutex::new(None),
+            observers: Mutex::new(Vec::new()),
+            next_observer: std::sync::atomic::AtomicU64::new(1),
         }
     }
 
@@ -217,11 +220,39 @@ impl McpRegistry {
         &self.options
     }
 
-    /// Where restarts and later failures are reported (the run's event sink).
-    pub fn set_observer(&self, observer: Option<Observer>) {
-        if let Ok(mut o) = self.observer.lock() {
-            *o = observer;
+    /// Adds a listener for restarts, later failures and stops (a run's event sink); the id
+    /// removes it again.
+    pub fn add_observer(&self, observer: Observer) -> u64 {
+        let id = self
+            .next_observer
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut o) = self.observers.lock() {
+            o.push((id, observer));
         }
+        id
+    }
+
+    pub fn remove_observer(&self, id: u64) {
+        if let Ok(mut o) = self.observers.lock() {
+            o.retain(|(i, _)| *i != id);
+        }
+    }
+
+    /// One observer calling every current one.
+    fn observer(&self) -> Option<Observer> {
+        let all: Vec<Observer> = self
+            .observers
+            .lock()
+            .map(|o| o.iter().map(|(_, f)| f.clone()).collect())
+            .unwrap_or_default();
+        if all.is_empty() {
+            return None;
+        }
+        Some(std::sync::Arc::new(move |e: ServerEvent| {
+            for f in &all {
+                f(e.clone());
+            }
+        }))
     }
 
     /// `name` or `server/name` (the prefixed form also works for names that do not clash).
@@ -254,13 +285,13 @@ impl McpRegistry {
                 name: name.to_owned(),
             });
         };
-        let observer = self.observer.lock().ok().and_then(|o| o.clone());
+        let observer = self.observer();
         self.servers[i].call(tool, args, timeout, &observer).await
     }
 
     /// Stops every server (stdio children exit, HTTP sessions end), in parallel.
     pub async fn shutdown(&self) {
-        let observer = self.observer.lock().ok().and_then(|o| o.clone());
+        let observer = self.observer();
         futures::future::join_all(self.servers.iter().map(|s| async {
             s.shutdown().await;
             if let Some(o) = &observer {

@@ -17,7 +17,7 @@ use planwave_prompts::Templates;
 use tokio_util::sync::CancellationToken;
 
 use super::progress::BatchProgress;
-use crate::cli::planning::plan_goal;
+use crate::cli::planning::plan_goal_reflected;
 use crate::cli::run::open_events;
 
 /// What every job of a batch shares.
@@ -30,6 +30,8 @@ pub struct JobContext {
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
     pub cancel: CancellationToken,
     pub progress: Arc<BatchProgress>,
+    /// MCP tools shared by every job.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
 /// Runs one job to its end; never fails the batch: whatever goes wrong is the job's verdict.
@@ -145,7 +147,7 @@ async fn run_in(
         output: Some(out.clone()),
         cancel: ctx.cancel.child_token(),
         preset,
-        mcp: None,
+        mcp: ctx.mcp.clone(),
     })
     .await
     .context("running the plan")?;
@@ -179,8 +181,10 @@ async fn plan_for(
             error: a.error.clone(),
         }));
     };
-    let planning = plan_goal(
+    let planning = plan_goal_reflected(
         goal,
+        None,
+        crate::cli::mcp::planner_tools(ctx.mcp.as_deref()),
         ctx.provider.clone(),
         ctx.templates.clone(),
         &ctx.settings,

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::progress::Mode;
 use super::run::{create_run_dir, lock_run_dir, record_invocation, run_config};
@@ -56,6 +57,8 @@ pub struct BatchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress output; only the final table.
     #[arg(short, long)]
     pub quiet: bool,
@@ -154,8 +157,10 @@ async fn run_batch(
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    // Seam for MCP (issue 4): when tool servers exist, start them once here and hand the
-    // registry to every job's RunRequest, like the provider.
+    // MCP servers start once for the whole batch; every job's runs share the registry
+    // (and each server's concurrency limit), like the provider.
+    let quiet_mcp = args.quiet || quiet_override;
+    let mcp = args.mcp.start(&settings.mcp, quiet_mcp).await?;
     let slots = args
         .max_subagents
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
@@ -174,9 +179,12 @@ async fn run_batch(
         root: root.clone(),
         provider,
         templates,
-        config: run_config(&args.exec, &settings),
+        config: args
+            .mcp
+            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
         slots,
+        mcp: mcp.clone(),
         cancel: cancel.clone(),
         progress: progress.clone(),
     });
@@ -221,6 +229,9 @@ async fn run_batch(
         progress.job_finished(&summary);
     }
     ctrl_c.abort();
+    if let Some(m) = &mcp {
+        m.shutdown().await;
+    }
     progress.finish();
     let done = lock(&done).clone();
     let summary = BatchSummary::new(
