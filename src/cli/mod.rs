@@ -102,7 +102,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
-        Command::Loadtest(a) => loadtest::loadtest(a).await,
+        Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),
     }
 }
