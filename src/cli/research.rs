@@ -109,7 +109,19 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         provider: provider.clone(),
         templates: templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
+        interrupt: tokio_util::sync::CancellationToken::new(),
     };
+    // Planning and execution handle Ctrl-C themselves; this also reaches the evaluator,
+    // reflector and replanner calls in between.
+    let ctrl_c = {
+        let interrupt = cx.interrupt.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                interrupt.cancel();
+            }
+        })
+    };
+    let run_deadline = super::run::deadline(&args.exec, &settings);
     // Started once: the planner lists the tools and every round's subagents call them.
     let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
     let mut driver = RoundsDriver {
@@ -120,7 +132,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             .mcp
             .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
-        deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
+        deadline: run_deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),
         root: out.root().to_path_buf(),
         quiet: args.quiet,
@@ -132,6 +144,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         mcp: mcp.clone(),
     };
     let looped = run_loop(&cx, &mut driver).await;
+    ctrl_c.abort();
     if let Some(m) = &mcp {
         m.shutdown().await;
     }

@@ -5,16 +5,38 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::exit::{OK, Outcome};
-use super::input::load_plan;
+use super::input::{load_plan, load_plan_with_tools};
+use super::mcp::{self, McpOptions};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
     /// Plan file (JSON, possibly wrapped in prose or a ```json fence); `-` reads stdin.
     pub plan: PathBuf,
+    /// Also check tool steps and `suggested_tools` against these MCP servers' tools (the
+    /// servers are started to list them).
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Option<PathBuf>,
 }
 
-pub fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
-    let plan = load_plan(&args.plan)?;
+pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
+    let plan = match &args.mcp_config {
+        None => load_plan(&args.plan)?,
+        Some(path) => {
+            let options = McpOptions {
+                mcp_config: Some(path.clone()),
+                tool_protocol: None,
+                tool_timeout: None,
+                mcp_start_timeout: None,
+                max_tool_rounds: None,
+            };
+            let registry = options.start(&Default::default(), true).await?;
+            let plan = load_plan_with_tools(&args.plan, Some(&mcp::catalog(registry.as_deref())));
+            if let Some(r) = registry {
+                r.shutdown().await;
+            }
+            plan?
+        }
+    };
     let chain: Vec<String> = plan
         .critical_path()
         .iter()

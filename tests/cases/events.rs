@@ -7,7 +7,7 @@ use serde_json::Value;
 use crate::support::{events, plan, read_json, repo_file, run, write_json};
 
 /// `type -> (required fields, optional fields)` from the `### type` / `Fields:` lines.
-fn documented() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
+pub fn documented() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
     let doc = std::fs::read_to_string(repo_file("docs/events.md")).expect("docs/events.md");
     let mut out = BTreeMap::new();
     let mut current: Option<String> = None;
@@ -36,7 +36,7 @@ fn sorted(v: &[Value]) -> Vec<String> {
     s
 }
 
-fn check_line(
+pub fn check_line(
     ev: &Value,
     run_id: &Value,
     schema: &BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)>,

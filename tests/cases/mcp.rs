@@ -83,6 +83,10 @@ fn assert_sum_flowed(out: &Path) {
     );
 
     let ev = events(out);
+    let schema = crate::cases::events::documented();
+    for e in &ev {
+        crate::cases::events::check_line(e, &ev[0]["run_id"], &schema);
+    }
     let tool_events: Vec<&Value> = ev.iter().filter(|e| e["type"] == "tool_call").collect();
     assert_eq!(tool_events.len(), 2);
     assert!(
@@ -234,6 +238,15 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
         r.stderr
     );
     assert!(!out.join("run.json").exists());
+
+    let v = run(&["validate", path(&plan), "--mcp-config", path(&cfg)]);
+    assert_eq!(v.code, 2, "{}\n{}", v.stdout, v.stderr);
+    assert!(
+        v.stderr
+            .contains("task 1: unknown tool search_web (known tools: "),
+        "{}",
+        v.stderr
+    );
 }
 
 #[test]

@@ -3,13 +3,25 @@
 
 use std::sync::Arc;
 
-use planwave_mcp::ServerEvent;
+use planwave_mcp::{McpRegistry, ServerEvent};
 
 use crate::event::{Event, EventKind};
 use crate::shared::RunShared;
 
-/// Reports the servers' status and listens to them; the id detaches.
-pub(crate) fn attach(shared: &RunShared) -> Option<u64> {
+/// Listening to the registry for one run; dropping it stops.
+pub(crate) struct Attached {
+    mcp: Arc<McpRegistry>,
+    id: u64,
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        self.mcp.remove_observer(self.id);
+    }
+}
+
+/// Reports the servers' status and listens to them while the guard lives.
+pub(crate) fn attach(shared: &RunShared) -> Option<Attached> {
     let mcp = shared.mcp.as_ref()?;
     for s in mcp.status() {
         shared.emit(EventKind::McpServer {
@@ -22,7 +34,7 @@ pub(crate) fn attach(shared: &RunShared) -> Option<u64> {
     // The journal and sink, not the run: the registry may outlive the run.
     let sink = shared.sink.clone();
     let journal = shared.journal.clone();
-    Some(mcp.add_observer(Arc::new(move |e: ServerEvent| {
+    let id = mcp.add_observer(Arc::new(move |e: ServerEvent| {
         let kind = match e {
             ServerEvent::Started { server, tools } => EventKind::McpServer {
                 server,
@@ -54,11 +66,9 @@ pub(crate) fn attach(shared: &RunShared) -> Option<u64> {
             j.append(event.clone(), None);
         }
         sink.emit(&event);
-    })))
-}
-
-pub(crate) fn detach(shared: &RunShared, id: Option<u64>) {
-    if let (Some(mcp), Some(id)) = (&shared.mcp, id) {
-        mcp.remove_observer(id);
-    }
+    }));
+    Some(Attached {
+        mcp: mcp.clone(),
+        id,
+    })
 }

@@ -61,6 +61,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let clock = Instant::now();
     let plan = req.plan.clone();
     let info = req.provider.info();
+    let retries_before = req.provider.retry_counts();
     let files = section_files(
         (0..plan.len())
             .map(|i| plan.id(i).key())
@@ -91,7 +92,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             results.insert(p.index, json);
         }
     }
-    let observer = crate::mcp_events::attach(&shared);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -106,6 +106,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         model: info.model.clone(),
         simulated: info.simulated,
     });
+    // Detaches when the run ends, however it ends.
+    let _mcp_events = crate::mcp_events::attach(&shared);
 
     let (integrator, integrator_join) = Actor::spawn(
         None,
@@ -197,6 +199,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         schedule: Some(req.config.schedule),
         concurrency: req.config.concurrency,
         retries: outcome.retries,
+        transport_retries: std::collections::BTreeMap::new(),
         usage,
         cost: None,
     };
@@ -229,6 +232,16 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         }
     }
     stats.usage += integration.summary_usage;
+    stats.transport_retries = shared
+        .provider
+        .retry_counts()
+        .into_iter()
+        .map(|(cause, n)| {
+            let before = retries_before.get(&cause).copied().unwrap_or(0);
+            (cause, n.saturating_sub(before))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
     let calls = shared.take_calls();
     stats.cost = req
         .config
@@ -239,7 +252,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     } else {
         RunStatus::from_counts(plan.len(), completed)
     };
-    crate::mcp_events::detach(&shared, observer);
     let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

@@ -20,6 +20,7 @@ use planwave_prompts::{
 };
 use serde::Serialize;
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::ask::{Question, ask};
 use crate::judge::{parse_evaluation, parse_reflection};
@@ -91,6 +92,20 @@ pub struct LoopContext {
     pub templates: Arc<Templates>,
     /// Attempts per evaluation, reflection or replacement, repairs included.
     pub answer_attempts: u32,
+    /// Ctrl-C: ends the loop between phases and cuts short a pending evaluation, reflection
+    /// or replacement (planning and execution watch for it themselves).
+    pub interrupt: CancellationToken,
+}
+
+/// `ask`, unless interrupted first (`Ok(None)`).
+async fn interruptible<T, E>(
+    cx: &LoopContext,
+    f: impl std::future::Future<Output = Result<crate::ask::Asked<T>, E>>,
+) -> Result<Option<crate::ask::Asked<T>>, E> {
+    tokio::select! {
+        r = f => r.map(Some),
+        _ = cx.interrupt.cancelled() => Ok(None),
+    }
 }
 
 /// One execution pass of a round.
@@ -280,6 +295,9 @@ pub async fn run_loop<R: Rounds>(
     let mut note: Option<String> = None;
     let mut consecutive_failed = 0u32;
     let stop_reason = 'rounds: loop {
+        if cx.interrupt.is_cancelled() {
+            break StopReason::Interrupted;
+        }
         let k = rounds.len() as u32 + 1;
         let first = RoundTag { round: k, pass: 1 };
         let mut plan = match driver
@@ -336,7 +354,7 @@ pub async fn run_loop<R: Rounds>(
                         Err(why) => {
                             driver.progress(&format!("round {k}: no replacement plan: {why}"));
                             passes[last].recovery_error = Some(why);
-                            break (result, false);
+                            break (result, cx.interrupt.is_cancelled());
                         }
                     }
                 }
@@ -409,20 +427,27 @@ pub async fn run_loop<R: Rounds>(
                 sections: &sections,
             },
         )?;
-        let asked = ask(
-            &cx.provider,
-            &cx.templates,
-            Question {
-                role: AgentRole::Evaluator,
-                lang,
-                messages,
-                context: context.clone(),
-                what: what(lang, "评估结果", "evaluation"),
-                attempts: cx.answer_attempts,
-                judge: &parse_evaluation,
-            },
+        let asked = interruptible(
+            cx,
+            ask(
+                &cx.provider,
+                &cx.templates,
+                Question {
+                    role: AgentRole::Evaluator,
+                    lang,
+                    messages,
+                    context: context.clone(),
+                    what: what(lang, "评估结果", "evaluation"),
+                    attempts: cx.answer_attempts,
+                    judge: &parse_evaluation,
+                },
+            ),
         )
         .await?;
+        let Some(asked) = asked else {
+            rounds.push(record);
+            break StopReason::Interrupted;
+        };
         driver
             .save(
                 k,
@@ -477,20 +502,27 @@ pub async fn run_loop<R: Rounds>(
                 evaluation: &eval_json,
             },
         )?;
-        let asked = ask(
-            &cx.provider,
-            &cx.templates,
-            Question {
-                role: AgentRole::Reflector,
-                lang,
-                messages,
-                context,
-                what: what(lang, "反思结果", "reflection"),
-                attempts: cx.answer_attempts,
-                judge: &parse_reflection,
-            },
+        let asked = interruptible(
+            cx,
+            ask(
+                &cx.provider,
+                &cx.templates,
+                Question {
+                    role: AgentRole::Reflector,
+                    lang,
+                    messages,
+                    context,
+                    what: what(lang, "反思结果", "reflection"),
+                    attempts: cx.answer_attempts,
+                    judge: &parse_reflection,
+                },
+            ),
         )
         .await?;
+        let Some(asked) = asked else {
+            rounds.push(record);
+            break StopReason::Interrupted;
+        };
         driver
             .save(
                 k,
@@ -552,26 +584,32 @@ async fn replacement<R: Rounds>(
         },
     )?;
     let judge = |raw: &str| replan::merge(plan, &result.tasks, raw);
-    let asked = ask(
-        &cx.provider,
-        &cx.templates,
-        Question {
-            role: AgentRole::Planner,
-            lang,
-            messages,
-            context: RequestContext {
+    let asked = interruptible(
+        cx,
+        ask(
+            &cx.provider,
+            &cx.templates,
+            Question {
+                role: AgentRole::Planner,
                 lang,
-                topic: cx.goal.clone(),
-                sections: replan::context_sections(&kept, &replace),
-                round: Some(tag),
-                ..RequestContext::default()
+                messages,
+                context: RequestContext {
+                    lang,
+                    topic: cx.goal.clone(),
+                    sections: replan::context_sections(&kept, &replace),
+                    round: Some(tag),
+                    ..RequestContext::default()
+                },
+                what: what(lang, "替代任务", "replacement tasks"),
+                attempts: cx.answer_attempts,
+                judge: &judge,
             },
-            what: what(lang, "替代任务", "replacement tasks"),
-            attempts: cx.answer_attempts,
-            judge: &judge,
-        },
+        ),
     )
     .await?;
+    let Some(asked) = asked else {
+        return Ok(Err("interrupted".into()));
+    };
     driver
         .save(
             tag.round,

@@ -113,3 +113,50 @@ pub fn findings(ctx: &RequestContext) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolRef, ToolResultRef};
+
+    fn ctx() -> RequestContext {
+        RequestContext {
+            task_title: "Totals".into(),
+            tools: vec![
+                ToolRef {
+                    name: "get-sum".into(),
+                    schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+                },
+                ToolRef {
+                    name: "echo".into(),
+                    schema: json!({"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}),
+                },
+            ],
+            ..RequestContext::default()
+        }
+    }
+
+    #[test]
+    fn chain_is_deterministic_and_feeds_the_previous_output_forward() {
+        let calls = chain(&ctx(), 7).expect("tools and no results yet");
+        assert_eq!(calls, chain(&ctx(), 7).expect("same seed"));
+        assert_eq!(calls[0].0, "get-sum");
+        assert!(calls[0].1["a"].is_number() && calls[0].1["b"].is_number());
+        assert_eq!(
+            calls[1],
+            ("echo".to_owned(), json!({"message": "{{input}}"}))
+        );
+        let answer: Value = serde_json::from_str(&json_answer(&calls)).expect("json");
+        assert_eq!(answer["next"][1]["mcp"], "echo");
+        assert_eq!(native_calls(&calls)[1].id, "call_2");
+
+        let mut done = ctx();
+        done.tool_results.push(ToolResultRef {
+            tool: "echo".into(),
+            output: "Echo: 42".into(),
+            is_error: false,
+        });
+        assert_eq!(chain(&done, 7), None, "results are in: write the section");
+        assert!(findings(&done).contains("`echo`: Echo: 42"));
+    }
+}

@@ -13,6 +13,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 
+/// A model that never answers the evaluator; the user presses Ctrl-C meanwhile.
+struct Stuck {
+    inner: SimProvider,
+    interrupt: CancellationToken,
+}
+
+#[async_trait]
+impl LlmProvider for Stuck {
+    fn info(&self) -> ProviderInfo {
+        self.inner.info()
+    }
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        if request.role == AgentRole::Evaluator {
+            self.interrupt.cancel();
+            std::future::pending::<()>().await;
+        }
+        self.inner.chat(request).await
+    }
+}
+
 /// The simulator, except that `role` always gets prose.
 struct Mute {
     inner: SimProvider,
@@ -113,6 +133,7 @@ fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {
         provider,
         templates: Arc::new(Templates::builtin()),
         answer_attempts: 2,
+        interrupt: CancellationToken::new(),
     }
 }
 
@@ -181,4 +202,26 @@ async fn failed_planning_of_a_later_round_keeps_the_rounds_so_far() {
             "{n:?}"
         );
     }
+}
+
+#[tokio::test]
+async fn ctrl_c_during_a_pending_evaluation_ends_the_loop_keeping_the_round() {
+    let interrupt = CancellationToken::new();
+    let provider: Arc<dyn LlmProvider> = Arc::new(Stuck {
+        inner: sim(vec![]),
+        interrupt: interrupt.clone(),
+    });
+    let mut d = Memory {
+        provider: Some(provider.clone()),
+        ..Default::default()
+    };
+    let cx = LoopContext {
+        interrupt,
+        ..context(provider)
+    };
+    let out = run_loop(&cx, &mut d).await.expect("loop");
+    assert_eq!(out.stop_reason, StopReason::Interrupted);
+    assert_eq!(out.rounds.len(), 1);
+    assert_eq!(out.rounds[0].status, RunStatus::Completed);
+    assert!(!d.saved.contains_key(&(1, "evaluation.json".to_owned())));
 }
