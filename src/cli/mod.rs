@@ -40,6 +40,7 @@ Exit codes:
   1  other error (I/O, runtime)
   2  invalid input: unreadable job file, or no line of it is a valid job
   3  some job did not complete, or bad lines were skipped (see batch.json)
+  4  the batch's --deadline passed; `planwave batch --resume DIR` goes on
   130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on";
 
 #[derive(Debug, Parser)]
@@ -101,7 +102,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
-        Command::Loadtest(a) => loadtest::loadtest(a).await,
+        Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),
     }
 }

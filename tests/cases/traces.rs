@@ -369,3 +369,145 @@ fn ctrl_c_still_flushes_the_trace_with_the_run_marked_cancelled() {
         assert_eq!(s["parent_span_id"], root["span_id"]);
     }
 }
+
+#[test]
+fn mcp_tool_calls_are_execute_tool_spans_under_their_task() {
+    let Some(receiver) = OtlpReceiver::start(false) else {
+        return;
+    };
+    let Some(js) = crate::support::peer(
+        "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = crate::support::write_json(
+        dir.path(),
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"everything": {"command": "node", "args": [js, "stdio"]}}}),
+    );
+    let plan = crate::support::write_json(
+        dir.path(),
+        "steps.json",
+        &serde_json::json!({"steps": [
+            {"step_id": "slow", "description": "Wait forever", "tool": "trigger-long-running-operation",
+             "params": {"duration": 3600, "steps": 2}},
+            {"step_id": "other", "description": "Independent", "tool": "echo", "params": {"message": "fine"}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let res = run_env(
+        &[
+            "run",
+            plan.to_str().expect("path"),
+            "--out",
+            out.to_str().expect("path"),
+            "--mcp-config",
+            cfg.to_str().expect("path"),
+            "--tool-timeout",
+            "1",
+            "--otlp-endpoint",
+            &receiver.http_url,
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(res.code, 3, "{}\n{}", res.stdout, res.stderr);
+    let spans = receiver.spans();
+    let tasks = spans.tasks();
+    let calls = |id: &str| -> Vec<&Value> {
+        spans
+            .children_of(tasks[id])
+            .into_iter()
+            .filter(|s| {
+                s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("execute_tool "))
+            })
+            .collect()
+    };
+    let ok = calls("other");
+    assert_eq!(ok.len(), 1, "{ok:#?}");
+    assert_eq!(ok[0]["name"], "execute_tool echo");
+    assert_eq!(attr(ok[0], "gen_ai.operation.name"), "execute_tool");
+    assert_eq!(attr(ok[0], "gen_ai.tool.name"), "echo");
+    assert_eq!(attr(ok[0], "mcp.method.name"), "tools/call");
+    assert_eq!(attr(ok[0], "planwave.mcp.server"), "everything");
+    assert_eq!(attr(ok[0], "planwave.tool.outcome"), "ok");
+    assert_ne!(ok[0]["status"]["code"], "STATUS_CODE_ERROR");
+    // The call that timed out, and its one retry: two error spans, then a failed task.
+    let slow = calls("slow");
+    assert_eq!(slow.len(), 2, "{slow:#?}");
+    for (n, s) in slow.iter().enumerate() {
+        assert_eq!(s["status"]["code"], "STATUS_CODE_ERROR");
+        assert_eq!(attr(s, "error.type"), "error");
+        assert!(
+            s["status"]["message"]
+                .as_str()
+                .expect("message")
+                .contains("did not answer within 1.0s")
+        );
+        assert!(
+            [1, 2].contains(&attr(s, "planwave.attempt").as_i64().expect("attempt")),
+            "{n}"
+        );
+    }
+    assert_eq!(tasks["slow"]["status"]["code"], "STATUS_CODE_ERROR");
+}
+
+#[test]
+fn mcp_tool_calls_carry_the_execute_tool_span_as_traceparent_in_meta() {
+    let Some(receiver) = OtlpReceiver::start(false) else {
+        return;
+    };
+    let Some(python) = crate::support::peer("py/bin/python") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = crate::support::repo_file("tests/peers/mcp_trace.py");
+    let cfg = crate::support::write_json(
+        dir.path(),
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"traced": {"command": python, "args": [script]}}}),
+    );
+    let plan = crate::support::write_json(
+        dir.path(),
+        "steps.json",
+        &serde_json::json!({"steps": [
+            {"step_id": "t", "description": "Report the trace context", "tool": "traceparent", "params": {}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let res = run_env(
+        &[
+            "run",
+            plan.to_str().expect("path"),
+            "--out",
+            out.to_str().expect("path"),
+            "--mcp-config",
+            cfg.to_str().expect("path"),
+            "--otlp-endpoint",
+            &receiver.http_url,
+            "-q",
+        ],
+        &[],
+    );
+    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let run = read_json(&out.join("run.json"));
+    let seen = crate::support::task(&run, "t")["tool_calls"][0]["output"]
+        .as_str()
+        .expect("tool output")
+        .trim()
+        .to_owned();
+    let spans = receiver.spans();
+    let tool = spans.prefixed("execute_tool ");
+    assert_eq!(tool.len(), 1);
+    assert_eq!(
+        seen,
+        format!(
+            "00-{}-{}-01",
+            tool[0]["trace_id"].as_str().expect("trace"),
+            tool[0]["span_id"].as_str().expect("span")
+        )
+    );
+}

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::model::{CallToolRequestParams, CallToolResult, MetaObject, RequestMetaObject};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{
     StreamableHttpClientTransport, TokioChildProcess,
@@ -277,6 +277,14 @@ impl Server {
                     message: format!("arguments must be a JSON object, got {other}"),
                 });
             }
+        }
+        // W3C trace context in `_meta` (MCP SEP-414), so a traced server's spans join the
+        // run's trace; the caller's current span is its `execute_tool` span. Over stdio and
+        // streamable HTTP alike (an HTTP header would miss stdio servers).
+        if let Some(tp) = planwave_telemetry::traceparent(&tracing::Span::current()) {
+            let mut meta = MetaObject::new();
+            meta.set_traceparent(tp);
+            params.meta = Some(RequestMetaObject(meta));
         }
         match tokio::time::timeout(timeout, client.call_tool(params)).await {
             Err(_) => Err(ToolError::Timeout {

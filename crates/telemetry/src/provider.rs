@@ -35,6 +35,10 @@ impl LlmProvider for TracedProvider {
         self.inner.info()
     }
 
+    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner.retry_counts()
+    }
+
     async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let info = self.inner.info();
         let span = tracing::info_span!(
