@@ -40,6 +40,7 @@ Exit codes:
   1  other error (I/O, runtime)
   2  invalid input: unreadable job file, or no line of it is a valid job
   3  some job did not complete, or bad lines were skipped (see batch.json)
+  4  the batch's --deadline passed; `planwave batch --resume DIR` goes on
   130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on";
 
 #[derive(Debug, Parser)]

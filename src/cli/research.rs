@@ -121,6 +121,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             }
         })
     };
+    let run_deadline = super::run::deadline(&args.exec, &settings);
     // Started once: the planner lists the tools and every round's subagents call them.
     let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
     let mut driver = RoundsDriver {
@@ -131,7 +132,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             .mcp
             .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
-        deadline: args.exec.deadline.map(|d| std::time::Instant::now() + d),
+        deadline: run_deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),
         root: out.root().to_path_buf(),
         quiet: args.quiet,

@@ -150,7 +150,7 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
             Some(m) => m.apply(config, &settings.mcp)?,
             None => config,
         },
-        deadline: rec.exec.deadline,
+        deadline: super::run::deadline(&rec.exec, &settings),
         out: out.clone(),
         events,
         quiet: args.quiet,

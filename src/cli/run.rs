@@ -85,7 +85,7 @@ async fn run_with(
         config: args
             .mcp
             .apply(run_config(&args.exec, &settings), &settings.mcp)?,
-        deadline: args.exec.deadline,
+        deadline: deadline(&args.exec, &settings),
         out: out.clone(),
         events,
         quiet: args.quiet,
@@ -127,10 +127,16 @@ pub fn record_invocation(out: &RunDir) -> anyhow::Result<()> {
 }
 
 /// The engine settings from the flags plus what planwave.toml adds (budget, prices).
+/// The whole-run deadline: `--deadline`, else planwave.toml `[run] deadline_secs`.
+pub fn deadline(exec: &ExecOptions, settings: &Settings) -> Option<std::time::Duration> {
+    exec.deadline.or(settings.run.deadline)
+}
+
 pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
     RunConfig {
         context_budget_tokens: Some(settings.prompts.context_budget_tokens),
         prices: settings.prices.clone(),
+        task_timeout: exec.task_timeout.or(settings.run.task_timeout),
         ..exec.run_config()
     }
 }
@@ -253,6 +259,14 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
     );
     if let Some(c) = &s.cost {
         let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
+    }
+    if !s.transport_retries.is_empty() {
+        let causes: Vec<String> = s
+            .transport_retries
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        let _ = writeln!(h, "transport retries: {}", causes.join(", "));
     }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
         let _ = writeln!(

@@ -49,7 +49,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub planner_faults: Vec<PlannerFault>,
     /// Faults of the first requests in arrival order: ok, 429, 500, slow, stall, malformed,
-    /// truncated, 401.
+    /// truncated, reset, 401.
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub fault_script: Vec<Fault>,
     /// Share of requests answered 429 with Retry-After (after the script).
@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Share of streams cut off half way.
     #[arg(long, value_name = "P", default_value_t = 0.0)]
     pub rate_truncated: f64,
+    /// Share of answers whose connection is dropped after the headers (a reset mid-answer).
+    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    pub rate_reset: f64,
     /// Retry-After sent with each 429.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub retry_after_secs: f64,
@@ -142,6 +145,7 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
                 stall: rate("--rate-stall", a.rate_stall)?,
                 malformed: rate("--rate-malformed", a.rate_malformed)?,
                 truncated: rate("--rate-truncated", a.rate_truncated)?,
+                reset: rate("--rate-reset", a.rate_reset)?,
             },
             seed: a.seed,
             retry_after: Duration::from_secs_f64(a.retry_after_secs),

@@ -279,3 +279,50 @@ fn an_unwritable_batch_directory_is_a_clear_error() {
         res.stderr
     );
 }
+
+#[test]
+fn one_set_of_mcp_servers_serves_every_job_of_a_batch() {
+    let Some(js) = crate::support::peer(
+        "npm/node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"everything": {"command": "node", "args": [js, "stdio"]}}}),
+    );
+    let job = |id: &str| {
+        let plan = serde_json::json!({"topic": format!("Audit {id}"), "tasks": [
+            {"id": format!("{id}1"), "description": "Add two figures", "dependencies": [],
+             "hints": {"suggested_tools": ["get-sum"]}}
+        ]});
+        format!(r#"{{"id": "{id}", "plan": {plan}}}"#)
+    };
+    let jobs = jsonl(dir.path(), "jobs.jsonl", &[job("m"), job("n"), job("o")]);
+    let out = dir.path().join("tools");
+    let res = run(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        out.to_str().expect("path"),
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "0",
+        "--mcp-config",
+        cfg.to_str().expect("path"),
+        "--jobs",
+        "3",
+    ]);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    // Started once for the batch, not once per job.
+    assert_eq!(res.stderr.matches("mcp: ").count(), 1, "{}", res.stderr);
+    for id in ["m", "n", "o"] {
+        let r = read_json(&out.join("jobs").join(id).join("run.json"));
+        let calls = r["tasks"][0]["tool_calls"].as_array().expect("tool calls");
+        assert_eq!(calls[0]["tool"], "get-sum", "{id}: {calls:?}");
+        assert!(calls[0]["output"].as_str().is_some_and(|o| !o.is_empty()));
+    }
+}

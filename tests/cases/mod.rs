@@ -3,6 +3,7 @@ mod batch;
 mod compose;
 mod durable;
 mod events;
+mod faults;
 mod http;
 mod loadtest;
 mod mcp;

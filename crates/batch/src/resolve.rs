@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use planwave_plan::{ValidatedPlan, parse_plan, plan_from_value};
+use planwave_plan::{ToolCatalog, ValidatedPlan, parse_plan, plan_from_value};
 
 use crate::jobs::{BadLine, JobFile, JobSource};
 
@@ -27,8 +27,14 @@ pub struct ResolvedJob {
 }
 
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
-/// plans; a job that fails becomes a bad line with every problem listed.
-pub fn resolve(file: JobFile, base: &Path) -> (Vec<ResolvedJob>, Vec<BadLine>) {
+/// plans (against the batch's tools when it has MCP servers); a job that fails becomes a bad
+/// line with every problem listed.
+pub fn resolve(
+    file: JobFile,
+    base: &Path,
+    tools: Option<&ToolCatalog>,
+) -> (Vec<ResolvedJob>, Vec<BadLine>) {
+    let validate = |spec| validate(spec, tools);
     let mut bad = file.bad;
     let mut jobs = Vec::new();
     let mut dirs = HashSet::new();
@@ -70,13 +76,19 @@ pub fn resolve(file: JobFile, base: &Path) -> (Vec<ResolvedJob>, Vec<BadLine>) {
     (jobs, bad)
 }
 
-fn validate(spec: planwave_plan::PlanSpec) -> Result<JobInput, String> {
-    ValidatedPlan::new(spec)
-        .map(|p| JobInput::Plan(Box::new(p)))
-        .map_err(|e| {
-            let problems: Vec<String> = e.0.iter().map(ToString::to_string).collect();
-            format!("invalid plan: {}", problems.join("; "))
-        })
+fn validate(
+    spec: planwave_plan::PlanSpec,
+    tools: Option<&ToolCatalog>,
+) -> Result<JobInput, String> {
+    match tools {
+        Some(t) => ValidatedPlan::with_tools(spec, t),
+        None => ValidatedPlan::new(spec),
+    }
+    .map(|p| JobInput::Plan(Box::new(p)))
+    .map_err(|e| {
+        let problems: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+        format!("invalid plan: {}", problems.join("; "))
+    })
 }
 
 /// ASCII letters, digits, `-` and `_` survive; anything else becomes `_` and a short hash of
@@ -134,7 +146,7 @@ mod tests {
             "{\"id\": \"A\", \"goal\": \"g\"}\n",
             "{\"id\": \"a\", \"goal\": \"g\"}\n",
         );
-        let (jobs, bad) = resolve(parse_jobs(text), dir.path());
+        let (jobs, bad) = resolve(parse_jobs(text), dir.path(), None);
         let dirs: Vec<&str> = jobs.iter().map(|j| j.dir.as_str()).collect();
         assert_eq!(dirs.len(), 3);
         assert!(dirs[0].starts_with("______etc-"), "{dirs:?}");

@@ -72,6 +72,9 @@ pub struct BatchSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     pub wall_ms: f64,
+    /// Transport retries of the shared model client in this session, per cause.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub transport_retries: std::collections::BTreeMap<String, u64>,
 }
 
 impl BatchSummary {
@@ -90,6 +93,7 @@ impl BatchSummary {
             wall_ms,
             jobs,
             bad_lines,
+            transport_retries: Default::default(),
         }
     }
 }
@@ -147,5 +151,13 @@ pub fn render_table(s: &BatchSummary) -> String {
         let _ = write!(out, ", cost {c:.4}");
     }
     let _ = writeln!(out, "; {:.1}s", s.wall_ms / 1000.0);
+    if !s.transport_retries.is_empty() {
+        let causes: Vec<String> = s
+            .transport_retries
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        let _ = writeln!(out, "transport retries: {}", causes.join(", "));
+    }
     out
 }

@@ -25,6 +25,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub reflection: crate::reflect::ReflectionSection,
     #[serde(default)]
+    pub run: RunSection,
+    #[serde(default)]
     pub mcp: crate::mcp::McpSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
@@ -92,6 +94,14 @@ pub struct LimitsSection {
     pub max_in_flight: Option<usize>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+}
+
+/// `[run]`: limits of one run (`--task-timeout`, `--deadline` override them).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSection {
+    pub task_timeout_secs: Option<f64>,
+    pub deadline_secs: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

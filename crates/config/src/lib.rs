@@ -20,7 +20,7 @@ pub use mcp::{McpSection, McpSettings};
 pub use reflect::{OrchestratorSection, ReflectSettings, ReflectionSection};
 pub use resolve::{
     DEFAULT_BASE_URL, DEFAULT_CONTEXT_BUDGET, Flags, LlmChoice, LlmKind, OpenAiSettings,
-    PlannerSettings, PromptSettings, Settings, load_file, resolve,
+    PlannerSettings, PromptSettings, RunLimits, Settings, load_file, resolve,
 };
 
 use std::path::PathBuf;

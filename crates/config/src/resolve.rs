@@ -119,10 +119,18 @@ pub struct Settings {
     pub prices: PriceTable,
     /// The reflective loop (`[orchestrator]`, `[reflection]`).
     pub reflect: crate::reflect::ReflectSettings,
+    /// `[run]`: per-task timeout and whole-run deadline (flags override).
+    pub run: RunLimits,
     /// MCP servers and tool settings (`[mcp]`).
     pub mcp: crate::mcp::McpSettings,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RunLimits {
+    pub task_timeout: Option<Duration>,
+    pub deadline: Option<Duration>,
 }
 
 /// Finds the config file: `explicit` (must exist), else `$PLANWAVE_CONFIG` (must exist),
@@ -308,12 +316,20 @@ pub fn resolve(
         }
     };
     let reflect = crate::reflect::resolve(&file.orchestrator, &file.reflection)?;
+    let opt_secs = |field: &str, v: Option<f64>| -> Result<Option<Duration>, ConfigError> {
+        v.map(|s| secs(field, Some(s), Duration::ZERO)).transpose()
+    };
+    let run = RunLimits {
+        task_timeout: opt_secs("[run] task_timeout_secs", file.run.task_timeout_secs)?,
+        deadline: opt_secs("[run] deadline_secs", file.run.deadline_secs)?,
+    };
     Ok(Settings {
         llm,
         planner,
         prompts,
         prices,
         reflect,
+        run,
         mcp: crate::mcp::resolve(file),
         config_path: file.path.clone(),
     })

@@ -233,3 +233,27 @@ fn reflective_loop_settings_default_to_the_seed_and_reject_nonsense() {
     assert!(err.to_string().contains("success_threshold = 120"), "{err}");
     assert!(ConfigFile::parse("[reflection]\nmax_retries = 1\n", None).is_err());
 }
+
+#[test]
+fn run_limits_come_from_the_run_section_and_must_be_positive() {
+    let file = ConfigFile::parse(
+        "[run]\ntask_timeout_secs = 90\ndeadline_secs = 3600.5\n",
+        None,
+    )
+    .expect("parse");
+    let s = resolve(&file, &env(&[]), &Flags::default()).expect("settings");
+    assert_eq!(s.run.task_timeout, Some(std::time::Duration::from_secs(90)));
+    assert_eq!(
+        s.run.deadline,
+        Some(std::time::Duration::from_secs_f64(3600.5))
+    );
+    let none = resolve(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("settings");
+    assert_eq!(none.run, RunLimits::default());
+    let bad = ConfigFile::parse("[run]\ndeadline_secs = -1\n", None).expect("parse");
+    let err = resolve(&bad, &env(&[]), &Flags::default()).expect_err("negative");
+    assert!(
+        err.to_string()
+            .contains("[run] deadline_secs = -1: expected a positive number of seconds"),
+        "{err}"
+    );
+}

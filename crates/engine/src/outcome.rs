@@ -193,6 +193,11 @@ pub struct RunStats {
     pub schedule: Option<Schedule>,
     pub concurrency: Option<usize>,
     pub retries: u64,
+    /// Transport retries inside model calls, per cause (`rate_limited`, `server_error`,
+    /// `connection`, `stalled`, `malformed`, `truncated`), counted by the provider while this
+    /// run went on (runs sharing a provider, as in a batch, may count each other's).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub transport_retries: std::collections::BTreeMap<String, u64>,
     pub usage: Usage,
     /// Estimated cost, when the config has prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -61,6 +61,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let clock = Instant::now();
     let plan = req.plan.clone();
     let info = req.provider.info();
+    let retries_before = req.provider.retry_counts();
     let files = section_files(
         (0..plan.len())
             .map(|i| plan.id(i).key())
@@ -198,6 +199,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         schedule: Some(req.config.schedule),
         concurrency: req.config.concurrency,
         retries: outcome.retries,
+        transport_retries: std::collections::BTreeMap::new(),
         usage,
         cost: None,
     };
@@ -230,6 +232,16 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         }
     }
     stats.usage += integration.summary_usage;
+    stats.transport_retries = shared
+        .provider
+        .retry_counts()
+        .into_iter()
+        .map(|(cause, n)| {
+            let before = retries_before.get(&cause).copied().unwrap_or(0);
+            (cause, n.saturating_sub(before))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
     let calls = shared.take_calls();
     stats.cost = req
         .config

@@ -31,4 +31,11 @@ pub trait LlmProvider: Send + Sync + 'static {
     /// One chat completion. Implementations do their own transport-level retries (if any);
     /// the caller decides about task-level retries from [`LlmError::is_retryable`].
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError>;
+
+    /// Transport-level retries so far, per cause (`rate_limited`, `server_error`,
+    /// `connection`, `stalled`, `malformed`, `truncated`), for run summaries. Wrappers must
+    /// forward it; providers without transport retries have none.
+    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        std::collections::BTreeMap::new()
+    }
 }

@@ -26,6 +26,9 @@ pub enum Fault {
     Truncated,
     /// 401 whatever the key (to test that it is not retried).
     Unauthorized,
+    /// The connection is dropped after the headers and a few bytes of the answer (the body
+    /// fails, so the server aborts the connection): a reset mid-answer.
+    Reset,
 }
 
 impl std::str::FromStr for Fault {
@@ -40,8 +43,9 @@ impl std::str::FromStr for Fault {
             "malformed" => Ok(Fault::Malformed),
             "truncated" => Ok(Fault::Truncated),
             "401" | "unauthorized" => Ok(Fault::Unauthorized),
+            "reset" => Ok(Fault::Reset),
             o => Err(format!(
-                "unknown fault {o:?} (expected ok, 429, 500, slow, stall, malformed, truncated or 401)"
+                "unknown fault {o:?} (expected ok, 429, 500, slow, stall, malformed, truncated, reset or 401)"
             )),
         }
     }
@@ -56,6 +60,7 @@ pub struct FaultRates {
     pub stall: f64,
     pub malformed: f64,
     pub truncated: f64,
+    pub reset: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -100,6 +105,7 @@ impl FaultConfig {
             (r.stall, Fault::Stall),
             (r.malformed, Fault::Malformed),
             (r.truncated, Fault::Truncated),
+            (r.reset, Fault::Reset),
         ] {
             acc += rate.max(0.0);
             if u < acc {

@@ -292,6 +292,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
             );
         }
         Fault::SlowFirstByte => tokio::time::sleep(st.cfg.faults.first_byte_delay).await,
+        Fault::Reset => return reset_response(req.stream),
         _ => {}
     }
 
@@ -410,6 +411,35 @@ fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
     });
     format!("data: {c}\n\n")
+}
+
+/// Headers and a first few bytes, then a body error: hyper aborts the connection, so the
+/// client sees the connection drop in the middle of the answer.
+fn reset_response(stream: bool) -> Response {
+    let first: &'static str = if stream {
+        ": keep-alive\n\n"
+    } else {
+        "{\"id\": \"chatcmpl-sim-reset\", "
+    };
+    let body = futures::stream::iter([
+        Ok::<Bytes, std::io::Error>(Bytes::from_static(first.as_bytes())),
+        Err(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "connection reset (simulated)",
+        )),
+    ]);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(
+            header::CONTENT_TYPE,
+            if stream {
+                "text/event-stream"
+            } else {
+                "application/json"
+            },
+        )
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 /// The non-streamed `message`: content, plus `tool_calls` when the model asked for any.

@@ -39,6 +39,10 @@ impl LlmProvider for TracedProvider {
         self.inner.model_for(role)
     }
 
+    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner.retry_counts()
+    }
+
     async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let info = self.inner.info();
         let model = self.inner.model_for(request.role);

@@ -28,10 +28,10 @@ pub struct JobContext {
     pub settings: Settings,
     pub config: RunConfig,
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// The batch's MCP servers, shared by every job.
+    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
     pub cancel: CancellationToken,
     pub progress: Arc<BatchProgress>,
-    /// MCP tools shared by every job.
-    pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
 /// Runs one job to its end; never fails the batch: whatever goes wrong is the job's verdict.

@@ -18,9 +18,9 @@ use planwave_batch::{BatchSummary, JobSummary, parse_jobs, render_table, resolve
 use planwave_engine::RunDir;
 use tokio_util::sync::CancellationToken;
 
-use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
+use super::exit::{DEADLINE, INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
-use super::mcp::McpOptions;
+use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::Mode;
 use super::run::{create_run_dir, lock_run_dir, record_invocation, run_config};
@@ -57,6 +57,7 @@ pub struct BatchArgs {
     pub prompts: PromptOptions,
     #[command(flatten)]
     pub sim: SimOptions,
+    /// MCP servers are started once for the whole batch and shared by every job.
     #[command(flatten)]
     pub mcp: McpOptions,
     /// No progress output; only the final table.
@@ -114,6 +115,35 @@ async fn run_batch(
     resuming: bool,
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
+    // One set of MCP servers for every job, shut down whatever happens.
+    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let registry = args
+        .mcp
+        .start(&settings.mcp, args.quiet || quiet_override)
+        .await?;
+    let result = run_batch_with(
+        args,
+        settings,
+        out,
+        resuming,
+        quiet_override,
+        registry.clone(),
+    )
+    .await;
+    if let Some(r) = registry {
+        r.shutdown().await;
+    }
+    result
+}
+
+async fn run_batch_with(
+    args: BatchArgs,
+    settings: planwave_config::Settings,
+    out: PathBuf,
+    resuming: bool,
+    quiet_override: bool,
+    registry: Option<Arc<planwave_mcp::McpRegistry>>,
+) -> anyhow::Result<Outcome> {
     let clock = Instant::now();
     let job_file = args.job_file.clone().context("the job file is required")?;
     let text = std::fs::read_to_string(&job_file).map_err(|e| InvalidInput {
@@ -121,7 +151,9 @@ async fn run_batch(
         problems: vec![format!("cannot read the job file: {e}")],
     })?;
     let base = job_file.parent().map(Path::to_path_buf).unwrap_or_default();
-    let (jobs, bad_lines) = resolve(parse_jobs(&text), &base);
+    // Checked like `run` checks a plan: tool steps must name a tool the batch has.
+    let catalog = mcp::catalog(registry.as_deref());
+    let (jobs, bad_lines) = resolve(parse_jobs(&text), &base, Some(&catalog));
     let name = job_file.display().to_string();
     for b in &bad_lines {
         eprintln!("{name}: {b} (skipped)");
@@ -150,23 +182,29 @@ async fn run_batch(
     };
 
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
     let templates = llm::templates(&settings)?;
     let provider = llm::provider(
         &settings,
         args.sim.sim_config(args.exec.seed)?,
         args.exec.seed,
     )?;
-    // MCP servers start once for the whole batch; every job's runs share the registry
-    // (and each server's concurrency limit), like the provider.
-    let quiet_mcp = args.quiet || quiet_override;
-    let mcp = args.mcp.start(&settings.mcp, quiet_mcp).await?;
     let slots = args
         .max_subagents
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
     let quiet = args.quiet || quiet_override;
     let progress = Arc::new(BatchProgress::new(jobs.len(), Mode::detect(quiet)));
     let cancel = CancellationToken::new();
+    // --deadline (or [run] deadline_secs) bounds the whole batch: it stops like Ctrl-C.
+    let deadline_hit = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let deadline_timer = super::run::deadline(&args.exec, &settings).map(|d| {
+        let cancel = cancel.clone();
+        let hit = deadline_hit.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            hit.store(true, std::sync::atomic::Ordering::SeqCst);
+            cancel.cancel();
+        })
+    });
     let ctrl_c = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
@@ -184,7 +222,7 @@ async fn run_batch(
             .apply(run_config(&args.exec, &settings), &settings.mcp)?,
         settings,
         slots,
-        mcp: mcp.clone(),
+        mcp: registry,
         cancel: cancel.clone(),
         progress: progress.clone(),
     });
@@ -229,25 +267,32 @@ async fn run_batch(
         progress.job_finished(&summary);
     }
     ctrl_c.abort();
-    if let Some(m) = &mcp {
-        m.shutdown().await;
+    if let Some(t) = deadline_timer {
+        t.abort();
     }
     progress.finish();
     let done = lock(&done).clone();
-    let summary = BatchSummary::new(
+    let mut summary = BatchSummary::new(
         done,
         bad_lines.clone(),
         clock.elapsed().as_secs_f64() * 1000.0,
     );
+    summary.transport_retries = ctx.provider.retry_counts();
     root.write_json("batch.json", &summary)?;
     print!("{}", render_table(&summary));
     println!("batch: {}", root.root().join("batch.json").display());
     if cancel.is_cancelled() || summary.cancelled > 0 {
+        let deadline = deadline_hit.load(std::sync::atomic::Ordering::SeqCst);
         println!(
-            "interrupted; finished work is saved. Continue with: planwave batch --resume {}",
+            "{}; finished work is saved. Continue with: planwave batch --resume {}",
+            if deadline {
+                "deadline reached"
+            } else {
+                "interrupted"
+            },
             root.root().display()
         );
-        return Ok(Outcome(INTERRUPTED));
+        return Ok(Outcome(if deadline { DEADLINE } else { INTERRUPTED }));
     }
     let all_good = summary.completed == summary.jobs.len() && summary.bad_lines.is_empty();
     Ok(Outcome(if all_good { OK } else { PARTIAL }))

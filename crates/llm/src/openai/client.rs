@@ -54,6 +54,47 @@ pub struct OpenAiProvider {
     format_downgrade: AtomicU8,
     requests: AtomicU64,
     retries: AtomicU64,
+    /// Retries per [`RetryCause`], in `RetryCause::ALL` order.
+    retry_causes: [AtomicU64; 6],
+}
+
+/// Why an attempt is retried, counted per client for run summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RetryCause {
+    /// 429.
+    RateLimited,
+    /// 5xx, 408, 409, or an error event inside a stream.
+    ServerError,
+    /// The connection failed or dropped (refused, reset).
+    Connection,
+    /// Nothing arrived in time (headers, body or stream chunks).
+    Stalled,
+    /// The body or a stream chunk was not the JSON it should be.
+    Malformed,
+    /// A stream ended before the answer was complete.
+    Truncated,
+}
+
+impl RetryCause {
+    pub const ALL: [RetryCause; 6] = [
+        RetryCause::RateLimited,
+        RetryCause::ServerError,
+        RetryCause::Connection,
+        RetryCause::Stalled,
+        RetryCause::Malformed,
+        RetryCause::Truncated,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryCause::RateLimited => "rate_limited",
+            RetryCause::ServerError => "server_error",
+            RetryCause::Connection => "connection",
+            RetryCause::Stalled => "stalled",
+            RetryCause::Malformed => "malformed",
+            RetryCause::Truncated => "truncated",
+        }
+    }
 }
 
 /// How one HTTP attempt failed.
@@ -63,17 +104,19 @@ enum Failure {
         message: String,
         retry_after: Option<Duration>,
         status: Option<u16>,
+        cause: RetryCause,
     },
     Fatal(String),
     /// The server rejected `response_format`: go again with a simpler one.
     Downgrade,
 }
 
-fn retryable(message: impl Into<String>) -> Failure {
+fn retryable(cause: RetryCause, message: impl Into<String>) -> Failure {
     Failure::Retryable {
         message: message.into(),
         retry_after: None,
         status: None,
+        cause,
     }
 }
 
@@ -110,6 +153,7 @@ impl OpenAiProvider {
             format_downgrade: AtomicU8::new(0),
             requests: AtomicU64::new(0),
             retries: AtomicU64::new(0),
+            retry_causes: Default::default(),
         })
     }
 
@@ -231,15 +275,20 @@ impl OpenAiProvider {
         let idle = self.cfg.timeouts.idle;
         let resp = if stream {
             tokio::time::timeout(idle, send).await.map_err(|_| {
-                retryable(format!(
-                    "no response headers within {}s",
-                    idle.as_secs_f64()
-                ))
+                retryable(
+                    RetryCause::Stalled,
+                    format!("no response headers within {}s", idle.as_secs_f64()),
+                )
             })?
         } else {
             send.await
         }
-        .map_err(|e| retryable(format!("request failed: {}", transport_error(&e))))?;
+        .map_err(|e| {
+            retryable(
+                RetryCause::Connection,
+                format!("request failed: {}", transport_error(&e)),
+            )
+        })?;
 
         let status = resp.status();
         if !status.is_success() {
@@ -269,17 +318,21 @@ impl OpenAiProvider {
             // Non-streaming, or a server that ignored `stream: true` and sent one body.
             let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
                 .await
-                .map_err(|_| retryable("response body timed out"))?
+                .map_err(|_| retryable(RetryCause::Stalled, "response body timed out"))?
                 .map_err(|e| {
-                    retryable(format!("reading the body failed: {}", transport_error(&e)))
+                    retryable(
+                        RetryCause::Connection,
+                        format!("reading the body failed: {}", transport_error(&e)),
+                    )
                 })?;
-            let c: Completion = serde_json::from_slice(&bytes)
-                .map_err(|e| retryable(format!("malformed JSON body ({e})")))?;
+            let c: Completion = serde_json::from_slice(&bytes).map_err(|e| {
+                retryable(RetryCause::Malformed, format!("malformed JSON body ({e})"))
+            })?;
             let choice = c
                 .choices
                 .into_iter()
                 .next()
-                .ok_or_else(|| retryable("the reply has no choices"))?;
+                .ok_or_else(|| retryable(RetryCause::Malformed, "the reply has no choices"))?;
             let msg = choice.message.unwrap_or(wire::Message {
                 content: None,
                 reasoning_content: None,
@@ -332,24 +385,35 @@ impl OpenAiProvider {
         let mut ans = StreamAnswer::default();
         let apply = |ans: &mut StreamAnswer, data: &str| {
             ans.apply(data).map_err(|e| match e {
-                ChunkError::Malformed(m) => retryable(format!("malformed stream: {m}")),
-                ChunkError::Server(m) => retryable(format!(
-                    "server error in stream: {}",
-                    scrub(&m, self.cfg.api_key.as_ref())
-                )),
+                ChunkError::Malformed(m) => {
+                    retryable(RetryCause::Malformed, format!("malformed stream: {m}"))
+                }
+                ChunkError::Server(m) => retryable(
+                    RetryCause::ServerError,
+                    format!(
+                        "server error in stream: {}",
+                        scrub(&m, self.cfg.api_key.as_ref())
+                    ),
+                ),
             })
         };
         'read: loop {
             let next = tokio::time::timeout(idle, body.next()).await.map_err(|_| {
-                retryable(format!(
-                    "stream stalled: nothing received for {}s",
-                    idle.as_secs_f64()
-                ))
+                retryable(
+                    RetryCause::Stalled,
+                    format!(
+                        "stream stalled: nothing received for {}s",
+                        idle.as_secs_f64()
+                    ),
+                )
             })?;
             match next {
                 None => break,
                 Some(Err(e)) => {
-                    return Err(retryable(format!("stream broke: {}", transport_error(&e))));
+                    return Err(retryable(
+                        RetryCause::Connection,
+                        format!("stream broke: {}", transport_error(&e)),
+                    ));
                 }
                 Some(Ok(bytes)) => {
                     for data in dec.push(&bytes) {
@@ -368,6 +432,7 @@ impl OpenAiProvider {
         }
         if !ans.complete() {
             return Err(retryable(
+                RetryCause::Truncated,
                 "stream ended before the answer was complete (no finish_reason, no [DONE])",
             ));
         }
@@ -397,6 +462,11 @@ impl OpenAiProvider {
                 message,
                 retry_after,
                 status: Some(code),
+                cause: if code == 429 {
+                    RetryCause::RateLimited
+                } else {
+                    RetryCause::ServerError
+                },
             },
             400 if sent_format
                 && (detail.contains("response_format") || detail.contains("json_schema"))
@@ -449,6 +519,15 @@ impl LlmProvider for OpenAiProvider {
         }
     }
 
+    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        RetryCause::ALL
+            .iter()
+            .zip(&self.retry_causes)
+            .map(|(c, n)| (c.as_str().to_owned(), n.load(Ordering::Relaxed)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let model = self.cfg.models.for_role(request.role).to_owned();
         let estimate = request
@@ -471,10 +550,13 @@ impl LlmProvider for OpenAiProvider {
                 tokio::time::timeout(self.cfg.timeouts.request, self.attempt(&request, &model))
                     .await
                     .unwrap_or_else(|_| {
-                        Err(retryable(format!(
-                            "request timed out after {}s",
-                            self.cfg.timeouts.request.as_secs_f64()
-                        )))
+                        Err(retryable(
+                            RetryCause::Stalled,
+                            format!(
+                                "request timed out after {}s",
+                                self.cfg.timeouts.request.as_secs_f64()
+                            ),
+                        ))
                     });
             let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
             self.limiter.settle(permit.charged, used);
@@ -488,7 +570,7 @@ impl LlmProvider for OpenAiProvider {
                 ms = t0.elapsed().as_millis() as u64,
                 "chat completion attempt"
             );
-            let (message, retry_after, status) = match outcome {
+            let (message, retry_after, status, cause) = match outcome {
                 Ok(r) => {
                     self.budget.on_success();
                     return Ok(r);
@@ -509,7 +591,8 @@ impl LlmProvider for OpenAiProvider {
                     message,
                     retry_after,
                     status,
-                }) => (message, retry_after, status),
+                    cause,
+                }) => (message, retry_after, status, cause),
             };
             if let Some(ra) = retry_after
                 && ra > self.cfg.retry.max_retry_after
@@ -540,6 +623,9 @@ impl LlmProvider for OpenAiProvider {
             }
             retry += 1;
             self.retries.fetch_add(1, Ordering::Relaxed);
+            if let Some(i) = RetryCause::ALL.iter().position(|c| *c == cause) {
+                self.retry_causes[i].fetch_add(1, Ordering::Relaxed);
+            }
             if status == Some(429)
                 && let Some(ra) = retry_after
             {

@@ -9,7 +9,7 @@ mod retry;
 pub mod sse;
 mod wire;
 
-pub use client::{ClientStats, OpenAiProvider};
+pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
