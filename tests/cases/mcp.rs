@@ -29,11 +29,19 @@ fn path(p: &Path) -> &str {
 
 /// A research plan whose first task suggests get-sum then echo.
 fn chain_plan(dir: &Path) -> PathBuf {
+    chain_plan_titled(
+        dir,
+        "Arithmetic audit",
+        "Add two figures and confirm the total",
+    )
+}
+
+fn chain_plan_titled(dir: &Path, topic: &str, first: &str) -> PathBuf {
     write_json(
         dir,
         "plan.json",
-        &json!({"topic": "Arithmetic audit", "objectives": ["check a sum"], "tasks": [
-            {"id": 1, "description": "Add two figures and confirm the total", "dependencies": [],
+        &json!({"topic": topic, "objectives": ["check a sum"], "tasks": [
+            {"id": 1, "description": first, "dependencies": [],
              "hints": {"key_questions": ["What is the total?"],
                        "suggested_tools": ["get-sum", "echo", "info_search_finance_db"]}},
             {"id": 2, "description": "Conclusion", "dependencies": [1]}
@@ -125,6 +133,28 @@ fn json_protocol_chain_carries_the_sum_into_the_next_call() {
         "{}",
         r.stderr
     );
+    assert_sum_flowed(&out);
+}
+
+#[test]
+fn a_chinese_plan_chains_the_same_way() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let plan = chain_plan_titled(dir.path(), "算术核对", "两个数字求和并确认合计");
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_sum_flowed(&out);
 }
 

@@ -120,6 +120,14 @@ pub struct RunConfig {
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
+    /// Sections shown to the executive summary's prompt are cut to this many estimated
+    /// tokens in total (see `digest`); `None` shows them whole.
+    #[serde(default = "default_summary_budget")]
+    pub summary_budget_tokens: Option<u64>,
+}
+
+fn default_summary_budget() -> Option<u64> {
+    Some(crate::digest::DEFAULT_SUMMARY_BUDGET_TOKENS)
 }
 
 impl Default for RunConfig {
@@ -136,6 +144,7 @@ impl Default for RunConfig {
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
             round: None,
             task_timeout: None,
+            summary_budget_tokens: default_summary_budget(),
         }
     }
 }

@@ -8,6 +8,7 @@ use planwave_llm::{AgentRole, ChatRequest, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
+use crate::digest;
 use crate::event::EventKind;
 use crate::outcome::{RunStats, TaskRecord, TaskStatus};
 use crate::prompt::{SectionSummary, integrator_context};
@@ -142,12 +143,20 @@ impl IntegratorState {
         let shared = &self.args.shared;
         let plan = &shared.plan;
         let order = report::dependency_order(plan);
-        let summaries: Vec<SectionSummary<'_>> = order
+        // Bounded: the report has every section, the summary prompt only what fits.
+        let (shown, _omitted) = digest::digest(
+            &order,
+            |i| self.sections[i].clone(),
+            |i| plan.id(i).clone(),
+            shared.config.summary_budget_tokens,
+            plan.lang(),
+        );
+        let summaries: Vec<SectionSummary<'_>> = shown
             .iter()
-            .map(|&i| SectionSummary {
-                index: i,
-                status: records[i].status.as_str(),
-                text: self.sections[i].as_deref(),
+            .map(|(i, text)| SectionSummary {
+                index: *i,
+                status: records[*i].status.as_str(),
+                text: text.as_deref(),
             })
             .collect();
         let messages = shared.prompts.integrator(plan, &summaries);

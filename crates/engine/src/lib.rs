@@ -13,6 +13,7 @@
 mod calls;
 mod config;
 pub mod context;
+pub mod digest;
 mod event;
 pub mod gantt;
 pub mod journal;

@@ -24,6 +24,14 @@ fn random_dag(c: &mut Criterion) {
 
 fn chain(c: &mut Criterion) {
     let spec = generate::chain(100_000);
+    let text = serde_json::to_vec(&spec).expect("synthetic plans serialize");
+    c.bench_function("chain_100k/parse+validate+waves", |b| {
+        b.iter(|| {
+            let spec = parse_plan(black_box(&text)).expect("synthetic plans parse");
+            let plan = ValidatedPlan::new(spec).expect("chains are valid");
+            black_box(plan.waves().len())
+        })
+    });
     c.bench_function("chain_100k/validate", |b| {
         // The clone is setup, not measured: validation consumes its spec.
         b.iter_batched(

@@ -101,46 +101,103 @@ impl Templates {
             .to_owned())
     }
 
-    fn subagent_vars(
-        plan: &ValidatedPlan,
+    // Borrowed, typed variables serialized straight into minijinja values: building a
+    // `serde_json::Value` tree first (then converting it) was most of the cost of rendering
+    // a subagent prompt, paid once per task.
+    fn subagent_vars<'a>(
+        plan: &'a ValidatedPlan,
         index: usize,
-        prior: &[PriorSection<'_>],
-    ) -> serde_json::Value {
+        prior: &'a [PriorSection<'a>],
+    ) -> SubagentVars<'a> {
         let spec = plan.spec();
         let task = plan.task(index);
-        json!({
-            "task": {
-                "id": task.id.to_string(),
-                "title": task.title(),
-                "description": task.description,
-                "hints": task.hints,
+        SubagentVars {
+            task: TaskVars {
+                id: task.id.to_string(),
+                title: task.title(),
+                description: &task.description,
+                hints: &task.hints,
             },
-            "research_type": spec.research_type,
-            "topic": spec.topic,
-            "objectives": spec.objectives,
-            "prior": prior.iter().map(|p| json!({
-                "id": plan.id(p.index).to_string(),
-                "title": plan.task(p.index).title(),
-                "text": p.text,
-            })).collect::<Vec<_>>(),
-        })
+            research_type: spec.research_type.as_deref(),
+            topic: &spec.topic,
+            objectives: &spec.objectives,
+            prior: prior
+                .iter()
+                .map(|p| PriorVars {
+                    id: plan.id(p.index).to_string(),
+                    title: plan.task(p.index).title(),
+                    text: p.text,
+                })
+                .collect(),
+        }
     }
 
-    fn integrator_vars(plan: &ValidatedPlan, sections: &[SectionSummary<'_>]) -> serde_json::Value {
+    fn integrator_vars<'a>(
+        plan: &'a ValidatedPlan,
+        sections: &'a [SectionSummary<'a>],
+    ) -> IntegratorVars<'a> {
         let spec = plan.spec();
-        json!({
-            "topic": spec.topic,
-            "objectives": spec.objectives,
-            "sections": sections.iter().map(|s| json!({
-                "id": plan.id(s.index).to_string(),
-                "title": plan.task(s.index).title(),
-                "status": s.status,
-                "text": s.text,
-            })).collect::<Vec<_>>(),
-            "missing": sections.iter().filter(|s| s.text.is_none())
-                .map(|s| plan.task(s.index).title()).collect::<Vec<_>>(),
-        })
+        IntegratorVars {
+            topic: &spec.topic,
+            objectives: &spec.objectives,
+            sections: sections
+                .iter()
+                .map(|s| SectionVars {
+                    id: plan.id(s.index).to_string(),
+                    title: plan.task(s.index).title(),
+                    status: s.status,
+                    text: s.text,
+                })
+                .collect(),
+            missing: sections
+                .iter()
+                .filter(|s| s.text.is_none())
+                .map(|s| plan.task(s.index).title())
+                .collect(),
+        }
     }
+}
+
+/// Variables of `subagent.j2`.
+#[derive(Serialize)]
+struct SubagentVars<'a> {
+    task: TaskVars<'a>,
+    research_type: Option<&'a str>,
+    topic: &'a str,
+    objectives: &'a [String],
+    prior: Vec<PriorVars<'a>>,
+}
+
+#[derive(Serialize)]
+struct TaskVars<'a> {
+    id: String,
+    title: &'a str,
+    description: &'a str,
+    hints: &'a planwave_plan::Hints,
+}
+
+#[derive(Serialize)]
+struct PriorVars<'a> {
+    id: String,
+    title: &'a str,
+    text: &'a str,
+}
+
+/// Variables of `integrator.j2`.
+#[derive(Serialize)]
+struct IntegratorVars<'a> {
+    topic: &'a str,
+    objectives: &'a [String],
+    sections: Vec<SectionVars<'a>>,
+    missing: Vec<&'a str>,
+}
+
+#[derive(Serialize)]
+struct SectionVars<'a> {
+    id: String,
+    title: &'a str,
+    status: &'a str,
+    text: Option<&'a str>,
 }
 
 impl PromptSet for Templates {
