@@ -326,3 +326,50 @@ fn one_set_of_mcp_servers_serves_every_job_of_a_batch() {
         assert!(calls[0]["output"].as_str().is_some_and(|o| !o.is_empty()));
     }
 }
+
+#[test]
+fn ctrl_c_stops_a_batch_gracefully_and_batch_resume_finishes_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lines: Vec<String> = [("k1", "k", 4), ("l1", "l", 4)]
+        .iter()
+        .map(|(id, p, n)| format!(r#"{{"id": "{id}", "plan": {}}}"#, chain(p, *n)))
+        .collect();
+    let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
+    let out = dir.path().join("interrupted");
+    let out_s = out.to_str().expect("path");
+    let mut child = Running::spawn(&[
+        "batch",
+        jobs.to_str().expect("path"),
+        "--out",
+        out_s,
+        "--llm",
+        "sim",
+        "--sim-latency-ms",
+        "150",
+        "--sim-sigma",
+        "0",
+    ]);
+    child.wait_for("job k1: task k1 completed", 1);
+    child.interrupt();
+    let (code, stdout) = child.wait();
+    assert_eq!(code, 130, "{stdout}");
+    assert!(
+        stdout.contains(&format!("Continue with: planwave batch --resume {out_s}")),
+        "{stdout}"
+    );
+    let summary = read_json(&out.join("batch.json"));
+    assert!(summary["cancelled"].as_u64().unwrap_or(0) >= 1, "{summary}");
+
+    let res = run(&["batch", "--resume", out_s, "-q"]);
+    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let summary = read_json(&out.join("batch.json"));
+    assert_eq!(summary["completed"], 2, "{summary}");
+    // k1 was completed before Ctrl-C, so the resumed job kept it.
+    let ev = events(&out.join("jobs").join("k1"));
+    let k1_done = ev
+        .iter()
+        .filter(|e| e["type"] == "task_completed" && id_text(&e["task"]) == "k1")
+        .count();
+    assert_eq!(k1_done, 1, "k1 completed once");
+    assert!(ev.iter().any(|e| e["type"] == "run_resumed"));
+}

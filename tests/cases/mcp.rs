@@ -29,11 +29,19 @@ fn path(p: &Path) -> &str {
 
 /// A research plan whose first task suggests get-sum then echo.
 fn chain_plan(dir: &Path) -> PathBuf {
+    chain_plan_titled(
+        dir,
+        "Arithmetic audit",
+        "Add two figures and confirm the total",
+    )
+}
+
+fn chain_plan_titled(dir: &Path, topic: &str, first: &str) -> PathBuf {
     write_json(
         dir,
         "plan.json",
-        &json!({"topic": "Arithmetic audit", "objectives": ["check a sum"], "tasks": [
-            {"id": 1, "description": "Add two figures and confirm the total", "dependencies": [],
+        &json!({"topic": topic, "objectives": ["check a sum"], "tasks": [
+            {"id": 1, "description": first, "dependencies": [],
              "hints": {"key_questions": ["What is the total?"],
                        "suggested_tools": ["get-sum", "echo", "info_search_finance_db"]}},
             {"id": 2, "description": "Conclusion", "dependencies": [1]}
@@ -125,6 +133,28 @@ fn json_protocol_chain_carries_the_sum_into_the_next_call() {
         "{}",
         r.stderr
     );
+    assert_sum_flowed(&out);
+}
+
+#[test]
+fn a_chinese_plan_chains_the_same_way() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let plan = chain_plan_titled(dir.path(), "算术核对", "两个数字求和并确认合计");
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "--sim-latency-ms",
+        "0",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
     assert_sum_flowed(&out);
 }
 
@@ -655,5 +685,54 @@ fn a_batch_starts_its_servers_once_for_every_job() {
         started.lines().count(),
         1,
         "one server for the batch: {started}"
+    );
+}
+
+#[test]
+fn resume_restarts_the_servers_and_references_reach_results_of_the_first_attempt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let plan = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"steps": [
+            {"step_id": "sum", "description": "Add", "tool": "get-sum", "params": {"a": 30, "b": 12}},
+            {"step_id": "say", "description": "Echo the sum", "tool": "echo",
+             "params": {"message": "again: {{sum.result}}"}, "dependencies": ["sum"]}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = run(&[
+        "run",
+        path(&plan),
+        "--out",
+        path(&out),
+        "--mcp-config",
+        path(&cfg),
+        "-q",
+    ]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let first = read_json(&out.join("run.json"));
+    let file = task(&first, "say")["section_file"]
+        .as_str()
+        .expect("file")
+        .to_owned();
+    // A section that changed on disk is not trusted: `say` runs again, `sum` is kept.
+    std::fs::write(out.join(&file), "edited by hand").expect("write");
+    let r = run(&["resume", path(&out), "-q"]);
+    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("1 of 2 tasks already completed"),
+        "{}",
+        r.stdout
+    );
+    let again = read_json(&out.join("run.json"));
+    let say = &task(&again, "say")["tool_calls"][0];
+    assert_eq!(say["args"]["message"], "again: The sum of 30 and 12 is 42.");
+    assert_eq!(
+        std::fs::read_to_string(out.join(&file)).expect("section"),
+        "Echo: again: The sum of 30 and 12 is 42."
     );
 }

@@ -42,9 +42,18 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
     );
     let dir = tempfile::tempdir().expect("tempdir");
     let out = dir.path().join("traced");
+    // The planner has a model of its own: its calls' spans must name it.
+    let config = dir.path().join("planwave.toml");
+    std::fs::write(
+        &config,
+        "[llm.models]\nplanner = \"planwave-sim-planner\"\n",
+    )
+    .expect("config");
     let res = run_env(
         &[
             "research",
+            "--config",
+            config.to_str().expect("path"),
             "深度分析特斯拉公司",
             "--out",
             out.to_str().expect("path"),
@@ -88,6 +97,11 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
         let calls = spans.children_of(p);
         assert_eq!(calls.len(), 1, "{calls:#?}");
         assert_eq!(attr(calls[0], "planwave.role"), "planner");
+        assert_eq!(calls[0]["name"], "chat planwave-sim-planner");
+        assert_eq!(
+            attr(calls[0], "gen_ai.request.model"),
+            "planwave-sim-planner"
+        );
     }
     let first = plans
         .iter()

@@ -21,6 +21,7 @@ mod mcp_events;
 mod outcome;
 pub mod prompt;
 pub mod report;
+mod results;
 mod run;
 mod rundir;
 mod scheduler;

@@ -82,15 +82,14 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         config: req.config.clone(),
         calls: std::sync::Mutex::new(Vec::new()),
         mcp: req.mcp.clone(),
-        results: std::sync::Mutex::new(std::collections::HashMap::new()),
+        results: crate::results::Results::for_plan(&plan),
         span: tracing::Span::current(),
     });
-    if let Ok(mut results) = shared.results.lock() {
-        for p in &req.preset {
-            let json = serde_json::from_str(&p.section)
-                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()));
-            results.insert(p.index, json);
-        }
+    for p in &req.preset {
+        shared.results.keep(p.index, || {
+            serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
+        });
     }
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;

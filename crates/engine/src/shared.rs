@@ -1,6 +1,5 @@
 //! What every actor of one run shares, behind one `Arc` so spawning a subagent is cheap.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use planwave_mcp::McpRegistry;
@@ -36,7 +35,7 @@ pub struct RunShared {
     pub mcp: Option<Arc<McpRegistry>>,
     /// Each completed task's result as JSON (a tool's output, or a section as a string), for
     /// the `{{ID.result}}` references of later tool steps.
-    pub results: Mutex<HashMap<usize, serde_json::Value>>,
+    pub results: crate::results::Results,
     /// The caller's span when the run started (the CLI's `run` root): parent of the task
     /// and `integrate` spans, which are created on actor tasks that do not inherit it.
     pub span: tracing::Span,

@@ -146,9 +146,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         let mut failure_kind = None;
         let result = match outcome {
             Ok((section, json)) => {
-                if let Ok(mut r) = shared.results.lock() {
-                    r.insert(index, json);
-                }
+                shared.results.keep(index, || json);
                 Ok(Arc::<str>::from(section))
             }
             Err((e, kind)) => {
@@ -229,10 +227,10 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         });
         tokio::time::sleep(delay).await;
     };
-    if let Ok(section) = &result
-        && let Ok(mut r) = shared.results.lock()
-    {
-        r.insert(index, serde_json::Value::String(section.to_string()));
+    if let Ok(section) = &result {
+        shared
+            .results
+            .keep(index, || serde_json::Value::String(section.to_string()));
     }
     SubagentReport {
         index,

@@ -40,16 +40,10 @@ async fn run_inner(
     let shared = calls.shared;
     let plan = &shared.plan;
     let params = plan.task(index).params.clone().unwrap_or(Value::Null);
-    let params = {
-        let results = shared
-            .results
-            .lock()
-            .map_err(|_| Failure::Other("results lock poisoned".into()))?;
-        refs::substitute(&params, &|id: &str| {
-            plan.index_of_key(id).and_then(|i| results.get(&i).cloned())
-        })
-        .map_err(|e| Failure::Other(format!("parameters: {e}")))?
-    };
+    let params = refs::substitute(&params, &|id: &str| {
+        plan.index_of_key(id).and_then(|i| shared.results.get(i))
+    })
+    .map_err(|e| Failure::Other(format!("parameters: {e}")))?;
     if tool == LLM_CALL {
         let prompt = match params.get("prompt") {
             Some(Value::String(s)) => s.clone(),

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::{ChatRequest, ChatResponse, LlmError};
+use crate::{AgentRole, ChatRequest, ChatResponse, LlmError};
 
 /// Who answers, for run records and user-facing output. Never holds credentials.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -22,6 +22,11 @@ pub struct ProviderInfo {
 #[async_trait]
 pub trait LlmProvider: Send + Sync + 'static {
     fn info(&self) -> ProviderInfo;
+
+    /// The model a request of `role` is sent to (per-role models); for traces and records.
+    fn model_for(&self, _role: AgentRole) -> String {
+        self.info().model
+    }
 
     /// One chat completion. Implementations do their own transport-level retries (if any);
     /// the caller decides about task-level retries from [`LlmError::is_retryable`].

@@ -192,4 +192,12 @@ mod tests {
         );
         assert!(McpConfig::parse("{}", "t").is_err());
     }
+
+    #[test]
+    fn the_example_config_parses() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/mcp.json");
+        let c = McpConfig::load(&path).expect("examples/mcp.json");
+        let names: Vec<&str> = c.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["everything", "time"]);
+    }
 }

@@ -111,3 +111,46 @@ async fn a_server_that_cannot_start_is_reported_by_name() {
     );
     assert!(registry.tools().is_empty());
 }
+
+/// With one call in flight per server, a quick call waits behind a stuck one; with more it
+/// does not. Checked by completion order, not by time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_server_has_a_concurrency_limit() {
+    for (limit, quick_first) in [(1, false), (4, true)] {
+        let registry = McpRegistry::start(
+            &config(&["only"]),
+            RegistryOptions {
+                call_timeout: Duration::from_secs(2),
+                max_concurrent_per_server: limit,
+                ..RegistryOptions::default()
+            },
+        )
+        .await;
+        let order = std::sync::Mutex::new(Vec::new());
+        // `join!` polls `stuck` first: it takes the permit (and sends its request) before
+        // `quick` asks for one.
+        let stuck = async {
+            let r = registry
+                .call(
+                    "trigger-long-running-operation",
+                    serde_json::json!({"duration": 3600, "steps": 2}),
+                )
+                .await;
+            order.lock().expect("lock").push("stuck");
+            r
+        };
+        let quick = async {
+            let r = registry
+                .call("echo", serde_json::json!({"message": "hi"}))
+                .await;
+            order.lock().expect("lock").push("quick");
+            r
+        };
+        let (s, q) = tokio::join!(stuck, quick);
+        assert!(matches!(s, Err(ToolError::Timeout { .. })), "{s:?}");
+        assert!(q.is_ok(), "{q:?}");
+        let order = order.into_inner().expect("lock");
+        assert_eq!(order[0] == "quick", quick_first, "limit {limit}: {order:?}");
+        registry.shutdown().await;
+    }
+}

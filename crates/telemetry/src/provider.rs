@@ -35,20 +35,25 @@ impl LlmProvider for TracedProvider {
         self.inner.info()
     }
 
+    fn model_for(&self, role: planwave_llm::AgentRole) -> String {
+        self.inner.model_for(role)
+    }
+
     fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
         self.inner.retry_counts()
     }
 
     async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let info = self.inner.info();
+        let model = self.inner.model_for(request.role);
         let span = tracing::info_span!(
             target: "planwave::llm",
             "chat",
-            otel.name = format!("chat {}", info.model),
+            otel.name = format!("chat {model}"),
             otel.kind = "client",
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = info.provider.as_str(),
-            gen_ai.request.model = info.model.as_str(),
+            gen_ai.request.model = model.as_str(),
             gen_ai.response.model = Empty,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,

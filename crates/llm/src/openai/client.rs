@@ -506,6 +506,10 @@ fn transport_error(e: &reqwest::Error) -> String {
 
 #[async_trait]
 impl LlmProvider for OpenAiProvider {
+    fn model_for(&self, role: AgentRole) -> String {
+        self.cfg.models.for_role(role).to_owned()
+    }
+
     fn info(&self) -> ProviderInfo {
         ProviderInfo {
             provider: self.cfg.provider.clone(),

@@ -99,7 +99,10 @@ pub fn findings(ctx: &RequestContext) -> String {
     if ctx.tool_results.is_empty() {
         return String::new();
     }
-    let mut out = String::from("\n### Tool results\n\n");
+    let mut out = String::from(match ctx.lang {
+        planwave_plan::Lang::Zh => "\n### 工具结果\n\n",
+        planwave_plan::Lang::En => "\n### Tool results\n\n",
+    });
     for r in &ctx.tool_results {
         let text: String = r.output.chars().take(400).collect();
         let text = text.replace('\n', " ");
