@@ -77,7 +77,9 @@ impl<'a> TaskCalls<'a> {
             attempt += 1;
             let span = tool::execute_tool_span(name, &server, attempt);
             let t0 = Instant::now();
-            let result = mcp.call(name, args.clone()).instrument(span.clone()).await;
+            // Boxed: the MCP call's future is large, and inlined it would grow every
+            // subagent's future (copied whole when ractor boxes the actor's start).
+            let result = Box::pin(mcp.call(name, args.clone()).instrument(span.clone())).await;
             let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
             let (outcome, output, error) = match &result {
                 Ok(o) if o.is_error => ("tool_error", Some(cut(&o.text)), Some(cut(&o.text))),

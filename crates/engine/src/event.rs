@@ -138,6 +138,12 @@ pub enum EventKind {
 /// for long (hand heavy work to another thread).
 pub trait EventSink: Send + Sync {
     fn emit(&self, event: &Event);
+
+    /// False when `emit` ignores everything: the engine then skips building the events that
+    /// only sinks would see (the journal and the model-call records still get theirs).
+    fn enabled(&self) -> bool {
+        true
+    }
 }
 
 /// Drops everything (benchmarks, embedding).
@@ -146,6 +152,10 @@ pub struct NullSink;
 
 impl EventSink for NullSink {
     fn emit(&self, _event: &Event) {}
+
+    fn enabled(&self) -> bool {
+        false
+    }
 }
 
 /// Sends each event to several sinks.
@@ -157,6 +167,10 @@ impl EventSink for FanoutSink {
         for s in &self.0 {
             s.emit(event);
         }
+    }
+
+    fn enabled(&self) -> bool {
+        self.0.iter().any(|s| s.enabled())
     }
 }
 

@@ -42,7 +42,17 @@ pub struct RunShared {
 }
 
 impl RunShared {
+    /// Whether anything listens to task events (the journal or a sink): when not, callers on
+    /// the hot path skip building them. Model-call events are always built (they feed the
+    /// call records).
+    pub fn wants_events(&self) -> bool {
+        self.journal.is_some() || self.sink.enabled()
+    }
+
     pub fn emit(&self, kind: EventKind) {
+        if !matches!(kind, EventKind::LlmCall { .. }) && !self.wants_events() {
+            return;
+        }
         let event = Event::now(kind);
         if let Some(j) = &self.journal {
             j.append(event.clone(), None);

@@ -142,7 +142,8 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let task_id = plan.id(index).clone();
     let mut calls = TaskCalls::new(shared, task_id.clone());
     if let Some(tool) = plan.task(index).tool.as_deref() {
-        let outcome = crate::tool_step::run(&mut calls, index, tool.trim()).await;
+        // Boxed so model-only tasks do not carry the tool step's future size.
+        let outcome = Box::pin(crate::tool_step::run(&mut calls, index, tool.trim())).await;
         let mut failure_kind = None;
         let result = match outcome {
             Ok((section, json)) => {

@@ -12,7 +12,7 @@ use planwave_llm::Usage;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
-use crate::event::EventKind;
+use crate::event::{Event, EventKind};
 use crate::integrator::IntegratorMsg;
 use crate::outcome::{FailureKind, TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
@@ -62,7 +62,8 @@ pub struct SupervisorOutcome {
 
 /// A completion waiting for the journal's acknowledgement.
 struct PendingCommit {
-    event: crate::event::Event,
+    /// None when no sink listens.
+    event: Option<Event>,
     section: Arc<str>,
     /// The subagent could not write the file; the integrator tries again and reports.
     write: bool,
@@ -124,7 +125,11 @@ impl Actor for Supervisor {
             shared: args.shared.clone(),
             records,
             sections: vec![None; plan.len()],
-            children: HashMap::new(),
+            children: HashMap::with_capacity(
+                plan.len()
+                    .min(args.shared.config.concurrency.unwrap_or(usize::MAX))
+                    .min(1 << 16),
+            ),
             integrator: args.integrator,
             done: Some(args.done),
             dispatch_queued: false,
@@ -154,8 +159,10 @@ impl Actor for Supervisor {
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
         let plan = state.shared.plan.clone();
+        let wanted = state.shared.wants_events();
         for i in 0..plan.len() {
-            if state.sched.status(i) == TaskStatus::Pending
+            if wanted
+                && state.sched.status(i) == TaskStatus::Pending
                 && plan
                     .deps(i)
                     .iter()
@@ -183,8 +190,14 @@ impl Actor for Supervisor {
                 state.dispatch_queued = false;
                 state.dispatch_batch(&myself).await;
             }
-            SupervisorMsg::Finished(report) => state.on_report(&myself, *report),
-            SupervisorMsg::Committed(index, result) => state.on_committed(&myself, index, result),
+            SupervisorMsg::Finished(report) => {
+                state.on_report(&myself, *report);
+                state.dispatch_now(&myself).await;
+            }
+            SupervisorMsg::Committed(index, result) => {
+                state.on_committed(&myself, index, result);
+                state.dispatch_now(&myself).await;
+            }
             SupervisorMsg::Cancel(reason) => {
                 if state.cancelled.is_none() {
                     state.cancelled = Some(reason);
@@ -240,6 +253,15 @@ impl SupervisorState {
         }
     }
 
+    /// Starts tasks a completion just made ready in the same turn, instead of behind every
+    /// report already queued in the mailbox (the dispatch latency's tail). Still one batch at
+    /// most; the rest goes through `Dispatch` as before.
+    async fn dispatch_now(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        if self.done.is_some() && self.sched.ready_len() > 0 {
+            self.dispatch_batch(myself).await;
+        }
+    }
+
     async fn dispatch_batch(&mut self, myself: &ActorRef<SupervisorMsg>) {
         let plan = self.shared.plan.clone();
         for _ in 0..self.shared.config.dispatch_batch.max(1) {
@@ -258,13 +280,13 @@ impl SupervisorState {
             rec.status = TaskStatus::Running;
             rec.started_at = Some(timefmt::now());
             rec.context_from = prior.iter().map(|(d, _)| plan.id(*d).clone()).collect();
-            let context_from: Vec<String> =
-                rec.context_from.iter().map(|d| d.to_string()).collect();
-            let span = self.spans.start(&self.shared, index, &context_from);
-            self.shared.emit(EventKind::TaskStarted {
-                task: plan.id(index).clone(),
-                wave: plan.wave(index),
-            });
+            let span = self.spans.start(&self.shared, index, &rec.context_from);
+            if self.shared.wants_events() {
+                self.shared.emit(EventKind::TaskStarted {
+                    task: plan.id(index).clone(),
+                    wave: plan.wave(index),
+                });
+            }
             let args = SubagentArgs {
                 shared: self.shared.clone(),
                 index,
@@ -308,7 +330,7 @@ impl SupervisorState {
                     ),
                     _ => (None, None, true),
                 };
-                let kind = EventKind::TaskCompleted {
+                let kind = || EventKind::TaskCompleted {
                     task: plan.id(index).clone(),
                     attempts: report.attempts,
                     duration_ms,
@@ -318,21 +340,33 @@ impl SupervisorState {
                 };
                 // The task counts as completed (dependents start, progress shows it) only
                 // once the journal has it on disk.
-                let me = myself.clone();
-                let event = self.shared.emit_durable(
-                    kind,
-                    Box::new(move |r| {
-                        let _ = me.send_message(SupervisorMsg::Committed(index, r));
-                    }),
-                );
-                self.pending_commits.insert(
-                    index,
-                    PendingCommit {
+                if self.shared.journal.is_some() {
+                    let me = myself.clone();
+                    let event = self.shared.emit_durable(
+                        kind(),
+                        Box::new(move |r| {
+                            let _ = me.send_message(SupervisorMsg::Committed(index, r));
+                        }),
+                    );
+                    let pending = PendingCommit {
+                        event: Some(event),
+                        section,
+                        write,
+                    };
+                    self.pending_commits.insert(index, pending);
+                } else {
+                    // Nothing to wait for: settle now instead of a round trip through the
+                    // mailbox, which would queue behind every report already waiting there
+                    // and delay the dependents' dispatch.
+                    let event = self.shared.sink.enabled().then(|| Event::now(kind()));
+                    let pending = PendingCommit {
                         event,
                         section,
                         write,
-                    },
-                );
+                    };
+                    self.pending_commits.insert(index, pending);
+                    self.on_committed(myself, index, Ok(()));
+                }
                 return;
             }
             Err(error) => self.settle_failure(
@@ -369,18 +403,23 @@ impl SupervisorState {
         rec.status = TaskStatus::Completed;
         rec.round = self.shared.config.round;
         self.spans.completed(index, rec.attempts, rec.usage);
-        self.shared.publish(p.event);
+        if let Some(event) = p.event {
+            self.shared.publish(event);
+        }
         let _ = self.integrator.send_message(IntegratorMsg::Section {
             index,
             text: p.section.clone(),
             write: p.write,
         });
         self.sections[index] = Some(p.section);
-        for ready in self.sched.complete(&plan, index) {
-            self.shared.emit(EventKind::TaskReady {
-                task: plan.id(ready).clone(),
-                wave: plan.wave(ready),
-            });
+        let ready = self.sched.complete(&plan, index);
+        if self.shared.wants_events() {
+            for ready in ready {
+                self.shared.emit(EventKind::TaskReady {
+                    task: plan.id(ready).clone(),
+                    wave: plan.wave(ready),
+                });
+            }
         }
         self.queue_dispatch(myself);
         self.finish_if_done(myself);

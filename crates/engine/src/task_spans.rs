@@ -7,6 +7,7 @@
 //! tracing-opentelemetry exports u64 fields as strings.
 
 use planwave_llm::Usage;
+use planwave_plan::TaskId;
 use planwave_telemetry::{LinkTarget, add_link, link_target, set_error};
 use tracing::Span;
 use tracing::field::Empty;
@@ -47,13 +48,19 @@ impl TaskSpans {
     }
 
     /// The span a subagent works in.
-    pub fn start(&mut self, shared: &RunShared, index: usize, context_from: &[String]) -> Span {
+    pub fn start(&mut self, shared: &RunShared, index: usize, context_from: &[TaskId]) -> Span {
         let span = Self::new_span(shared, index);
+        // Without a subscriber that wants task spans, skip the per-task string work.
+        if span.is_disabled() {
+            return span;
+        }
         self.link_prerequisites(shared, index, &span);
-        span.record(
-            "planwave.task.context_from",
-            context_from.join(",").as_str(),
-        );
+        let joined = context_from
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        span.record("planwave.task.context_from", joined.as_str());
         span.record("planwave.task.status", "running");
         self.targets[index] = link_target(&span);
         self.open[index] = Some(span.clone());

@@ -99,7 +99,8 @@ pub(crate) async fn converse(
         if next.is_empty() || last_turn {
             return Ok(answer);
         }
-        let results = run_chain(calls, &tools, &next).await;
+        // Boxed so plain tasks (no tool calls) do not carry this future's size.
+        let results = Box::pin(run_chain(calls, &tools, &next)).await;
         match protocol {
             ToolProtocol::Native => {
                 request.messages.push(ChatMessage::assistant_calls(
