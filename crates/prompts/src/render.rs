@@ -48,11 +48,12 @@ const USER_MARK: &str = "=== user ===";
 
 /// Splits rendered text on `=== system ===` / `=== user ===` lines into messages.
 pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
+    // The lines between two marks are one contiguous slice of `text`: take it as is instead
+    // of copying line by line (this runs once per subagent).
     let mut out = Vec::new();
     let mut role: Option<bool> = None; // Some(true) system, Some(false) user
-    let mut buf = String::new();
-    let flush = |role: Option<bool>, buf: &mut String, out: &mut Vec<ChatMessage>| {
-        let t = buf.trim();
+    let flush = |role: Option<bool>, body: &str, out: &mut Vec<ChatMessage>| {
+        let t = body.trim();
         if !t.is_empty() {
             out.push(if role == Some(true) {
                 ChatMessage::system(t)
@@ -60,22 +61,23 @@ pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
                 ChatMessage::user(t)
             });
         }
-        buf.clear();
     };
+    let (mut start, mut pos) = (0, 0);
     for line in text.split_inclusive('\n') {
-        match line.trim() {
-            SYSTEM_MARK => {
-                flush(role, &mut buf, &mut out);
-                role = Some(true);
-            }
-            USER_MARK => {
-                flush(role, &mut buf, &mut out);
-                role = Some(false);
-            }
-            _ => buf.push_str(line),
+        let end = pos + line.len();
+        let mark = match line.trim() {
+            SYSTEM_MARK => Some(true),
+            USER_MARK => Some(false),
+            _ => None,
+        };
+        if let Some(is_system) = mark {
+            flush(role, &text[start..pos], &mut out);
+            role = Some(is_system);
+            start = end;
         }
+        pos = end;
     }
-    flush(role, &mut buf, &mut out);
+    flush(role, &text[start..], &mut out);
     out
 }
 

@@ -26,6 +26,53 @@ fn markers_split_messages() {
     assert_eq!((m[0].role, m.len()), (MessageRole::User, 1));
 }
 
+/// The line-by-line splitter `messages` replaced (it copied every line into a buffer).
+fn messages_by_lines(text: &str) -> Vec<(MessageRole, String)> {
+    let mut out = Vec::new();
+    let mut role = MessageRole::User;
+    let mut buf = String::new();
+    let mut flush = |role: MessageRole, buf: &mut String| {
+        if !buf.trim().is_empty() {
+            out.push((role, buf.trim().to_owned()));
+        }
+        buf.clear();
+    };
+    for line in text.split_inclusive('\n') {
+        match line.trim() {
+            SYSTEM_MARK => {
+                flush(role, &mut buf);
+                role = MessageRole::System;
+            }
+            USER_MARK => {
+                flush(role, &mut buf);
+                role = MessageRole::User;
+            }
+            _ => buf.push_str(line),
+        }
+    }
+    flush(role, &mut buf);
+    out
+}
+
+#[test]
+fn slicing_splitter_matches_the_line_by_line_one() {
+    let cases = [
+        "",
+        "\n\n",
+        "lead\n=== system ===\r\n  sys  \n\n=== user ===\nu1\r\nu2",
+        "=== user ===\n=== system ===\n=== user ===\n",
+        "  === system ===  \nA\n=== user ===\nB\n=== user ===\nC\n=== system ===",
+        "=== system ===\nno trailing newline",
+    ];
+    for text in cases {
+        let got: Vec<_> = messages(text)
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        assert_eq!(got, messages_by_lines(text), "{text:?}");
+    }
+}
+
 #[test]
 fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
     let t = Templates::builtin();
