@@ -54,6 +54,22 @@ fn a_valid_plan_writes_the_whole_run_directory() {
     let res = run_plan(&repo_file("examples/tesla.json"), &out, &[]);
     assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
     assert!(res.stderr.contains("simulated LLM"), "{}", res.stderr);
+    // No MCP server is configured: the plan's suggested tools are named once, not per task.
+    let warnings: Vec<&str> = res
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    assert_eq!(
+        warnings,
+        [format!(
+            "{}: warning: no MCP tools are configured (--mcp-config): suggested tools ignored: \
+             info_search_finance_db, info_search_stock_db",
+            repo_file("examples/tesla.json").display()
+        )],
+        "{}",
+        res.stderr
+    );
     assert!(
         res.stdout
             .starts_with("completed: 4 completed, 0 failed, 0 blocked of 4 tasks"),

@@ -46,11 +46,17 @@ pub(crate) fn check_tools(
 ) -> (Vec<Warning>, Vec<Problem>) {
     let mut warnings = Vec::new();
     let mut problems = Vec::new();
+    // With no tools at all (no MCP server configured), one line naming the dropped tools says
+    // everything; a warning per task would bury the run's output under the same message.
+    let no_tools = catalog.names.is_empty();
+    let mut ignored = BTreeSet::new();
     for task in &mut spec.tasks {
         let id = task.id.clone();
         task.hints.suggested_tools.retain(|t| {
             let known = catalog.contains(t.trim());
-            if !known {
+            if !known && no_tools {
+                ignored.insert(t.trim().to_owned());
+            } else if !known {
                 warnings.push(Warning(format!(
                     "task {id}: suggested tool {t} is not available; dropped"
                 )));
@@ -65,6 +71,13 @@ pub(crate) fn check_tools(
                 catalog.known()
             )));
         }
+    }
+    if !ignored.is_empty() {
+        let names: Vec<&str> = ignored.iter().map(String::as_str).collect();
+        warnings.push(Warning(format!(
+            "no MCP tools are configured (--mcp-config): suggested tools ignored: {}",
+            names.join(", ")
+        )));
     }
     (warnings, problems)
 }

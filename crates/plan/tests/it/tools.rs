@@ -22,6 +22,24 @@ fn unknown_suggested_tools_are_dropped_with_a_warning() {
 }
 
 #[test]
+fn without_any_tools_the_dropped_suggestions_are_one_warning() {
+    let spec = parse_plan_str(
+        r#"{"topic": "t", "tasks": [
+            {"id": 1, "description": "d", "hints": {"suggested_tools": ["db_b", "db_a"]}},
+            {"id": 2, "description": "e", "hints": {"suggested_tools": ["db_a"]}}]}"#,
+    )
+    .expect("parse");
+    let plan = ValidatedPlan::with_tools(spec, &ToolCatalog::default()).expect("valid");
+    assert!(plan.task(0).hints.suggested_tools.is_empty());
+    assert!(plan.task(1).hints.suggested_tools.is_empty());
+    let warnings: Vec<String> = plan.warnings().iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        warnings,
+        ["no MCP tools are configured (--mcp-config): suggested tools ignored: db_a, db_b"]
+    );
+}
+
+#[test]
 fn unknown_tool_step_names_task_tool_and_known_tools() {
     let spec = parse_plan_str(
         r#"{"steps": [{"step_id": "s1", "description": "d", "tool": "search_web", "params": {}}, {"step_id": "s2", "description": "e", "tool": "echo", "params": {"message": "x"}}]}"#,
