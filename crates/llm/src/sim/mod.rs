@@ -110,10 +110,6 @@ impl LlmProvider for SimProvider {
             panic!("simulated panic in task {id}");
         }
         let delay = self.latency_for(&request);
-        // The answer is built before the wait (latency counts from `start`, so this does not
-        // lengthen it): when the timer wakes many calls at once, each woken call only returns,
-        // and the reports (and the supervisor's turn) do not queue behind text generation.
-        let answer = self.answer(&request);
         if !delay.is_zero() {
             timer::sleep_from(start, delay).await;
         }
@@ -146,15 +142,7 @@ impl LlmProvider for SimProvider {
                 )));
             }
         }
-        Ok(answer)
-    }
-}
-
-impl SimProvider {
-    /// The successful answer to `request` (faults are decided after the wait).
-    fn answer(&self, request: &ChatRequest) -> ChatResponse {
-        let task = request.context.task_id.as_deref();
-        let seed = stable_hash(self.config.seed, task.unwrap_or("-"), 0);
+        let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
         let mut tool_calls = Vec::new();
         let content = match request.role {
             AgentRole::Subagent => match tools::chain(&request.context, seed) {
@@ -198,7 +186,7 @@ impl SimProvider {
             completion_tokens: text::estimate_tokens(content.chars().count()),
             reasoning_tokens: 0,
         };
-        ChatResponse {
+        Ok(ChatResponse {
             content,
             usage,
             model: SIM_MODEL.into(),
@@ -211,6 +199,6 @@ impl SimProvider {
                 .into(),
             ),
             tool_calls,
-        }
+        })
     }
 }
