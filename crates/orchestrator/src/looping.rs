@@ -108,6 +108,33 @@ async fn interruptible<T, E>(
     }
 }
 
+/// Asks the evaluator or reflector and keeps what happened: `rounds/<k>/<name>.json` holds
+/// the answer (under `name`) with every attempt, and the attempts join the round's calls.
+/// `Ok(None)` when interrupted first.
+async fn ask_and_keep<R: Rounds, T: Serialize>(
+    cx: &LoopContext,
+    driver: &mut R,
+    k: u32,
+    result: &mut RunResult,
+    question: Question<'_, T>,
+    name: &str,
+) -> Result<Option<crate::ask::Asked<T>>, LoopError<R::Error>> {
+    let role = question.role;
+    let Some(asked) = interruptible(cx, ask(&cx.provider, &cx.templates, question)).await? else {
+        return Ok(None);
+    };
+    let mut kept = serde_json::Map::new();
+    kept.insert(name.to_owned(), json!(asked.value));
+    kept.insert("attempts".to_owned(), json!(asked.attempts));
+    driver
+        .save(k, &format!("{name}.json"), &serde_json::Value::Object(kept))
+        .map_err(LoopError::Driver)?;
+    driver
+        .add_calls(k, asked.call_records(role), Some(result))
+        .map_err(LoopError::Driver)?;
+    Ok(Some(asked))
+}
+
 /// One execution pass of a round.
 #[derive(Clone, Debug, Serialize)]
 pub struct PassRecord {
@@ -427,41 +454,20 @@ pub async fn run_loop<R: Rounds>(
                 sections: &sections,
             },
         )?;
-        let asked = interruptible(
-            cx,
-            ask(
-                &cx.provider,
-                &cx.templates,
-                Question {
-                    role: AgentRole::Evaluator,
-                    lang,
-                    messages,
-                    context: context.clone(),
-                    what: what(lang, "评估结果", "evaluation"),
-                    attempts: cx.answer_attempts,
-                    judge: &parse_evaluation,
-                },
-            ),
-        )
-        .await?;
+        let question = Question {
+            role: AgentRole::Evaluator,
+            lang,
+            messages,
+            context: context.clone(),
+            what: what(lang, "评估结果", "evaluation"),
+            attempts: cx.answer_attempts,
+            judge: &parse_evaluation,
+        };
+        let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "evaluation").await?;
         let Some(asked) = asked else {
             rounds.push(record);
             break StopReason::Interrupted;
         };
-        driver
-            .save(
-                k,
-                "evaluation.json",
-                &json!({"evaluation": asked.value, "attempts": asked.attempts}),
-            )
-            .map_err(LoopError::Driver)?;
-        driver
-            .add_calls(
-                k,
-                asked.call_records(AgentRole::Evaluator),
-                Some(&mut record.result),
-            )
-            .map_err(LoopError::Driver)?;
         let Some(evaluation) = asked.value.clone() else {
             driver.progress(&format!(
                 "round {k}: evaluation failed: {}",
@@ -502,41 +508,20 @@ pub async fn run_loop<R: Rounds>(
                 evaluation: &eval_json,
             },
         )?;
-        let asked = interruptible(
-            cx,
-            ask(
-                &cx.provider,
-                &cx.templates,
-                Question {
-                    role: AgentRole::Reflector,
-                    lang,
-                    messages,
-                    context,
-                    what: what(lang, "反思结果", "reflection"),
-                    attempts: cx.answer_attempts,
-                    judge: &parse_reflection,
-                },
-            ),
-        )
-        .await?;
+        let question = Question {
+            role: AgentRole::Reflector,
+            lang,
+            messages,
+            context,
+            what: what(lang, "反思结果", "reflection"),
+            attempts: cx.answer_attempts,
+            judge: &parse_reflection,
+        };
+        let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "reflection").await?;
         let Some(asked) = asked else {
             rounds.push(record);
             break StopReason::Interrupted;
         };
-        driver
-            .save(
-                k,
-                "reflection.json",
-                &json!({"reflection": asked.value, "attempts": asked.attempts}),
-            )
-            .map_err(LoopError::Driver)?;
-        driver
-            .add_calls(
-                k,
-                asked.call_records(AgentRole::Reflector),
-                Some(&mut record.result),
-            )
-            .map_err(LoopError::Driver)?;
         let Some(reflection): Option<Reflection> = asked.value.clone() else {
             driver.progress(&format!(
                 "round {k}: reflection failed: {}",
