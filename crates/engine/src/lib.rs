@@ -27,7 +27,7 @@ mod rundir;
 mod scheduler;
 mod shared;
 mod task_spans;
-mod timefmt;
+pub mod timefmt;
 mod tool_loop;
 mod tool_step;
 

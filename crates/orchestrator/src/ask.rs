@@ -17,7 +17,7 @@ pub struct AskAttempt {
     pub attempt: u32,
     /// `ask` for the first request, `repair` for a follow-up.
     pub kind: &'static str,
-    #[serde(serialize_with = "rfc3339")]
+    #[serde(serialize_with = "planwave_engine::timefmt::serialize")]
     pub started_at: DateTime<Utc>,
     pub duration_ms: f64,
     pub model: String,
@@ -28,10 +28,6 @@ pub struct AskAttempt {
     pub valid: bool,
     /// The model's text as received.
     pub raw: String,
-}
-
-fn rfc3339<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
 }
 
 /// The validated answer, if any attempt gave one, and every attempt.
