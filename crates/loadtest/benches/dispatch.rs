@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 // The allocator the `planwave` binary uses, so the figures are the ones users get.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: planwave_alloc::Allocator = planwave_alloc::Allocator;
 
 fn run_once(
     rt: &tokio::runtime::Runtime,
@@ -45,6 +45,7 @@ fn run_once(
 }
 
 fn dispatch(c: &mut Criterion) {
+    planwave_alloc::configure();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
