@@ -48,9 +48,10 @@ const USER_MARK: &str = "=== user ===";
 
 /// Splits rendered text on `=== system ===` / `=== user ===` lines into messages.
 pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
-    // The lines between two marks are one contiguous slice of `text`: take it as is instead
-    // of copying line by line (this runs once per subagent).
-    let mut out = Vec::new();
+    // Runs once per subagent. A mark line contains "===", so only the lines around those
+    // (SIMD) matches are looked at; the text between two marks is taken as one slice. Walking
+    // every line and trimming it was 7 % of a zero-latency load test's instructions.
+    let mut out = Vec::with_capacity(2);
     let mut role: Option<bool> = None; // Some(true) system, Some(false) user
     let flush = |role: Option<bool>, body: &str, out: &mut Vec<ChatMessage>| {
         let t = body.trim();
@@ -62,20 +63,24 @@ pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
             });
         }
     };
-    let (mut start, mut pos) = (0, 0);
-    for line in text.split_inclusive('\n') {
-        let end = pos + line.len();
-        let mark = match line.trim() {
-            SYSTEM_MARK => Some(true),
-            USER_MARK => Some(false),
-            _ => None,
-        };
-        if let Some(is_system) = mark {
-            flush(role, &text[start..pos], &mut out);
-            role = Some(is_system);
-            start = end;
+    let bytes = text.as_bytes();
+    let mut start = 0; // where the current message's text begins
+    let mut next_line = 0; // lines before this were looked at already
+    for hit in memchr::memmem::find_iter(bytes, b"===") {
+        if hit < next_line {
+            continue; // a second "===" on a line already looked at
         }
-        pos = end;
+        let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i + 1);
+        next_line = line_end;
+        let mark = match text[line_start..line_end].trim() {
+            SYSTEM_MARK => true,
+            USER_MARK => false,
+            _ => continue,
+        };
+        flush(role, &text[start..line_start], &mut out);
+        role = Some(mark);
+        start = line_end;
     }
     flush(role, &text[start..], &mut out);
     out

@@ -63,6 +63,10 @@ fn slicing_splitter_matches_the_line_by_line_one() {
         "=== user ===\n=== system ===\n=== user ===\n",
         "  === system ===  \nA\n=== user ===\nB\n=== user ===\nC\n=== system ===",
         "=== system ===\nno trailing newline",
+        "a === b\n=== system ===== x\n==== user ===\n=== user ===\nq === r ===\n",
+        "\u{3000}=== system ===\u{3000}\n中文\n=== user ===\n问题",
+        "===",
+        "=== user ===",
     ];
     for text in cases {
         let got: Vec<_> = messages(text)
@@ -70,6 +74,30 @@ fn slicing_splitter_matches_the_line_by_line_one() {
             .map(|m| (m.role, m.content))
             .collect();
         assert_eq!(got, messages_by_lines(text), "{text:?}");
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn slicing_splitter_matches_the_line_by_line_one_on_any_text(
+        parts in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::strategy::Just("=== system ===".to_owned()),
+                proptest::strategy::Just(" === user === ".to_owned()),
+                proptest::strategy::Just("===".to_owned()),
+                proptest::strategy::Just("\n".to_owned()),
+                proptest::strategy::Just("\r\n".to_owned()),
+                "[a-z =\u{4e00}\u{3000}]{0,12}",
+            ],
+            0..24,
+        )
+    ) {
+        let text = parts.concat();
+        let got: Vec<_> = messages(&text)
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        proptest::prop_assert_eq!(got, messages_by_lines(&text), "{:?}", text);
     }
 }
 
