@@ -109,6 +109,11 @@ pub struct LoadtestArgs {
     /// `run` does), to measure what durability costs; all runs append.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Write every task's timestamps (ready, call start, call end, dispatch latency) as JSON
+    /// lines to FILE, one header line per run first; times are ms since the run's start, and
+    /// the header gives that instant on CLOCK_MONOTONIC to line up with `perf -k CLOCK_MONOTONIC`.
+    #[arg(long, value_name = "FILE")]
+    pub timeline: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -228,6 +233,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
             },
             planned_ms: planned.clone(),
             cancel: cancel.clone(),
+            timeline: a.timeline.is_some(),
             on_start: progress_printer(plan.len()),
         })
         .await
@@ -238,6 +244,9 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         }
     }
     ctrl_c.abort();
+    if let Some(path) = &a.timeline {
+        write_timeline(path, &runs)?;
+    }
     if let Some(j) = &journal {
         j.close().context("writing the journal")?;
     }
@@ -280,6 +289,18 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     } else {
         PARTIAL
     }))
+}
+
+fn write_timeline(path: &std::path::Path, runs: &[LoadReport]) -> anyhow::Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut out = std::io::BufWriter::new(file);
+    for t in runs.iter().filter_map(|r| r.timeline.as_ref()) {
+        t.write_jsonl(&mut out)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
 }
 
 fn workload_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInput> {

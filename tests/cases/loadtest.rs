@@ -134,6 +134,88 @@ fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
 }
 
 #[test]
+fn loadtest_timeline_has_every_task_of_every_run_and_agrees_with_the_figures() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // 1 -> 3 and 2 -> 4, as above.
+    let p = write_json(
+        dir.path(),
+        "two.json",
+        &plan(
+            "Two chains",
+            &[
+                ("1", "one", &[]),
+                ("2", "two", &[]),
+                ("3", "three", &["1"]),
+                ("4", "four", &["2"]),
+            ],
+        ),
+    );
+    let lat = write_json(
+        dir.path(),
+        "lat.json",
+        &serde_json::json!({"1": 5, "2": 30, "3": 30, "4": 5}),
+    );
+    let timeline = dir.path().join("timeline.jsonl");
+    let v = loadtest_json(&[
+        "--plan",
+        p.to_str().expect("path"),
+        "--latency-file",
+        lat.to_str().expect("path"),
+        "--schedule",
+        "dataflow,waves",
+        "--timeline",
+        timeline.to_str().expect("path"),
+    ]);
+    let text = std::fs::read_to_string(&timeline).expect("timeline written");
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(lines.len(), 2 * 5, "a header and 4 tasks per run:\n{text}");
+    for (run, chunk) in v["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .zip(lines.chunks(5))
+    {
+        let (header, tasks) = (&chunk[0], &chunk[1..]);
+        assert_eq!(header["schedule"], run["schedule"]);
+        if cfg!(target_os = "linux") {
+            assert!(header["epoch_monotonic_ns"].as_u64() > Some(0), "{header}");
+        }
+        let by_id = |id: &str| {
+            tasks
+                .iter()
+                .find(|t| t["task"] == id)
+                .unwrap_or_else(|| panic!("task {id} in {text}"))
+        };
+        for (id, dep, ms) in [("3", "1", 30.0), ("4", "2", 5.0)] {
+            let (t, d) = (by_id(id), by_id(dep));
+            assert_eq!(t["last_prerequisite"], dep, "{t}");
+            assert_eq!(t["ready_ms"], d["call_end_ms"], "{t}");
+            assert!(f(&t["call_start_ms"]) >= f(&t["ready_ms"]), "{t}");
+            let took = f(&t["call_end_ms"]) - f(&t["call_start_ms"]);
+            assert!(took >= ms, "the simulator never answers early: {t}");
+            let gap = f(&t["call_start_ms"]) - f(&t["ready_ms"]);
+            assert!((f(&t["dispatch_ms"]) - gap).abs() < 1e-6, "{t}");
+        }
+        // The figures come from the same timestamps as the timeline.
+        let slowest = tasks
+            .iter()
+            .filter_map(|t| t["dispatch_ms"].as_f64())
+            .fold(0.0, f64::max);
+        assert!(
+            (slowest - f(&run["dispatch_ms"]["max"])).abs() < 1e-6,
+            "{run}"
+        );
+        if run["schedule"] == "waves" {
+            // The barrier: task 3 needs only task 1, but waits for all of wave 1 (task 2).
+            assert!(f(&by_id("3")["call_start_ms"]) >= f(&by_id("2")["call_end_ms"]));
+        }
+    }
+}
+
+#[test]
 fn loadtest_latency_file_replays_the_saved_workload() {
     let dir = tempfile::tempdir().expect("tempdir");
     let saved = dir.path().join("latencies.json");

@@ -17,6 +17,7 @@ mod probe;
 mod report;
 mod rss;
 mod run;
+mod timeline;
 mod workload;
 
 pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
@@ -24,6 +25,7 @@ pub use probe::{Probe, ProbeSnapshot};
 pub use report::{Distribution, LoadReport, render_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, run};
+pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
 pub use workload::{
     LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,
 };

@@ -15,6 +15,8 @@ pub struct Probe {
     inner: Arc<dyn LlmProvider>,
     plan: Arc<ValidatedPlan>,
     epoch: Instant,
+    /// The same moment on CLOCK_MONOTONIC (for lining up with `perf`), where known.
+    epoch_monotonic_ns: Option<u64>,
     first_start: Vec<AtomicU64>,
     last_done: Vec<AtomicU64>,
     calls: AtomicU64,
@@ -42,6 +44,7 @@ impl Probe {
             inner,
             plan,
             epoch: Instant::now(),
+            epoch_monotonic_ns: crate::timeline::monotonic_now_ns(),
             first_start: (0..n).map(|_| AtomicU64::new(0)).collect(),
             last_done: (0..n).map(|_| AtomicU64::new(0)).collect(),
             calls: AtomicU64::new(0),
@@ -49,6 +52,11 @@ impl Probe {
             in_flight: AtomicI64::new(0),
             max_in_flight: AtomicI64::new(0),
         }
+    }
+
+    /// The probe's time zero on CLOCK_MONOTONIC, in ns.
+    pub fn epoch_monotonic_ns(&self) -> Option<u64> {
+        self.epoch_monotonic_ns
     }
 
     /// Completed subagent calls so far (for progress output).

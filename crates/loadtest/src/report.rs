@@ -67,6 +67,10 @@ pub struct LoadReport {
     pub errors: u64,
     /// Task retries after transient errors.
     pub retries: u64,
+    /// Every task's timestamps, when asked for (`LoadRequest::timeline`); written apart
+    /// from the figures.
+    #[serde(skip)]
+    pub timeline: Option<crate::timeline::Timeline>,
 }
 
 fn ms(v: Option<f64>) -> String {

@@ -12,6 +12,7 @@ use crate::bounds::Bounds;
 use crate::probe::Probe;
 use crate::report::{Distribution, LoadReport};
 use crate::rss;
+use crate::timeline::{self, Timeline, TimelineHeader};
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
@@ -33,6 +34,8 @@ pub struct LoadRequest {
     /// simulator, a replayed latency file). Without it the bounds use the latencies observed.
     pub planned_ms: Option<Vec<f64>>,
     pub cancel: CancellationToken,
+    /// Keep every task's timestamps in [`LoadReport::timeline`].
+    pub timeline: bool,
     /// Called with the probe once the run starts (for progress output).
     pub on_start: Option<Box<dyn FnOnce(Arc<Probe>) + Send>>,
 }
@@ -106,6 +109,13 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         })
         .collect();
 
+    let timeline = req.timeline.then(|| Timeline {
+        header: TimelineHeader {
+            schedule: schedule.as_str().into(),
+            epoch_monotonic_ns: probe.epoch_monotonic_ns(),
+        },
+        tasks: timeline::timings(&plan, &seen),
+    });
     let s = &result.stats;
     let makespan_ms = s.makespan_ms;
     let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
@@ -144,5 +154,6 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         model_calls_per_sec: per_sec(seen.calls as f64),
         errors: seen.errors,
         retries: s.retries,
+        timeline,
     })
 }
