@@ -29,7 +29,8 @@ pub enum IntegratorMsg {
 }
 
 pub struct FinishRequest {
-    pub records: Vec<TaskRecord>,
+    /// Shared, not copied: the run gets them back once the integrator is done.
+    pub records: Arc<Vec<TaskRecord>>,
     pub stats: RunStats,
     /// The `integrate` span the summary call and report rendering run in.
     pub span: tracing::Span,

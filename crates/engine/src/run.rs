@@ -80,7 +80,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         output: req.output.clone(),
         section_files: Arc::new(files.clone()),
         config: req.config.clone(),
-        calls: std::sync::Mutex::new(Vec::new()),
+        // One call per task and the summary, unless retries or tools add more.
+        calls: std::sync::Mutex::new(Vec::with_capacity(plan.len() + 1)),
         mcp: req.mcp.clone(),
         results: crate::results::Results::for_plan(&plan),
         span: tracing::Span::current(),
@@ -172,7 +173,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     // The scheduling makespan: first dispatch to last task settled, before integration.
     let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
 
-    let mut records = outcome.records;
+    // Shared with the integrator for the report, not deep-copied (10,000 records are a few MB).
+    let records = Arc::new(outcome.records);
     let count = |s: TaskStatus| records.iter().filter(|r| r.status == s).count();
     let (completed, failed, blocked) = (
         count(TaskStatus::Completed),
@@ -180,7 +182,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         count(TaskStatus::Blocked),
     );
     let mut usage = planwave_llm::Usage::default();
-    for r in &records {
+    for r in records.iter() {
         usage += r.usage;
     }
     let mut stats = RunStats {
@@ -223,6 +225,8 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         Ok(ractor::rpc::CallResult::Success(i)) => i,
         _ => return Err(EngineError::Lost("integrator")),
     };
+    // The integrator dropped its handle when it answered; cloning is only a fallback.
+    let mut records = Arc::try_unwrap(records).unwrap_or_else(|shared| (*shared).clone());
     for (i, rec) in records.iter_mut().enumerate() {
         if rec.status == TaskStatus::Completed
             && integration.written.get(i).copied().unwrap_or(false)
