@@ -53,7 +53,8 @@ pub struct IntegratorArgs {
     pub shared: Arc<RunShared>,
     pub output: Option<RunDir>,
     /// `sections/<stem>.md` per task, in plan order.
-    pub section_files: Vec<String>,
+    /// Empty without an output directory.
+    pub section_files: Arc<Vec<String>>,
 }
 
 pub struct IntegratorState {

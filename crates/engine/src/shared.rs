@@ -27,6 +27,7 @@ pub struct RunShared {
     /// Where sections are written (by the subagents, durably, before they report).
     pub output: Option<RunDir>,
     /// `sections/<stem>.md` per task, in plan order.
+    /// Section file names by task index; empty without an output directory.
     pub section_files: Arc<Vec<String>>,
     pub config: RunConfig,
     /// Every model call, taken from the `llm_call` events so no caller can forget one.
