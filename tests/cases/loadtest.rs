@@ -91,13 +91,12 @@ fn loadtest_json_figures_are_consistent_for_both_schedules() {
     assert!(f(&runs[1]["wave_barrier_ratio"]) >= 1.0, "{}", runs[1]);
 }
 
-#[test]
-fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    // 1 -> 3 and 2 -> 4: wave 1 is {1, 2}, wave 2 is {3, 4}. Dataflow needs max(5+30, 30+5)
-    // = 35 ms; the barrier needs max(5, 30) + max(30, 5) = 60 ms.
+/// 1 -> 3 and 2 -> 4 with latencies 5, 30, 30, 5 ms (plan file, latency file): wave 1 is
+/// {1, 2}, wave 2 is {3, 4}. Dataflow needs max(5+30, 30+5) = 35 ms; the barrier needs
+/// max(5, 30) + max(30, 5) = 60 ms.
+fn two_chains(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
     let p = write_json(
-        dir.path(),
+        dir,
         "two.json",
         &plan(
             "Two chains",
@@ -110,10 +109,17 @@ fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
         ),
     );
     let lat = write_json(
-        dir.path(),
+        dir,
         "lat.json",
         &serde_json::json!({"1": 5, "2": 30, "3": 30, "4": 5}),
     );
+    (p, lat)
+}
+
+#[test]
+fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (p, lat) = two_chains(dir.path());
     let v = loadtest_json(&[
         "--plan",
         p.to_str().expect("path"),
@@ -136,25 +142,7 @@ fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
 #[test]
 fn loadtest_timeline_has_every_task_of_every_run_and_agrees_with_the_figures() {
     let dir = tempfile::tempdir().expect("tempdir");
-    // 1 -> 3 and 2 -> 4, as above.
-    let p = write_json(
-        dir.path(),
-        "two.json",
-        &plan(
-            "Two chains",
-            &[
-                ("1", "one", &[]),
-                ("2", "two", &[]),
-                ("3", "three", &["1"]),
-                ("4", "four", &["2"]),
-            ],
-        ),
-    );
-    let lat = write_json(
-        dir.path(),
-        "lat.json",
-        &serde_json::json!({"1": 5, "2": 30, "3": 30, "4": 5}),
-    );
+    let (p, lat) = two_chains(dir.path());
     let timeline = dir.path().join("timeline.jsonl");
     let v = loadtest_json(&[
         "--plan",
