@@ -19,17 +19,8 @@ pub mod pages;
 /// `#[global_allocator] static GLOBAL: planwave_alloc::Allocator = planwave_alloc::Allocator;`.
 pub use mimalloc::MiMalloc as Allocator;
 
-/// What [`configure`] changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
-    pub small_pages: bool,
-    pub rare_collection: bool,
-}
-
 /// Applies both settings. Call at the top of `main`, before any runtime threads start.
-pub fn configure() -> Settings {
-    Settings {
-        small_pages: pages::prefer_small_pages(),
-        rare_collection: collect::make_rare(),
-    }
+pub fn configure() {
+    pages::prefer_small_pages();
+    collect::make_rare();
 }

@@ -23,7 +23,13 @@ pub struct Timeline {
 impl Timeline {
     /// Writes a header line and one JSON line per task.
     pub fn write_jsonl(&self, out: &mut impl Write) -> std::io::Result<()> {
-        write_jsonl(out, &self.header, &self.tasks)
+        serde_json::to_writer(&mut *out, &self.header)?;
+        out.write_all(b"\n")?;
+        for t in &self.tasks {
+            serde_json::to_writer(&mut *out, t)?;
+            out.write_all(b"\n")?;
+        }
+        Ok(())
     }
 }
 
@@ -82,21 +88,6 @@ pub fn timings(plan: &ValidatedPlan, seen: &ProbeSnapshot) -> Vec<TaskTiming> {
             }
         })
         .collect()
-}
-
-/// Writes a header line and one JSON line per task.
-pub fn write_jsonl(
-    out: &mut impl Write,
-    header: &TimelineHeader,
-    timings: &[TaskTiming],
-) -> std::io::Result<()> {
-    serde_json::to_writer(&mut *out, header)?;
-    out.write_all(b"\n")?;
-    for t in timings {
-        serde_json::to_writer(&mut *out, t)?;
-        out.write_all(b"\n")?;
-    }
-    Ok(())
 }
 
 /// CLOCK_MONOTONIC now, in ns (the clock `std::time::Instant` reads on Linux).
@@ -169,11 +160,14 @@ mod tests {
             max_in_flight: 3,
         };
         let mut buf = Vec::new();
-        let header = TimelineHeader {
-            schedule: "dataflow".into(),
-            epoch_monotonic_ns: monotonic_now_ns(),
+        let timeline = Timeline {
+            header: TimelineHeader {
+                schedule: "dataflow".into(),
+                epoch_monotonic_ns: monotonic_now_ns(),
+            },
+            tasks: timings(&plan, &seen),
         };
-        write_jsonl(&mut buf, &header, &timings(&plan, &seen)).expect("write");
+        timeline.write_jsonl(&mut buf).expect("write");
         let lines: Vec<serde_json::Value> = String::from_utf8(buf)
             .expect("utf8")
             .lines()
