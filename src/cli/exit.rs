@@ -15,24 +15,7 @@ pub const INTERRUPTED: u8 = 130;
 pub struct Outcome(pub u8);
 
 /// Bad input: printed one problem per line, exit 2.
-#[derive(Debug)]
-pub struct InvalidInput {
-    pub source_name: String,
-    pub problems: Vec<String>,
-}
-
-impl std::fmt::Display for InvalidInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} problem(s)",
-            self.source_name,
-            self.problems.len()
-        )
-    }
-}
-
-impl std::error::Error for InvalidInput {}
+pub use planwave_runner::InvalidInput;
 
 pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {

@@ -3,15 +3,10 @@
 //! from them.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
-use planwave_config::{Flags, LlmChoice, LlmKind, ProcessEnv, Settings, load_file, resolve};
-use planwave_llm::LlmProvider;
-use planwave_llm::openai::OpenAiProvider;
-use planwave_llm::sim::{SimConfig, SimProvider};
+use planwave_config::{Flags, LlmKind, ProcessEnv, Settings, load_file, resolve};
 use planwave_plan::Lang;
-use planwave_prompts::Templates;
 
 use super::exit::InvalidInput;
 
@@ -100,49 +95,4 @@ pub fn settings(
         context_budget_tokens: prompts.context_budget,
     };
     resolve(&file, &ProcessEnv, &flags).map_err(bad)
-}
-
-pub fn templates(settings: &Settings) -> Result<Arc<Templates>, InvalidInput> {
-    Templates::load(settings.prompts.dir.as_deref())
-        .map(Arc::new)
-        .map_err(|e| InvalidInput {
-            source_name: "prompts".into(),
-            problems: vec![e.to_string()],
-        })
-}
-
-/// The provider the settings ask for, and a line saying which it is (never the key).
-pub fn provider(
-    settings: &Settings,
-    sim: SimConfig,
-    seed: u64,
-) -> anyhow::Result<Arc<dyn LlmProvider>> {
-    match &settings.llm {
-        LlmChoice::Sim => {
-            eprintln!(
-                "planwave: using the simulated LLM (no model configured, or --llm sim): sections are generated text, not research"
-            );
-            Ok(super::telemetry::traced(Arc::new(SimProvider::new(sim))))
-        }
-        LlmChoice::OpenAi(o) => {
-            let cfg = o.client_config(seed, Some(planwave_planner::plan_schema()));
-            let client = OpenAiProvider::new(cfg)?;
-            let key = match &o.api_key_source {
-                Some(src) => format!("key from {src}"),
-                None => "no API key".into(),
-            };
-            eprintln!(
-                "planwave: model {} via {} at {} ({key}, {})",
-                o.models.default,
-                o.provider,
-                o.base_url,
-                if o.stream {
-                    "streaming"
-                } else {
-                    "not streaming"
-                }
-            );
-            Ok(super::telemetry::traced(Arc::new(client)))
-        }
-    }
 }

@@ -17,7 +17,6 @@ use planwave_loadtest::{
 };
 use planwave_plan::ValidatedPlan;
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
@@ -193,15 +192,8 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     };
     let prompts = Arc::new(planwave_prompts::Templates::builtin());
 
-    let cancel = CancellationToken::new();
-    let ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let interrupt = planwave_runner::CtrlC::listen();
+    let cancel = interrupt.token();
     let mut runs: Vec<LoadReport> = Vec::new();
     let mut schedules = a.schedule.clone();
     schedules.dedup();
@@ -243,7 +235,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
             break;
         }
     }
-    ctrl_c.abort();
+    drop(interrupt);
     if let Some(path) = &a.timeline {
         write_timeline(path, &runs)?;
     }
@@ -352,7 +344,12 @@ fn http_provider(
         context_budget: None,
     };
     let settings = llm::settings(&options, &prompts, None)?;
-    llm::provider(&settings, SimConfig::default(), seed)
+    Ok(super::telemetry::traced(planwave_runner::model_client(
+        &settings,
+        SimConfig::default(),
+        seed,
+        &planwave_runner::Stderr,
+    )?))
 }
 
 /// A progress line on a terminal every second: long runs should show they are moving.

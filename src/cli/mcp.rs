@@ -2,14 +2,13 @@
 //! once, report the ones that did not start, and hand the registry to the engine.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use planwave_config::McpSettings;
 use planwave_engine::{DEFAULT_MAX_TOOL_ROUNDS, RunConfig, ToolProtocol};
-use planwave_mcp::{McpConfig, McpRegistry, RegistryOptions};
-use planwave_plan::ToolCatalog;
+use planwave_mcp::{McpConfig, RegistryOptions};
+use planwave_runner::McpStart;
 
 use super::exit::InvalidInput;
 
@@ -105,16 +104,8 @@ impl McpOptions {
         Ok(Some(config))
     }
 
-    /// Starts the configured servers (in parallel); `None` when none are configured.
-    /// Servers that fail are reported on stderr by name; the run goes on without them.
-    pub async fn start(
-        &self,
-        settings: &McpSettings,
-        quiet: bool,
-    ) -> anyhow::Result<Option<Arc<McpRegistry>>> {
-        let Some(config) = self.servers(settings)? else {
-            return Ok(None);
-        };
+    /// Which servers to start and how: `--mcp-config` else `[mcp]`, with the timeouts.
+    pub fn start_spec(&self, settings: &McpSettings) -> Result<McpStart, InvalidInput> {
         let defaults = RegistryOptions::default();
         let options = RegistryOptions {
             connect_timeout: match self.mcp_start_timeout.or(settings.start_timeout_secs) {
@@ -129,44 +120,9 @@ impl McpOptions {
                 .max_concurrent_per_server
                 .unwrap_or(defaults.max_concurrent_per_server),
         };
-        let registry = McpRegistry::start(&config, options).await;
-        for f in registry.failures() {
-            eprintln!("warning: {f}; continuing without it");
-        }
-        if !quiet {
-            let up = registry.status().iter().filter(|s| s.ok).count();
-            eprintln!(
-                "mcp: {} tools from {up} of {} servers",
-                registry.tools().len(),
-                registry.status().len()
-            );
-        }
-        Ok(Some(Arc::new(registry)))
-    }
-}
-
-/// The tool names plans are checked against (empty without servers: tool steps then fail
-/// validation, naming the tool).
-pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
-    ToolCatalog::new(
-        registry
-            .map(|r| r.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>())
-            .unwrap_or_default(),
-    )
-}
-
-/// The tools as the planner's prompt lists them: name, description, input schema.
-pub fn planner_tools(registry: Option<&McpRegistry>) -> Vec<planwave_prompts::ToolInfo> {
-    registry
-        .map(|r| {
-            r.tools()
-                .iter()
-                .map(|t| planwave_prompts::ToolInfo {
-                    name: t.name.clone(),
-                    description: t.description.trim().to_owned(),
-                    input_schema: t.input_schema.to_string(),
-                })
-                .collect()
+        Ok(McpStart {
+            config: self.servers(settings)?,
+            options,
         })
-        .unwrap_or_default()
+    }
 }

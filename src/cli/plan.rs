@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use planwave_runner::{CtrlC, PlanRequest, Stderr, plan_goal, planning_error};
+
 use super::exit::{INTERRUPTED, OK, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::options::SimOptions;
-use super::planning::{no_plan_error, plan_goal};
 use super::waves::text as waves_text;
 
 #[derive(Debug, Args)]
@@ -39,14 +40,19 @@ pub struct PlanArgs {
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
-    let templates = llm::templates(&settings)?;
-    let provider = llm::provider(&settings, args.sim.sim_config(args.seed)?, args.seed)?;
+    let resources = super::job::resources(&settings, &args.sim, args.seed)?;
+    let interrupt = CtrlC::listen();
     let Some(outcome) = plan_goal(
-        &args.goal,
-        provider,
-        templates,
-        &settings,
-        args.quiet,
+        PlanRequest {
+            goal: &args.goal,
+            reflection: None,
+            tools: Vec::new(),
+            resources: &resources,
+            config: super::job::planner_config(&settings),
+            quiet: args.quiet,
+            cancel: &interrupt.token(),
+            notes: &Stderr,
+        },
         &mut |_| {},
     )
     .await?
@@ -55,7 +61,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome(INTERRUPTED));
     };
     let Some(plan) = &outcome.plan else {
-        return Err(no_plan_error(&outcome));
+        return Err(planning_error(&outcome));
     };
     let mut json = serde_json::to_string_pretty(plan.spec())?;
     json.push('\n');

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use planwave_engine::{Event, EventKind, EventSink};
 use planwave_plan::ValidatedPlan;
+use planwave_runner::{Watch, Watcher};
 
 /// Running tasks listed by name on the display; the rest are counted.
 const RUNNING_SHOWN: usize = 4;
@@ -249,6 +250,23 @@ fn human_secs(s: f64) -> String {
         0..60 => format!("{s}s"),
         60..3600 => format!("{}m{:02}s", s / 60, s % 60),
         _ => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// The terminal's view of each execution: a [`Progress`] per plan.
+pub struct Terminal {
+    pub quiet: bool,
+}
+
+impl Watch for Terminal {
+    fn open(&self, plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
+        Arc::new(Progress::new(plan.clone(), Mode::detect(self.quiet)))
+    }
+}
+
+impl Watcher for Progress {
+    fn finish(&self) {
+        Progress::finish(self);
     }
 }
 

@@ -1,28 +1,25 @@
 //! `planwave research "GOAL" --out DIR`: the reflective loop. Each round plans (told the
 //! previous round's reflection), runs, recovers failed tasks, and is evaluated and reflected
-//! on; `DIR/rounds/<k>/` keeps every round. `DIR` itself gets the best round's report,
-//! plan, sections, events and planner attempts, and a `run.json` that is that round's plus
-//! `best_round`, `stop_reason` and a summary of every round.
+//! on; `DIR/rounds/<k>/` keeps every round and `DIR` gets the best one (see
+//! `planwave_runner::research`).
 
-use std::collections::HashMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::Args;
-use planwave_engine::{RunResult, RunStatus};
-use planwave_orchestrator::{LoopContext, LoopError, LoopPolicy, StopReason, run_loop};
-use serde::Serialize;
+use planwave_engine::{RunDir, RunStatus};
+use planwave_orchestrator::LoopPolicy;
+use planwave_runner::{
+    CtrlC, Invocation, Research, ResearchOutcome, Stderr, lock_run_dir, open_run_dir,
+};
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
-use super::rounds::RoundsDriver;
-use super::run::{
-    create_run_dir, lock_run_dir, outcome, print_summary, record_invocation, run_config,
-};
+use super::progress::Terminal;
+use super::summary::{outcome, print_summary};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -55,147 +52,73 @@ pub struct ResearchArgs {
     pub quiet: bool,
 }
 
-/// `DIR/run.json`: the best round's run record plus the loop's.
-#[derive(Serialize)]
-struct LoopRun<'a> {
-    #[serde(flatten)]
-    run: &'a RunResult,
-    best_round: Option<u32>,
-    /// Why the loop stopped (`stop_reason` is the run's own: a cancelled round's).
-    loop_stop_reason: StopReason,
-    rounds: &'a [planwave_orchestrator::RoundRecord],
-}
-
-/// Answer attempts per evaluation, reflection or replacement, repairs included.
-const ANSWER_ATTEMPTS: u32 = 3;
-
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let mut settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
     if let Some(n) = args.max_rounds {
         settings.reflect.max_rounds = n;
     }
-    let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        args.sim.sim_config(args.exec.seed)?,
-        args.exec.seed,
-    )?;
-    let out = create_run_dir(&args.out)?;
+    let r = &settings.reflect;
+    let policy = LoopPolicy {
+        max_rounds: r.max_rounds,
+        success_threshold: r.success_threshold,
+        max_consecutive_failures: r.max_consecutive_failures,
+        max_step_retries: r.max_step_retries,
+        max_task_replanning_attempts: r.max_task_replanning_attempts,
+    };
+    let config = args
+        .mcp
+        .apply(super::job::run_config(&args.exec, &settings), &settings.mcp)?;
+    let deadline = super::job::deadline(&args.exec, &settings);
+    let mcp = args.mcp.start_spec(&settings.mcp)?;
+    let resources = super::job::resources(&settings, &args.sim, args.exec.seed)?;
+    let out = open_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
-    record_invocation(&out)?;
-    // Rounds of an earlier research here would pass for this one's (and their journals would
-    // be appended to); `run.json` `rounds[]` must describe exactly the directories present.
-    let old_rounds = out.root().join("rounds");
-    if old_rounds.is_dir() {
-        eprintln!(
-            "planwave: replacing {} from an earlier research",
-            old_rounds.display()
-        );
-        std::fs::remove_dir_all(&old_rounds)
-            .with_context(|| format!("clearing {}", old_rounds.display()))?;
-    }
+    Invocation::current()?.record(&out)?;
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
-    let r = &settings.reflect;
-    let cx = LoopContext {
-        goal: args.goal.clone(),
-        policy: LoopPolicy {
-            max_rounds: r.max_rounds,
-            success_threshold: r.success_threshold,
-            max_consecutive_failures: r.max_consecutive_failures,
-            max_step_retries: r.max_step_retries,
-            max_task_replanning_attempts: r.max_task_replanning_attempts,
-        },
-        provider: provider.clone(),
-        templates: templates.clone(),
-        answer_attempts: ANSWER_ATTEMPTS,
-        interrupt: tokio_util::sync::CancellationToken::new(),
-    };
-    // Planning and execution handle Ctrl-C themselves; this also reaches the evaluator,
-    // reflector and replanner calls in between.
-    let ctrl_c = {
-        let interrupt = cx.interrupt.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.cancel();
-            }
-        })
-    };
-    let run_deadline = super::run::deadline(&args.exec, &settings);
+    let interrupt = CtrlC::listen();
     // Started once: the planner lists the tools and every round's subagents call them.
-    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
-    let mut driver = RoundsDriver {
-        goal: args.goal.clone(),
-        provider,
-        templates,
-        config: args
-            .mcp
-            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
-        settings,
-        deadline: run_deadline.map(|d| std::time::Instant::now() + d),
-        durable: out.is_durable(),
-        root: out.root().to_path_buf(),
-        quiet: args.quiet,
-        calls: HashMap::new(),
-        attempts: HashMap::new(),
-        events: HashMap::new(),
-        run_id,
-        stream: stream.clone(),
-        mcp: mcp.clone(),
-    };
-    let looped = run_loop(&cx, &mut driver).await;
-    ctrl_c.abort();
-    if let Some(m) = &mcp {
-        m.shutdown().await;
-    }
-    if let Some(s) = &stream {
-        s.close().context("writing the --events stream")?;
-    }
-    let looped = match looped {
-        Ok(l) => l,
-        Err(e) => {
-            // Nothing is lost: what the first round got to (its planning attempts, say) is
-            // also where a single run would have put it.
-            let _ = publish(&out.root().join("rounds").join("1"), out.root());
-            return Err(match e {
-                LoopError::Driver(e) => e,
-                LoopError::Prompt(p) => anyhow::Error::new(p).context("rendering a prompt"),
-            });
-        }
-    };
-    let interrupted = looped.stop_reason == StopReason::Interrupted;
-    // Interrupted, the round in progress is published instead, so `planwave resume DIR`
-    // finishes its tasks; otherwise the best round is the result.
-    let shown = if interrupted {
-        looped.rounds.last()
-    } else {
-        looped
-            .best_round
-            .and_then(|b| looped.rounds.iter().find(|r| r.round == b))
-    };
-    let Some(best) = shown else {
+    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    let done = resources
+        .scope(async |resources| {
+            planwave_runner::research(Research {
+                goal: args.goal.clone(),
+                out: out.clone(),
+                resources: resources.clone(),
+                policy,
+                planner: super::job::planner_config(&settings),
+                prices: settings.prices.clone(),
+                config,
+                deadline,
+                run_id,
+                stream,
+                quiet: args.quiet,
+                cancel: interrupt.token(),
+                watch: &Terminal { quiet: args.quiet },
+                notes: &Stderr,
+            })
+            .await
+        })
+        .await?;
+    Ok(report(&done, &out))
+}
+
+/// The best round's summary, a line per round and why the loop stopped.
+fn report(done: &ResearchOutcome, out: &RunDir) -> Outcome {
+    let looped = &done.looped;
+    let interrupted = looped.stop_reason == planwave_orchestrator::StopReason::Interrupted;
+    let Some(best) = done.shown_round() else {
         // Interrupted while planning the first round.
-        return Ok(Outcome(INTERRUPTED));
+        return Outcome(INTERRUPTED);
     };
-    let round_dir = out.root().join("rounds").join(best.round.to_string());
-    publish(&round_dir, out.root())?;
-    out.write_json(
-        "run.json",
-        &LoopRun {
-            run: &best.result,
-            best_round: looped.best_round,
-            loop_stop_reason: looped.stop_reason,
-            rounds: &looped.rounds,
-        },
-    )?;
     let mut h = human();
     let _ = writeln!(
         h,
         "planned in {} attempt(s): {} tasks",
-        driver.attempts.get(&best.round).copied().unwrap_or(0),
+        done.attempts.get(&best.round).copied().unwrap_or(0),
         best.result.stats.tasks
     );
-    print_summary(&best.result, &out);
+    print_summary(&best.result, out);
     for r in &looped.rounds {
         let score = match (r.overall_score, r.correctness) {
             (Some(o), Some(c)) => format!("overall {o:.0}, correctness {c:.0}"),
@@ -233,41 +156,8 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             out.root().display()
         );
         if best.result.status != RunStatus::Cancelled {
-            return Ok(Outcome(INTERRUPTED));
+            return Outcome(INTERRUPTED);
         }
     }
-    Ok(outcome(&best.result))
-}
-
-/// Copies the best round's report, plan, sections, events and planner attempts to the top
-/// of the run directory, replacing what an earlier run there left.
-fn publish(round: &Path, top: &Path) -> anyhow::Result<()> {
-    for f in ["report.md", "plan.json", "events.jsonl"] {
-        let from = round.join(f);
-        if from.is_file() {
-            std::fs::copy(&from, top.join(f))
-                .with_context(|| format!("copying {} to {}", from.display(), top.display()))?;
-        }
-    }
-    for d in ["sections", "planner"] {
-        let to = top.join(d);
-        if to.is_dir() {
-            std::fs::remove_dir_all(&to).with_context(|| format!("clearing {}", to.display()))?;
-        }
-        let from = round.join(d);
-        if !from.is_dir() {
-            continue;
-        }
-        std::fs::create_dir_all(&to).with_context(|| format!("creating {}", to.display()))?;
-        for entry in
-            std::fs::read_dir(&from).with_context(|| format!("reading {}", from.display()))?
-        {
-            let entry = entry?;
-            if entry.file_type()?.is_file() {
-                std::fs::copy(entry.path(), to.join(entry.file_name()))
-                    .with_context(|| format!("copying {}", entry.path().display()))?;
-            }
-        }
-    }
-    Ok(())
+    outcome(&best.result)
 }

@@ -6,22 +6,16 @@
 //! kept; every other task (pending, running when the run stopped, failed, blocked) runs.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use anyhow::Context;
 use clap::{Args, Parser};
-use planwave_engine::{EventKind, EventSink, Replay};
-use serde::Deserialize;
+use planwave_runner::{CtrlC, Execution, InvalidInput, Invocation, Stderr, execute_plan};
 
-use super::exit::{InvalidInput, Outcome};
-use super::input::load_plan;
+use super::exit::Outcome;
 use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
-use super::run::{
-    Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
-    run_config,
-};
+use super::progress::Terminal;
+use super::summary::{outcome, print_summary};
 use super::{Cli, Command};
 
 #[derive(Debug, Args)]
@@ -33,44 +27,24 @@ pub struct ResumeArgs {
     pub quiet: bool,
 }
 
-#[derive(Deserialize)]
-struct Invocation {
-    argv: Vec<String>,
-    cwd: PathBuf,
-}
-
 /// The options of the command that started a run.
-pub struct Recorded {
-    pub exec: ExecOptions,
-    pub llm: LlmOptions,
-    pub prompts: PromptOptions,
-    pub sim: SimOptions,
-    pub planner: Option<PlannerOptions>,
-    pub mcp: Option<McpOptions>,
+struct Recorded {
+    exec: ExecOptions,
+    llm: LlmOptions,
+    prompts: PromptOptions,
+    sim: SimOptions,
+    planner: Option<PlannerOptions>,
+    mcp: McpOptions,
 }
 
-fn invalid(dir: &Path, problem: String) -> InvalidInput {
-    InvalidInput {
-        source_name: dir.display().to_string(),
-        problems: vec![problem],
-    }
-}
-
-/// Reads `invocation.json` and parses its command line again; also moves to its working
-/// directory so relative paths in it (config, latency files) mean what they meant.
+/// Parses the recorded command line again; also moves to its working directory so relative
+/// paths in it (config, latency files) mean what they meant.
 fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
-    let path = dir.join("invocation.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| {
-        invalid(
-            dir,
-            format!("not a resumable run directory: cannot read invocation.json: {e}"),
-        )
-    })?;
-    let inv: Invocation = serde_json::from_str(&text)
-        .map_err(|e| invalid(dir, format!("invocation.json is not valid: {e}")))?;
-    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv))
-        .map_err(|e| invalid(dir, format!("invocation.json: {}", e.to_string().trim())))?;
-    if let Err(e) = std::env::set_current_dir(&inv.cwd) {
+    let inv = Invocation::read(dir, "a resumable run directory")?;
+    let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
+    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
+        .map_err(|e| bad(format!("invocation.json: {}", e.to_string().trim())))?;
+    if let Err(e) = inv.enter_cwd() {
         eprintln!(
             "warning: cannot enter the run's original directory {}: {e}",
             inv.cwd.display()
@@ -83,7 +57,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
             prompts: a.prompts,
             sim: a.sim,
             planner: None,
-            mcp: Some(a.mcp),
+            mcp: a.mcp,
         }),
         Command::Research(a) => Ok(Recorded {
             exec: a.exec,
@@ -91,79 +65,56 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
             prompts: a.prompts,
             sim: a.sim,
             planner: Some(a.planner),
-            mcp: Some(a.mcp),
+            mcp: a.mcp,
         }),
-        _ => Err(invalid(
-            dir,
+        _ => Err(bad(
             "invocation.json does not record a run or research command".into(),
         )),
     }
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
-    let dir = args
-        .dir
-        .canonicalize()
-        .map_err(|e| invalid(&args.dir, format!("cannot open the run directory: {e}")))?;
-    if !dir.join("plan.json").is_file() {
-        return Err(invalid(
-            &dir,
-            "no plan.json: the run stopped before its plan was ready; start it again".into(),
-        )
-        .into());
-    }
+    let dir = planwave_runner::resumable_dir(&args.dir)?;
     let rec = recorded(&dir)?;
-    let out = create_run_dir(&dir)?;
-    let _lock = lock_run_dir(&out)?;
     let settings = llm::settings(&rec.llm, &rec.prompts, rec.planner.as_ref())?;
-    let templates = llm::templates(&settings)?;
-    let provider = llm::provider(&settings, rec.sim.sim_config(rec.exec.seed)?, rec.exec.seed)?;
-    let plan = Arc::new(load_plan(&dir.join("plan.json"))?);
-    let replay =
-        Replay::read(&dir.join("events.jsonl")).map_err(|e| invalid(&dir, e.to_string()))?;
-    let run_id = replay.run_id.context("the journal names no run")?;
-    let (preset, notes) = replay.presets(&plan, &out);
-    for n in notes {
-        eprintln!("resume: {n}");
-    }
-    let events = open_events(&out, run_id)?;
-    events.emit(&planwave_engine::Event::now(EventKind::RunResumed {
-        run_id,
-        completed: preset.len(),
-        pending: plan.len() - preset.len(),
-    }));
+    let config = rec
+        .mcp
+        .apply(super::job::run_config(&rec.exec, &settings), &settings.mcp)?;
+    let deadline = super::job::deadline(&rec.exec, &settings);
+    let mcp = rec.mcp.start_spec(&settings.mcp)?;
+    let resources = super::job::resources(&settings, &rec.sim, rec.exec.seed)?;
+    let mut point = planwave_runner::resume(&dir, &Stderr)?;
     println!(
-        "resuming run {run_id}: {} of {} tasks already completed",
-        preset.len(),
-        plan.len()
+        "resuming run {}: {} of {} tasks already completed",
+        point.run_id,
+        point.preset.len(),
+        point.plan.len()
     );
-    let mcp = match &rec.mcp {
-        Some(m) => m.start(&settings.mcp, args.quiet).await?,
-        None => None,
-    };
-    let config = run_config(&rec.exec, &settings);
-    let result = execute_plan(Execution {
-        plan,
-        provider,
-        prompts: templates,
-        config: match &rec.mcp {
-            Some(m) => m.apply(config, &settings.mcp)?,
-            None => config,
-        },
-        deadline: super::run::deadline(&rec.exec, &settings),
-        out: out.clone(),
-        events,
-        quiet: args.quiet,
-        run_id,
-        stream: None,
-        preset,
-        mcp: mcp.clone(),
-    })
-    .await;
-    if let Some(m) = mcp {
-        m.shutdown().await;
-    }
-    let result = result?;
-    print_summary(&result, &out);
-    Ok(outcome(&result))
+    let interrupt = CtrlC::listen();
+    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    resources
+        .scope(async move |resources| {
+            let out = point.out.clone();
+            let result = execute_plan(
+                Execution {
+                    plan: point.plan.clone(),
+                    resources: resources.clone(),
+                    config,
+                    deadline,
+                    out: out.clone(),
+                    events: point.events.clone(),
+                    stream: None,
+                    run_id: point.run_id,
+                    preset: std::mem::take(&mut point.preset),
+                    slots: None,
+                    cancel: interrupt.token(),
+                    root_span: true,
+                },
+                &Terminal { quiet: args.quiet },
+            )
+            .await?;
+            print_summary(&result, &out);
+            Ok(outcome(&result))
+        })
+        .await
 }

@@ -1,28 +1,21 @@
 //! `planwave run PLAN --out DIR`
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
 use clap::Args;
-use planwave_config::Settings;
-use planwave_engine::{
-    EventSink, FanoutSink, Journal, JsonlSink, Preset, PromptSet, RunConfig, RunDir, RunLock,
-    RunRequest, RunResult, RunStatus, execute,
+use planwave_runner::{
+    CtrlC, Execution, Invocation, Stderr, execute_plan, lock_run_dir, open_journal, open_run_dir,
+    parse_plan_source, validate_plan,
 };
-use planwave_llm::LlmProvider;
-use planwave_mcp::McpRegistry;
-use planwave_plan::ValidatedPlan;
-use tokio_util::sync::CancellationToken;
 
-use super::events::{EventsOptions, human, open_stream};
-use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::input::load_plan_with_tools;
+use super::events::{EventsOptions, open_stream};
+use super::exit::Outcome;
 use super::llm::{self, LlmOptions, PromptOptions};
-use super::mcp::{self, McpOptions};
+use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
-use super::progress::{Mode, Progress};
+use super::progress::Terminal;
+use super::summary::{outcome, print_summary};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -49,247 +42,46 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
+    // Everything that can be checked is checked before a server starts.
     let settings = llm::settings(&args.llm, &args.prompts, None)?;
-    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
-    let result = run_with(&args, settings, mcp.clone()).await;
-    if let Some(m) = mcp {
-        m.shutdown().await;
-    }
-    result
-}
-
-async fn run_with(
-    args: &RunArgs,
-    settings: Settings,
-    mcp: Option<Arc<McpRegistry>>,
-) -> anyhow::Result<Outcome> {
-    let catalog = mcp::catalog(mcp.as_deref());
-    let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
-    let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        args.sim.sim_config(args.exec.seed)?,
-        args.exec.seed,
-    )?;
-    let out = create_run_dir(&args.out)?;
-    let _lock = lock_run_dir(&out)?;
-    record_invocation(&out)?;
-    let run_id = uuid::Uuid::new_v4();
-    let events = open_events(&out, run_id)?;
-    let stream = open_stream(run_id, &args.events)?;
-    let result = execute_plan(Execution {
-        stream,
-        plan,
-        provider,
-        prompts: templates,
-        config: args
-            .mcp
-            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
-        deadline: deadline(&args.exec, &settings),
-        out: out.clone(),
-        events,
-        quiet: args.quiet,
-        run_id,
-        preset: Vec::new(),
-        mcp,
-    })
-    .await?;
-    print_summary(&result, &out);
-    Ok(outcome(&result))
-}
-
-/// The run directory, with every file made durable (fsync, rename, directory fsync).
-pub fn create_run_dir(path: &std::path::Path) -> anyhow::Result<RunDir> {
-    Ok(RunDir::create(path)
-        .context("preparing the run directory")?
-        .with_durable(true))
-}
-
-/// One process per run directory, for as long as the guard lives.
-pub fn lock_run_dir(out: &RunDir) -> anyhow::Result<RunLock> {
-    Ok(RunLock::acquire(out.root())?)
-}
-
-/// `invocation.json`: the command line and working directory that started the run, so
-/// `planwave resume DIR` can rebuild the same settings (keys are never flags, so none are
-/// recorded).
-pub fn record_invocation(out: &RunDir) -> anyhow::Result<()> {
-    let cwd = std::env::current_dir().context("reading the working directory")?;
-    let argv: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    out.write_json(
-        "invocation.json",
-        &serde_json::json!({ "argv": argv, "cwd": cwd }),
-    )?;
-    Ok(())
-}
-
-/// The engine settings from the flags plus what planwave.toml adds (budget, prices).
-/// The whole-run deadline: `--deadline`, else planwave.toml `[run] deadline_secs`.
-pub fn deadline(exec: &ExecOptions, settings: &Settings) -> Option<std::time::Duration> {
-    exec.deadline.or(settings.run.deadline)
-}
-
-pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
-    RunConfig {
-        context_budget_tokens: Some(settings.prompts.context_budget_tokens),
-        prices: settings.prices.clone(),
-        task_timeout: exec.task_timeout.or(settings.run.task_timeout),
-        ..exec.run_config()
-    }
-}
-
-/// The run's journal, `events.jsonl` (appended to when it exists: resume); every line
-/// carries the run id.
-pub fn open_events(out: &RunDir, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
-    open_events_at(out, "events.jsonl", run_id)
-}
-
-/// A journal at `rel` inside the run directory (appended to when it exists).
-pub fn open_events_at(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
-    let path = out.path(rel)?;
-    Ok(Arc::new(
-        Journal::open_for_run(&path, out.is_durable(), Some(run_id))
-            .with_context(|| format!("opening {}", path.display()))?,
-    ))
-}
-
-pub struct Execution {
-    pub plan: Arc<ValidatedPlan>,
-    pub provider: Arc<dyn LlmProvider>,
-    pub prompts: Arc<dyn PromptSet>,
-    pub config: RunConfig,
-    pub deadline: Option<std::time::Duration>,
-    pub out: RunDir,
-    /// Closed (flushed) when the run ends.
-    pub events: Arc<Journal>,
-    /// The `--events` stream, if asked for: every event the journal gets, live.
-    pub stream: Option<Arc<JsonlSink>>,
-    pub quiet: bool,
-    pub mcp: Option<Arc<McpRegistry>>,
-    pub run_id: uuid::Uuid,
-    /// Tasks completed by an earlier attempt (resume).
-    pub preset: Vec<Preset>,
-}
-
-/// Runs a plan into its run directory with progress output and Ctrl-C handling.
-pub async fn execute_plan(x: Execution) -> anyhow::Result<RunResult> {
-    let progress = Arc::new(Progress::new(x.plan.clone(), Mode::detect(x.quiet)));
-    let mut sinks: Vec<Arc<dyn EventSink>> = vec![progress.clone()];
-    if let Some(s) = &x.stream {
-        sinks.push(s.clone());
-    }
-    let sink: Arc<dyn EventSink> = Arc::new(FanoutSink(sinks));
-    let cancel = CancellationToken::new();
-    let ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
+    let config = args
+        .mcp
+        .apply(super::job::run_config(&args.exec, &settings), &settings.mcp)?;
+    let deadline = super::job::deadline(&args.exec, &settings);
+    let (source, spec) = parse_plan_source(&args.plan)?;
+    let mcp = args.mcp.start_spec(&settings.mcp)?;
+    let resources = super::job::resources(&settings, &args.sim, args.exec.seed)?;
+    let interrupt = CtrlC::listen();
+    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    resources
+        .scope(async |resources| {
+            let plan = validate_plan(&source, spec, Some(&resources.catalog()), &Stderr)?;
+            let out = open_run_dir(&args.out)?;
+            let _lock = lock_run_dir(&out)?;
+            Invocation::current()?.record(&out)?;
+            let run_id = uuid::Uuid::new_v4();
+            let events = open_journal(&out, "events.jsonl", run_id)?;
+            let stream = open_stream(run_id, &args.events)?;
+            let result = execute_plan(
+                Execution {
+                    plan: Arc::new(plan),
+                    resources: resources.clone(),
+                    config,
+                    deadline,
+                    out: out.clone(),
+                    events,
+                    stream,
+                    run_id,
+                    preset: Vec::new(),
+                    slots: None,
+                    cancel: interrupt.token(),
+                    root_span: true,
+                },
+                &Terminal { quiet: args.quiet },
+            )
+            .await?;
+            print_summary(&result, &out);
+            Ok(outcome(&result))
         })
-    };
-    super::telemetry::record_run(&x.run_id, &x.plan);
-    let result = execute(RunRequest {
-        run_id: x.run_id,
-        plan: x.plan,
-        provider: x.provider,
-        prompts: x.prompts,
-        sink,
-        journal: Some(x.events.clone()),
-        config: x.config,
-        deadline: x.deadline,
-        slots: None,
-        output: Some(x.out.clone()),
-        cancel,
-        preset: x.preset,
-        mcp: x.mcp,
-    })
-    .await;
-    ctrl_c.abort();
-    progress.finish();
-    x.events.close().context("writing events.jsonl")?;
-    // A stream still held elsewhere (the reflective loop's later passes) stays open; its
-    // last holder closes it.
-    if let Some(s) = &x.stream
-        && Arc::strong_count(s) == 1
-    {
-        s.close().context("writing the --events stream")?;
-    }
-    if let Ok(r) = &result {
-        let s = &r.stats;
-        super::telemetry::record_status(
-            r.status.as_str(),
-            (r.status != RunStatus::Completed).then(|| {
-                format!(
-                    "{} of {} tasks completed ({} failed, {} blocked)",
-                    s.completed, s.tasks, s.failed, s.blocked
-                )
-            }),
-        );
-    }
-    result.context("running the plan")
-}
-
-pub fn outcome(r: &RunResult) -> Outcome {
-    Outcome(match r.status {
-        RunStatus::Completed => OK,
-        RunStatus::Partial | RunStatus::Failed => PARTIAL,
-        RunStatus::Cancelled if r.stop_reason.as_deref() == Some("deadline") => DEADLINE,
-        RunStatus::Cancelled => INTERRUPTED,
-    })
-}
-
-pub fn print_summary(r: &RunResult, out: &RunDir) {
-    let mut h = human();
-    let s = &r.stats;
-    let _ = writeln!(
-        h,
-        "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
-        r.status.as_str(),
-        s.completed,
-        s.failed,
-        s.blocked,
-        s.tasks,
-        s.makespan_ms / 1000.0,
-        s.retries,
-        s.usage.total()
-    );
-    if let Some(c) = &s.cost {
-        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
-    }
-    if !s.transport_retries.is_empty() {
-        let causes: Vec<String> = s
-            .transport_retries
-            .iter()
-            .map(|(c, n)| format!("{c} {n}"))
-            .collect();
-        let _ = writeln!(h, "transport retries: {}", causes.join(", "));
-    }
-    for t in r.tasks.iter().filter(|t| t.error.is_some()) {
-        let _ = writeln!(
-            h,
-            "  task {} {}: {}",
-            t.id,
-            t.status.as_str(),
-            t.error.as_deref().unwrap_or("")
-        );
-    }
-    for w in &r.warnings {
-        eprintln!("warning: {w}");
-    }
-    if r.status == RunStatus::Cancelled {
-        let why = match r.stop_reason.as_deref() {
-            Some("deadline") => "deadline reached",
-            _ => "interrupted",
-        };
-        let _ = writeln!(
-            h,
-            "{why}; finished work is saved. Continue with: planwave resume {}",
-            out.root().display()
-        );
-    }
-    let _ = writeln!(h, "report: {}", out.root().join("report.md").display());
+        .await
 }

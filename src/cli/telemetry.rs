@@ -124,20 +124,3 @@ pub async fn in_root(
     }
     result
 }
-
-/// Fills the root span's run fields (called inside [`in_root`]).
-pub fn record_run(run_id: &uuid::Uuid, plan: &planwave_plan::ValidatedPlan) {
-    let span = tracing::Span::current();
-    span.record("planwave.run.id", run_id.to_string().as_str());
-    span.record("planwave.topic", plan.spec().topic.as_str());
-    span.record("planwave.tasks", plan.len() as i64);
-    span.record("planwave.waves", plan.waves().len() as i64);
-}
-
-pub fn record_status(status: &str, description: Option<String>) {
-    let span = tracing::Span::current();
-    span.record("planwave.status", status);
-    if let Some(d) = description {
-        span.record("otel.status_description", d.as_str());
-    }
-}

@@ -6,7 +6,8 @@ use clap::Args;
 
 use super::exit::{OK, Outcome};
 use super::input::{load_plan, load_plan_with_tools};
-use super::mcp::{self, McpOptions};
+use super::mcp::McpOptions;
+use planwave_runner::{Stderr, catalog};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -29,8 +30,9 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
                 mcp_start_timeout: None,
                 max_tool_rounds: None,
             };
-            let registry = options.start(&Default::default(), true).await?;
-            let plan = load_plan_with_tools(&args.plan, Some(&mcp::catalog(registry.as_deref())));
+            let start = options.start_spec(&Default::default())?;
+            let registry = planwave_runner::start_mcp(start, true, &Stderr).await;
+            let plan = load_plan_with_tools(&args.plan, Some(&catalog(registry.as_deref())));
             if let Some(r) = registry {
                 r.shutdown().await;
             }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use planwave_batch::JobSummary;
 use planwave_engine::{Event, EventKind, EventSink};
+use planwave_runner::batch::BatchWatch;
 
 use crate::cli::progress::Mode;
 
@@ -144,5 +145,26 @@ impl EventSink for JobSink {
         if b.lines {
             b.line(format!("job {}: task {task} {what}", self.job));
         }
+    }
+}
+
+/// The batch's progress as the runner reports to it.
+pub struct BatchView(pub Arc<BatchProgress>);
+
+impl BatchWatch for BatchView {
+    fn job_started(&self, id: &str) {
+        self.0.job_started(id);
+    }
+    fn skipped(&self, id: &str) {
+        self.0.skipped(id);
+    }
+    fn add_tasks(&self, total: usize, done: usize) {
+        self.0.add_tasks(total, done);
+    }
+    fn job_finished(&self, summary: &JobSummary) {
+        self.0.job_finished(summary);
+    }
+    fn for_job(&self, id: &str) -> Arc<dyn EventSink> {
+        self.0.for_job(id)
     }
 }

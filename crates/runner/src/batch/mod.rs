@@ -1,0 +1,274 @@
+//! A batch as a job: many runs sharing one model client (so one rate limiter), one cap on
+//! subagents in flight and one cancellation; a run directory per job under `DIR/jobs/`, and
+//! `DIR/batch.json` rewritten (durably) as each job ends. Resuming skips finished jobs and
+//! continues the others from their own journals.
+
+mod job;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::StreamExt;
+use planwave_batch::{BadLine, BatchSummary, JobSummary, ResolvedJob, parse_jobs, resolve};
+use planwave_engine::{EventSink, RunConfig, RunDir, RunLock};
+use planwave_planner::PlannerConfig;
+use tokio_util::sync::CancellationToken;
+
+use crate::{InvalidInput, Invocation, Notes, Resources, catalog, lock_run_dir, open_run_dir};
+use job::JobContext;
+
+/// How a front end watches a batch.
+pub trait BatchWatch: Send + Sync {
+    fn job_started(&self, id: &str);
+    /// A job `batch.json` already records as finished (a resume).
+    fn skipped(&self, id: &str);
+    /// A job's plan is known: `total` tasks, `done` of them kept from an earlier attempt.
+    fn add_tasks(&self, total: usize, done: usize);
+    /// After `batch.json` records the job.
+    fn job_finished(&self, summary: &JobSummary);
+    /// The events of one job's run.
+    fn for_job(&self, id: &str) -> Arc<dyn EventSink>;
+}
+
+/// The job file's text and the directory its relative plan files are read from.
+pub struct JobFileText {
+    pub name: String,
+    pub text: String,
+    pub base: PathBuf,
+}
+
+/// Reads the job file (before anything is started).
+pub fn read_job_file(path: &Path) -> Result<JobFileText, InvalidInput> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        InvalidInput::one(
+            path.display().to_string(),
+            format!("cannot read the job file: {e}"),
+        )
+    })?;
+    Ok(JobFileText {
+        name: path.display().to_string(),
+        text,
+        base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+    })
+}
+
+/// The job file's valid jobs and its bad lines (each already noted).
+pub struct BatchJobs {
+    pub jobs: Vec<ResolvedJob>,
+    pub bad_lines: Vec<BadLine>,
+}
+
+/// Parses the job file and resolves its jobs (plan files read, plans validated against the
+/// batch's tools, a run directory name each). Bad lines are noted and skipped; a file with
+/// no valid job is bad input.
+pub fn resolve_batch(
+    file: &JobFileText,
+    resources: &Resources,
+    notes: &dyn Notes,
+) -> Result<BatchJobs, InvalidInput> {
+    // Checked like a single run checks its plan: tool steps must name a tool the batch has.
+    let tools = catalog(resources.mcp.as_deref());
+    let (jobs, bad_lines) = resolve(parse_jobs(&file.text), &file.base, Some(&tools));
+    for bad in &bad_lines {
+        notes.note(&format!("{}: {bad} (skipped)", file.name));
+    }
+    if jobs.is_empty() {
+        return Err(InvalidInput::one(
+            &file.name,
+            "no job to run (every line is bad or the file is empty)",
+        ));
+    }
+    Ok(BatchJobs { jobs, bad_lines })
+}
+
+pub struct Batch<'a> {
+    pub jobs: BatchJobs,
+    pub out: PathBuf,
+    /// Continue the batch in `out`: finished jobs are kept.
+    pub resuming: bool,
+    /// Recorded in `invocation.json` when the batch starts (not when it resumes).
+    pub invocation: Option<Invocation>,
+    /// With the MCP servers started: every job shares them.
+    pub resources: Resources,
+    pub planner: PlannerConfig,
+    pub config: RunConfig,
+    /// For the whole batch: it stops like a cancellation.
+    pub deadline: Option<Duration>,
+    /// Jobs run at once.
+    pub parallel: usize,
+    /// Most subagents in flight across all jobs.
+    pub max_subagents: Option<usize>,
+    pub cancel: CancellationToken,
+    pub watch: &'a dyn BatchWatch,
+    pub notes: &'a dyn Notes,
+}
+
+/// How the batch ended, for the front end's exit status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchEnd {
+    /// Every job completed and every line was a valid job.
+    Completed,
+    /// Some job did not complete, or bad lines were skipped.
+    Partial,
+    /// The deadline passed; resuming goes on.
+    Deadline,
+    /// Cancelled; resuming goes on.
+    Interrupted,
+}
+
+pub struct BatchOutcome {
+    pub summary: BatchSummary,
+    pub root: RunDir,
+    pub end: BatchEnd,
+}
+
+/// Runs every job of the file (the ones not finished yet, when resuming).
+pub async fn run_batch(b: Batch<'_>) -> anyhow::Result<BatchOutcome> {
+    let clock = Instant::now();
+    let BatchJobs { jobs, bad_lines } = b.jobs;
+    let (root, _lock) = open_batch_dir(&b.out, b.resuming, b.invocation.as_ref())?;
+    let previous = if b.resuming {
+        read_previous(&root)
+    } else {
+        Vec::new()
+    };
+    let deadline_hit = Arc::new(AtomicBool::new(false));
+    let deadline_timer = b.deadline.map(|d| {
+        let (cancel, hit) = (b.cancel.clone(), deadline_hit.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(d).await;
+            hit.store(true, Ordering::SeqCst);
+            cancel.cancel();
+        })
+    });
+    let ctx = JobContext {
+        root: root.clone(),
+        resources: b.resources.clone(),
+        planner: b.planner.clone(),
+        config: b.config.clone(),
+        slots: b
+            .max_subagents
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+        cancel: b.cancel.clone(),
+        watch: b.watch,
+        notes: b.notes,
+    };
+    let book = Book {
+        root: &root,
+        bad_lines: &bad_lines,
+        clock,
+        done: Mutex::new(Vec::new()),
+    };
+    let to_run = book.skip_finished(jobs, &previous, b.watch)?;
+    let mut runs = futures::stream::iter(to_run.into_iter().map(|job| ctx.run(job)))
+        .buffer_unordered(b.parallel.max(1));
+    while let Some(summary) = runs.next().await {
+        book.finished(summary, b.watch, b.notes);
+    }
+    drop(runs);
+    if let Some(t) = deadline_timer {
+        t.abort();
+    }
+    let mut summary = book.summary();
+    summary.transport_retries = b.resources.provider.retry_counts();
+    root.write_json("batch.json", &summary)?;
+    let end = if b.cancel.is_cancelled() || summary.cancelled > 0 {
+        if deadline_hit.load(Ordering::SeqCst) {
+            BatchEnd::Deadline
+        } else {
+            BatchEnd::Interrupted
+        }
+    } else if summary.completed == summary.jobs.len() && summary.bad_lines.is_empty() {
+        BatchEnd::Completed
+    } else {
+        BatchEnd::Partial
+    };
+    Ok(BatchOutcome { summary, root, end })
+}
+
+/// The batch directory (durable, locked), with `jobs/` and, for a new batch, its invocation.
+fn open_batch_dir(
+    out: &Path,
+    resuming: bool,
+    invocation: Option<&Invocation>,
+) -> anyhow::Result<(RunDir, RunLock)> {
+    let root = open_run_dir(out).context("preparing the batch directory")?;
+    // RunDir makes sections/ for a run; a batch directory has none (remove_dir: only if empty).
+    let _ = std::fs::remove_dir(root.root().join("sections"));
+    let jobs = root.path("jobs")?;
+    std::fs::create_dir_all(&jobs).with_context(|| format!("creating {}", jobs.display()))?;
+    let lock = lock_run_dir(&root)?;
+    if let (false, Some(inv)) = (resuming, invocation) {
+        inv.record(&root)?;
+    }
+    Ok((root, lock))
+}
+
+/// The batch's verdicts so far, and `batch.json` kept in step with them.
+struct Book<'a> {
+    root: &'a RunDir,
+    bad_lines: &'a [BadLine],
+    clock: Instant,
+    done: Mutex<Vec<JobSummary>>,
+}
+
+impl Book<'_> {
+    fn done(&self) -> std::sync::MutexGuard<'_, Vec<JobSummary>> {
+        self.done.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn summary(&self) -> BatchSummary {
+        BatchSummary::new(
+            self.done().clone(),
+            self.bad_lines.to_vec(),
+            self.clock.elapsed().as_secs_f64() * 1000.0,
+        )
+    }
+
+    /// The jobs still to run; finished ones are recorded as they were, and `batch.json`
+    /// written.
+    fn skip_finished(
+        &self,
+        jobs: Vec<ResolvedJob>,
+        previous: &[JobSummary],
+        watch: &dyn BatchWatch,
+    ) -> anyhow::Result<Vec<ResolvedJob>> {
+        let mut to_run = Vec::new();
+        for job in jobs {
+            match previous
+                .iter()
+                .find(|p| p.id == job.id && p.state.is_finished())
+            {
+                Some(p) => {
+                    watch.skipped(&job.id);
+                    self.done().push(p.clone());
+                }
+                None => to_run.push(job),
+            }
+        }
+        self.root.write_json("batch.json", &self.summary())?;
+        Ok(to_run)
+    }
+
+    /// `batch.json` is rewritten (durably) as each job ends, so a crash loses no verdict;
+    /// only then is the job reported finished.
+    fn finished(&self, summary: JobSummary, watch: &dyn BatchWatch, notes: &dyn Notes) {
+        self.done().push(summary.clone());
+        if let Err(e) = self.root.write_json("batch.json", &self.summary()) {
+            notes.note(&format!("warning: {e:#}"));
+        }
+        watch.job_finished(&summary);
+    }
+}
+
+/// The jobs `batch.json` already records (a resume).
+fn read_previous(root: &RunDir) -> Vec<JobSummary> {
+    std::fs::read_to_string(root.root().join("batch.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<BatchSummary>(&t).ok())
+        .map(|s| s.jobs)
+        .unwrap_or_default()
+}

@@ -1,0 +1,42 @@
+//! Runs one planwave job end to end, the same way for every front end (the CLI today; a queue
+//! worker and an HTTP server next).
+//!
+//! A front end parses its own input (flags, a queue message, a request body), resolves
+//! [`planwave_config::Settings`], and calls in here:
+//! - [`Resources::start`] builds the model client and prompt templates and starts the MCP
+//!   servers; [`Resources::scope`] runs work with them and always shuts the servers down.
+//! - [`execute_plan`] runs a validated plan into a run directory (journal, report, run.json).
+//! - [`resume`] continues an interrupted run from its journal; [`research`] drives the
+//!   reflective loop's rounds and publishes the best one; [`batch`] runs a job file.
+//! - [`Invocation`] records and reads what started a run, so it can be resumed.
+//!
+//! What a person sees (progress bars, tables, exit codes) stays in the front end: the runner
+//! reports through [`EventSink`](planwave_engine::EventSink)s, [`Notes`] and return values.
+
+pub mod batch;
+mod execute;
+mod input;
+mod interrupt;
+mod invocation;
+mod notes;
+mod planning;
+mod research;
+mod resources;
+mod resume;
+mod rounds;
+mod trace_fields;
+mod workdir;
+
+pub use execute::{Execution, Unwatched, Watch, Watcher, execute_plan};
+pub use input::{
+    InvalidInput, load_plan, load_plan_with_tools, parse_plan_source, read_source, validate_plan,
+};
+pub use interrupt::CtrlC;
+pub use invocation::Invocation;
+pub use notes::{Notes, Silent, Stderr};
+pub use planning::{PlanRequest, describe_attempt, plan_goal, planning_error};
+pub use research::{LoopRun, Research, ResearchOutcome, research};
+pub use resources::{McpStart, Resources, catalog, model_client, planner_tools, start_mcp};
+pub use resume::{Resumed, resumable_dir, resume, resume_presets};
+pub use trace_fields::{record_run, record_status};
+pub use workdir::{lock_run_dir, open_journal, open_run_dir};

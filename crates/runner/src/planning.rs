@@ -1,0 +1,106 @@
+//! A goal to a plan: the planner's loop with a note per attempt, cancellable, and what its
+//! failure means for the job (bad input, or a model that never answered).
+
+use anyhow::anyhow;
+use planwave_planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig};
+use tokio_util::sync::CancellationToken;
+
+use crate::{InvalidInput, Notes, Resources};
+
+pub struct PlanRequest<'a> {
+    pub goal: &'a str,
+    /// The previous round's reflection (the reflective loop's later rounds).
+    pub reflection: Option<&'a str>,
+    pub tools: Vec<planwave_prompts::ToolInfo>,
+    pub resources: &'a Resources,
+    pub config: PlannerConfig,
+    /// No note per attempt.
+    pub quiet: bool,
+    pub cancel: &'a CancellationToken,
+    pub notes: &'a dyn Notes,
+}
+
+/// One line per attempt.
+pub fn describe_attempt(a: &PlanAttempt) -> String {
+    let what = if a.valid {
+        format!("valid plan ({} tokens)", a.usage.total())
+    } else if let Some(e) = &a.error {
+        format!("model call failed: {e}")
+    } else {
+        format!("{} problem(s): {}", a.problems.len(), a.problems.join("; "))
+    };
+    format!("planning attempt {} ({}): {what}", a.attempt, a.kind)
+}
+
+/// Runs the planner; `None` when cancelled. `on_attempt` sees every attempt as it ends.
+pub async fn plan_goal(
+    req: PlanRequest<'_>,
+    on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+) -> anyhow::Result<Option<PlanOutcome>> {
+    if req.goal.trim().is_empty() {
+        return Err(InvalidInput::one("goal", "the goal is empty").into());
+    }
+    let planner = Planner::new(
+        req.resources.provider.clone(),
+        req.resources.templates.clone(),
+        req.config,
+    )
+    .with_tools(req.tools);
+    let (quiet, notes) = (req.quiet, req.notes);
+    let mut report = |a: &PlanAttempt| {
+        if !quiet {
+            notes.note(&describe_attempt(a));
+        }
+        on_attempt(a);
+    };
+    let result = tokio::select! {
+        r = planner.plan_with_reflection(req.goal, req.reflection, &mut report) => Some(r),
+        _ = req.cancel.cancelled() => None,
+    };
+    match result {
+        None => Ok(None),
+        Some(r) => Ok(Some(r.map_err(|e| anyhow!(e))?)),
+    }
+}
+
+/// A planning outcome without a plan, as an error: bad input listing every problem of every
+/// attempt, or a plain error for a model failure that stopped planning.
+pub fn planning_error(outcome: &PlanOutcome) -> anyhow::Error {
+    if let Some(fatal) = &outcome.fatal {
+        return anyhow!("planning failed: {fatal}");
+    }
+    // The model never answered: an outage, not bad input.
+    if outcome.attempts.iter().all(|a| a.error.is_some())
+        && let Some(last) = outcome.attempts.last().and_then(|a| a.error.as_deref())
+    {
+        return anyhow!(
+            "planning failed: the model call failed on all {} attempt(s); last error: {last}",
+            outcome.attempts.len()
+        );
+    }
+    let mut problems = Vec::new();
+    for a in &outcome.attempts {
+        if let Some(e) = &a.error {
+            problems.push(format!("attempt {}: model call failed: {e}", a.attempt));
+        }
+        for p in &a.problems {
+            problems.push(format!("attempt {}: {p}", a.attempt));
+        }
+    }
+    problems.push(format!(
+        "no valid plan after {} attempt(s)",
+        outcome.attempts.len()
+    ));
+    InvalidInput {
+        source_name: "planner".into(),
+        problems,
+    }
+    .into()
+}
+
+/// What a planning failure says, on one line: every problem of bad input, or the error.
+pub fn failure_detail(e: &anyhow::Error) -> String {
+    e.downcast_ref::<InvalidInput>()
+        .map(|i| i.problems.join("; "))
+        .unwrap_or_else(|| e.to_string())
+}

@@ -1,0 +1,203 @@
+//! The reflective loop as a job: `DIR/rounds/<k>/` per round, and `DIR` itself gets the best
+//! round's report, plan, sections, events and planner attempts, with a `run.json` that is
+//! that round's plus `best_round`, the loop's stop reason and a summary of every round.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use planwave_engine::{JsonlSink, RunConfig, RunDir, RunResult};
+use planwave_llm::PriceTable;
+use planwave_orchestrator::{
+    LoopContext, LoopError, LoopOutcome, LoopPolicy, RoundRecord, StopReason, run_loop,
+};
+use planwave_planner::PlannerConfig;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Watch;
+use crate::rounds::{RoundsDriver, RoundsSetup};
+use crate::{Notes, Resources};
+
+/// Answer attempts per evaluation, reflection or replacement, repairs included.
+const ANSWER_ATTEMPTS: u32 = 3;
+
+/// `DIR/run.json`: the best round's run record plus the loop's.
+#[derive(Serialize)]
+pub struct LoopRun<'a> {
+    #[serde(flatten)]
+    pub run: &'a RunResult,
+    pub best_round: Option<u32>,
+    /// Why the loop stopped (`stop_reason` is the run's own: a cancelled round's).
+    pub loop_stop_reason: StopReason,
+    pub rounds: &'a [RoundRecord],
+}
+
+pub struct Research<'a> {
+    pub goal: String,
+    /// Opened and locked by the caller.
+    pub out: RunDir,
+    /// With the MCP servers started: the planner lists their tools, every round calls them.
+    pub resources: Resources,
+    pub policy: LoopPolicy,
+    pub planner: PlannerConfig,
+    pub prices: PriceTable,
+    pub config: RunConfig,
+    /// For the whole loop, not per round.
+    pub deadline: Option<Duration>,
+    pub run_id: uuid::Uuid,
+    /// The `--events` stream; closed here at the end.
+    pub stream: Option<Arc<JsonlSink>>,
+    pub quiet: bool,
+    pub cancel: CancellationToken,
+    pub watch: &'a dyn Watch,
+    pub notes: &'a dyn Notes,
+}
+
+pub struct ResearchOutcome {
+    pub looped: LoopOutcome,
+    /// The round published at the top of the run directory: the best one, or the round in
+    /// progress when interrupted; `None` when interrupted while planning the first.
+    pub shown: Option<u32>,
+    /// Planning attempts per round, of the plan in use.
+    pub attempts: std::collections::HashMap<u32, usize>,
+}
+
+impl ResearchOutcome {
+    pub fn shown_round(&self) -> Option<&RoundRecord> {
+        let shown = self.shown?;
+        self.looped.rounds.iter().find(|r| r.round == shown)
+    }
+}
+
+/// Runs the loop to its stop condition and publishes the shown round.
+pub async fn research(r: Research<'_>) -> anyhow::Result<ResearchOutcome> {
+    clear_old_rounds(&r.out, r.notes)?;
+    let cx = LoopContext {
+        goal: r.goal.clone(),
+        policy: r.policy,
+        provider: r.resources.provider.clone(),
+        templates: r.resources.templates.clone(),
+        answer_attempts: ANSWER_ATTEMPTS,
+        interrupt: r.cancel.clone(),
+    };
+    let out = r.out.clone();
+    let stream = r.stream.clone();
+    let mut driver = RoundsDriver::new(RoundsSetup {
+        goal: r.goal,
+        resources: r.resources,
+        planner: r.planner,
+        prices: r.prices,
+        config: r.config,
+        root: out.root().to_path_buf(),
+        durable: out.is_durable(),
+        quiet: r.quiet,
+        deadline: r.deadline.map(|d| std::time::Instant::now() + d),
+        run_id: r.run_id,
+        stream: r.stream,
+        cancel: r.cancel,
+        watch: r.watch,
+        notes: r.notes,
+    });
+    let looped = run_loop(&cx, &mut driver).await;
+    let attempts = std::mem::take(&mut driver.attempts);
+    drop(driver);
+    if let Some(s) = &stream {
+        s.close().context("writing the --events stream")?;
+    }
+    let looped = match looped {
+        Ok(l) => l,
+        Err(e) => {
+            // Nothing is lost: what the first round got to (its planning attempts, say) is
+            // also where a single run would have put it.
+            let _ = publish(&out, 1);
+            return Err(match e {
+                LoopError::Driver(e) => e,
+                LoopError::Prompt(p) => anyhow::Error::new(p).context("rendering a prompt"),
+            });
+        }
+    };
+    // Interrupted, the round in progress is published instead, so resuming finishes its
+    // tasks; otherwise the best round is the result.
+    let shown = if looped.stop_reason == StopReason::Interrupted {
+        looped.rounds.last().map(|r| r.round)
+    } else {
+        looped.best_round
+    };
+    let outcome = ResearchOutcome {
+        looped,
+        shown,
+        attempts,
+    };
+    if let Some(best) = outcome.shown_round() {
+        publish(&out, best.round)?;
+        out.write_json(
+            "run.json",
+            &LoopRun {
+                run: &best.result,
+                best_round: outcome.looped.best_round,
+                loop_stop_reason: outcome.looped.stop_reason,
+                rounds: &outcome.looped.rounds,
+            },
+        )?;
+    }
+    Ok(outcome)
+}
+
+/// Rounds of an earlier research here would pass for this one's (and their journals would
+/// be appended to); `run.json` `rounds[]` must describe exactly the directories present.
+fn clear_old_rounds(out: &RunDir, notes: &dyn Notes) -> anyhow::Result<()> {
+    let old_rounds = out.path("rounds")?;
+    if old_rounds.is_dir() {
+        notes.note(&format!(
+            "planwave: replacing {} from an earlier research",
+            old_rounds.display()
+        ));
+        std::fs::remove_dir_all(&old_rounds)
+            .with_context(|| format!("clearing {}", old_rounds.display()))?;
+    }
+    Ok(())
+}
+
+/// Copies round `round`'s report, plan, sections, events and planner attempts to the top of
+/// the run directory through [`RunDir`] (atomic, durable, confined), replacing what an
+/// earlier run there left.
+fn publish(top: &RunDir, round: u32) -> anyhow::Result<()> {
+    let from = top.path(&format!("rounds/{round}"))?;
+    for f in ["report.md", "plan.json", "events.jsonl"] {
+        copy_file(top, &from, f)?;
+    }
+    for d in ["sections", "planner"] {
+        let to = top.path(d)?;
+        if to.is_dir() {
+            std::fs::remove_dir_all(&to).with_context(|| format!("clearing {}", to.display()))?;
+        }
+        let src = from.join(d);
+        if !src.is_dir() {
+            continue;
+        }
+        std::fs::create_dir_all(&to).with_context(|| format!("creating {}", to.display()))?;
+        for entry in
+            std::fs::read_dir(&src).with_context(|| format!("reading {}", src.display()))?
+        {
+            let entry = entry?;
+            if entry.file_type()?.is_file() {
+                let name = entry.file_name();
+                copy_file(top, &from, &format!("{d}/{}", name.to_string_lossy()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `from/rel` to `top/rel`, when present.
+fn copy_file(top: &RunDir, from: &std::path::Path, rel: &str) -> anyhow::Result<()> {
+    let src = from.join(rel);
+    if !src.is_file() {
+        return Ok(());
+    }
+    let bytes = std::fs::read(&src).with_context(|| format!("reading {}", src.display()))?;
+    top.write(rel, &bytes)
+        .with_context(|| format!("copying {} to {}", src.display(), top.root().display()))?;
+    Ok(())
+}

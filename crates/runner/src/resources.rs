@@ -1,0 +1,163 @@
+//! What a job runs with: the model client, the prompt templates and the MCP servers. Built
+//! (and checked) before any server starts; the servers are shut down by [`Resources::scope`]
+//! on every way out, errors included, so no path can leave child processes behind.
+
+use std::sync::Arc;
+
+use planwave_config::{LlmChoice, Settings};
+use planwave_llm::LlmProvider;
+use planwave_llm::openai::OpenAiProvider;
+use planwave_llm::sim::{SimConfig, SimProvider};
+use planwave_mcp::{McpConfig, McpRegistry, RegistryOptions};
+use planwave_plan::ToolCatalog;
+use planwave_prompts::Templates;
+
+use crate::{InvalidInput, Notes};
+
+/// The model client and prompts (many jobs may share one: one HTTP client, one rate
+/// limiter), and the MCP servers once started.
+#[derive(Clone)]
+pub struct Resources {
+    pub provider: Arc<dyn LlmProvider>,
+    pub templates: Arc<Templates>,
+    pub mcp: Option<Arc<McpRegistry>>,
+}
+
+/// Which MCP servers to start, and how.
+pub struct McpStart {
+    pub config: Option<McpConfig>,
+    pub options: RegistryOptions,
+}
+
+impl Resources {
+    /// The templates and the model client the settings ask for. Nothing is started yet.
+    /// `wrap` decorates the provider (tracing); the line saying which model answers (never
+    /// the key) goes to `notes`.
+    pub fn prepare(
+        settings: &Settings,
+        sim: SimConfig,
+        seed: u64,
+        wrap: impl FnOnce(Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider>,
+        notes: &dyn Notes,
+    ) -> anyhow::Result<Resources> {
+        let templates = Templates::load(settings.prompts.dir.as_deref())
+            .map(Arc::new)
+            .map_err(|e| InvalidInput::one("prompts", e.to_string()))?;
+        let provider = model_client(settings, sim, seed, notes)?;
+        Ok(Resources {
+            provider: wrap(provider),
+            templates,
+            mcp: None,
+        })
+    }
+
+    /// Starts the configured MCP servers (in parallel). Servers that fail are noted by name
+    /// and the job goes on without them.
+    pub async fn start_mcp(mut self, start: McpStart, quiet: bool, notes: &dyn Notes) -> Resources {
+        self.mcp = start_mcp(start, quiet, notes).await;
+        self
+    }
+
+    /// Runs `work` with these resources, then shuts the MCP servers down whatever `work`
+    /// returned.
+    pub async fn scope<T>(
+        self,
+        work: impl AsyncFnOnce(&Resources) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let result = work(&self).await;
+        if let Some(m) = &self.mcp {
+            m.shutdown().await;
+        }
+        result
+    }
+
+    /// The tool names plans are checked against.
+    pub fn catalog(&self) -> ToolCatalog {
+        catalog(self.mcp.as_deref())
+    }
+}
+
+/// The model client the settings ask for; the line saying which model answers (never the
+/// key) goes to `notes`.
+pub fn model_client(
+    settings: &Settings,
+    sim: SimConfig,
+    seed: u64,
+    notes: &dyn Notes,
+) -> anyhow::Result<Arc<dyn LlmProvider>> {
+    Ok(match &settings.llm {
+        LlmChoice::Sim => {
+            notes.note(
+                "planwave: using the simulated LLM (no model configured, or --llm sim): sections are generated text, not research",
+            );
+            Arc::new(SimProvider::new(sim))
+        }
+        LlmChoice::OpenAi(o) => {
+            let cfg = o.client_config(seed, Some(planwave_planner::plan_schema()));
+            let client = OpenAiProvider::new(cfg)?;
+            let key = match &o.api_key_source {
+                Some(src) => format!("key from {src}"),
+                None => "no API key".into(),
+            };
+            let stream = if o.stream {
+                "streaming"
+            } else {
+                "not streaming"
+            };
+            notes.note(&format!(
+                "planwave: model {} via {} at {} ({key}, {stream})",
+                o.models.default, o.provider, o.base_url
+            ));
+            Arc::new(client)
+        }
+    })
+}
+
+/// Starts the configured MCP servers (in parallel); `None` when none are configured.
+/// Servers that fail are noted by name; the caller shuts the registry down.
+pub async fn start_mcp(
+    start: McpStart,
+    quiet: bool,
+    notes: &dyn Notes,
+) -> Option<Arc<McpRegistry>> {
+    let config = start.config?;
+    let registry = McpRegistry::start(&config, start.options).await;
+    for f in registry.failures() {
+        notes.note(&format!("warning: {f}; continuing without it"));
+    }
+    if !quiet {
+        let up = registry.status().iter().filter(|s| s.ok).count();
+        notes.note(&format!(
+            "mcp: {} tools from {up} of {} servers",
+            registry.tools().len(),
+            registry.status().len()
+        ));
+    }
+    Some(Arc::new(registry))
+}
+
+/// The tool names plans are checked against (empty without servers: tool steps then fail
+/// validation, naming the tool).
+pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
+    ToolCatalog::new(
+        registry
+            .map(|r| r.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>())
+            .unwrap_or_default(),
+    )
+}
+
+/// The tools as the planner's prompt lists them: name, description, input schema.
+pub fn planner_tools(registry: Option<&McpRegistry>) -> Vec<planwave_prompts::ToolInfo> {
+    registry
+        .map(|r| {
+            r.tools()
+                .iter()
+                .map(|t| planwave_prompts::ToolInfo {
+                    name: t.name.clone(),
+                    description: t.description.trim().to_owned(),
+                    input_schema: t.input_schema.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,84 @@
+//! Going on from a journal: which tasks an earlier attempt durably completed (kept, never
+//! run again) and the `run_resumed` record. Shared by `resume DIR` and by a batch job that
+//! ran before (a crash, Ctrl-C).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use planwave_engine::{Event, EventKind, EventSink, Journal, Preset, Replay, RunDir, RunLock};
+use planwave_plan::ValidatedPlan;
+
+use crate::{InvalidInput, Notes, load_plan, lock_run_dir, open_journal, open_run_dir};
+
+/// The tasks `replay` shows durably completed for `plan` (with notes on completions not
+/// trusted), recorded in `events` as a `run_resumed` event.
+pub fn resume_presets(
+    replay: &Replay,
+    plan: &ValidatedPlan,
+    out: &RunDir,
+    events: &Journal,
+    run_id: uuid::Uuid,
+) -> (Vec<Preset>, Vec<String>) {
+    let (preset, notes) = replay.presets(plan, out);
+    events.emit(&Event::now(EventKind::RunResumed {
+        run_id,
+        completed: preset.len(),
+        pending: plan.len() - preset.len(),
+    }));
+    (preset, notes)
+}
+
+/// A run directory, locked, ready to go on from its journal.
+pub struct Resumed {
+    pub out: RunDir,
+    pub plan: Arc<ValidatedPlan>,
+    pub run_id: uuid::Uuid,
+    /// The tasks kept from earlier attempts.
+    pub preset: Vec<Preset>,
+    pub events: Arc<Journal>,
+    _lock: RunLock,
+}
+
+/// The run directory `dir` names, checked to hold a plan: a run that stopped before its
+/// plan was ready has nothing to resume.
+pub fn resumable_dir(dir: &Path) -> Result<PathBuf, InvalidInput> {
+    let canonical = dir.canonicalize().map_err(|e| {
+        InvalidInput::one(
+            dir.display().to_string(),
+            format!("cannot open the run directory: {e}"),
+        )
+    })?;
+    if !canonical.join("plan.json").is_file() {
+        return Err(InvalidInput::one(
+            canonical.display().to_string(),
+            "no plan.json: the run stopped before its plan was ready; start it again",
+        ));
+    }
+    Ok(canonical)
+}
+
+/// Locks `dir` (from [`resumable_dir`]), reads its plan and journal, and reopens the journal
+/// with the resume recorded. Completions that cannot be trusted are noted (`resume: ...`).
+pub fn resume(dir: &Path, notes: &dyn Notes) -> anyhow::Result<Resumed> {
+    let out = open_run_dir(dir)?;
+    let lock = lock_run_dir(&out)?;
+    let plan = Arc::new(load_plan(&dir.join("plan.json"), notes)?);
+    let replay = Replay::read(&dir.join("events.jsonl"))
+        .map_err(|e| InvalidInput::one(dir.display().to_string(), e.to_string()))?;
+    let run_id = replay
+        .run_id
+        .ok_or_else(|| anyhow::anyhow!("the journal names no run"))?;
+    let events = open_journal(&out, "events.jsonl", run_id)?;
+    let (preset, kept_notes) = resume_presets(&replay, &plan, &out, &events, run_id);
+    for n in kept_notes {
+        notes.note(&format!("resume: {n}"));
+    }
+    Ok(Resumed {
+        out,
+        plan,
+        run_id,
+        preset,
+        events,
+        _lock: lock,
+    })
+}

@@ -1,0 +1,328 @@
+//! The reflective loop's rounds on disk: `DIR/rounds/<k>/` is a run directory per round
+//! (plan, run.json, report, sections, events, planner attempts, evaluation, reflection).
+//! [`RoundsDriver`] plans and executes for `planwave_orchestrator::run_loop` and keeps each
+//! round's books: every model call it made, usage and cost as their sum.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use planwave_engine::{
+    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
+    RunResult,
+};
+use planwave_llm::{PriceTable, RoundTag};
+use planwave_orchestrator::{Planned, Rounds, StopReason};
+use planwave_plan::ValidatedPlan;
+use planwave_planner::{PlanAttempt, PlannerConfig};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Watch;
+use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
+use crate::{planner_tools, planning_error};
+
+/// One line of `planner/attempts.json`.
+#[derive(Serialize)]
+struct AttemptFile<'a> {
+    #[serde(flatten)]
+    attempt: &'a PlanAttempt,
+    /// The raw model text of this attempt, relative to the round's directory.
+    raw_file: Option<String>,
+}
+
+pub fn call_record(a: &PlanAttempt) -> CallRecord {
+    CallRecord {
+        role: "planner".into(),
+        task: None,
+        model: a.model.clone(),
+        attempt: a.attempt,
+        started_at: a.started_at,
+        duration_ms: a.duration_ms,
+        prompt_tokens: a.usage.prompt_tokens,
+        completion_tokens: a.usage.completion_tokens,
+        reasoning_tokens: a.usage.reasoning_tokens,
+        outcome: if a.error.is_some() { "error" } else { "ok" }.into(),
+        error: a.error.clone(),
+    }
+}
+
+/// What every round shares.
+pub struct RoundsSetup<'a> {
+    pub goal: String,
+    pub resources: Resources,
+    pub planner: PlannerConfig,
+    pub prices: PriceTable,
+    pub config: RunConfig,
+    pub root: PathBuf,
+    pub durable: bool,
+    pub quiet: bool,
+    /// `--deadline` for the whole loop, not per round.
+    pub deadline: Option<std::time::Instant>,
+    /// One run id for the whole loop: every round's journal and the `--events` stream
+    /// carry it.
+    pub run_id: uuid::Uuid,
+    /// The `--events` stream, shared by every round; closed by the caller at the end.
+    pub stream: Option<Arc<JsonlSink>>,
+    pub cancel: CancellationToken,
+    pub watch: &'a dyn Watch,
+    pub notes: &'a dyn Notes,
+}
+
+pub struct RoundsDriver<'a> {
+    pub setup: RoundsSetup<'a>,
+    /// Per round: planner and earlier passes' calls, prepended to the round's `run.json`.
+    calls: HashMap<u32, Vec<CallRecord>>,
+    /// Per round: planning attempts of the plan in use.
+    pub attempts: HashMap<u32, usize>,
+    /// Journals opened by planning, continued by the same pass's execution.
+    events: HashMap<RoundTag, Arc<Journal>>,
+}
+
+impl<'a> RoundsDriver<'a> {
+    pub fn new(setup: RoundsSetup<'a>) -> RoundsDriver<'a> {
+        RoundsDriver {
+            setup,
+            calls: HashMap::new(),
+            attempts: HashMap::new(),
+            events: HashMap::new(),
+        }
+    }
+
+    pub fn round_dir(&self, round: u32) -> anyhow::Result<RunDir> {
+        let path = self.setup.root.join("rounds").join(round.to_string());
+        Ok(RunDir::create(&path)
+            .with_context(|| format!("preparing {}", path.display()))?
+            .with_durable(self.setup.durable))
+    }
+
+    fn planner_dir(tag: RoundTag) -> String {
+        if tag.pass == 1 {
+            "planner".into()
+        } else {
+            format!("planner-pass-{}", tag.pass)
+        }
+    }
+
+    /// Writes each attempt's raw text as it ends and journals its model call.
+    fn attempt_recorder<'s>(
+        &self,
+        out: &RunDir,
+        dir: &str,
+        events: &Arc<Journal>,
+        errors: &'s mut Vec<String>,
+    ) -> impl FnMut(&PlanAttempt) + Send + 's {
+        let (out, dir, events) = (out.clone(), dir.to_owned(), events.clone());
+        let stream = self.setup.stream.clone();
+        move |a: &PlanAttempt| {
+            if !a.raw.is_empty()
+                && let Err(e) = out.write(
+                    &format!("{dir}/attempt-{}.txt", a.attempt),
+                    a.raw.as_bytes(),
+                )
+            {
+                errors.push(e.to_string());
+            }
+            let ev = Event::now(EventKind::LlmCall {
+                task: None,
+                role: "planner".into(),
+                model: a.model.clone(),
+                attempt: a.attempt,
+                duration_ms: a.duration_ms,
+                usage: a.usage,
+                error: a.error.clone(),
+            });
+            events.emit(&ev);
+            if let Some(s) = &stream {
+                s.emit(&ev);
+            }
+        }
+    }
+
+    /// `planner/attempts.json` and the round's planner calls.
+    fn keep_attempts(
+        &mut self,
+        tag: RoundTag,
+        out: &RunDir,
+        dir: &str,
+        attempts: &[PlanAttempt],
+    ) -> anyhow::Result<()> {
+        let files: Vec<AttemptFile<'_>> = attempts
+            .iter()
+            .map(|a| AttemptFile {
+                attempt: a,
+                raw_file: (!a.raw.is_empty()).then(|| format!("{dir}/attempt-{}.txt", a.attempt)),
+            })
+            .collect();
+        out.write_json(&format!("{dir}/attempts.json"), &files)?;
+        for a in attempts {
+            for w in &a.warnings {
+                self.setup.notes.note(&format!("planner warning: {w}"));
+            }
+        }
+        let calls = self.calls.entry(tag.round).or_default();
+        calls.extend(attempts.iter().map(call_record));
+        self.attempts.insert(tag.round, attempts.len());
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Rounds for RoundsDriver<'_> {
+    type Error = anyhow::Error;
+
+    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> anyhow::Result<Planned> {
+        let out = self.round_dir(tag.round)?;
+        let dir = Self::planner_dir(tag);
+        std::fs::create_dir_all(out.root().join(&dir))
+            .with_context(|| format!("creating {}", out.root().join(&dir).display()))?;
+        // Planning events open the file the pass's execution continues.
+        let events = open_journal(&out, "events.jsonl", self.setup.run_id)?;
+        self.events.insert(tag, events.clone());
+        let mut write_errors: Vec<String> = Vec::new();
+        let planned = {
+            let mut record = self.attempt_recorder(&out, &dir, &events, &mut write_errors);
+            let s = &self.setup;
+            plan_goal(
+                PlanRequest {
+                    goal: &s.goal,
+                    reflection: note,
+                    tools: planner_tools(s.resources.mcp.as_deref()),
+                    resources: &s.resources,
+                    config: s.planner.clone(),
+                    quiet: s.quiet,
+                    cancel: &s.cancel,
+                    notes: s.notes,
+                },
+                &mut record,
+            )
+            .await
+        };
+        for e in &write_errors {
+            self.setup.notes.note(&format!("warning: {e}"));
+        }
+        let first = tag.round == 1 && tag.pass == 1;
+        if !matches!(planned, Ok(Some(ref o)) if o.plan.is_some())
+            && let Some(sink) = self.events.remove(&tag)
+        {
+            let _ = sink.close();
+        }
+        let outcome = match planned {
+            Ok(Some(o)) => o,
+            Ok(None) => {
+                self.setup.notes.note("interrupted while planning");
+                return Ok(Planned::Stop(StopReason::Interrupted));
+            }
+            // The first plan failing is the command failing; later, the rounds so far stand.
+            Err(e) if first => return Err(e),
+            Err(e) => {
+                self.setup
+                    .notes
+                    .note(&format!("round {}: planning failed: {e:#}", tag.round));
+                return Ok(Planned::Stop(StopReason::PlanningFailed));
+            }
+        };
+        self.keep_attempts(tag, &out, &dir, &outcome.attempts)?;
+        match outcome.plan.clone() {
+            Some(plan) => Ok(Planned::Plan(Box::new(plan))),
+            None if first => Err(planning_error(&outcome)),
+            None => {
+                self.setup.notes.note(&format!(
+                    "round {}: planning failed: {:#}",
+                    tag.round,
+                    planning_error(&outcome)
+                ));
+                Ok(Planned::Stop(StopReason::PlanningFailed))
+            }
+        }
+    }
+
+    async fn execute(
+        &mut self,
+        tag: RoundTag,
+        plan: Arc<ValidatedPlan>,
+        preset: Vec<Preset>,
+        fresh: bool,
+    ) -> anyhow::Result<RunResult> {
+        let out = self.round_dir(tag.round)?;
+        if fresh && tag.pass > 1 {
+            // A complete replan: the discarded plan's sections must not pass for this one's.
+            let sections = out.path("sections")?;
+            std::fs::remove_dir_all(&sections)
+                .and_then(|()| std::fs::create_dir_all(&sections))
+                .with_context(|| format!("clearing {}", sections.display()))?;
+        }
+        let events = match self.events.remove(&tag) {
+            Some(sink) => sink,
+            // Every pass of a round appends to one journal, so a resume of the round sees
+            // every section any pass completed.
+            None => open_journal(&out, "events.jsonl", self.setup.run_id)?,
+        };
+        let s = &self.setup;
+        let mut result = execute_plan(
+            Execution {
+                plan,
+                resources: s.resources.clone(),
+                config: RunConfig {
+                    round: Some(tag),
+                    ..s.config.clone()
+                },
+                deadline: s
+                    .deadline
+                    .map(|d| d.saturating_duration_since(std::time::Instant::now())),
+                out: out.clone(),
+                events,
+                run_id: s.run_id,
+                stream: s.stream.clone(),
+                preset,
+                slots: None,
+                cancel: s.cancel.child_token(),
+                root_span: true,
+            },
+            s.watch,
+        )
+        .await?;
+        let this_pass = std::mem::take(&mut result.calls);
+        self.add_calls(tag.round, this_pass, Some(&mut result))?;
+        Ok(result)
+    }
+
+    fn add_calls(
+        &mut self,
+        round: u32,
+        calls: Vec<CallRecord>,
+        result: Option<&mut RunResult>,
+    ) -> anyhow::Result<()> {
+        let all = self.calls.entry(round).or_default();
+        all.extend(calls);
+        let Some(result) = result else {
+            return Ok(());
+        };
+        // The round's run.json has every call the round made (planning, every pass,
+        // evaluation, reflection) and usage as their sum: a preset task's usage was spent by
+        // an earlier pass and is in that pass's calls.
+        result.calls = all.clone();
+        let mut usage = planwave_llm::Usage::default();
+        for c in &result.calls {
+            usage += c.usage();
+        }
+        result.stats.usage = usage;
+        result.stats.cost = self
+            .setup
+            .prices
+            .estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
+        self.round_dir(round)?.write_run(result)?;
+        Ok(())
+    }
+
+    fn save(&mut self, round: u32, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
+        Ok(self.round_dir(round)?.write_json(name, value)?)
+    }
+
+    fn progress(&mut self, line: &str) {
+        if !self.setup.quiet {
+            self.setup.notes.note(line);
+        }
+    }
+}

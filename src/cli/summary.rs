@@ -1,0 +1,70 @@
+//! How a finished run is told to a person (the summary lines) and to the shell (the exit
+//! code), shared by `run`, `resume` and `research`.
+
+use std::io::Write;
+
+use planwave_engine::{RunDir, RunResult, RunStatus};
+
+use super::events::human;
+use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
+
+pub fn outcome(r: &RunResult) -> Outcome {
+    Outcome(match r.status {
+        RunStatus::Completed => OK,
+        RunStatus::Partial | RunStatus::Failed => PARTIAL,
+        RunStatus::Cancelled if r.stop_reason.as_deref() == Some("deadline") => DEADLINE,
+        RunStatus::Cancelled => INTERRUPTED,
+    })
+}
+
+pub fn print_summary(r: &RunResult, out: &RunDir) {
+    let mut h = human();
+    let s = &r.stats;
+    let _ = writeln!(
+        h,
+        "{}: {} completed, {} failed, {} blocked of {} tasks in {:.2}s ({} retries, {} tokens)",
+        r.status.as_str(),
+        s.completed,
+        s.failed,
+        s.blocked,
+        s.tasks,
+        s.makespan_ms / 1000.0,
+        s.retries,
+        s.usage.total()
+    );
+    if let Some(c) = &s.cost {
+        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
+    }
+    if !s.transport_retries.is_empty() {
+        let causes: Vec<String> = s
+            .transport_retries
+            .iter()
+            .map(|(c, n)| format!("{c} {n}"))
+            .collect();
+        let _ = writeln!(h, "transport retries: {}", causes.join(", "));
+    }
+    for t in r.tasks.iter().filter(|t| t.error.is_some()) {
+        let _ = writeln!(
+            h,
+            "  task {} {}: {}",
+            t.id,
+            t.status.as_str(),
+            t.error.as_deref().unwrap_or("")
+        );
+    }
+    for w in &r.warnings {
+        eprintln!("warning: {w}");
+    }
+    if r.status == RunStatus::Cancelled {
+        let why = match r.stop_reason.as_deref() {
+            Some("deadline") => "deadline reached",
+            _ => "interrupted",
+        };
+        let _ = writeln!(
+            h,
+            "{why}; finished work is saved. Continue with: planwave resume {}",
+            out.root().display()
+        );
+    }
+    let _ = writeln!(h, "report: {}", out.root().join("report.md").display());
+}
