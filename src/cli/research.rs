@@ -15,9 +15,8 @@ use planwave_runner::{
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
-use super::mcp::McpOptions;
-use super::options::{ExecOptions, SimOptions};
+use super::job::JobOptions;
+use super::llm::{self, PlannerOptions};
 use super::progress::Terminal;
 use super::summary::{outcome, print_summary};
 
@@ -36,24 +35,16 @@ pub struct ResearchArgs {
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
-    pub exec: ExecOptions,
-    #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
+    pub job: JobOptions,
     #[command(flatten)]
     pub events: EventsOptions,
-    #[command(flatten)]
-    pub mcp: McpOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let mut settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let mut settings = llm::settings(&args.job.llm, &args.job.prompts, Some(&args.planner))?;
     if let Some(n) = args.max_rounds {
         settings.reflect.max_rounds = n;
     }
@@ -65,12 +56,10 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         max_step_retries: r.max_step_retries,
         max_task_replanning_attempts: r.max_task_replanning_attempts,
     };
-    let config = args
-        .mcp
-        .apply(super::job::run_config(&args.exec, &settings), &settings.mcp)?;
-    let deadline = super::job::deadline(&args.exec, &settings);
-    let mcp = args.mcp.start_spec(&settings.mcp)?;
-    let resources = super::job::resources(&settings, &args.sim, args.exec.seed)?;
+    let config = args.job.run_config(&settings)?;
+    let deadline = super::job::deadline(&args.job.exec, &settings);
+    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
+    let resources = args.job.resources(&settings)?;
     let out = open_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     Invocation::current()?.record(&out)?;

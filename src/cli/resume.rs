@@ -11,9 +11,8 @@ use clap::{Args, Parser};
 use planwave_runner::{CtrlC, Execution, InvalidInput, Invocation, Stderr, execute_plan};
 
 use super::exit::Outcome;
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
-use super::mcp::McpOptions;
-use super::options::{ExecOptions, SimOptions};
+use super::job::JobOptions;
+use super::llm::{self, PlannerOptions};
 use super::progress::Terminal;
 use super::summary::{outcome, print_summary};
 use super::{Cli, Command};
@@ -29,12 +28,8 @@ pub struct ResumeArgs {
 
 /// The options of the command that started a run.
 struct Recorded {
-    exec: ExecOptions,
-    llm: LlmOptions,
-    prompts: PromptOptions,
-    sim: SimOptions,
+    job: JobOptions,
     planner: Option<PlannerOptions>,
-    mcp: McpOptions,
 }
 
 /// Parses the recorded command line again; also moves to its working directory so relative
@@ -52,20 +47,12 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
     }
     match cli.command {
         Command::Run(a) => Ok(Recorded {
-            exec: a.exec,
-            llm: a.llm,
-            prompts: a.prompts,
-            sim: a.sim,
+            job: a.job,
             planner: None,
-            mcp: a.mcp,
         }),
         Command::Research(a) => Ok(Recorded {
-            exec: a.exec,
-            llm: a.llm,
-            prompts: a.prompts,
-            sim: a.sim,
+            job: a.job,
             planner: Some(a.planner),
-            mcp: a.mcp,
         }),
         _ => Err(bad(
             "invocation.json does not record a run or research command".into(),
@@ -76,13 +63,11 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     let dir = planwave_runner::resumable_dir(&args.dir)?;
     let rec = recorded(&dir)?;
-    let settings = llm::settings(&rec.llm, &rec.prompts, rec.planner.as_ref())?;
-    let config = rec
-        .mcp
-        .apply(super::job::run_config(&rec.exec, &settings), &settings.mcp)?;
-    let deadline = super::job::deadline(&rec.exec, &settings);
-    let mcp = rec.mcp.start_spec(&settings.mcp)?;
-    let resources = super::job::resources(&settings, &rec.sim, rec.exec.seed)?;
+    let settings = llm::settings(&rec.job.llm, &rec.job.prompts, rec.planner.as_ref())?;
+    let config = rec.job.run_config(&settings)?;
+    let deadline = super::job::deadline(&rec.job.exec, &settings);
+    let mcp = rec.job.mcp.start_spec(&settings.mcp)?;
+    let resources = rec.job.resources(&settings)?;
     let mut point = planwave_runner::resume(&dir, &Stderr)?;
     println!(
         "resuming run {}: {} of {} tasks already completed",

@@ -11,9 +11,8 @@ use planwave_runner::{
 
 use super::events::{EventsOptions, open_stream};
 use super::exit::Outcome;
-use super::llm::{self, LlmOptions, PromptOptions};
-use super::mcp::McpOptions;
-use super::options::{ExecOptions, SimOptions};
+use super::job::JobOptions;
+use super::llm;
 use super::progress::Terminal;
 use super::summary::{outcome, print_summary};
 
@@ -25,15 +24,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]
-    pub exec: ExecOptions,
-    #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
-    #[command(flatten)]
-    pub mcp: McpOptions,
+    pub job: JobOptions,
     #[command(flatten)]
     pub events: EventsOptions,
     /// No progress output; only the final summary.
@@ -43,14 +34,12 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Everything that can be checked is checked before a server starts.
-    let settings = llm::settings(&args.llm, &args.prompts, None)?;
-    let config = args
-        .mcp
-        .apply(super::job::run_config(&args.exec, &settings), &settings.mcp)?;
-    let deadline = super::job::deadline(&args.exec, &settings);
+    let settings = llm::settings(&args.job.llm, &args.job.prompts, None)?;
+    let config = args.job.run_config(&settings)?;
+    let deadline = super::job::deadline(&args.job.exec, &settings);
     let (source, spec) = parse_plan_source(&args.plan)?;
-    let mcp = args.mcp.start_spec(&settings.mcp)?;
-    let resources = super::job::resources(&settings, &args.sim, args.exec.seed)?;
+    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
+    let resources = args.job.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
     resources

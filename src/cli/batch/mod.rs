@@ -16,9 +16,8 @@ use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_
 use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
-use super::mcp::McpOptions;
-use super::options::{ExecOptions, SimOptions};
+use super::job::JobOptions;
+use super::llm::{self, PlannerOptions};
 use super::progress::Mode;
 use super::{Cli, Command};
 use progress::{BatchProgress, BatchView};
@@ -45,16 +44,7 @@ pub struct BatchArgs {
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
-    pub exec: ExecOptions,
-    #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
-    /// MCP servers are started once for the whole batch and shared by every job.
-    #[command(flatten)]
-    pub mcp: McpOptions,
+    pub job: JobOptions,
     /// No progress output; only the final table.
     #[arg(short, long)]
     pub quiet: bool,
@@ -97,16 +87,14 @@ async fn batch_in(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     let quiet = args.quiet || quiet_override;
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let settings = llm::settings(&args.job.llm, &args.job.prompts, Some(&args.planner))?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let jobs = read_job_file(&job_file)?;
-    let config = args
-        .mcp
-        .apply(super::job::run_config(&args.exec, &settings), &settings.mcp)?;
-    let deadline = super::job::deadline(&args.exec, &settings);
-    let mcp = args.mcp.start_spec(&settings.mcp)?;
+    let config = args.job.run_config(&settings)?;
+    let deadline = super::job::deadline(&args.job.exec, &settings);
+    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
-    let resources = super::job::resources(&settings, &args.sim, args.exec.seed)?;
+    let resources = args.job.resources(&settings)?;
     let interrupt = CtrlC::listen();
     // One set of MCP servers for every job, shut down whatever happens.
     let resources = resources.start_mcp(mcp, quiet, &Stderr).await;
