@@ -143,46 +143,9 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         latency_overrides: overrides,
         ..SimConfig::default()
     };
-    let (provider, planned, model_label): (Arc<dyn LlmProvider>, _, String) = match &a.llm_url {
-        None => (
-            Arc::new(SimProvider::new(sim.clone())),
-            Some(planned_latencies(&plan, &sim)),
-            "in-process simulator".into(),
-        ),
-        Some(url) => {
-            if a.latency.is_some() {
-                return Err(InvalidInput {
-                    source_name: "--latency".into(),
-                    problems: vec![
-                        "with --llm-url the server decides latency: start `sim-llm serve` with --latency-ms/--sigma or --latency-file (and give the same file here)".into(),
-                    ],
-                }
-                .into());
-            }
-            (
-                http_provider(url, &a.model, a.no_stream, a.seed)?,
-                // Only a replayed file says what the server will take; else measure.
-                a.latency_file.as_ref().map(|_| {
-                    let only_file = SimConfig {
-                        latency: planwave_llm::sim::Latency::Zero,
-                        ..sim.clone()
-                    };
-                    planned_latencies(&plan, &only_file)
-                }),
-                url.clone(),
-            )
-        }
-    };
+    let (provider, planned, model_label) = model(&a, &plan, &sim)?;
     if let Some(path) = &a.save_latencies {
-        let planned = planned.as_ref().ok_or_else(|| InvalidInput {
-            source_name: "--save-latencies".into(),
-            problems: vec!["with --llm-url the latencies are not known before the run".into()],
-        })?;
-        let map: serde_json::Map<String, serde_json::Value> = (0..plan.len())
-            .map(|i| (plan.id(i).to_string(), json!(planned[i])))
-            .collect();
-        std::fs::write(path, serde_json::to_vec_pretty(&map)?)
-            .with_context(|| format!("writing {}", path.display()))?;
+        save_latencies(path, &plan, planned.as_deref())?;
     }
     let journal = match &a.journal {
         Some(path) => Some(Arc::new(
@@ -243,6 +206,78 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         j.close().context("writing the journal")?;
     }
 
+    print_results(&a, &plan, &source, latency, &model_label, &runs)?;
+    Ok(Outcome(if cancel.is_cancelled() {
+        INTERRUPTED
+    } else if runs.iter().all(|r| r.completed == r.tasks) {
+        OK
+    } else {
+        PARTIAL
+    }))
+}
+
+/// Who answers and what latency each task is planned to take (known with the in-process
+/// simulator, or a replayed latency file), and the model's label.
+type Model = (Arc<dyn LlmProvider>, Option<Vec<f64>>, String);
+
+fn model(a: &LoadtestArgs, plan: &ValidatedPlan, sim: &SimConfig) -> anyhow::Result<Model> {
+    let Some(url) = &a.llm_url else {
+        return Ok((
+            Arc::new(SimProvider::new(sim.clone())),
+            Some(planned_latencies(plan, sim)),
+            "in-process simulator".into(),
+        ));
+    };
+    if a.latency.is_some() {
+        return Err(InvalidInput {
+            source_name: "--latency".into(),
+            problems: vec![
+                "with --llm-url the server decides latency: start `sim-llm serve` with --latency-ms/--sigma or --latency-file (and give the same file here)".into(),
+            ],
+        }
+        .into());
+    }
+    Ok((
+        http_provider(url, &a.model, a.no_stream, a.seed)?,
+        // Only a replayed file says what the server will take; else measure.
+        a.latency_file.as_ref().map(|_| {
+            let only_file = SimConfig {
+                latency: planwave_llm::sim::Latency::Zero,
+                ..sim.clone()
+            };
+            planned_latencies(plan, &only_file)
+        }),
+        url.clone(),
+    ))
+}
+
+/// `--save-latencies`: the planned latency per task id.
+fn save_latencies(
+    path: &std::path::Path,
+    plan: &ValidatedPlan,
+    planned: Option<&[f64]>,
+) -> anyhow::Result<()> {
+    let planned = planned.ok_or_else(|| InvalidInput {
+        source_name: "--save-latencies".into(),
+        problems: vec!["with --llm-url the latencies are not known before the run".into()],
+    })?;
+    let map: serde_json::Map<String, serde_json::Value> = (0..plan.len())
+        .map(|i| (plan.id(i).to_string(), json!(planned[i])))
+        .collect();
+    std::fs::write(path, serde_json::to_vec_pretty(&map)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The figures as JSON (`--json`) or the workload line and the table.
+fn print_results(
+    a: &LoadtestArgs,
+    plan: &ValidatedPlan,
+    source: &str,
+    latency: LatencyModel,
+    model_label: &str,
+    runs: &[LoadReport],
+) -> anyhow::Result<()> {
     if a.json {
         let out = json!({
             "workload": {
@@ -272,15 +307,9 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
                 .map(|p| format!(" (per-task from {})", p.display()))
                 .unwrap_or_default(),
         );
-        print!("{}", render_table(&runs));
+        print!("{}", render_table(runs));
     }
-    Ok(Outcome(if cancel.is_cancelled() {
-        INTERRUPTED
-    } else if runs.iter().all(|r| r.completed == r.tasks) {
-        OK
-    } else {
-        PARTIAL
-    }))
+    Ok(())
 }
 
 fn write_timeline(path: &std::path::Path, runs: &[LoadReport]) -> anyhow::Result<()> {

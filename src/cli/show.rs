@@ -51,8 +51,16 @@ fn duration_ms(t: &TaskRecord) -> Option<f64> {
 
 /// The table, in plan order, with totals and the reason of each failure.
 pub fn render(run: &RunResult) -> String {
-    let s = &run.stats;
     let mut out = String::new();
+    header(&mut out, run);
+    task_table(&mut out, run);
+    totals(&mut out, run);
+    tokens_by_role(&mut out, run);
+    problems(&mut out, run);
+    out
+}
+
+fn header(out: &mut String, run: &RunResult) {
     let _ = writeln!(out, "run {}  {}", run.run_id, run.topic);
     let _ = writeln!(
         out,
@@ -64,13 +72,22 @@ pub fn render(run: &RunResult) -> String {
         run.started_at.format("%Y-%m-%d %H:%M:%S UTC")
     );
     let _ = writeln!(out);
-    let id_w = run
-        .tasks
+}
+
+/// Width of the task column: the longest id, at least "total".
+fn id_width(run: &RunResult) -> usize {
+    run.tasks
         .iter()
         .map(|t| t.id.to_string().chars().count())
         .max()
         .unwrap_or(5)
-        .max(5);
+        .max(5)
+}
+
+/// A row per task, then the totals row.
+fn task_table(out: &mut String, run: &RunResult) {
+    let s = &run.stats;
+    let id_w = id_width(run);
     let _ = writeln!(
         out,
         "{:<id_w$}  {:<9}  {:>4}  {:>8}  {:>9}  {:>8}  {:>9}  {:>9}  title",
@@ -116,6 +133,11 @@ pub fn render(run: &RunResult) -> String {
         task_in,
         task_out
     );
+}
+
+/// Counts, retries, makespan and the whole run's time.
+fn totals(out: &mut String, run: &RunResult) {
+    let s = &run.stats;
     let _ = writeln!(out);
     let _ = writeln!(
         out,
@@ -132,6 +154,11 @@ pub fn render(run: &RunResult) -> String {
                 / 1000.0
         )
     );
+}
+
+/// Tokens in total and per role, and the cost estimate.
+fn tokens_by_role(out: &mut String, run: &RunResult) {
+    let s = &run.stats;
     let mut roles: Vec<(String, usize, u64, u64)> = Vec::new();
     for c in &run.calls {
         let i = match roles.iter().position(|r| r.0 == c.role) {
@@ -162,6 +189,10 @@ pub fn render(run: &RunResult) -> String {
     if let Some(c) = &s.cost {
         let _ = writeln!(out, "estimated cost: {:.4} {}", c.total, c.currency);
     }
+}
+
+/// Why each task that did not complete did not.
+fn problems(out: &mut String, run: &RunResult) {
     let problems: Vec<&TaskRecord> = run
         .tasks
         .iter()
@@ -177,5 +208,4 @@ pub fn render(run: &RunResult) -> String {
             let _ = writeln!(out, "task {} {}: {}", t.id, t.status.as_str(), why);
         }
     }
-    out
 }
