@@ -21,7 +21,11 @@ pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome(code)) => ExitCode::from(code),
         Err(err) => {
-            if let Some(inv) = err.downcast_ref::<InvalidInput>() {
+            let invalid = err.downcast_ref::<InvalidInput>().or_else(|| {
+                err.downcast_ref::<planwave_runner::RunnerError>()
+                    .and_then(planwave_runner::RunnerError::invalid_input)
+            });
+            if let Some(inv) = invalid {
                 for p in &inv.problems {
                     eprintln!("{}: {p}", inv.source_name);
                 }

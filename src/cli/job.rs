@@ -45,13 +45,13 @@ impl JobOptions {
 
 /// The model client and prompts the settings ask for; nothing is started yet.
 pub fn resources(settings: &Settings, sim: &SimOptions, seed: u64) -> anyhow::Result<Resources> {
-    Resources::prepare(
+    Ok(Resources::prepare(
         settings,
         sim.sim_config(seed)?,
         seed,
         super::telemetry::traced,
         &Stderr,
-    )
+    )?)
 }
 
 /// The whole-run deadline: `--deadline`, else planwave.toml `[run] deadline_secs`.

@@ -61,7 +61,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         return Ok(Outcome(INTERRUPTED));
     };
     let Some(plan) = &outcome.plan else {
-        return Err(planning_error(&outcome));
+        return Err(planning_error(&outcome).into());
     };
     let mut json = serde_json::to_string_pretty(plan.spec())?;
     json.push('\n');

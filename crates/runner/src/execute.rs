@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_engine::{
     EventSink, FanoutSink, Journal, JsonlSink, Preset, RunConfig, RunDir, RunRequest, RunResult,
     RunStatus, execute,
@@ -70,7 +70,7 @@ impl Execution {
 }
 
 /// Runs a plan into its run directory; the journal is closed when it ends.
-pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> anyhow::Result<RunResult> {
+pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunResult> {
     let view = watch.open(&x.plan);
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![view.clone()];
     if let Some(s) = &x.stream {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_engine::{RunDir, RunDirError};
 use serde::{Deserialize, Serialize};
 
@@ -20,7 +20,7 @@ pub struct Invocation {
 
 impl Invocation {
     /// This process's own command line and working directory.
-    pub fn current() -> anyhow::Result<Invocation> {
+    pub fn current() -> crate::Result<Invocation> {
         let cwd = std::env::current_dir().context("reading the working directory")?;
         let argv = std::env::args_os()
             .skip(1)

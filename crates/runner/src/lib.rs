@@ -14,6 +14,7 @@
 //! reports through [`EventSink`](planwave_engine::EventSink)s, [`Notes`] and return values.
 
 pub mod batch;
+mod error;
 mod execute;
 mod input;
 mod interrupt;
@@ -27,6 +28,7 @@ mod rounds;
 mod trace_fields;
 mod workdir;
 
+pub use error::{Context, Result, RunnerError};
 pub use execute::{Execution, Unwatched, Watch, Watcher, execute_plan};
 pub use input::{
     InvalidInput, load_plan, load_plan_with_tools, parse_plan_source, read_source, validate_plan,

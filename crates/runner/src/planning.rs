@@ -1,11 +1,10 @@
 //! A goal to a plan: the planner's loop with a note per attempt, cancellable, and what its
 //! failure means for the job (bad input, or a model that never answered).
 
-use anyhow::anyhow;
 use planwave_planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig};
 use tokio_util::sync::CancellationToken;
 
-use crate::{InvalidInput, Notes, Resources};
+use crate::{InvalidInput, Notes, Resources, RunnerError};
 
 pub struct PlanRequest<'a> {
     pub goal: &'a str,
@@ -36,7 +35,7 @@ pub fn describe_attempt(a: &PlanAttempt) -> String {
 pub async fn plan_goal(
     req: PlanRequest<'_>,
     on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
-) -> anyhow::Result<Option<PlanOutcome>> {
+) -> crate::Result<Option<PlanOutcome>> {
     if req.goal.trim().is_empty() {
         return Err(InvalidInput::one("goal", "the goal is empty").into());
     }
@@ -59,24 +58,24 @@ pub async fn plan_goal(
     };
     match result {
         None => Ok(None),
-        Some(r) => Ok(Some(r.map_err(|e| anyhow!(e))?)),
+        Some(r) => Ok(Some(r.map_err(|e| RunnerError::Other(Box::new(e)))?)),
     }
 }
 
 /// A planning outcome without a plan, as an error: bad input listing every problem of every
 /// attempt, or a plain error for a model failure that stopped planning.
-pub fn planning_error(outcome: &PlanOutcome) -> anyhow::Error {
+pub fn planning_error(outcome: &PlanOutcome) -> RunnerError {
     if let Some(fatal) = &outcome.fatal {
-        return anyhow!("planning failed: {fatal}");
+        return RunnerError::message(format!("planning failed: {fatal}"));
     }
     // The model never answered: an outage, not bad input.
     if outcome.attempts.iter().all(|a| a.error.is_some())
         && let Some(last) = outcome.attempts.last().and_then(|a| a.error.as_deref())
     {
-        return anyhow!(
+        return RunnerError::message(format!(
             "planning failed: the model call failed on all {} attempt(s); last error: {last}",
             outcome.attempts.len()
-        );
+        ));
     }
     let mut problems = Vec::new();
     for a in &outcome.attempts {
@@ -99,8 +98,8 @@ pub fn planning_error(outcome: &PlanOutcome) -> anyhow::Error {
 }
 
 /// What a planning failure says, on one line: every problem of bad input, or the error.
-pub fn failure_detail(e: &anyhow::Error) -> String {
-    e.downcast_ref::<InvalidInput>()
+pub fn failure_detail(e: &RunnerError) -> String {
+    e.invalid_input()
         .map(|i| i.problems.join("; "))
         .unwrap_or_else(|| e.to_string())
 }

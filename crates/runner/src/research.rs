@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_engine::{JsonlSink, RunConfig, RunDir, RunResult};
 use planwave_llm::PriceTable;
 use planwave_orchestrator::{
@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::Watch;
 use crate::rounds::{RoundsDriver, RoundsSetup};
-use crate::{Notes, Resources};
+use crate::{Notes, Resources, RunnerError};
 
 /// Answer attempts per evaluation, reflection or replacement, repairs included.
 const ANSWER_ATTEMPTS: u32 = 3;
@@ -71,7 +71,7 @@ impl ResearchOutcome {
 }
 
 /// Runs the loop to its stop condition and publishes the shown round.
-pub async fn research(r: Research<'_>) -> anyhow::Result<ResearchOutcome> {
+pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     clear_old_rounds(&r.out, r.notes)?;
     let cx = LoopContext {
         goal: r.goal.clone(),
@@ -113,7 +113,10 @@ pub async fn research(r: Research<'_>) -> anyhow::Result<ResearchOutcome> {
             let _ = publish(&out, 1);
             return Err(match e {
                 LoopError::Driver(e) => e,
-                LoopError::Prompt(p) => anyhow::Error::new(p).context("rendering a prompt"),
+                LoopError::Prompt(p) => RunnerError::Failed {
+                    doing: "rendering a prompt".into(),
+                    source: Box::new(p),
+                },
             });
         }
     };
@@ -146,7 +149,7 @@ pub async fn research(r: Research<'_>) -> anyhow::Result<ResearchOutcome> {
 
 /// Rounds of an earlier research here would pass for this one's (and their journals would
 /// be appended to); `run.json` `rounds[]` must describe exactly the directories present.
-fn clear_old_rounds(out: &RunDir, notes: &dyn Notes) -> anyhow::Result<()> {
+fn clear_old_rounds(out: &RunDir, notes: &dyn Notes) -> crate::Result<()> {
     let old_rounds = out.path("rounds")?;
     if old_rounds.is_dir() {
         notes.note(&format!(
@@ -162,7 +165,7 @@ fn clear_old_rounds(out: &RunDir, notes: &dyn Notes) -> anyhow::Result<()> {
 /// Copies round `round`'s report, plan, sections, events and planner attempts to the top of
 /// the run directory through [`RunDir`] (atomic, durable, confined), replacing what an
 /// earlier run there left.
-fn publish(top: &RunDir, round: u32) -> anyhow::Result<()> {
+fn publish(top: &RunDir, round: u32) -> crate::Result<()> {
     let from = top.path(&format!("rounds/{round}"))?;
     for f in ["report.md", "plan.json", "events.jsonl"] {
         copy_file(top, &from, f)?;
@@ -191,7 +194,7 @@ fn publish(top: &RunDir, round: u32) -> anyhow::Result<()> {
 }
 
 /// `from/rel` to `top/rel`, when present.
-fn copy_file(top: &RunDir, from: &std::path::Path, rel: &str) -> anyhow::Result<()> {
+fn copy_file(top: &RunDir, from: &std::path::Path, rel: &str) -> crate::Result<()> {
     let src = from.join(rel);
     if !src.is_file() {
         return Ok(());

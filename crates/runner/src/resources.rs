@@ -39,7 +39,7 @@ impl Resources {
         seed: u64,
         wrap: impl FnOnce(Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider>,
         notes: &dyn Notes,
-    ) -> anyhow::Result<Resources> {
+    ) -> crate::Result<Resources> {
         let templates = Templates::load(settings.prompts.dir.as_deref())
             .map(Arc::new)
             .map_err(|e| InvalidInput::one("prompts", e.to_string()))?;
@@ -60,10 +60,10 @@ impl Resources {
 
     /// Runs `work` with these resources, then shuts the MCP servers down whatever `work`
     /// returned.
-    pub async fn scope<T>(
+    pub async fn scope<T, E>(
         self,
-        work: impl AsyncFnOnce(&Resources) -> anyhow::Result<T>,
-    ) -> anyhow::Result<T> {
+        work: impl AsyncFnOnce(&Resources) -> Result<T, E>,
+    ) -> Result<T, E> {
         let result = work(&self).await;
         if let Some(m) = &self.mcp {
             m.shutdown().await;
@@ -84,7 +84,7 @@ pub fn model_client(
     sim: SimConfig,
     seed: u64,
     notes: &dyn Notes,
-) -> anyhow::Result<Arc<dyn LlmProvider>> {
+) -> crate::Result<Arc<dyn LlmProvider>> {
     Ok(match &settings.llm {
         LlmChoice::Sim => {
             notes.note(

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use planwave_engine::{Event, EventKind, EventSink, Journal, Preset, Replay, RunDir, RunLock};
 use planwave_plan::ValidatedPlan;
 
-use crate::{InvalidInput, Notes, load_plan, lock_run_dir, open_journal, open_run_dir};
+use crate::{
+    InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_journal, open_run_dir,
+};
 
 /// The tasks `replay` shows durably completed for `plan` (with notes on completions not
 /// trusted), recorded in `events` as a `run_resumed` event.
@@ -59,7 +61,7 @@ pub fn resumable_dir(dir: &Path) -> Result<PathBuf, InvalidInput> {
 
 /// Locks `dir` (from [`resumable_dir`]), reads its plan and journal, and reopens the journal
 /// with the resume recorded. Completions that cannot be trusted are noted (`resume: ...`).
-pub fn resume(dir: &Path, notes: &dyn Notes) -> anyhow::Result<Resumed> {
+pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
     let out = open_run_dir(dir)?;
     let lock = lock_run_dir(&out)?;
     let plan = Arc::new(load_plan(&dir.join("plan.json"), notes)?);
@@ -67,7 +69,7 @@ pub fn resume(dir: &Path, notes: &dyn Notes) -> anyhow::Result<Resumed> {
         .map_err(|e| InvalidInput::one(dir.display().to_string(), e.to_string()))?;
     let run_id = replay
         .run_id
-        .ok_or_else(|| anyhow::anyhow!("the journal names no run"))?;
+        .ok_or_else(|| RunnerError::message("the journal names no run"))?;
     let events = open_journal(&out, "events.jsonl", run_id)?;
     let (preset, kept_notes) = resume_presets(&replay, &plan, &out, &events, run_id);
     for n in kept_notes {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_engine::{
     CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
     RunResult,
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::Watch;
 use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
-use crate::{planner_tools, planning_error};
+use crate::{RunnerError, planner_tools, planning_error};
 
 /// One line of `planner/attempts.json`.
 #[derive(Serialize)]
@@ -90,7 +90,7 @@ impl<'a> RoundsDriver<'a> {
         }
     }
 
-    pub fn round_dir(&self, round: u32) -> anyhow::Result<RunDir> {
+    pub fn round_dir(&self, round: u32) -> crate::Result<RunDir> {
         let path = self.setup.root.join("rounds").join(round.to_string());
         Ok(RunDir::create(&path)
             .with_context(|| format!("preparing {}", path.display()))?
@@ -147,7 +147,7 @@ impl<'a> RoundsDriver<'a> {
         out: &RunDir,
         dir: &str,
         attempts: &[PlanAttempt],
-    ) -> anyhow::Result<()> {
+    ) -> crate::Result<()> {
         let files: Vec<AttemptFile<'_>> = attempts
             .iter()
             .map(|a| AttemptFile {
@@ -170,9 +170,9 @@ impl<'a> RoundsDriver<'a> {
 
 #[async_trait::async_trait]
 impl Rounds for RoundsDriver<'_> {
-    type Error = anyhow::Error;
+    type Error = RunnerError;
 
-    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> anyhow::Result<Planned> {
+    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> crate::Result<Planned> {
         let out = self.round_dir(tag.round)?;
         let dir = Self::planner_dir(tag);
         std::fs::create_dir_all(out.root().join(&dir))
@@ -244,7 +244,7 @@ impl Rounds for RoundsDriver<'_> {
         plan: Arc<ValidatedPlan>,
         preset: Vec<Preset>,
         fresh: bool,
-    ) -> anyhow::Result<RunResult> {
+    ) -> crate::Result<RunResult> {
         let out = self.round_dir(tag.round)?;
         if fresh && tag.pass > 1 {
             // A complete replan: the discarded plan's sections must not pass for this one's.
@@ -293,7 +293,7 @@ impl Rounds for RoundsDriver<'_> {
         round: u32,
         calls: Vec<CallRecord>,
         result: Option<&mut RunResult>,
-    ) -> anyhow::Result<()> {
+    ) -> crate::Result<()> {
         let all = self.calls.entry(round).or_default();
         all.extend(calls);
         let Some(result) = result else {
@@ -316,7 +316,7 @@ impl Rounds for RoundsDriver<'_> {
         Ok(())
     }
 
-    fn save(&mut self, round: u32, name: &str, value: &serde_json::Value) -> anyhow::Result<()> {
+    fn save(&mut self, round: u32, name: &str, value: &serde_json::Value) -> crate::Result<()> {
         Ok(self.round_dir(round)?.write_json(name, value)?)
     }
 

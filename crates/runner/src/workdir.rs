@@ -3,24 +3,24 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_engine::{Journal, RunDir, RunLock};
 
 /// The run directory, with every file made durable (fsync, rename, directory fsync).
-pub fn open_run_dir(path: &Path) -> anyhow::Result<RunDir> {
+pub fn open_run_dir(path: &Path) -> crate::Result<RunDir> {
     Ok(RunDir::create(path)
         .context("preparing the run directory")?
         .with_durable(true))
 }
 
 /// One process per run directory, for as long as the guard lives.
-pub fn lock_run_dir(out: &RunDir) -> anyhow::Result<RunLock> {
+pub fn lock_run_dir(out: &RunDir) -> crate::Result<RunLock> {
     Ok(RunLock::acquire(out.root())?)
 }
 
 /// The journal at `rel` inside the run directory (appended to when it exists: resume); every
 /// line carries the run id.
-pub fn open_journal(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> anyhow::Result<Arc<Journal>> {
+pub fn open_journal(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> crate::Result<Arc<Journal>> {
     let path = out.path(rel)?;
     Ok(Arc::new(
         Journal::open_for_run(&path, out.is_durable(), Some(run_id))

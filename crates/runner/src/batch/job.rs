@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Context;
+use crate::error::Context;
 use planwave_batch::{JobInput, JobState, JobSummary, ResolvedJob};
 use planwave_engine::{
     Event, EventKind, EventSink, Journal, Replay, RunConfig, RunDir, RunResult, RunStatus,
@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
-    Execution, Notes, PlanRequest, Resources, Watcher, execute_plan, load_plan, open_journal,
-    plan_goal, planner_tools, planning_error, resume_presets,
+    Execution, Notes, PlanRequest, Resources, RunnerError, Watcher, execute_plan, load_plan,
+    open_journal, plan_goal, planner_tools, planning_error, resume_presets,
 };
 
 /// What every job of a batch shares.
@@ -107,7 +107,7 @@ impl JobContext<'_> {
     }
 
     /// `None` when cancelled before the run started.
-    async fn run_dir(&self, job: &ResolvedJob) -> anyhow::Result<Option<RunResult>> {
+    async fn run_dir(&self, job: &ResolvedJob) -> crate::Result<Option<RunResult>> {
         let out = RunDir::create(self.root.root().join("jobs").join(&job.dir))
             .context("preparing the job's run directory")?
             .with_durable(true);
@@ -169,7 +169,7 @@ impl JobContext<'_> {
         job: &ResolvedJob,
         out: &RunDir,
         events: &Arc<Journal>,
-    ) -> anyhow::Result<Option<ValidatedPlan>> {
+    ) -> crate::Result<Option<ValidatedPlan>> {
         let goal = match &job.input {
             JobInput::Plan(p) => return Ok(Some((**p).clone())),
             JobInput::Goal(g) => g,
@@ -211,10 +211,10 @@ impl JobContext<'_> {
         out.write_json("planner/attempts.json", &outcome.attempts)?;
         match outcome.plan.clone() {
             Some(p) => Ok(Some(p)),
-            None => Err(anyhow::anyhow!(
+            None => Err(RunnerError::message(format!(
                 "planning failed: {}",
                 crate::planning::failure_detail(&planning_error(&outcome))
-            )),
+            ))),
         }
     }
 }

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
+use crate::error::Context;
 use futures::StreamExt;
 use planwave_batch::{BadLine, BatchSummary, JobSummary, ResolvedJob, parse_jobs, resolve};
 use planwave_engine::{EventSink, RunConfig, RunDir, RunLock};
@@ -126,7 +126,7 @@ pub struct BatchOutcome {
 }
 
 /// Runs every job of the file (the ones not finished yet, when resuming).
-pub async fn run_batch(b: Batch<'_>) -> anyhow::Result<BatchOutcome> {
+pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
     let clock = Instant::now();
     let BatchJobs { jobs, bad_lines } = b.jobs;
     let (root, _lock) = open_batch_dir(&b.out, b.resuming, b.invocation.as_ref())?;
@@ -194,7 +194,7 @@ fn open_batch_dir(
     out: &Path,
     resuming: bool,
     invocation: Option<&Invocation>,
-) -> anyhow::Result<(RunDir, RunLock)> {
+) -> crate::Result<(RunDir, RunLock)> {
     let root = open_run_dir(out).context("preparing the batch directory")?;
     // RunDir makes sections/ for a run; a batch directory has none (remove_dir: only if empty).
     let _ = std::fs::remove_dir(root.root().join("sections"));
@@ -235,7 +235,7 @@ impl Book<'_> {
         jobs: Vec<ResolvedJob>,
         previous: &[JobSummary],
         watch: &dyn BatchWatch,
-    ) -> anyhow::Result<Vec<ResolvedJob>> {
+    ) -> crate::Result<Vec<ResolvedJob>> {
         let mut to_run = Vec::new();
         for job in jobs {
             match previous

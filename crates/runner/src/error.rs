@@ -1,0 +1,90 @@
+//! What stops a job, typed so each front end maps it onto its own answer: bad input is the
+//! CLI's exit 2 and a server's 422; anything else is the job's environment failing (a file,
+//! the journal, the model client, the engine).
+
+use std::error::Error as StdError;
+
+use crate::InvalidInput;
+
+type Source = Box<dyn StdError + Send + Sync + 'static>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The caller's input: a plan, the settings, the goal, a job file, a run directory that
+    /// cannot be resumed, or a planner that never produced a valid plan.
+    #[error(transparent)]
+    Invalid(#[from] InvalidInput),
+    /// Something the job was doing failed; `doing` says what, the source why.
+    #[error("{doing}")]
+    Failed {
+        doing: String,
+        #[source]
+        source: Source,
+    },
+    /// A failure that names its own subject (a run directory write, the lock, the model
+    /// client's configuration).
+    #[error(transparent)]
+    Other(Source),
+    /// A failure with nothing beneath it.
+    #[error("{0}")]
+    Message(String),
+}
+
+impl RunnerError {
+    pub fn message(text: impl Into<String>) -> RunnerError {
+        RunnerError::Message(text.into())
+    }
+
+    /// The bad input this error is about, if it is one.
+    pub fn invalid_input(&self) -> Option<&InvalidInput> {
+        match self {
+            RunnerError::Invalid(i) => Some(i),
+            RunnerError::Failed { source, .. } | RunnerError::Other(source) => source
+                .downcast_ref::<RunnerError>()
+                .and_then(RunnerError::invalid_input),
+            RunnerError::Message(_) => None,
+        }
+    }
+}
+
+macro_rules! other_from {
+    ($($t:ty),*) => {
+        $(impl From<$t> for RunnerError {
+            fn from(e: $t) -> RunnerError {
+                RunnerError::Other(Box::new(e))
+            }
+        })*
+    };
+}
+
+other_from!(
+    planwave_engine::RunDirError,
+    planwave_engine::journal::LockError,
+    planwave_llm::LlmError,
+    std::io::Error,
+    serde_json::Error
+);
+
+/// `.context(..)` for the runner's results: what was being done when the error happened.
+pub trait Context<T> {
+    fn context(self, doing: impl Into<String>) -> Result<T, RunnerError>;
+    fn with_context<S: Into<String>>(self, doing: impl FnOnce() -> S) -> Result<T, RunnerError>;
+}
+
+impl<T, E: StdError + Send + Sync + 'static> Context<T> for Result<T, E> {
+    fn context(self, doing: impl Into<String>) -> Result<T, RunnerError> {
+        self.map_err(|e| RunnerError::Failed {
+            doing: doing.into(),
+            source: Box::new(e),
+        })
+    }
+
+    fn with_context<S: Into<String>>(self, doing: impl FnOnce() -> S) -> Result<T, RunnerError> {
+        self.map_err(|e| RunnerError::Failed {
+            doing: doing().into(),
+            source: Box::new(e),
+        })
+    }
+}
+
+pub type Result<T, E = RunnerError> = std::result::Result<T, E>;
