@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{Args, Parser};
 use futures::StreamExt;
-use planwave_batch::{BatchSummary, JobSummary, parse_jobs, render_table, resolve};
+use planwave_batch::{BatchSummary, JobSummary, parse_jobs, render_batch_table, resolve_jobs};
 use planwave_engine::RunDir;
 use tokio_util::sync::CancellationToken;
 
@@ -153,7 +153,7 @@ async fn run_batch_with(
     let base = job_file.parent().map(Path::to_path_buf).unwrap_or_default();
     // Checked like `run` checks a plan: tool steps must name a tool the batch has.
     let catalog = mcp::catalog(registry.as_deref());
-    let (jobs, bad_lines) = resolve(parse_jobs(&text), &base, Some(&catalog));
+    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&text), &base, Some(&catalog));
     let name = job_file.display().to_string();
     for b in &bad_lines {
         eprintln!("{name}: {b} (skipped)");
@@ -279,7 +279,7 @@ async fn run_batch_with(
     );
     summary.transport_retries = ctx.provider.retry_counts();
     root.write_json("batch.json", &summary)?;
-    print!("{}", render_table(&summary));
+    print!("{}", render_batch_table(&summary));
     println!("batch: {}", root.root().join("batch.json").display());
     if cancel.is_cancelled() || summary.cancelled > 0 {
         let deadline = deadline_hit.load(std::sync::atomic::Ordering::SeqCst);
