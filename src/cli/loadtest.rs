@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
-use super::llm::{self, LlmArg, LlmOptions, PromptOptions};
+use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
 use super::options::{ScheduleArg, read_latency_file};
 
 pub const AFTER_HELP: &str = "\
@@ -351,8 +351,8 @@ fn http_provider(
         prompts: None,
         context_budget: None,
     };
-    let settings = llm::settings(&options, &prompts, None)?;
-    llm::provider(&settings, SimConfig::default(), seed)
+    let settings = llm::settings(&[&options, &prompts, &Seed(seed)])?;
+    llm::provider(&settings, SimConfig::default())
 }
 
 /// A progress line on a terminal every second: long runs should show they are moving.

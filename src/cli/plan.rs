@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 
 use super::exit::{INTERRUPTED, OK, Outcome};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions, Seed};
 use super::options::SimOptions;
 use super::planning::{no_plan_error, plan_goal};
 use super::waves::text as waves_text;
@@ -38,9 +38,9 @@ pub struct PlanArgs {
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
+    let settings = llm::settings(&[&args.llm, &args.prompts, &args.planner, &Seed(args.seed)])?;
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(&settings, args.sim.sim_config(args.seed)?, args.seed)?;
+    let provider = llm::provider(&settings, args.sim.sim_config(args.seed)?)?;
     let Some(outcome) = plan_goal(
         &args.goal,
         provider,

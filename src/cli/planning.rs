@@ -6,20 +6,11 @@ use std::sync::Arc;
 use anyhow::anyhow;
 use planwave_config::Settings;
 use planwave_llm::LlmProvider;
-use planwave_planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig};
+use planwave_planner::{PlanAttempt, PlanOutcome, Planner};
 use planwave_prompts::Templates;
 use tokio_util::sync::CancellationToken;
 
 use super::exit::InvalidInput;
-
-pub fn planner_config(settings: &Settings) -> PlannerConfig {
-    PlannerConfig {
-        attempts: settings.planner.attempts,
-        min_tasks: settings.planner.min_tasks,
-        max_tasks: settings.planner.max_tasks,
-        lang: settings.prompts.lang,
-    }
-}
 
 /// One progress line per attempt on stderr.
 pub fn describe(a: &PlanAttempt) -> String {
@@ -74,7 +65,7 @@ pub async fn plan_goal_reflected(
         }
         .into());
     }
-    let planner = Planner::new(provider, templates, planner_config(settings)).with_tools(tools);
+    let planner = Planner::new(provider, templates, settings.planner.clone()).with_tools(tools);
     let mut report = |a: &PlanAttempt| {
         if !quiet {
             eprintln!("{}", describe(a));

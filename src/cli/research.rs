@@ -11,18 +11,16 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use planwave_engine::{RunResult, RunStatus};
-use planwave_orchestrator::{LoopContext, LoopError, LoopPolicy, StopReason, run_loop};
+use planwave_orchestrator::{LoopContext, LoopError, StopReason, run_loop};
 use serde::Serialize;
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::llm::{self, LlmOptions, MaxRounds, PlannerOptions, PromptOptions};
 use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::rounds::RoundsDriver;
-use super::run::{
-    create_run_dir, lock_run_dir, outcome, print_summary, record_invocation, run_config,
-};
+use super::run::{create_run_dir, lock_run_dir, outcome, print_summary, record_invocation};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -70,16 +68,16 @@ struct LoopRun<'a> {
 const ANSWER_ATTEMPTS: u32 = 3;
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let mut settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
-    if let Some(n) = args.max_rounds {
-        settings.reflect.max_rounds = n;
-    }
+    let settings = llm::settings(&[
+        &args.llm,
+        &args.prompts,
+        &args.planner,
+        &args.exec,
+        &args.mcp,
+        &MaxRounds(args.max_rounds),
+    ])?;
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        args.sim.sim_config(args.exec.seed)?,
-        args.exec.seed,
-    )?;
+    let provider = llm::provider(&settings, args.sim.sim_config(args.exec.seed)?)?;
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
@@ -96,16 +94,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     }
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
-    let r = &settings.reflect;
     let cx = LoopContext {
         goal: args.goal.clone(),
-        policy: LoopPolicy {
-            max_rounds: r.max_rounds,
-            success_threshold: r.success_threshold,
-            max_consecutive_failures: r.max_consecutive_failures,
-            max_step_retries: r.max_step_retries,
-            max_task_replanning_attempts: r.max_task_replanning_attempts,
-        },
+        policy: settings.policy.clone(),
         provider: provider.clone(),
         templates: templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
@@ -121,16 +112,14 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             }
         })
     };
-    let run_deadline = super::run::deadline(&args.exec, &settings);
+    let run_deadline = settings.deadline;
     // Started once: the planner lists the tools and every round's subagents call them.
-    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
+    let mcp = super::mcp::start(settings.mcp.as_ref(), args.quiet).await;
     let mut driver = RoundsDriver {
         goal: args.goal.clone(),
         provider,
         templates,
-        config: args
-            .mcp
-            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
+        config: settings.run.clone(),
         settings,
         deadline: run_deadline.map(|d| std::time::Instant::now() + d),
         durable: out.is_durable(),

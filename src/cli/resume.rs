@@ -20,7 +20,6 @@ use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 use super::run::{
     Execution, create_run_dir, execute_plan, lock_run_dir, open_events, outcome, print_summary,
-    run_config,
 };
 use super::{Cli, Command};
 
@@ -115,9 +114,9 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     let rec = recorded(&dir)?;
     let out = create_run_dir(&dir)?;
     let _lock = lock_run_dir(&out)?;
-    let settings = llm::settings(&rec.llm, &rec.prompts, rec.planner.as_ref())?;
+    let settings = llm::settings(&[&rec.llm, &rec.prompts, &rec.planner, &rec.exec, &rec.mcp])?;
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(&settings, rec.sim.sim_config(rec.exec.seed)?, rec.exec.seed)?;
+    let provider = llm::provider(&settings, rec.sim.sim_config(rec.exec.seed)?)?;
     let plan = Arc::new(load_plan(&dir.join("plan.json"))?);
     let replay =
         Replay::read(&dir.join("events.jsonl")).map_err(|e| invalid(&dir, e.to_string()))?;
@@ -137,20 +136,13 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         preset.len(),
         plan.len()
     );
-    let mcp = match &rec.mcp {
-        Some(m) => m.start(&settings.mcp, args.quiet).await?,
-        None => None,
-    };
-    let config = run_config(&rec.exec, &settings);
+    let mcp = super::mcp::start(settings.mcp.as_ref(), args.quiet).await;
     let result = execute_plan(Execution {
         plan,
         provider,
         prompts: templates,
-        config: match &rec.mcp {
-            Some(m) => m.apply(config, &settings.mcp)?,
-            None => config,
-        },
-        deadline: super::run::deadline(&rec.exec, &settings),
+        config: settings.run.clone(),
+        deadline: settings.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,

@@ -264,6 +264,7 @@ impl Rounds for RoundsDriver {
         result.stats.usage = usage;
         result.stats.cost = self
             .settings
+            .run
             .prices
             .estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
         self.round_dir(round)?.write_run(result)?;

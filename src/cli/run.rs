@@ -49,8 +49,8 @@ pub struct RunArgs {
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&args.llm, &args.prompts, None)?;
-    let mcp = args.mcp.start(&settings.mcp, args.quiet).await?;
+    let settings = llm::settings(&[&args.llm, &args.prompts, &args.exec, &args.mcp])?;
+    let mcp = mcp::start(settings.mcp.as_ref(), args.quiet).await;
     let result = run_with(&args, settings, mcp.clone()).await;
     if let Some(m) = mcp {
         m.shutdown().await;
@@ -66,11 +66,7 @@ async fn run_with(
     let catalog = mcp::catalog(mcp.as_deref());
     let plan = Arc::new(load_plan_with_tools(&args.plan, Some(&catalog))?);
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        args.sim.sim_config(args.exec.seed)?,
-        args.exec.seed,
-    )?;
+    let provider = llm::provider(&settings, args.sim.sim_config(args.exec.seed)?)?;
     let out = create_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     record_invocation(&out)?;
@@ -82,10 +78,8 @@ async fn run_with(
         plan,
         provider,
         prompts: templates,
-        config: args
-            .mcp
-            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
-        deadline: deadline(&args.exec, &settings),
+        config: settings.run.clone(),
+        deadline: settings.deadline,
         out: out.clone(),
         events,
         quiet: args.quiet,
@@ -124,21 +118,6 @@ pub fn record_invocation(out: &RunDir) -> anyhow::Result<()> {
         &serde_json::json!({ "argv": argv, "cwd": cwd }),
     )?;
     Ok(())
-}
-
-/// The engine settings from the flags plus what planwave.toml adds (budget, prices).
-/// The whole-run deadline: `--deadline`, else planwave.toml `[run] deadline_secs`.
-pub fn deadline(exec: &ExecOptions, settings: &Settings) -> Option<std::time::Duration> {
-    exec.deadline.or(settings.run.deadline)
-}
-
-pub fn run_config(exec: &ExecOptions, settings: &Settings) -> RunConfig {
-    RunConfig {
-        context_budget_tokens: Some(settings.prompts.context_budget_tokens),
-        prices: settings.prices.clone(),
-        task_timeout: exec.task_timeout.or(settings.run.task_timeout),
-        ..exec.run_config()
-    }
 }
 
 /// The run's journal, `events.jsonl` (appended to when it exists: resume); every line

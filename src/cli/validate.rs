@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::exit::{OK, Outcome};
 use super::input::{load_plan, load_plan_with_tools};
-use super::mcp::{self, McpOptions};
+use super::mcp;
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -22,14 +22,8 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let plan = match &args.mcp_config {
         None => load_plan(&args.plan)?,
         Some(path) => {
-            let options = McpOptions {
-                mcp_config: Some(path.clone()),
-                tool_protocol: None,
-                tool_timeout: None,
-                mcp_start_timeout: None,
-                max_tool_rounds: None,
-            };
-            let registry = options.start(&Default::default(), true).await?;
+            let servers = mcp::servers_from_file(path)?;
+            let registry = mcp::start(Some(&servers), true).await;
             let plan = load_plan_with_tools(&args.plan, Some(&mcp::catalog(registry.as_deref())));
             if let Some(r) = registry {
                 r.shutdown().await;

@@ -23,7 +23,7 @@ use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
 use super::mcp::{self, McpOptions};
 use super::options::{ExecOptions, SimOptions};
 use super::progress::Mode;
-use super::run::{create_run_dir, lock_run_dir, record_invocation, run_config};
+use super::run::{create_run_dir, lock_run_dir, record_invocation};
 use super::{Cli, Command};
 use job::{JobContext, run_job};
 use progress::BatchProgress;
@@ -116,11 +116,14 @@ async fn run_batch(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     // One set of MCP servers for every job, shut down whatever happens.
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
-    let registry = args
-        .mcp
-        .start(&settings.mcp, args.quiet || quiet_override)
-        .await?;
+    let settings = llm::settings(&[
+        &args.llm,
+        &args.prompts,
+        &args.planner,
+        &args.exec,
+        &args.mcp,
+    ])?;
+    let registry = mcp::start(settings.mcp.as_ref(), args.quiet || quiet_override).await;
     let result = run_batch_with(
         args,
         settings,
@@ -183,11 +186,7 @@ async fn run_batch_with(
 
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
     let templates = llm::templates(&settings)?;
-    let provider = llm::provider(
-        &settings,
-        args.sim.sim_config(args.exec.seed)?,
-        args.exec.seed,
-    )?;
+    let provider = llm::provider(&settings, args.sim.sim_config(args.exec.seed)?)?;
     let slots = args
         .max_subagents
         .map(|n| Arc::new(tokio::sync::Semaphore::new(n as usize)));
@@ -196,7 +195,7 @@ async fn run_batch_with(
     let cancel = CancellationToken::new();
     // --deadline (or [run] deadline_secs) bounds the whole batch: it stops like Ctrl-C.
     let deadline_hit = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let deadline_timer = super::run::deadline(&args.exec, &settings).map(|d| {
+    let deadline_timer = settings.deadline.map(|d| {
         let cancel = cancel.clone();
         let hit = deadline_hit.clone();
         tokio::spawn(async move {
@@ -217,9 +216,7 @@ async fn run_batch_with(
         root: root.clone(),
         provider,
         templates,
-        config: args
-            .mcp
-            .apply(run_config(&args.exec, &settings), &settings.mcp)?,
+        config: settings.run.clone(),
         settings,
         slots,
         mcp: registry,
