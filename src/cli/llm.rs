@@ -1,11 +1,12 @@
-//! Model settings on the command line (`--llm`, `--llm-base-url`, `--model`, `--config`,
-//! `--no-stream`), resolved with the environment and planwave.toml, and the provider built
-//! from them.
+//! Model, prompt and planner flags (`--llm`, `--llm-base-url`, `--model`, `--config`,
+//! `--no-stream`, `--prompts`, `--context-budget`, `--lang`, `--planner-attempts`), how a
+//! command's option groups become `planwave_config`'s [`Flags`] (which resolves them with the
+//! environment and planwave.toml).
 
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use planwave_config::{Flags, LlmKind, ProcessEnv, Settings, load_file, resolve};
+use planwave_config::{Flags, LlmKind, ProcessEnv, Settings, load_settings};
 use planwave_plan::Lang;
 
 use super::exit::InvalidInput;
@@ -68,31 +69,74 @@ pub struct PlannerOptions {
     pub planner_attempts: Option<u32>,
 }
 
-pub fn settings(
-    llm: &LlmOptions,
-    prompts: &PromptOptions,
-    planner: Option<&PlannerOptions>,
-) -> Result<Settings, InvalidInput> {
-    let bad = |e: planwave_config::ConfigError| InvalidInput {
-        source_name: "config".into(),
-        problems: vec![e.to_string()],
-    };
-    let file = load_file(llm.config.as_deref(), &ProcessEnv).map_err(bad)?;
-    let flags = Flags {
-        llm: llm.llm.map(|k| match k {
+/// An option group that carries settings: it writes its flags into the one [`Flags`] that
+/// `planwave_config` resolves. A command passes [`settings`] the groups it has.
+pub trait FlagGroup {
+    fn add_to(&self, flags: &mut Flags);
+}
+
+/// A group a command may lack (a resumed `run` has no planner options).
+impl<T: FlagGroup> FlagGroup for Option<T> {
+    fn add_to(&self, flags: &mut Flags) {
+        if let Some(group) = self {
+            group.add_to(flags);
+        }
+    }
+}
+
+impl FlagGroup for LlmOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.config = self.config.clone();
+        flags.llm = self.llm.map(|k| match k {
             LlmArg::Openai => LlmKind::OpenAi,
             LlmArg::Sim => LlmKind::Sim,
-        }),
-        base_url: llm.llm_base_url.clone(),
-        model: llm.model.clone(),
-        stream: llm.no_stream.then_some(false),
-        prompts_dir: prompts.prompts.clone(),
-        lang: planner.and_then(|p| p.lang).map(|l| match l {
+        });
+        flags.base_url = self.llm_base_url.clone();
+        flags.model = self.model.clone();
+        flags.stream = self.no_stream.then_some(false);
+    }
+}
+
+impl FlagGroup for PromptOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.prompts_dir = self.prompts.clone();
+        flags.context_budget_tokens = self.context_budget;
+    }
+}
+
+impl FlagGroup for PlannerOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.lang = self.lang.map(|l| match l {
             LangArg::Zh => Lang::Zh,
             LangArg::En => Lang::En,
-        }),
-        planner_attempts: planner.and_then(|p| p.planner_attempts),
-        context_budget_tokens: prompts.context_budget,
-    };
-    resolve(&file, &ProcessEnv, &flags).map_err(bad)
+        });
+        flags.planner_attempts = self.planner_attempts;
+    }
+}
+
+/// `research --max-rounds`.
+pub struct MaxRounds(pub Option<u32>);
+
+impl FlagGroup for MaxRounds {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.max_rounds = self.0;
+    }
+}
+
+/// The seed of a command without execution options (`plan --seed`).
+pub struct Seed(pub u64);
+
+impl FlagGroup for Seed {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.seed = Some(self.0);
+    }
+}
+
+/// The command's settings: its flags resolved with the environment and planwave.toml.
+pub fn settings(groups: &[&dyn FlagGroup]) -> Result<Settings, InvalidInput> {
+    let mut flags = Flags::default();
+    for g in groups {
+        g.add_to(&mut flags);
+    }
+    load_settings(&flags, &ProcessEnv).map_err(InvalidInput::from)
 }

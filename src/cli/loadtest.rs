@@ -20,7 +20,7 @@ use serde_json::json;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
-use super::llm::{self, LlmArg, LlmOptions, PromptOptions};
+use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
 use super::options::{ScheduleArg, read_latency_file};
 
 pub const AFTER_HELP: &str = "\
@@ -372,11 +372,10 @@ fn http_provider(
         prompts: None,
         context_budget: None,
     };
-    let settings = llm::settings(&options, &prompts, None)?;
+    let settings = llm::settings(&[&options, &prompts, &Seed(seed)])?;
     Ok(super::telemetry::traced(planwave_runner::model_client(
         &settings,
         SimConfig::default(),
-        seed,
         &planwave_runner::Stderr,
     )?))
 }

@@ -1,11 +1,12 @@
-//! Option groups shared by the commands that execute plans (`run`, `research`).
+//! Option groups shared by the commands that execute plans (`run`, `research`, `batch`).
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use planwave_engine::{RetryPolicy, RunConfig, Schedule};
+use planwave_config::{Flags, parse_positive_secs};
+use planwave_engine::Schedule;
 use planwave_llm::sim::{Latency, PlannerFault, SimConfig};
 
 use super::exit::InvalidInput;
@@ -37,43 +38,26 @@ pub struct ExecOptions {
     pub seed: u64,
     /// A task still unfinished after this many seconds (all attempts) fails with a timeout
     /// (default: planwave.toml [run] task_timeout_secs, else none).
-    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    #[arg(long, value_name = "SECS", value_parser = parse_positive_secs)]
     pub task_timeout: Option<Duration>,
     /// Stop the whole run after this many seconds, like Ctrl-C: finished work is kept and
     /// `planwave resume DIR` goes on; exit code 4 (default: planwave.toml [run] deadline_secs).
-    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    #[arg(long, value_name = "SECS", value_parser = parse_positive_secs)]
     pub deadline: Option<Duration>,
 }
 
-/// A positive number of seconds (fractions allowed).
-pub fn positive_secs(s: &str) -> Result<Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
-    if v.is_finite() && v > 0.0 {
-        Ok(Duration::from_secs_f64(v))
-    } else {
-        Err(format!("{s} is not a positive number of seconds"))
-    }
-}
-
-impl ExecOptions {
-    pub fn run_config(&self) -> RunConfig {
-        RunConfig {
-            schedule: match self.schedule {
-                ScheduleArg::Dataflow => Schedule::Dataflow,
-                ScheduleArg::Waves => Schedule::Waves,
-            },
-            concurrency: self.concurrency.map(|c| c as usize),
-            retry: RetryPolicy {
-                max_retries: self.retries,
-                base_backoff: Duration::from_millis(self.retry_backoff_ms),
-                ..RetryPolicy::default()
-            },
-            seed: self.seed,
-            task_timeout: self.task_timeout,
-            ..RunConfig::default()
-        }
+impl super::llm::FlagGroup for ExecOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.schedule = Some(match self.schedule {
+            ScheduleArg::Dataflow => Schedule::Dataflow,
+            ScheduleArg::Waves => Schedule::Waves,
+        });
+        flags.concurrency = self.concurrency.map(|c| c as usize);
+        flags.retries = Some(self.retries);
+        flags.retry_backoff = Some(Duration::from_millis(self.retry_backoff_ms));
+        flags.seed = Some(self.seed);
+        flags.task_timeout = self.task_timeout;
+        flags.deadline = self.deadline;
     }
 }
 

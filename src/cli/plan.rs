@@ -8,7 +8,7 @@ use clap::Args;
 use planwave_runner::{CtrlC, PlanRequest, Stderr, plan_goal, planning_error};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions};
+use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions, Seed};
 use super::options::SimOptions;
 use super::waves::text as waves_text;
 
@@ -39,8 +39,8 @@ pub struct PlanArgs {
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&args.llm, &args.prompts, Some(&args.planner))?;
-    let resources = super::job::resources(&settings, &args.sim, args.seed)?;
+    let settings = llm::settings(&[&args.llm, &args.prompts, &args.planner, &Seed(args.seed)])?;
+    let resources = super::job::resources(&settings, &args.sim)?;
     let interrupt = CtrlC::listen();
     let Some(outcome) = plan_goal(
         PlanRequest {
@@ -48,7 +48,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
             reflection: None,
             tools: Vec::new(),
             resources: &resources,
-            config: super::job::planner_config(&settings),
+            config: settings.planner.clone(),
             quiet: args.quiet,
             cancel: &interrupt.token(),
             notes: &Stderr,

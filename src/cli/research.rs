@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use clap::Args;
 use planwave_engine::{RunDir, RunStatus};
-use planwave_orchestrator::LoopPolicy;
 use planwave_runner::{
     CtrlC, Invocation, Research, ResearchOutcome, Stderr, lock_run_dir, open_run_dir,
 };
@@ -16,7 +15,7 @@ use planwave_runner::{
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::job::JobOptions;
-use super::llm::{self, PlannerOptions};
+use super::llm::{self, MaxRounds, PlannerOptions};
 use super::progress::Terminal;
 use super::summary::{outcome, print_summary};
 
@@ -44,21 +43,7 @@ pub struct ResearchArgs {
 }
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let mut settings = llm::settings(&args.job.llm, &args.job.prompts, Some(&args.planner))?;
-    if let Some(n) = args.max_rounds {
-        settings.reflect.max_rounds = n;
-    }
-    let r = &settings.reflect;
-    let policy = LoopPolicy {
-        max_rounds: r.max_rounds,
-        success_threshold: r.success_threshold,
-        max_consecutive_failures: r.max_consecutive_failures,
-        max_step_retries: r.max_step_retries,
-        max_task_replanning_attempts: r.max_task_replanning_attempts,
-    };
-    let config = args.job.run_config(&settings)?;
-    let deadline = super::job::deadline(&args.job.exec, &settings);
-    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
+    let settings = llm::settings(&[&args.job, &args.planner, &MaxRounds(args.max_rounds)])?;
     let resources = args.job.resources(&settings)?;
     let out = open_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
@@ -67,18 +52,16 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let stream = open_stream(run_id, &args.events)?;
     let interrupt = CtrlC::listen();
     // Started once: the planner lists the tools and every round's subagents call them.
-    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
+        .await;
     let done = resources
         .scope(async |resources| {
             planwave_runner::research(Research {
                 goal: args.goal.clone(),
                 out: out.clone(),
                 resources: resources.clone(),
-                policy,
-                planner: super::job::planner_config(&settings),
-                prices: settings.prices.clone(),
-                config,
-                deadline,
+                settings: &settings,
                 run_id,
                 stream,
                 quiet: args.quiet,

@@ -63,10 +63,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     let dir = planwave_runner::resumable_dir(&args.dir)?;
     let rec = recorded(&dir)?;
-    let settings = llm::settings(&rec.job.llm, &rec.job.prompts, rec.planner.as_ref())?;
-    let config = rec.job.run_config(&settings)?;
-    let deadline = super::job::deadline(&rec.job.exec, &settings);
-    let mcp = rec.job.mcp.start_spec(&settings.mcp)?;
+    let settings = llm::settings(&[&rec.job, &rec.planner])?;
     let resources = rec.job.resources(&settings)?;
     let mut point = planwave_runner::resume(&dir, &Stderr)?;
     println!(
@@ -76,7 +73,9 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         point.plan.len()
     );
     let interrupt = CtrlC::listen();
-    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
+        .await;
     resources
         .scope(async move |resources| {
             let out = point.out.clone();
@@ -84,8 +83,8 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
                 Execution {
                     plan: point.plan.clone(),
                     resources: resources.clone(),
-                    config,
-                    deadline,
+                    config: settings.run.clone(),
+                    deadline: settings.deadline,
                     out: out.clone(),
                     events: point.events.clone(),
                     stream: None,

@@ -34,14 +34,13 @@ pub struct RunArgs {
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Everything that can be checked is checked before a server starts.
-    let settings = llm::settings(&args.job.llm, &args.job.prompts, None)?;
-    let config = args.job.run_config(&settings)?;
-    let deadline = super::job::deadline(&args.job.exec, &settings);
+    let settings = llm::settings(&[&args.job])?;
     let (source, spec) = parse_plan_source(&args.plan)?;
-    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
     let resources = args.job.resources(&settings)?;
     let interrupt = CtrlC::listen();
-    let resources = resources.start_mcp(mcp, args.quiet, &Stderr).await;
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
+        .await;
     resources
         .scope(async |resources| {
             let plan = validate_plan(&source, spec, Some(&resources.catalog()), &Stderr)?;
@@ -55,8 +54,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 Execution {
                     plan: Arc::new(plan),
                     resources: resources.clone(),
-                    config,
-                    deadline,
+                    config: settings.run.clone(),
+                    deadline: settings.deadline,
                     out: out.clone(),
                     events,
                     stream,

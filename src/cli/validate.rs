@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::exit::{OK, Outcome};
 use super::input::{load_plan, load_plan_with_tools};
-use super::mcp::McpOptions;
+use super::mcp;
 use planwave_runner::{Stderr, catalog};
 
 #[derive(Debug, Args)]
@@ -23,15 +23,8 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let plan = match &args.mcp_config {
         None => load_plan(&args.plan)?,
         Some(path) => {
-            let options = McpOptions {
-                mcp_config: Some(path.clone()),
-                tool_protocol: None,
-                tool_timeout: None,
-                mcp_start_timeout: None,
-                max_tool_rounds: None,
-            };
-            let start = options.start_spec(&Default::default())?;
-            let registry = planwave_runner::start_mcp(start, true, &Stderr).await;
+            let servers = mcp::servers_from_file(path)?;
+            let registry = planwave_runner::start_mcp(Some(&servers), true, &Stderr).await;
             let plan = load_plan_with_tools(&args.plan, Some(&catalog(registry.as_deref())));
             if let Some(r) = registry {
                 r.shutdown().await;

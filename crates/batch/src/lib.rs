@@ -1,9 +1,9 @@
 //! Batch jobs: the job file (`JOBS.jsonl`) and the batch summary (`batch.json`).
 //!
 //! [`parse_jobs`] turns the text of a job file into jobs plus bad lines, each bad line with
-//! its number and a clear reason, so one bad line never stops the others. [`resolve`] reads
-//! `plan_file`s and validates plans (still per line). [`summary`] holds what `batch.json`
-//! records and renders the table the command prints.
+//! its number and a clear reason, so one bad line never stops the others. [`resolve_jobs`]
+//! reads `plan_file`s and validates plans (still per line). [`BatchSummary`] is what
+//! `batch.json` records, and [`render_batch_table`] the table the command prints.
 //!
 //! This crate knows nothing of actors, models or the command line: running jobs is the
 //! binary's business.
@@ -13,5 +13,5 @@ mod resolve;
 mod summary;
 
 pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
-pub use resolve::{JobInput, ResolvedJob, resolve};
-pub use summary::{BatchSummary, JobState, JobSummary, render_table};
+pub use resolve::{JobInput, ResolvedJob, resolve_jobs};
+pub use summary::{BatchSummary, JobState, JobSummary, render_batch_table};

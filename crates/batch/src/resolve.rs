@@ -29,7 +29,7 @@ pub struct ResolvedJob {
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
 /// plans (against the batch's tools when it has MCP servers); a job that fails becomes a bad
 /// line with every problem listed.
-pub fn resolve(
+pub fn resolve_jobs(
     file: JobFile,
     base: &Path,
     tools: Option<&ToolCatalog>,
@@ -146,7 +146,7 @@ mod tests {
             "{\"id\": \"A\", \"goal\": \"g\"}\n",
             "{\"id\": \"a\", \"goal\": \"g\"}\n",
         );
-        let (jobs, bad) = resolve(parse_jobs(text), dir.path(), None);
+        let (jobs, bad) = resolve_jobs(parse_jobs(text), dir.path(), None);
         let dirs: Vec<&str> = jobs.iter().map(|j| j.dir.as_str()).collect();
         assert_eq!(dirs.len(), 3);
         assert!(dirs[0].starts_with("______etc-"), "{dirs:?}");

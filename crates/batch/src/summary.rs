@@ -99,7 +99,7 @@ impl BatchSummary {
 }
 
 /// The table printed at the end of a batch.
-pub fn render_table(s: &BatchSummary) -> String {
+pub fn render_batch_table(s: &BatchSummary) -> String {
     let mut rows = vec![[
         "job".to_owned(),
         "state".into(),

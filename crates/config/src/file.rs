@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use planwave_llm::ModelPrice;
 use serde::Deserialize;
 
-use crate::ConfigError;
+use crate::SettingsError;
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -21,13 +21,13 @@ pub struct ConfigFile {
     #[serde(default)]
     pub prices: PricesSection,
     #[serde(default)]
-    pub orchestrator: crate::reflect::OrchestratorSection,
+    pub orchestrator: OrchestratorSection,
     #[serde(default)]
-    pub reflection: crate::reflect::ReflectionSection,
+    pub reflection: ReflectionSection,
     #[serde(default)]
     pub run: RunSection,
     #[serde(default)]
-    pub mcp: crate::mcp::McpSection,
+    pub mcp: McpSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -131,9 +131,50 @@ pub struct PricesSection {
     pub models: BTreeMap<String, ModelPrice>,
 }
 
+/// `[orchestrator]`: the reflective loop's rounds and when a round is good enough.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OrchestratorSection {
+    /// Rounds of plan -> run -> evaluate -> reflect, the first included.
+    pub max_reflection_rounds: Option<u32>,
+    /// `is_successful` and `overall_score` at least this (0-100) ends the loop.
+    pub success_threshold: Option<f64>,
+    /// This many rounds in a row with failed tasks ends the loop.
+    pub max_consecutive_failures: Option<u32>,
+}
+
+/// `[reflection]`: how much recovery a failed task gets within a round.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReflectionSection {
+    /// `retry_step` passes per round for tasks that failed on transient errors.
+    pub max_step_retries: Option<u32>,
+    /// `replan_from_failure` / `complete_replan` passes per round.
+    pub max_task_replanning_attempts: Option<u32>,
+}
+
+/// `[mcp]`: MCP servers for subagents and tool steps, and the tool loop's limits. Servers
+/// come from an `mcpServers` JSON file (`config`, relative to `planwave.toml`) and/or inline
+/// `[mcp.servers.NAME]` tables in the same shape (`command`/`args`/`env`, or `url`/`headers`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpSection {
+    /// An `mcpServers` JSON file.
+    pub config: Option<PathBuf>,
+    /// Inline servers, by name, in the `mcpServers` entry shape.
+    #[serde(default)]
+    pub servers: BTreeMap<String, serde_json::Value>,
+    /// `json` or `native`; parsed when the settings are resolved (see `mcp`).
+    pub tool_protocol: Option<String>,
+    pub tool_timeout_secs: Option<f64>,
+    pub start_timeout_secs: Option<f64>,
+    pub max_tool_rounds: Option<u32>,
+    pub max_concurrent_per_server: Option<usize>,
+}
+
 impl ConfigFile {
-    pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, ConfigError> {
-        let mut f: ConfigFile = toml::from_str(text).map_err(|e| ConfigError::Parse {
+    pub fn parse(text: &str, path: Option<&Path>) -> Result<ConfigFile, SettingsError> {
+        let mut f: ConfigFile = toml::from_str(text).map_err(|e| SettingsError::Parse {
             path: path
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| "<config>".into()),
@@ -143,8 +184,8 @@ impl ConfigFile {
         Ok(f)
     }
 
-    pub fn read(path: &Path) -> Result<ConfigFile, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+    pub fn read(path: &Path) -> Result<ConfigFile, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|e| SettingsError::Read {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;

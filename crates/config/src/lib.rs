@@ -1,39 +1,46 @@
 //! planwave's settings: `planwave.toml`, the environment and command-line flags resolved
-//! (flags > environment > file > defaults) into typed [`Settings`].
+//! (flags > environment > file > defaults) into typed [`Settings`]. This is the only place
+//! that applies that precedence; front ends map their input onto [`Flags`], call
+//! [`load_settings`] (or [`load_file`] + [`resolve_settings`]) and use what comes back.
+//!
+//! [`Settings`] holds the libraries' own config types, not mirrors of them: the model client's
+//! [`OpenAiConfig`](planwave_llm::openai::OpenAiConfig), the engine's
+//! [`RunConfig`](planwave_engine::RunConfig), the planner's
+//! [`PlannerConfig`](planwave_planner::PlannerConfig), the reflective loop's
+//! [`LoopPolicy`](planwave_orchestrator::LoopPolicy) and the MCP registry's
+//! [`McpConfig`](planwave_mcp::McpConfig) and [`RegistryOptions`](planwave_mcp::RegistryOptions).
+//! Defaults are theirs too, except where a library has none (the loop policy's).
 //!
 //! The API key is held in [`planwave_llm::ApiKey`], whose `Debug`, `Display` and `Serialize`
-//! redact it, so printing settings cannot leak it. This crate parses and resolves only: it
-//! knows nothing of clap (the binary maps its flags onto [`Flags`]), HTTP or the engine.
+//! redact it, so printing settings cannot leak it. This crate parses, validates and reads the
+//! files settings name (the MCP server list); it knows nothing of clap (the binary maps its
+//! flags onto [`Flags`]) and starts nothing.
 
 mod env;
+mod error;
 mod file;
+mod flags;
+mod llm;
 mod mcp;
+mod planner;
 mod reflect;
 mod resolve;
+mod run;
+mod secs;
+mod settings;
 
 pub use env::{
     ENV_API_KEY, ENV_BASE_URL, ENV_CONFIG, ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL,
     EnvSource, ProcessEnv,
 };
-pub use file::ConfigFile;
-pub use mcp::{McpSection, McpSettings};
-pub use reflect::{OrchestratorSection, ReflectSettings, ReflectionSection};
-pub use resolve::{
-    DEFAULT_BASE_URL, DEFAULT_CONTEXT_BUDGET, Flags, LlmChoice, LlmKind, OpenAiSettings,
-    PlannerSettings, PromptSettings, RunLimits, Settings, load_file, resolve,
-};
-
-use std::path::PathBuf;
-
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {message}")]
-    Read { path: PathBuf, message: String },
-    #[error("config file {path}: {message}")]
-    Parse { path: PathBuf, message: String },
-    #[error("{0}")]
-    Invalid(String),
-}
+pub use error::SettingsError;
+pub use file::{ConfigFile, McpSection, OrchestratorSection, ReflectionSection};
+pub use flags::{Flags, LlmKind, McpFlags};
+pub use llm::DEFAULT_BASE_URL;
+pub use reflect::DEFAULT_LOOP_POLICY;
+pub use resolve::{load_file, load_settings, resolve_settings};
+pub use secs::{parse_positive_secs, positive_secs};
+pub use settings::{LlmChoice, McpServers, Settings};
 
 #[cfg(test)]
 mod tests;

@@ -1,55 +1,94 @@
-//! `[mcp]`: MCP servers for subagents and tool steps, and the tool loop's limits. Servers come
-//! from an `mcpServers` JSON file (`config`, relative to `planwave.toml`) and/or inline
-//! `[mcp.servers.NAME]` tables in the same shape (`command`/`args`/`env`, or `url`/`headers`).
+//! `[mcp]` and the tool flags: the engine's tool protocol and tool rounds, the MCP servers to
+//! start (their `mcpServers` files read here, so a bad one stops the command before anything
+//! starts) and the registry's limits.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
+use planwave_engine::{RunConfig, ToolProtocol};
+use planwave_mcp::{McpConfig, RegistryOptions};
 
-use serde::Deserialize;
+use crate::SettingsError;
+use crate::file::{ConfigFile, McpSection};
+use crate::flags::McpFlags;
+use crate::settings::McpServers;
 
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpSection {
-    /// An `mcpServers` JSON file.
-    pub config: Option<PathBuf>,
-    /// Inline servers, by name, in the `mcpServers` entry shape.
-    #[serde(default)]
-    pub servers: BTreeMap<String, serde_json::Value>,
-    /// `json` or `native`.
-    pub tool_protocol: Option<String>,
-    pub tool_timeout_secs: Option<f64>,
-    pub start_timeout_secs: Option<f64>,
-    pub max_tool_rounds: Option<u32>,
-    pub max_concurrent_per_server: Option<usize>,
-}
-
-/// `[mcp]` with `config` resolved against the file's directory. Flags override each field.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct McpSettings {
-    pub config: Option<PathBuf>,
-    pub servers: BTreeMap<String, serde_json::Value>,
-    pub tool_protocol: Option<String>,
-    pub tool_timeout_secs: Option<f64>,
-    pub start_timeout_secs: Option<f64>,
-    pub max_tool_rounds: Option<u32>,
-    pub max_concurrent_per_server: Option<usize>,
-}
-
-impl McpSettings {
-    pub fn has_servers(&self) -> bool {
-        self.config.is_some() || !self.servers.is_empty()
-    }
-}
-
-pub(crate) fn resolve(file: &crate::ConfigFile) -> McpSettings {
+/// Sets `run`'s tool protocol and rounds; returns the servers, if any are configured.
+/// Without `flags` (a command that runs no tools) nothing of `[mcp]` is read.
+pub(crate) fn resolve(
+    run: &mut RunConfig,
+    file: &ConfigFile,
+    flags: Option<&McpFlags>,
+) -> Result<Option<McpServers>, SettingsError> {
+    let Some(flags) = flags else {
+        return Ok(None);
+    };
     let m = &file.mcp;
-    McpSettings {
-        config: m.config.as_deref().map(|p| file.relative(p)),
-        servers: m.servers.clone(),
-        tool_protocol: m.tool_protocol.clone(),
-        tool_timeout_secs: m.tool_timeout_secs,
-        start_timeout_secs: m.start_timeout_secs,
-        max_tool_rounds: m.max_tool_rounds,
-        max_concurrent_per_server: m.max_concurrent_per_server,
+    let servers = match servers(file, flags)? {
+        // Limits of servers that are not there are not checked (nor used).
+        Some(config) => Some(McpServers {
+            config,
+            options: registry_options(m, flags)?,
+        }),
+        None => None,
+    };
+    run.tool_protocol = match (flags.tool_protocol, m.tool_protocol.as_deref()) {
+        (Some(p), _) => p,
+        (None, Some(p)) => p
+            .parse()
+            .map_err(|e: String| SettingsError::setting("[mcp] tool_protocol", e))?,
+        (None, None) => ToolProtocol::default(),
+    };
+    run.max_tool_rounds = flags
+        .max_tool_rounds
+        .or(m.max_tool_rounds)
+        .unwrap_or(run.max_tool_rounds);
+    Ok(servers)
+}
+
+/// `--mcp-config`, else `[mcp] config` (relative to `planwave.toml`) with `[mcp.servers]`
+/// replacing its entries of the same name; `None` when neither names a server.
+fn servers(file: &ConfigFile, flags: &McpFlags) -> Result<Option<McpConfig>, SettingsError> {
+    if let Some(path) = &flags.config {
+        return McpConfig::load(path).map(Some).map_err(SettingsError::Mcp);
     }
+    let m = &file.mcp;
+    if m.config.is_none() && m.servers.is_empty() {
+        return Ok(None);
+    }
+    let mut config = match &m.config {
+        Some(path) => McpConfig::load(&file.relative(path)).map_err(SettingsError::Mcp)?,
+        None => McpConfig::default(),
+    };
+    if !m.servers.is_empty() {
+        let text = serde_json::json!({ "mcpServers": m.servers }).to_string();
+        let inline = McpConfig::parse(&text, "[mcp.servers]").map_err(SettingsError::Mcp)?;
+        config
+            .servers
+            .retain(|s| !inline.servers.iter().any(|i| i.name == s.name));
+        config.servers.extend(inline.servers);
+        config.servers.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    Ok(Some(config))
+}
+
+/// Start-up and call timeouts: the flag, else the file, else the registry's default. A bad
+/// value is reported under the flag's name wherever it came from.
+fn registry_options(m: &McpSection, flags: &McpFlags) -> Result<RegistryOptions, SettingsError> {
+    let d = RegistryOptions::default();
+    let secs = |flag: &str, v: f64| {
+        crate::positive_secs(v).ok_or_else(|| {
+            SettingsError::setting(flag, format!("{v} is not a positive number of seconds"))
+        })
+    };
+    Ok(RegistryOptions {
+        connect_timeout: match flags.start_timeout_secs.or(m.start_timeout_secs) {
+            Some(v) => secs("--mcp-start-timeout", v)?,
+            None => d.connect_timeout,
+        },
+        call_timeout: match flags.tool_timeout_secs.or(m.tool_timeout_secs) {
+            Some(v) => secs("--tool-timeout", v)?,
+            None => d.call_timeout,
+        },
+        max_concurrent_per_server: m
+            .max_concurrent_per_server
+            .unwrap_or(d.max_concurrent_per_server),
+    })
 }

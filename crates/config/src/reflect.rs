@@ -1,67 +1,45 @@
-//! The reflective loop's settings (seed 001's `[orchestrator]` and `[reflection]` tables):
-//! how many rounds, when a round is good enough, and how much recovery a failed task gets.
+//! `[orchestrator]`, `[reflection]` and `--max-rounds`, into the reflective loop's own
+//! [`LoopPolicy`]: how many rounds, when a round is good enough, and how much recovery a
+//! failed task gets.
 
-use serde::Deserialize;
+use planwave_orchestrator::LoopPolicy;
 
-use crate::ConfigError;
+use crate::SettingsError;
+use crate::file::ConfigFile;
+use crate::flags::Flags;
 
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OrchestratorSection {
-    /// Rounds of plan -> run -> evaluate -> reflect, the first included.
-    pub max_reflection_rounds: Option<u32>,
-    /// `is_successful` and `overall_score` at least this (0-100) ends the loop.
-    pub success_threshold: Option<f64>,
-    /// This many rounds in a row with failed tasks ends the loop.
-    pub max_consecutive_failures: Option<u32>,
-}
+/// The loop's defaults (the orchestrator has none of its own): five rounds, success at an
+/// overall score of 80, three failed rounds in a row stop the loop, three step retries and
+/// one replanning per round.
+pub const DEFAULT_LOOP_POLICY: LoopPolicy = LoopPolicy {
+    max_rounds: 5,
+    success_threshold: 80.0,
+    max_consecutive_failures: 3,
+    max_step_retries: 3,
+    max_task_replanning_attempts: 1,
+};
 
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReflectionSection {
-    /// `retry_step` passes per round for tasks that failed on transient errors.
-    pub max_step_retries: Option<u32>,
-    /// `replan_from_failure` / `complete_replan` passes per round.
-    pub max_task_replanning_attempts: Option<u32>,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReflectSettings {
-    pub max_rounds: u32,
-    pub success_threshold: f64,
-    pub max_consecutive_failures: u32,
-    pub max_step_retries: u32,
-    pub max_task_replanning_attempts: u32,
-}
-
-impl Default for ReflectSettings {
-    /// The seed's defaults (`max_reflection_rounds = 5`, `success_threshold = 80.0`,
-    /// `max_step_retries = 3`, `max_task_replanning_attempts = 1`).
-    fn default() -> Self {
-        ReflectSettings {
-            max_rounds: 5,
-            success_threshold: 80.0,
-            max_consecutive_failures: 3,
-            max_step_retries: 3,
-            max_task_replanning_attempts: 1,
-        }
-    }
-}
-
-pub(crate) fn resolve(
-    o: &OrchestratorSection,
-    r: &ReflectionSection,
-) -> Result<ReflectSettings, ConfigError> {
-    let d = ReflectSettings::default();
-    let max_rounds = o.max_reflection_rounds.unwrap_or(d.max_rounds);
-    if max_rounds == 0 {
-        return Err(ConfigError::Invalid(
+pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<LoopPolicy, SettingsError> {
+    let (o, r) = (&file.orchestrator, &file.reflection);
+    let d = DEFAULT_LOOP_POLICY;
+    // The file's value is checked even when `--max-rounds` replaces it: a bad file is an
+    // error whatever the command line says.
+    let file_rounds = o.max_reflection_rounds.unwrap_or(d.max_rounds);
+    if file_rounds == 0 {
+        return Err(SettingsError::Invalid(
             "[orchestrator] max_reflection_rounds = 0: expected at least 1 round".into(),
+        ));
+    }
+    let max_rounds = flags.max_rounds.unwrap_or(file_rounds);
+    if max_rounds == 0 {
+        return Err(SettingsError::setting(
+            "--max-rounds",
+            "0: expected at least 1 round",
         ));
     }
     let success_threshold = o.success_threshold.unwrap_or(d.success_threshold);
     if !(0.0..=100.0).contains(&success_threshold) {
-        return Err(ConfigError::Invalid(format!(
+        return Err(SettingsError::Invalid(format!(
             "[orchestrator] success_threshold = {success_threshold}: expected a score from 0 to 100"
         )));
     }
@@ -69,11 +47,11 @@ pub(crate) fn resolve(
         .max_consecutive_failures
         .unwrap_or(d.max_consecutive_failures);
     if max_consecutive_failures == 0 {
-        return Err(ConfigError::Invalid(
+        return Err(SettingsError::Invalid(
             "[orchestrator] max_consecutive_failures = 0: expected at least 1".into(),
         ));
     }
-    Ok(ReflectSettings {
+    Ok(LoopPolicy {
         max_rounds,
         success_threshold,
         max_consecutive_failures,

@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use planwave_config::SettingsError;
 use planwave_plan::{PlanSpec, ToolCatalog, ValidatedPlan, parse_plan};
 
 use crate::Notes;
@@ -21,6 +22,17 @@ impl InvalidInput {
         InvalidInput {
             source_name: source_name.into(),
             problems: vec![problem.into()],
+        }
+    }
+}
+
+/// Printed as `source: problem` lines, exit 2: `config: ...` for the config file, else the
+/// flag, setting or MCP server file concerned.
+impl From<SettingsError> for InvalidInput {
+    fn from(e: SettingsError) -> Self {
+        InvalidInput {
+            source_name: e.source_name().to_owned(),
+            problems: e.problems(),
         }
     }
 }

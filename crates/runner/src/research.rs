@@ -3,15 +3,13 @@
 //! that round's plus `best_round`, the loop's stop reason and a summary of every round.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::error::Context;
-use planwave_engine::{JsonlSink, RunConfig, RunDir, RunResult};
-use planwave_llm::PriceTable;
+use planwave_config::Settings;
+use planwave_engine::{JsonlSink, RunDir, RunResult};
 use planwave_orchestrator::{
-    LoopContext, LoopError, LoopOutcome, LoopPolicy, RoundRecord, StopReason, run_loop,
+    LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, run_loop,
 };
-use planwave_planner::PlannerConfig;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -39,12 +37,8 @@ pub struct Research<'a> {
     pub out: RunDir,
     /// With the MCP servers started: the planner lists their tools, every round calls them.
     pub resources: Resources,
-    pub policy: LoopPolicy,
-    pub planner: PlannerConfig,
-    pub prices: PriceTable,
-    pub config: RunConfig,
-    /// For the whole loop, not per round.
-    pub deadline: Option<Duration>,
+    /// The loop's policy, the planner's, the engine's and the whole loop's deadline.
+    pub settings: &'a Settings,
     pub run_id: uuid::Uuid,
     /// The `--events` stream; closed here at the end.
     pub stream: Option<Arc<JsonlSink>>,
@@ -75,7 +69,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     clear_old_rounds(&r.out, r.notes)?;
     let cx = LoopContext {
         goal: r.goal.clone(),
-        policy: r.policy,
+        policy: r.settings.policy.clone(),
         provider: r.resources.provider.clone(),
         templates: r.resources.templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
@@ -86,13 +80,12 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     let mut driver = RoundsDriver::new(RoundsSetup {
         goal: r.goal,
         resources: r.resources,
-        planner: r.planner,
-        prices: r.prices,
-        config: r.config,
+        planner: r.settings.planner.clone(),
+        config: r.settings.run.clone(),
         root: out.root().to_path_buf(),
         durable: out.is_durable(),
         quiet: r.quiet,
-        deadline: r.deadline.map(|d| std::time::Instant::now() + d),
+        deadline: r.settings.deadline.map(|d| std::time::Instant::now() + d),
         run_id: r.run_id,
         stream: r.stream,
         cancel: r.cancel,

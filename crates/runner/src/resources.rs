@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use planwave_config::{LlmChoice, Settings};
+use planwave_config::{LlmChoice, McpServers, Settings};
 use planwave_llm::LlmProvider;
 use planwave_llm::openai::OpenAiProvider;
 use planwave_llm::sim::{SimConfig, SimProvider};
-use planwave_mcp::{McpConfig, McpRegistry, RegistryOptions};
+use planwave_mcp::McpRegistry;
 use planwave_plan::ToolCatalog;
 use planwave_prompts::Templates;
 
@@ -23,12 +23,6 @@ pub struct Resources {
     pub mcp: Option<Arc<McpRegistry>>,
 }
 
-/// Which MCP servers to start, and how.
-pub struct McpStart {
-    pub config: Option<McpConfig>,
-    pub options: RegistryOptions,
-}
-
 impl Resources {
     /// The templates and the model client the settings ask for. Nothing is started yet.
     /// `wrap` decorates the provider (tracing); the line saying which model answers (never
@@ -36,14 +30,13 @@ impl Resources {
     pub fn prepare(
         settings: &Settings,
         sim: SimConfig,
-        seed: u64,
         wrap: impl FnOnce(Arc<dyn LlmProvider>) -> Arc<dyn LlmProvider>,
         notes: &dyn Notes,
     ) -> crate::Result<Resources> {
-        let templates = Templates::load(settings.prompts.dir.as_deref())
+        let templates = Templates::load(settings.prompts_dir.as_deref())
             .map(Arc::new)
             .map_err(|e| InvalidInput::one("prompts", e.to_string()))?;
-        let provider = model_client(settings, sim, seed, notes)?;
+        let provider = model_client(settings, sim, notes)?;
         Ok(Resources {
             provider: wrap(provider),
             templates,
@@ -53,8 +46,13 @@ impl Resources {
 
     /// Starts the configured MCP servers (in parallel). Servers that fail are noted by name
     /// and the job goes on without them.
-    pub async fn start_mcp(mut self, start: McpStart, quiet: bool, notes: &dyn Notes) -> Resources {
-        self.mcp = start_mcp(start, quiet, notes).await;
+    pub async fn start_mcp(
+        mut self,
+        servers: Option<&McpServers>,
+        quiet: bool,
+        notes: &dyn Notes,
+    ) -> Resources {
+        self.mcp = start_mcp(servers, quiet, notes).await;
         self
     }
 
@@ -82,7 +80,6 @@ impl Resources {
 pub fn model_client(
     settings: &Settings,
     sim: SimConfig,
-    seed: u64,
     notes: &dyn Notes,
 ) -> crate::Result<Arc<dyn LlmProvider>> {
     Ok(match &settings.llm {
@@ -92,10 +89,12 @@ pub fn model_client(
             );
             Arc::new(SimProvider::new(sim))
         }
-        LlmChoice::OpenAi(o) => {
-            let cfg = o.client_config(seed, Some(planwave_planner::plan_schema()));
-            let client = OpenAiProvider::new(cfg)?;
-            let key = match &o.api_key_source {
+        LlmChoice::OpenAi {
+            config: o,
+            api_key_source,
+        } => {
+            let client = OpenAiProvider::new((**o).clone())?;
+            let key = match api_key_source {
                 Some(src) => format!("key from {src}"),
                 None => "no API key".into(),
             };
@@ -116,12 +115,12 @@ pub fn model_client(
 /// Starts the configured MCP servers (in parallel); `None` when none are configured.
 /// Servers that fail are noted by name; the caller shuts the registry down.
 pub async fn start_mcp(
-    start: McpStart,
+    servers: Option<&McpServers>,
     quiet: bool,
     notes: &dyn Notes,
 ) -> Option<Arc<McpRegistry>> {
-    let config = start.config?;
-    let registry = McpRegistry::start(&config, start.options).await;
+    let servers = servers?;
+    let registry = McpRegistry::start(&servers.config, servers.options.clone()).await;
     for f in registry.failures() {
         notes.note(&format!("warning: {f}; continuing without it"));
     }

@@ -12,7 +12,7 @@ use planwave_engine::{
     CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
     RunResult,
 };
-use planwave_llm::{PriceTable, RoundTag};
+use planwave_llm::RoundTag;
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{PlanAttempt, PlannerConfig};
@@ -53,7 +53,7 @@ pub struct RoundsSetup<'a> {
     pub goal: String,
     pub resources: Resources,
     pub planner: PlannerConfig,
-    pub prices: PriceTable,
+    /// The engine's settings (prices included) for every pass.
     pub config: RunConfig,
     pub root: PathBuf,
     pub durable: bool,
@@ -310,6 +310,7 @@ impl Rounds for RoundsDriver<'_> {
         result.stats.usage = usage;
         result.stats.cost = self
             .setup
+            .config
             .prices
             .estimate(result.calls.iter().map(|c| (c.model.as_str(), c.usage())));
         self.round_dir(round)?.write_run(result)?;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Parser};
-use planwave_batch::render_table;
+use planwave_batch::render_batch_table;
 use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
 use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
 
@@ -87,17 +87,16 @@ async fn batch_in(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     let quiet = args.quiet || quiet_override;
-    let settings = llm::settings(&args.job.llm, &args.job.prompts, Some(&args.planner))?;
+    let settings = llm::settings(&[&args.job, &args.planner])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let jobs = read_job_file(&job_file)?;
-    let config = args.job.run_config(&settings)?;
-    let deadline = super::job::deadline(&args.job.exec, &settings);
-    let mcp = args.job.mcp.start_spec(&settings.mcp)?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
     let resources = args.job.resources(&settings)?;
     let interrupt = CtrlC::listen();
     // One set of MCP servers for every job, shut down whatever happens.
-    let resources = resources.start_mcp(mcp, quiet, &Stderr).await;
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
+        .await;
     resources
         .scope(async |resources| {
             let jobs = resolve_batch(&jobs, resources, &Stderr)?;
@@ -112,9 +111,7 @@ async fn batch_in(
                     Some(Invocation::current()?)
                 },
                 resources: resources.clone(),
-                planner: super::job::planner_config(&settings),
-                config,
-                deadline,
+                settings: &settings,
                 parallel: args.parallel as usize,
                 max_subagents: args.max_subagents.map(|n| n as usize),
                 cancel: interrupt.token(),
@@ -124,7 +121,7 @@ async fn batch_in(
             .await;
             progress.finish();
             let done = done?;
-            print!("{}", render_table(&done.summary));
+            print!("{}", render_batch_table(&done.summary));
             println!("batch: {}", done.root.root().join("batch.json").display());
             let code = match done.end {
                 BatchEnd::Completed => OK,

@@ -8,13 +8,13 @@ mod job;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::error::Context;
 use futures::StreamExt;
-use planwave_batch::{BadLine, BatchSummary, JobSummary, ResolvedJob, parse_jobs, resolve};
-use planwave_engine::{EventSink, RunConfig, RunDir, RunLock};
-use planwave_planner::PlannerConfig;
+use planwave_batch::{BadLine, BatchSummary, JobSummary, ResolvedJob, parse_jobs, resolve_jobs};
+use planwave_config::Settings;
+use planwave_engine::{EventSink, RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Invocation, Notes, Resources, catalog, lock_run_dir, open_run_dir};
@@ -71,7 +71,7 @@ pub fn resolve_batch(
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
     let tools = catalog(resources.mcp.as_deref());
-    let (jobs, bad_lines) = resolve(parse_jobs(&file.text), &file.base, Some(&tools));
+    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.text), &file.base, Some(&tools));
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
     }
@@ -93,10 +93,9 @@ pub struct Batch<'a> {
     pub invocation: Option<Invocation>,
     /// With the MCP servers started: every job shares them.
     pub resources: Resources,
-    pub planner: PlannerConfig,
-    pub config: RunConfig,
-    /// For the whole batch: it stops like a cancellation.
-    pub deadline: Option<Duration>,
+    /// The planner's and the engine's settings for every job, and the whole batch's deadline
+    /// (it stops like a cancellation).
+    pub settings: &'a Settings,
     /// Jobs run at once.
     pub parallel: usize,
     /// Most subagents in flight across all jobs.
@@ -136,7 +135,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         Vec::new()
     };
     let deadline_hit = Arc::new(AtomicBool::new(false));
-    let deadline_timer = b.deadline.map(|d| {
+    let deadline_timer = b.settings.deadline.map(|d| {
         let (cancel, hit) = (b.cancel.clone(), deadline_hit.clone());
         tokio::spawn(async move {
             tokio::time::sleep(d).await;
@@ -147,8 +146,8 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
     let ctx = JobContext {
         root: root.clone(),
         resources: b.resources.clone(),
-        planner: b.planner.clone(),
-        config: b.config.clone(),
+        planner: b.settings.planner.clone(),
+        config: b.settings.run.clone(),
         slots: b
             .max_subagents
             .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),

@@ -1,7 +1,7 @@
 use std::collections::HashMap;
 
 use planwave_llm::AgentRole;
-use planwave_llm::openai::ResponseFormatMode;
+use planwave_llm::openai::{OpenAiConfig, ResponseFormatMode};
 
 use super::*;
 
@@ -12,16 +12,23 @@ fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
         .collect()
 }
 
-fn openai(s: &Settings) -> &OpenAiSettings {
+fn openai(s: &Settings) -> &OpenAiConfig {
     match &s.llm {
-        LlmChoice::OpenAi(o) => o,
+        LlmChoice::OpenAi { config, .. } => config,
+        LlmChoice::Sim => panic!("expected openai, got sim"),
+    }
+}
+
+fn key_source(s: &Settings) -> Option<&str> {
+    match &s.llm {
+        LlmChoice::OpenAi { api_key_source, .. } => api_key_source.as_deref(),
         LlmChoice::Sim => panic!("expected openai, got sim"),
     }
 }
 
 #[test]
 fn nothing_configured_means_the_simulator() {
-    let s = resolve(
+    let s = resolve_settings(
         &ConfigFile::default(),
         &env(&[("OPENAI_API_KEY", "k")]),
         &Flags::default(),
@@ -29,7 +36,10 @@ fn nothing_configured_means_the_simulator() {
     .expect("settings");
     assert!(matches!(s.llm, LlmChoice::Sim));
     assert_eq!(s.planner.attempts, 3);
-    assert_eq!(s.prompts.context_budget_tokens, DEFAULT_CONTEXT_BUDGET);
+    assert_eq!(
+        s.run.context_budget_tokens,
+        Some(planwave_engine::DEFAULT_CONTEXT_BUDGET_TOKENS)
+    );
 }
 
 #[test]
@@ -54,7 +64,7 @@ max_in_flight = 4
         ("OPENAI_BASE_URL", "http://openai-env/v1"),
         ("OPENAI_API_KEY", "openai-key"),
     ]);
-    let s = resolve(&file, &e, &Flags::default()).expect("settings");
+    let s = resolve_settings(&file, &e, &Flags::default()).expect("settings");
     let o = openai(&s);
     assert_eq!(o.base_url, "http://file/v1");
     assert_eq!(o.models.default, "env-model");
@@ -73,12 +83,12 @@ max_in_flight = 4
         ("PLANWAVE_LLM_BASE_URL", "http://env/v1"),
         ("PLANWAVE_LLM_API_KEY", "pw"),
     ]);
-    let s = resolve(&file, &e2, &flags).expect("settings");
+    let s = resolve_settings(&file, &e2, &flags).expect("settings");
     let o = openai(&s);
     assert_eq!(o.base_url, "http://flag/v1", "trailing slash trimmed");
     assert_eq!(o.models.default, "flag-model");
-    assert_eq!(o.api_key_source.as_deref(), Some("PLANWAVE_LLM_API_KEY"));
-    let s = resolve(
+    assert_eq!(key_source(&s), Some("PLANWAVE_LLM_API_KEY"));
+    let s = resolve_settings(
         &ConfigFile::default(),
         &e2,
         &Flags {
@@ -96,7 +106,7 @@ fn the_key_never_shows_in_debug_output() {
         ("PLANWAVE_LLM_API_KEY", "sk-very-secret-0000"),
         ("PLANWAVE_LLM_MODEL", "m"),
     ]);
-    let s = resolve(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
+    let s = resolve_settings(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
     let dbg = format!("{s:?}");
     assert!(!dbg.contains("very-secret"), "{dbg}");
     assert!(dbg.contains("[redacted]"));
@@ -106,7 +116,7 @@ fn the_key_never_shows_in_debug_output() {
 fn errors_are_specific() {
     let err = ConfigFile::parse("[llm]\nmodle = \"x\"\n", None).expect_err("typo");
     assert!(err.to_string().contains("modle"), "{err}");
-    let err = resolve(
+    let err = resolve_settings(
         &ConfigFile::default(),
         &env(&[]),
         &Flags {
@@ -118,7 +128,7 @@ fn errors_are_specific() {
     assert!(err.to_string().contains("no model configured"), "{err}");
     let f =
         ConfigFile::parse("[llm]\nmodel = \"m\"\napi_key_env = \"MY_KEY\"\n", None).expect("parse");
-    let err = resolve(&f, &env(&[]), &Flags::default()).expect_err("unset var");
+    let err = resolve_settings(&f, &env(&[]), &Flags::default()).expect_err("unset var");
     assert_eq!(
         err.to_string(),
         "[llm] api_key_env names MY_KEY, which is not set"
@@ -128,10 +138,10 @@ fn errors_are_specific() {
         None,
     )
     .expect("parse");
-    assert!(resolve(&f, &env(&[]), &Flags::default()).is_err());
+    assert!(resolve_settings(&f, &env(&[]), &Flags::default()).is_err());
     let f = ConfigFile::parse("[llm]\nmodel = \"m\"\nresponse_format = \"xml\"\n", None)
         .expect("parse");
-    assert!(resolve(&f, &env(&[]), &Flags::default()).is_err());
+    assert!(resolve_settings(&f, &env(&[]), &Flags::default()).is_err());
 }
 
 #[test]
@@ -140,7 +150,7 @@ fn llm_sim_flag_wins_over_a_configured_model_and_names_are_guessed() {
         ("PLANWAVE_LLM_MODEL", "deepseek-chat"),
         ("PLANWAVE_LLM_BASE_URL", "https://api.deepseek.com/v1"),
     ]);
-    let s = resolve(
+    let s = resolve_settings(
         &ConfigFile::default(),
         &e,
         &Flags {
@@ -150,7 +160,7 @@ fn llm_sim_flag_wins_over_a_configured_model_and_names_are_guessed() {
     )
     .expect("settings");
     assert!(matches!(s.llm, LlmChoice::Sim));
-    let s = resolve(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
+    let s = resolve_settings(&ConfigFile::default(), &e, &Flags::default()).expect("settings");
     assert_eq!(openai(&s).provider, "deepseek");
 }
 
@@ -163,10 +173,10 @@ fn the_example_config_parses_and_prompt_dir_is_relative_to_it() {
     if let Some(var) = &f.llm.api_key_env {
         e.insert(var.clone(), "x".into());
     }
-    let s = resolve(&f, &e, &Flags::default()).expect("resolves");
-    assert!(matches!(s.llm, LlmChoice::OpenAi(_)));
-    assert!(!s.prices.is_empty());
-    if let Some(dir) = &s.prompts.dir {
+    let s = resolve_settings(&f, &e, &Flags::default()).expect("resolves");
+    assert!(matches!(s.llm, LlmChoice::OpenAi { .. }));
+    assert!(!s.run.prices.is_empty());
+    if let Some(dir) = &s.prompts_dir {
         assert!(dir.starts_with(path.parent().expect("dir")));
     }
 }
@@ -179,7 +189,7 @@ fn openai_api_key_is_not_sent_to_other_servers() {
             base_url: url.map(str::to_owned),
             ..Flags::default()
         };
-        let s = resolve(&ConfigFile::default(), &e, &flags).expect("settings");
+        let s = resolve_settings(&ConfigFile::default(), &e, &flags).expect("settings");
         openai(&s).api_key.as_ref().map(|k| k.expose().to_owned())
     };
     assert_eq!(
@@ -197,7 +207,7 @@ fn openai_api_key_is_not_sent_to_other_servers() {
         ("OPENAI_BASE_URL", "http://proxy/v1"),
         ("PLANWAVE_LLM_MODEL", "m"),
     ]);
-    let s = resolve(&ConfigFile::default(), &e2, &Flags::default()).expect("settings");
+    let s = resolve_settings(&ConfigFile::default(), &e2, &Flags::default()).expect("settings");
     assert_eq!(
         openai(&s).api_key.as_ref().map(|k| k.expose()),
         Some("sk-x"),
@@ -206,30 +216,27 @@ fn openai_api_key_is_not_sent_to_other_servers() {
 }
 
 #[test]
-fn reflective_loop_settings_default_to_the_seed_and_reject_nonsense() {
-    let s = resolve(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("ok");
-    assert_eq!(s.reflect, crate::ReflectSettings::default());
-    assert_eq!(s.reflect.max_rounds, 5);
-    assert_eq!(s.reflect.success_threshold, 80.0);
+fn reflective_loop_settings_have_defaults_and_reject_nonsense() {
+    let s = resolve_settings(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("ok");
+    assert_eq!(s.policy, DEFAULT_LOOP_POLICY);
+    assert_eq!(s.policy.max_rounds, 5);
+    assert_eq!(s.policy.success_threshold, 80.0);
     let f = ConfigFile::parse(
         "[orchestrator]\nmax_reflection_rounds = 2\nsuccess_threshold = 70.0\n[reflection]\nmax_step_retries = 0\nmax_task_replanning_attempts = 2\n",
         None,
     )
     .expect("parses");
-    let s = resolve(&f, &env(&[]), &Flags::default()).expect("ok");
-    assert_eq!(
-        (s.reflect.max_rounds, s.reflect.success_threshold),
-        (2, 70.0)
-    );
+    let s = resolve_settings(&f, &env(&[]), &Flags::default()).expect("ok");
+    assert_eq!((s.policy.max_rounds, s.policy.success_threshold), (2, 70.0));
     assert_eq!(
         (
-            s.reflect.max_step_retries,
-            s.reflect.max_task_replanning_attempts
+            s.policy.max_step_retries,
+            s.policy.max_task_replanning_attempts
         ),
         (0, 2)
     );
     let f = ConfigFile::parse("[orchestrator]\nsuccess_threshold = 120.0\n", None).expect("p");
-    let err = resolve(&f, &env(&[]), &Flags::default()).expect_err("range");
+    let err = resolve_settings(&f, &env(&[]), &Flags::default()).expect_err("range");
     assert!(err.to_string().contains("success_threshold = 120"), "{err}");
     assert!(ConfigFile::parse("[reflection]\nmax_retries = 1\n", None).is_err());
 }
@@ -241,19 +248,20 @@ fn run_limits_come_from_the_run_section_and_must_be_positive() {
         None,
     )
     .expect("parse");
-    let s = resolve(&file, &env(&[]), &Flags::default()).expect("settings");
+    let s = resolve_settings(&file, &env(&[]), &Flags::default()).expect("settings");
     assert_eq!(s.run.task_timeout, Some(std::time::Duration::from_secs(90)));
-    assert_eq!(
-        s.run.deadline,
-        Some(std::time::Duration::from_secs_f64(3600.5))
-    );
-    let none = resolve(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("settings");
-    assert_eq!(none.run, RunLimits::default());
+    assert_eq!(s.deadline, Some(std::time::Duration::from_secs_f64(3600.5)));
+    let none =
+        resolve_settings(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("settings");
+    assert_eq!((none.run.task_timeout, none.deadline), (None, None));
     let bad = ConfigFile::parse("[run]\ndeadline_secs = -1\n", None).expect("parse");
-    let err = resolve(&bad, &env(&[]), &Flags::default()).expect_err("negative");
+    let err = resolve_settings(&bad, &env(&[]), &Flags::default()).expect_err("negative");
     assert!(
         err.to_string()
             .contains("[run] deadline_secs = -1: expected a positive number of seconds"),
         "{err}"
     );
 }
+
+mod flags;
+mod mcp;

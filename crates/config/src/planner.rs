@@ -1,0 +1,40 @@
+//! `[planner]`, `[prompts] lang` and their flags, into the planner's own [`PlannerConfig`].
+
+use planwave_plan::Lang;
+use planwave_planner::PlannerConfig;
+
+use crate::SettingsError;
+use crate::file::ConfigFile;
+use crate::flags::Flags;
+
+pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig, SettingsError> {
+    let lang = match flags.lang {
+        Some(l) => Some(l),
+        None => match file.prompts.lang.as_deref() {
+            None | Some("auto") => None,
+            Some(s) => Some(
+                s.parse::<Lang>()
+                    .map_err(|e| SettingsError::Invalid(format!("[prompts] lang: {e}")))?,
+            ),
+        },
+    };
+    let d = PlannerConfig::default();
+    let planner = PlannerConfig {
+        // The first plan is an attempt too: fewer than one would never plan.
+        attempts: flags
+            .planner_attempts
+            .or(file.planner.attempts)
+            .unwrap_or(d.attempts)
+            .max(1),
+        min_tasks: file.planner.min_tasks.unwrap_or(d.min_tasks),
+        max_tasks: file.planner.max_tasks.unwrap_or(d.max_tasks),
+        lang,
+    };
+    if planner.min_tasks > planner.max_tasks {
+        return Err(SettingsError::Invalid(format!(
+            "[planner] min_tasks {} is larger than max_tasks {}",
+            planner.min_tasks, planner.max_tasks
+        )));
+    }
+    Ok(planner)
+}

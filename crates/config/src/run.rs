@@ -1,0 +1,52 @@
+//! The engine's [`RunConfig`] (execution flags, `[prompts] context_budget_tokens`, `[prices]`,
+//! `[run]`) and the whole command's deadline. Unset, every value is the engine's default.
+
+use std::time::Duration;
+
+use planwave_engine::{RetryPolicy, RunConfig};
+use planwave_llm::PriceTable;
+
+use crate::SettingsError;
+use crate::file::ConfigFile;
+use crate::flags::Flags;
+use crate::secs::file_secs;
+
+/// What only flags set: schedule, concurrency, retries, seed.
+pub(crate) fn from_flags(flags: &Flags) -> RunConfig {
+    let d = RunConfig::default();
+    RunConfig {
+        schedule: flags.schedule.unwrap_or(d.schedule),
+        concurrency: flags.concurrency.or(d.concurrency),
+        retry: RetryPolicy {
+            max_retries: flags.retries.unwrap_or(d.retry.max_retries),
+            base_backoff: flags.retry_backoff.unwrap_or(d.retry.base_backoff),
+            ..d.retry
+        },
+        seed: flags.seed.unwrap_or(d.seed),
+        ..d
+    }
+}
+
+/// Adds what the file may set too (the context budget, prices, the task timeout) to `run`,
+/// and returns the deadline: each flag first, then the file.
+pub(crate) fn resolve(
+    run: &mut RunConfig,
+    file: &ConfigFile,
+    flags: &Flags,
+) -> Result<Option<Duration>, SettingsError> {
+    if let Some(budget) = flags
+        .context_budget_tokens
+        .or(file.prompts.context_budget_tokens)
+    {
+        run.context_budget_tokens = Some(budget);
+    }
+    run.prices = PriceTable {
+        currency: file.prices.currency.clone(),
+        models: file.prices.models.clone(),
+    };
+    // The file's values are checked even when a flag replaces them.
+    let task_timeout = file_secs("[run] task_timeout_secs", file.run.task_timeout_secs)?;
+    let deadline = file_secs("[run] deadline_secs", file.run.deadline_secs)?;
+    run.task_timeout = flags.task_timeout.or(task_timeout);
+    Ok(flags.deadline.or(deadline))
+}

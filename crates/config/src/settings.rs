@@ -1,0 +1,74 @@
+//! What resolution produces: everything a front end needs to run a command, in the
+//! libraries' own config types.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use planwave_engine::RunConfig;
+use planwave_llm::openai::OpenAiConfig;
+use planwave_mcp::{McpConfig, RegistryOptions};
+use planwave_orchestrator::LoopPolicy;
+use planwave_planner::PlannerConfig;
+
+/// Every setting of a command, resolved (flags > environment > file > defaults) and
+/// validated. `Debug` never shows the API key.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Which model answers: the simulator, or an OpenAI-compatible server with its client
+    /// configuration.
+    pub llm: LlmChoice,
+    /// The planner: attempts, bounds on the number of tasks, and the language of prompts
+    /// and plan (`None` follows the goal).
+    pub planner: PlannerConfig,
+    /// Template overrides (`DIR/zh/subagent.j2`, ...); `None` uses the built-in prompts.
+    pub prompts_dir: Option<PathBuf>,
+    /// The engine's settings for every run: schedule, concurrency, retries, seed, context
+    /// budget, prices, per-task timeout, tool protocol and tool rounds.
+    pub run: RunConfig,
+    /// The whole command's time limit (a run, a research loop, a batch): when it passes the
+    /// work stops like Ctrl-C and can be resumed.
+    pub deadline: Option<Duration>,
+    /// The reflective loop (`research`): rounds, when a round is good enough, recovery.
+    pub policy: LoopPolicy,
+    /// MCP servers to start and how; `None` when none are configured or the command uses no
+    /// tools.
+    pub mcp: Option<McpServers>,
+    /// The config file used, if any.
+    pub config_path: Option<PathBuf>,
+}
+
+/// Which model answers.
+#[derive(Clone, Debug)]
+pub enum LlmChoice {
+    /// The built-in simulator: nothing configured, or `--llm sim`.
+    Sim,
+    /// An OpenAI-compatible server.
+    OpenAi {
+        /// The client's configuration, complete (plan schema and seed included).
+        config: Box<OpenAiConfig>,
+        /// Which source the key came from (an env var name or `config file`), for messages;
+        /// `None` without a key.
+        api_key_source: Option<String>,
+    },
+}
+
+/// The MCP servers a command starts, and the registry's limits.
+#[derive(Clone, Debug)]
+pub struct McpServers {
+    /// The servers, in name order: `--mcp-config`, else `[mcp] config` with `[mcp.servers]`
+    /// replacing entries of the same name.
+    pub config: McpConfig,
+    /// Start-up and call timeouts, calls in flight per server.
+    pub options: RegistryOptions,
+}
+
+impl McpServers {
+    /// Only the servers of an `mcpServers` file, with the registry's default limits (for a
+    /// command that reads no config file, such as `validate --mcp-config`).
+    pub fn load(path: &std::path::Path) -> Result<McpServers, crate::SettingsError> {
+        Ok(McpServers {
+            config: McpConfig::load(path).map_err(crate::SettingsError::Mcp)?,
+            options: RegistryOptions::default(),
+        })
+    }
+}
