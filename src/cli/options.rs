@@ -15,7 +15,8 @@ use super::exit::InvalidInput;
 pub enum ScheduleArg {
     /// Start each task as soon as its own prerequisites are done.
     Dataflow,
-    /// Start wave k+1 only when all of wave k is done (the seed's barrier), for comparison.
+    /// Start wave k+1 only when all of wave k is done (a barrier after every wave), for
+    /// comparison.
     Waves,
 }
 
