@@ -1,5 +1,5 @@
 //! What the commands that run jobs (`run`, `research`, `resume`, `batch`, `plan`) share on
-//! the way into the runner: one option group, and the model client and prompts from the
+//! the way into the runner: the option groups, and the model client and prompts from the
 //! settings (traced, its line on stderr).
 
 use clap::Args;
@@ -10,6 +10,36 @@ use super::llm::{FlagGroup, LlmOptions, PromptOptions};
 use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 
+/// Who answers and with which prompts: the options of every command that calls a model.
+#[derive(Debug, Args)]
+pub struct ModelOptions {
+    #[command(flatten)]
+    pub llm: LlmOptions,
+    #[command(flatten)]
+    pub prompts: PromptOptions,
+    #[command(flatten)]
+    pub sim: SimOptions,
+}
+
+impl FlagGroup for ModelOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        self.llm.add_to(flags);
+        self.prompts.add_to(flags);
+    }
+}
+
+impl ModelOptions {
+    /// The model client and prompts the settings ask for; nothing is started yet.
+    pub fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
+        Ok(Resources::prepare(
+            settings,
+            self.sim.sim_config(settings.run.seed)?,
+            super::telemetry::traced,
+            &Stderr,
+        )?)
+    }
+}
+
 /// The options of every command that executes plans (`run`, `research`, `batch`; `resume`
 /// reads them back from the recorded command line).
 #[derive(Debug, Args)]
@@ -17,11 +47,7 @@ pub struct JobOptions {
     #[command(flatten)]
     pub exec: ExecOptions,
     #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
+    pub model: ModelOptions,
     /// MCP servers are started once per command and shared by every run it makes.
     #[command(flatten)]
     pub mcp: McpOptions,
@@ -30,8 +56,7 @@ pub struct JobOptions {
 impl FlagGroup for JobOptions {
     fn add_to(&self, flags: &mut Flags) {
         self.exec.add_to(flags);
-        self.llm.add_to(flags);
-        self.prompts.add_to(flags);
+        self.model.add_to(flags);
         self.mcp.add_to(flags);
     }
 }
@@ -39,16 +64,6 @@ impl FlagGroup for JobOptions {
 impl JobOptions {
     /// The model client and prompts; nothing is started yet.
     pub fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
-        resources(settings, &self.sim)
+        self.model.resources(settings)
     }
-}
-
-/// The model client and prompts the settings ask for; nothing is started yet.
-pub fn resources(settings: &Settings, sim: &SimOptions) -> anyhow::Result<Resources> {
-    Ok(Resources::prepare(
-        settings,
-        sim.sim_config(settings.run.seed)?,
-        super::telemetry::traced,
-        &Stderr,
-    )?)
 }

@@ -8,8 +8,8 @@ use clap::Args;
 use planwave_runner::{CtrlC, PlanRequest, Stderr, plan_goal, planning_error};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
-use super::llm::{self, LlmOptions, PlannerOptions, PromptOptions, Seed};
-use super::options::SimOptions;
+use super::job::ModelOptions;
+use super::llm::{self, PlannerOptions, Seed};
 use super::waves::text as waves_text;
 
 #[derive(Debug, Args)]
@@ -28,19 +28,15 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
+    pub model: ModelOptions,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&args.llm, &args.prompts, &args.planner, &Seed(args.seed)])?;
-    let resources = super::job::resources(&settings, &args.sim)?;
+    let settings = llm::settings(&[&args.model, &args.planner, &Seed(args.seed)])?;
+    let resources = args.model.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let Some(outcome) = plan_goal(
         PlanRequest {

@@ -8,13 +8,12 @@
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser};
-use planwave_runner::{CtrlC, Execution, InvalidInput, Invocation, Stderr, execute_plan};
+use planwave_runner::{CtrlC, Execution, InvalidInput, Invocation, Stderr};
 
 use super::exit::Outcome;
 use super::job::JobOptions;
 use super::llm::{self, PlannerOptions};
-use super::progress::Terminal;
-use super::summary::{outcome, print_summary};
+use super::summary::execute_and_summarize;
 use super::{Cli, Command};
 
 #[derive(Debug, Args)]
@@ -78,14 +77,13 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
         .await;
     resources
         .scope(async move |resources| {
-            let out = point.out.clone();
-            let result = execute_plan(
+            execute_and_summarize(
                 Execution {
                     plan: point.plan.clone(),
                     resources: resources.clone(),
                     config: settings.run.clone(),
                     deadline: settings.deadline,
-                    out: out.clone(),
+                    out: point.out.clone(),
                     events: point.events.clone(),
                     stream: None,
                     run_id: point.run_id,
@@ -94,11 +92,9 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
                     cancel: interrupt.token(),
                     root_span: true,
                 },
-                &Terminal { quiet: args.quiet },
+                args.quiet,
             )
-            .await?;
-            print_summary(&result, &out);
-            Ok(outcome(&result))
+            .await
         })
         .await
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use planwave_runner::{
-    CtrlC, Execution, Invocation, Stderr, execute_plan, lock_run_dir, open_journal, open_run_dir,
+    CtrlC, Execution, Invocation, Stderr, lock_run_dir, open_journal, open_run_dir,
     parse_plan_source, validate_plan,
 };
 
@@ -13,8 +13,7 @@ use super::events::{EventsOptions, open_stream};
 use super::exit::Outcome;
 use super::job::JobOptions;
 use super::llm;
-use super::progress::Terminal;
-use super::summary::{outcome, print_summary};
+use super::summary::execute_and_summarize;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -50,13 +49,13 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             let run_id = uuid::Uuid::new_v4();
             let events = open_journal(&out, "events.jsonl", run_id)?;
             let stream = open_stream(run_id, &args.events)?;
-            let result = execute_plan(
+            execute_and_summarize(
                 Execution {
                     plan: Arc::new(plan),
                     resources: resources.clone(),
                     config: settings.run.clone(),
                     deadline: settings.deadline,
-                    out: out.clone(),
+                    out,
                     events,
                     stream,
                     run_id,
@@ -65,11 +64,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                     cancel: interrupt.token(),
                     root_span: true,
                 },
-                &Terminal { quiet: args.quiet },
+                args.quiet,
             )
-            .await?;
-            print_summary(&result, &out);
-            Ok(outcome(&result))
+            .await
         })
         .await
 }

@@ -4,9 +4,19 @@
 use std::io::Write;
 
 use planwave_engine::{RunDir, RunResult, RunStatus};
+use planwave_runner::{Execution, execute_plan};
 
 use super::events::human;
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
+use super::progress::Terminal;
+
+/// Runs `x` with progress on the terminal, then prints the summary; the exit code follows.
+pub async fn execute_and_summarize(x: Execution, quiet: bool) -> anyhow::Result<Outcome> {
+    let out = x.out.clone();
+    let result = execute_plan(x, &Terminal { quiet }).await?;
+    print_summary(&result, &out);
+    Ok(outcome(&result))
+}
 
 pub fn outcome(r: &RunResult) -> Outcome {
     Outcome(match r.status {
