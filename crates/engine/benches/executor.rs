@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use planwave_engine::{BuiltinPrompts, NullSink, RunConfig, RunRequest, execute};
+use planwave_engine::{NullSink, RunConfig, RunRequest, execute};
 use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_plan::{ValidatedPlan, generate};
+use planwave_prompts::Templates;
 use tokio_util::sync::CancellationToken;
 
 fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
@@ -14,7 +15,7 @@ fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
         run_id: uuid::Uuid::new_v4(),
         plan: plan.clone(),
         provider: Arc::new(SimProvider::new(SimConfig::default())),
-        prompts: Arc::new(BuiltinPrompts),
+        prompts: Arc::new(Templates::builtin()),
         sink: Arc::new(NullSink),
         journal: None,
         config: RunConfig::default(),

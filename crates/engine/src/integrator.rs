@@ -11,10 +11,10 @@ use tracing::Instrument;
 use crate::digest;
 use crate::event::EventKind;
 use crate::outcome::{RunStats, TaskRecord, TaskStatus};
-use crate::prompt::{SectionSummary, integrator_context};
 use crate::report::{self, ReportInput};
 use crate::rundir::RunDir;
 use crate::shared::RunShared;
+use planwave_prompts::{SectionSummary, integrator_context};
 
 pub struct Integrator;
 

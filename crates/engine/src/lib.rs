@@ -19,7 +19,6 @@ pub mod gantt;
 pub mod journal;
 mod mcp_events;
 mod outcome;
-pub mod prompt;
 pub mod report;
 mod results;
 mod run;
@@ -46,7 +45,7 @@ pub use outcome::{
     CallRecord, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
     TaskStatus, ToolCallRecord,
 };
-pub use prompt::{BuiltinPrompts, PromptSet};
+pub use planwave_prompts::PromptSet;
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
 pub use scheduler::Scheduler;

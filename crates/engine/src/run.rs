@@ -14,11 +14,11 @@ use crate::event::{EventKind, EventSink};
 use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
 use crate::journal::Journal;
 use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
-use crate::prompt::PromptSet;
 use crate::rundir::{RunDir, RunDirError, section_files};
 use crate::shared::RunShared;
 use crate::supervisor::{Preset, Supervisor, SupervisorArgs};
 use crate::timefmt;
+use planwave_prompts::PromptSet;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {

@@ -11,8 +11,8 @@ use crate::config::RunConfig;
 use crate::event::{Event, EventKind, EventSink};
 use crate::journal::{Ack, Journal};
 use crate::outcome::CallRecord;
-use crate::prompt::PromptSet;
 use crate::rundir::RunDir;
+use planwave_prompts::PromptSet;
 
 pub struct RunShared {
     pub run_id: uuid::Uuid,

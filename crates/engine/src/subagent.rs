@@ -17,10 +17,10 @@ use crate::config::RetryPolicy;
 use crate::context::{self, SectionCut};
 use crate::event::EventKind;
 use crate::outcome::FailureKind;
-use crate::prompt::{PriorSection, subagent_context};
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
 use crate::timefmt;
+use planwave_prompts::{PriorSection, subagent_context};
 
 /// The stop reason of a subagent that reported its outcome. Any other termination of a
 /// subagent means it died before reporting.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::calls::TaskCalls;
 use crate::outcome::FailureKind;
-use crate::prompt::subagent_context;
+use planwave_prompts::subagent_context;
 
 /// Runs tool step `index`: its section text and its JSON result, or why it failed and how.
 pub(crate) async fn run(

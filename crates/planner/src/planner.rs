@@ -9,7 +9,7 @@ use planwave_llm::{
     AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
 };
 use planwave_plan::{Lang, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str};
-use planwave_prompts::{PlannerVars, PromptError, RepairVars, Templates, ToolInfo};
+use planwave_prompts::{PlannerTool, PlannerVars, PromptError, RepairVars, Templates};
 use serde::Serialize;
 use tracing::Instrument;
 
@@ -98,7 +98,7 @@ pub struct Planner {
     provider: Arc<dyn LlmProvider>,
     templates: Arc<Templates>,
     config: PlannerConfig,
-    tools: Vec<ToolInfo>,
+    tools: Vec<PlannerTool>,
 }
 
 impl Planner {
@@ -116,7 +116,7 @@ impl Planner {
     }
 
     /// Tools the planner may suggest (none until tool support exists).
-    pub fn with_tools(mut self, tools: Vec<ToolInfo>) -> Planner {
+    pub fn with_tools(mut self, tools: Vec<PlannerTool>) -> Planner {
         self.tools = tools;
         self
     }

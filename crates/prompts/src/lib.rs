@@ -5,18 +5,20 @@
 //! The defaults are the files under the repository's `prompts/{zh,en}/`, compiled in with
 //! `include_str!`; a directory given by `--prompts DIR` overrides them file by file. Every
 //! template is test-rendered when loaded, so a broken override fails before any model call.
-//! [`Templates`] implements the engine's [`PromptSet`](planwave_engine::PromptSet) and
-//! renders the planner's prompts.
+//! [`PromptSet`] is what the engine asks of prompts; [`Templates`] implements it and renders
+//! the planner's prompts. Prompt text lives only in those template files.
 //!
-//! This crate knows nothing of HTTP, actors or the command line.
+//! This crate knows nothing of HTTP, actors, the engine or the command line.
 
 mod reflect;
 mod render;
+mod set;
 mod templates;
 
 pub use reflect::{
     AnswerRepairVars, EvaluatorVars, ReflectorVars, ReplanTask, ReplanVars, RoundSection,
     RoundStats,
 };
-pub use render::{PlannerVars, RepairVars, ToolInfo};
+pub use render::{PlannerTool, PlannerVars, RepairVars};
+pub use set::{PriorSection, PromptSet, SectionSummary, integrator_context, subagent_context};
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

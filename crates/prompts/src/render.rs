@@ -1,17 +1,16 @@
 //! Rendering: the variables each template gets, and splitting output into chat messages.
 
 use minijinja::value::{Serde, Value};
-use planwave_engine::prompt::{PriorSection, SectionSummary};
-use planwave_engine::{BuiltinPrompts, PromptSet};
 use planwave_llm::ChatMessage;
 use planwave_plan::{Lang, ValidatedPlan};
 use serde::Serialize;
 use serde_json::json;
 
+use crate::set::{PriorSection, PromptSet, SectionSummary};
 use crate::templates::{PromptError, Templates};
 
 #[derive(Clone, Debug, Serialize)]
-pub struct ToolInfo {
+pub struct PlannerTool {
     pub name: String,
     pub description: String,
     /// The tool's input JSON Schema as compact JSON text (empty when unknown).
@@ -23,7 +22,7 @@ pub struct ToolInfo {
 #[derive(Clone, Debug, Serialize)]
 pub struct PlannerVars<'a> {
     pub goal: &'a str,
-    pub tools: &'a [ToolInfo],
+    pub tools: &'a [PlannerTool],
     /// The plan's JSON Schema, pretty-printed.
     pub schema: &'a str,
     pub min_tasks: usize,
@@ -221,7 +220,7 @@ impl PromptSet for Templates {
                 // Checked at load time; if task data still breaks it, the built-in wording
                 // is better than no section.
                 tracing::warn!("{e}; using the built-in subagent prompt");
-                BuiltinPrompts.subagent(plan, index, prior)
+                builtin().subagent(plan, index, prior)
             }
         }
     }
@@ -236,10 +235,18 @@ impl PromptSet for Templates {
             Ok(text) => messages(&text),
             Err(e) => {
                 tracing::warn!("{e}; using the built-in integrator prompt");
-                BuiltinPrompts.integrator(plan, sections)
+                builtin().integrator(plan, sections)
             }
         }
     }
+}
+
+/// The compiled-in templates, for when an overriding template fails at render time: the
+/// built-in wording is better than no section. (Their own rendering is covered by this
+/// crate's tests, so they do not fail in turn.)
+fn builtin() -> &'static Templates {
+    static BUILTIN: std::sync::OnceLock<Templates> = std::sync::OnceLock::new();
+    BUILTIN.get_or_init(Templates::builtin)
 }
 
 /// Sample variables for load-time checks of each template.

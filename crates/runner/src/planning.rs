@@ -10,7 +10,7 @@ pub struct PlanRequest<'a> {
     pub goal: &'a str,
     /// The previous round's reflection (the reflective loop's later rounds).
     pub reflection: Option<&'a str>,
-    pub tools: Vec<planwave_prompts::ToolInfo>,
+    pub tools: Vec<planwave_prompts::PlannerTool>,
     pub resources: &'a Resources,
     pub config: PlannerConfig,
     /// No note per attempt.

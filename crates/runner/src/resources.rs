@@ -146,12 +146,12 @@ pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
 }
 
 /// The tools as the planner's prompt lists them: name, description, input schema.
-pub fn planner_tools(registry: Option<&McpRegistry>) -> Vec<planwave_prompts::ToolInfo> {
+pub fn planner_tools(registry: Option<&McpRegistry>) -> Vec<planwave_prompts::PlannerTool> {
     registry
         .map(|r| {
             r.tools()
                 .iter()
-                .map(|t| planwave_prompts::ToolInfo {
+                .map(|t| planwave_prompts::PlannerTool {
                     name: t.name.clone(),
                     description: t.description.trim().to_owned(),
                     input_schema: t.input_schema.to_string(),

@@ -1,5 +1,4 @@
-use planwave_engine::PromptSet;
-use planwave_engine::prompt::{PriorSection, SectionSummary};
+use crate::set::{PriorSection, PromptSet, SectionSummary};
 use planwave_llm::MessageRole;
 use planwave_plan::{Lang, ValidatedPlan, parse_plan_str};
 
@@ -135,7 +134,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
     ] {
         assert!(en[1].content.contains(needle), "en planner lacks {needle}");
     }
-    let tools = [ToolInfo {
+    let tools = [PlannerTool {
         name: "get_quote".into(),
         description: "quotes".into(),
         input_schema: r#"{"type":"object"}"#.into(),

@@ -1,0 +1,81 @@
+//! What the engine asks prompts of: the messages for a subagent and for the integrator's
+//! summary, and the structured description of each request ([`RequestContext`]). The
+//! engine calls this trait; the templates in `prompts/` implement it ([`crate::Templates`]),
+//! so the wording lives only there and users can override it without touching the actors.
+
+use planwave_llm::{ChatMessage, RequestContext, SectionRef};
+use planwave_plan::ValidatedPlan;
+
+/// A prerequisite's section as handed to a subagent.
+#[derive(Clone, Debug)]
+pub struct PriorSection<'a> {
+    pub index: usize,
+    pub text: &'a str,
+}
+
+/// One finished task as handed to the integrator.
+#[derive(Clone, Debug)]
+pub struct SectionSummary<'a> {
+    pub index: usize,
+    pub status: &'a str,
+    pub text: Option<&'a str>,
+}
+
+pub trait PromptSet: Send + Sync {
+    /// Messages for the subagent writing task `index`, given its prerequisites' sections.
+    fn subagent(
+        &self,
+        plan: &ValidatedPlan,
+        index: usize,
+        prior: &[PriorSection<'_>],
+    ) -> Vec<ChatMessage>;
+
+    /// Messages asking for the executive summary over all sections.
+    fn integrator(&self, plan: &ValidatedPlan, sections: &[SectionSummary<'_>])
+    -> Vec<ChatMessage>;
+}
+
+/// The structured description of a subagent request (see [`RequestContext`]).
+pub fn subagent_context(
+    plan: &ValidatedPlan,
+    index: usize,
+    prior: &[PriorSection<'_>],
+) -> RequestContext {
+    let task = plan.task(index);
+    RequestContext {
+        lang: plan.lang(),
+        topic: plan.spec().topic.clone(),
+        objectives: plan.spec().objectives.clone(),
+        task_id: Some(task.id.to_string()),
+        task_title: task.title().to_owned(),
+        key_questions: task.hints.key_questions.clone(),
+        data_needs: task.hints.data_needs.clone(),
+        sections: prior
+            .iter()
+            .map(|p| SectionRef {
+                id: plan.id(p.index).to_string(),
+                title: plan.task(p.index).title().to_owned(),
+                status: "completed".into(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+/// The structured description of the integrator's summary request.
+pub fn integrator_context(plan: &ValidatedPlan, sections: &[SectionSummary<'_>]) -> RequestContext {
+    RequestContext {
+        lang: plan.lang(),
+        topic: plan.spec().topic.clone(),
+        objectives: plan.spec().objectives.clone(),
+        sections: sections
+            .iter()
+            .map(|s| SectionRef {
+                id: plan.id(s.index).to_string(),
+                title: plan.task(s.index).title().to_owned(),
+                status: s.status.to_owned(),
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
