@@ -6,7 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 use planwave_llm::LlmProvider;
-use planwave_telemetry::{OtlpSettings, Telemetry, TracedProvider};
+use planwave_otlp::{OtlpSettings, Telemetry};
+use planwave_telemetry::TracedProvider;
 use tracing::Instrument;
 use tracing::field::Empty;
 use tracing_subscriber::Layer;
