@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use planwave_engine::{RunDir, RunResult, RunStatus};
+use planwave_engine::{CancelReason, RunDir, RunResult, RunStatus};
 use planwave_runner::{Execution, execute_plan};
 
 use super::events::human;
@@ -22,7 +22,7 @@ pub fn outcome(r: &RunResult) -> Outcome {
     Outcome(match r.status {
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
-        RunStatus::Cancelled if r.stop_reason.as_deref() == Some("deadline") => DEADLINE,
+        RunStatus::Cancelled if r.stop_reason == Some(CancelReason::Deadline) => DEADLINE,
         RunStatus::Cancelled => INTERRUPTED,
     })
 }
@@ -66,8 +66,8 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         eprintln!("warning: {w}");
     }
     if r.status == RunStatus::Cancelled {
-        let why = match r.stop_reason.as_deref() {
-            Some("deadline") => "deadline reached",
+        let why = match r.stop_reason {
+            Some(CancelReason::Deadline) => "deadline reached",
             _ => "interrupted",
         };
         let _ = writeln!(

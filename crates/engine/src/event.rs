@@ -11,6 +11,7 @@ use planwave_llm::Usage;
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
+use crate::outcome::CancelReason;
 use crate::timefmt;
 
 /// One line of `events.jsonl`: a timestamp plus the event's own fields, tagged by `type`.
@@ -123,7 +124,7 @@ pub enum EventKind {
         duration_ms: f64,
         /// Why a cancelled run stopped (`interrupted`, `deadline`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
+        reason: Option<CancelReason>,
     },
     /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
     /// the other `pending` ones run (again).

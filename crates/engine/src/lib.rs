@@ -42,8 +42,8 @@ pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
-    CallRecord, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
-    TaskStatus, ToolCallRecord,
+    CallRecord, CancelReason, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus,
+    TaskRecord, TaskStatus, ToolCallRecord,
 };
 pub use planwave_prompts::PromptSet;
 pub use run::{EngineError, RunRequest, execute};

@@ -204,6 +204,25 @@ pub struct RunStats {
     pub cost: Option<CostEstimate>,
 }
 
+/// Why a run was cancelled before every task ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    /// The caller's cancellation token (Ctrl-C).
+    Interrupted,
+    /// `RunRequest::deadline` passed.
+    Deadline,
+}
+
+impl CancelReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelReason::Interrupted => "interrupted",
+            CancelReason::Deadline => "deadline",
+        }
+    }
+}
+
 /// Everything a run produced. Serialized (without sections) as `run.json`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct RunResult {
@@ -211,7 +230,7 @@ pub struct RunResult {
     pub status: RunStatus,
     /// Why a `cancelled` run stopped: `interrupted` (Ctrl-C) or `deadline`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
+    pub stop_reason: Option<CancelReason>,
     #[serde(serialize_with = "timefmt::serialize")]
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "timefmt::serialize")]

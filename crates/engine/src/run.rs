@@ -13,6 +13,7 @@ use crate::config::RunConfig;
 use crate::event::{EventKind, EventSink};
 use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
 use crate::journal::Journal;
+use crate::outcome::CancelReason;
 use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
 use crate::rundir::{RunDir, RunDirError, section_files};
 use crate::shared::RunShared;
@@ -156,16 +157,15 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         let deadline = req.deadline;
         tokio::spawn(async move {
             let reason = tokio::select! {
-                _ = cancel.cancelled() => "interrupted",
+                _ = cancel.cancelled() => CancelReason::Interrupted,
                 _ = async {
                     match deadline {
                         Some(d) => tokio::time::sleep(d).await,
                         None => std::future::pending().await,
                     }
-                } => "deadline",
+                } => CancelReason::Deadline,
             };
-            let _ =
-                supervisor.send_message(crate::supervisor::SupervisorMsg::Cancel(reason.into()));
+            let _ = supervisor.send_message(crate::supervisor::SupervisorMsg::Cancel(reason));
         })
     };
     let outcome = done_rx.await;
@@ -268,12 +268,12 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         failed,
         blocked,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
-        reason: outcome.cancelled.clone(),
+        reason: outcome.cancelled,
     });
     let mut result = RunResult {
         run_id: req.run_id,
         status,
-        stop_reason: outcome.cancelled.clone(),
+        stop_reason: outcome.cancelled,
         started_at,
         finished_at,
         topic: plan.spec().topic.clone(),

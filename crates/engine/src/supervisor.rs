@@ -14,7 +14,8 @@ use tokio::sync::oneshot;
 
 use crate::event::{Event, EventKind};
 use crate::integrator::IntegratorMsg;
-use crate::outcome::{FailureKind, TaskRecord, TaskStatus};
+use crate::journal::JournalError;
+use crate::outcome::{CancelReason, FailureKind, TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
@@ -28,9 +29,9 @@ pub enum SupervisorMsg {
     Dispatch,
     Finished(Box<SubagentReport>),
     /// The journal made task `index`'s completion durable (or could not).
-    Committed(usize, Result<(), String>),
+    Committed(usize, Result<(), JournalError>),
     /// Stop starting tasks, kill running subagents, and finish the run now.
-    Cancel(String),
+    Cancel(CancelReason),
 }
 
 /// Tasks finished in an earlier attempt of this run (resume): not run again.
@@ -55,7 +56,7 @@ pub struct SupervisorOutcome {
     pub sections: Vec<Option<Arc<str>>>,
     pub retries: u64,
     /// Set when the run was cancelled; unfinished tasks are left `pending`.
-    pub cancelled: Option<String>,
+    pub cancelled: Option<CancelReason>,
     /// Completions the journal could not make durable (a resume runs those tasks again).
     pub warnings: Vec<String>,
 }
@@ -79,7 +80,7 @@ pub struct SupervisorState {
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     dispatch_queued: bool,
     retries: u64,
-    cancelled: Option<String>,
+    cancelled: Option<CancelReason>,
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
@@ -384,7 +385,7 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         index: usize,
-        result: Result<(), String>,
+        result: Result<(), JournalError>,
     ) {
         let Some(p) = self.pending_commits.remove(&index) else {
             return;
@@ -488,7 +489,7 @@ impl SupervisorState {
                 records: std::mem::take(&mut self.records),
                 sections: std::mem::take(&mut self.sections),
                 retries: self.retries,
-                cancelled: self.cancelled.clone(),
+                cancelled: self.cancelled,
                 warnings: std::mem::take(&mut self.warnings),
             };
             let _ = done.send(outcome);

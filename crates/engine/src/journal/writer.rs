@@ -9,12 +9,25 @@ use std::thread::JoinHandle;
 
 use crate::event::{Event, EventSink};
 
+/// Why queued events are not durable: the writer's first write or sync error, or a closed
+/// journal. One failure answers every acknowledgement of its group commit, hence a message
+/// rather than the `io::Error` itself.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JournalError(String);
+
+impl From<&str> for JournalError {
+    fn from(message: &str) -> JournalError {
+        JournalError(message.to_owned())
+    }
+}
+
 /// Called once the event it came with is durable (`Ok`) or could not be written (`Err`).
-pub type Ack = Box<dyn FnOnce(Result<(), String>) + Send>;
+pub type Ack = Box<dyn FnOnce(Result<(), JournalError>) + Send>;
 
 enum Cmd {
     Append(Box<Event>, Option<Ack>),
-    Sync(mpsc::SyncSender<Result<(), String>>),
+    Sync(mpsc::SyncSender<Result<(), JournalError>>),
 }
 
 /// Most commands handled per commit, so acknowledgements keep flowing under a flood.
@@ -24,7 +37,7 @@ const MAX_BATCH: usize = 8192;
 /// acknowledgement are made durable with the next batch).
 pub struct Journal {
     tx: Mutex<Option<Sender<Cmd>>>,
-    thread: Mutex<Option<JoinHandle<Result<(), String>>>>,
+    thread: Mutex<Option<JoinHandle<Result<(), JournalError>>>>,
 }
 
 impl Journal {
@@ -78,27 +91,22 @@ impl Journal {
     }
 
     /// Waits until everything queued so far is durable.
-    pub fn sync(&self) -> Result<(), String> {
+    pub fn sync(&self) -> Result<(), JournalError> {
         let (done_tx, done_rx) = mpsc::sync_channel(1);
         {
             let guard = self
                 .tx
                 .lock()
-                .map_err(|_| "journal lock poisoned".to_owned())?;
+                .map_err(|_| JournalError::from("journal lock poisoned"))?;
             let Some(tx) = guard.as_ref() else {
                 return Err("the journal is closed".into());
             };
             tx.send(Cmd::Sync(done_tx))
-                .map_err(|_| "the journal writer stopped".to_owned())?;
+                .map_err(|_| JournalError::from("the journal writer stopped"))?;
         }
         done_rx
             .recv()
-            .map_err(|_| "the journal writer stopped".to_owned())?
-    }
-
-    /// Same as [`Journal::sync`], for callers of the old sink API.
-    pub fn flush(&self) {
-        let _ = self.sync();
+            .map_err(|_| JournalError::from("the journal writer stopped"))?
     }
 
     /// Writes and syncs everything queued, stops the writer and returns its first error.
@@ -135,9 +143,9 @@ fn write_loop(
     rx: Receiver<Cmd>,
     durable: bool,
     run_id: Option<uuid::Uuid>,
-) -> Result<(), String> {
+) -> Result<(), JournalError> {
     let mut w = BufWriter::with_capacity(1 << 16, file);
-    let mut first_err: Option<String> = None;
+    let mut first_err: Option<JournalError> = None;
     let mut acks: Vec<Ack> = Vec::new();
     let mut syncs = Vec::new();
     // Block for the first command, then take whatever else is already queued: those all
@@ -151,7 +159,8 @@ fn write_loop(
                     if first_err.is_none() {
                         let r = crate::event::write_line(&mut w, &ev, run_id);
                         if let Err(e) = r {
-                            first_err = Some(format!("cannot write events.jsonl: {e}"));
+                            first_err =
+                                Some(JournalError(format!("cannot write events.jsonl: {e}")));
                         }
                     }
                     acks.extend(ack);
@@ -174,7 +183,7 @@ fn write_loop(
                 }
             });
             if let Err(e) = r {
-                first_err = Some(format!("cannot sync events.jsonl: {e}"));
+                first_err = Some(JournalError(format!("cannot sync events.jsonl: {e}")));
             }
         }
         let result = match &first_err {

@@ -120,6 +120,14 @@ fn retryable(cause: RetryCause, message: impl Into<String>) -> Failure {
     }
 }
 
+/// How a call that the client stops retrying fails: worth a task-level retry later (with
+/// the server's `Retry-After`, if it gave one), or not at all.
+#[derive(Clone, Copy, Debug)]
+enum GiveUp {
+    Transient { retry_after: Option<Duration> },
+    Fatal,
+}
+
 impl OpenAiProvider {
     /// A client with its own limiter.
     pub fn new(cfg: OpenAiConfig) -> Result<OpenAiProvider, LlmError> {
@@ -179,16 +187,16 @@ impl OpenAiProvider {
             .unwrap_or(0.5)
     }
 
-    fn error(&self, model: &str, message: String, transient: Option<Option<Duration>>) -> LlmError {
+    fn error(&self, model: &str, message: String, class: GiveUp) -> LlmError {
         let message = format!("at {}: {message}", self.cfg.base_url);
-        match transient {
-            Some(retry_after) => LlmError::Transient {
+        match class {
+            GiveUp::Transient { retry_after } => LlmError::Transient {
                 provider: self.cfg.provider.clone(),
                 model: model.to_owned(),
                 message,
                 retry_after,
             },
-            None => LlmError::Fatal {
+            GiveUp::Fatal => LlmError::Fatal {
                 provider: self.cfg.provider.clone(),
                 model: model.to_owned(),
                 message,
@@ -583,10 +591,10 @@ impl LlmProvider for OpenAiProvider {
                     return Err(self.error(
                         &model,
                         "the server rejected response_format".into(),
-                        None,
+                        GiveUp::Fatal,
                     ));
                 }
-                Err(Failure::Fatal(m)) => return Err(self.error(&model, m, None)),
+                Err(Failure::Fatal(m)) => return Err(self.error(&model, m, GiveUp::Fatal)),
                 Err(Failure::Retryable {
                     message,
                     retry_after,
@@ -603,7 +611,9 @@ impl LlmProvider for OpenAiProvider {
                         "{message}; Retry-After {}s is longer than this client waits",
                         ra.as_secs()
                     ),
-                    Some(Some(ra)),
+                    GiveUp::Transient {
+                        retry_after: Some(ra),
+                    },
                 ));
             }
             if retry >= self.cfg.retry.max_retries {
@@ -611,14 +621,14 @@ impl LlmProvider for OpenAiProvider {
                 return Err(self.error(
                     &model,
                     format!("{message} (gave up after {tries} attempt(s))"),
-                    Some(retry_after),
+                    GiveUp::Transient { retry_after },
                 ));
             }
             if !self.budget.try_spend() {
                 return Err(self.error(
                     &model,
                     format!("{message} (not retried: the client's retry budget is spent)"),
-                    Some(retry_after),
+                    GiveUp::Transient { retry_after },
                 ));
             }
             retry += 1;
