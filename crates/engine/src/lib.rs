@@ -26,7 +26,6 @@ mod rundir;
 mod scheduler;
 mod shared;
 mod task_spans;
-pub mod timefmt;
 mod tool_loop;
 mod tool_step;
 
@@ -42,9 +41,10 @@ pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, Replay, RunLock};
 pub use outcome::{
-    CallRecord, CancelReason, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus,
-    TaskRecord, TaskStatus, ToolCallRecord,
+    CancelReason, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
+    TaskStatus, ToolCallRecord,
 };
+pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};

@@ -10,8 +10,8 @@ use planwave_plan::ValidatedPlan;
 use crate::config::RunConfig;
 use crate::event::{Event, EventKind, EventSink};
 use crate::journal::{Ack, Journal};
-use crate::outcome::CallRecord;
 use crate::rundir::RunDir;
+use planwave_llm::CallRecord;
 use planwave_prompts::PromptSet;
 
 pub struct RunShared {

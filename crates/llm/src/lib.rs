@@ -12,14 +12,17 @@ mod error;
 pub mod openai;
 mod pricing;
 mod provider;
+mod record;
 mod secret;
 pub mod sim;
+pub mod timefmt;
 mod tokens;
 mod types;
 
 pub use error::LlmError;
 pub use pricing::{CostEstimate, ModelPrice, PriceTable};
 pub use provider::{LlmProvider, ProviderInfo};
+pub use record::CallRecord;
 pub use secret::{ApiKey, scrub};
 pub use tokens::{char_tokens, estimate_tokens, is_cjk};
 pub use types::{

@@ -1,89 +1,15 @@
-//! One structured question to the model with repair: ask, judge the answer, and while it is
-//! invalid send the problems back (answer_repair.j2), up to a number of attempts. The same
-//! loop serves the evaluator, the reflector and the partial replanner.
+//! The reflective loop's questions (evaluator, reflector, partial replanner) through the
+//! planner's ask-with-repair loop: a follow-up names the previous answer's problems
+//! (answer_repair.j2), and every attempt is one [`Attempt`] record.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use chrono::{DateTime, Utc};
-use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmProvider, RequestContext, Usage};
+use planwave_llm::{AgentRole, ChatMessage, LlmProvider, RequestContext};
 use planwave_plan::Lang;
+use planwave_planner::{AttemptKind, Judged};
 use planwave_prompts::{AnswerRepairVars, PromptError, Templates};
-use serde::Serialize;
 
-/// One attempt, as recorded in `evaluation.json` / `reflection.json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct AskAttempt {
-    pub attempt: u32,
-    /// `ask` for the first request, `repair` for a follow-up.
-    pub kind: &'static str,
-    #[serde(serialize_with = "planwave_engine::timefmt::serialize")]
-    pub started_at: DateTime<Utc>,
-    pub duration_ms: f64,
-    pub model: String,
-    pub usage: Usage,
-    pub problems: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub valid: bool,
-    /// The model's text as received.
-    pub raw: String,
-}
-
-/// The validated answer, if any attempt gave one, and every attempt.
-#[derive(Debug)]
-pub struct Asked<T> {
-    pub value: Option<T>,
-    pub attempts: Vec<AskAttempt>,
-}
-
-impl AskAttempt {
-    /// As a `run.json` `calls[]` record.
-    pub fn call_record(&self, role: AgentRole) -> planwave_engine::CallRecord {
-        planwave_engine::CallRecord {
-            role: role.as_str().into(),
-            task: None,
-            model: self.model.clone(),
-            attempt: self.attempt,
-            started_at: self.started_at,
-            duration_ms: self.duration_ms,
-            prompt_tokens: self.usage.prompt_tokens,
-            completion_tokens: self.usage.completion_tokens,
-            reasoning_tokens: self.usage.reasoning_tokens,
-            outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
-            error: self.error.clone(),
-        }
-    }
-}
-
-impl<T> Asked<T> {
-    pub fn call_records(&self, role: AgentRole) -> Vec<planwave_engine::CallRecord> {
-        self.attempts.iter().map(|a| a.call_record(role)).collect()
-    }
-
-    pub fn usage(&self) -> Usage {
-        let mut u = Usage::default();
-        for a in &self.attempts {
-            u += a.usage;
-        }
-        u
-    }
-
-    /// Why there is no value: the last attempt's error or problems.
-    pub fn why_not(&self) -> String {
-        match self.attempts.last() {
-            None => "no attempt was made".into(),
-            Some(a) => match &a.error {
-                Some(e) => format!("the model call failed: {e}"),
-                None => format!(
-                    "no valid answer after {} attempt(s): {}",
-                    self.attempts.len(),
-                    a.problems.join("; ")
-                ),
-            },
-        }
-    }
-}
+pub use planwave_planner::{Asked, Attempt};
 
 pub struct Question<'a, T> {
     pub role: AgentRole,
@@ -101,90 +27,37 @@ pub async fn ask<T>(
     templates: &Templates,
     q: Question<'_, T>,
 ) -> Result<Asked<T>, PromptError> {
-    let mut attempts = Vec::new();
-    let mut to_repair: Option<(String, Vec<String>)> = None;
-    for n in 1..=q.attempts.max(1) {
-        let (messages, kind) = match &to_repair {
-            Some((raw, problems)) => {
-                let mut m = q.messages.clone();
-                m.push(ChatMessage::assistant(raw.clone()));
-                m.push(ChatMessage::user(templates.answer_repair(
-                    q.lang,
-                    &AnswerRepairVars {
-                        what: q.what,
-                        attempt: n,
-                        problems,
-                    },
-                )?));
-                (m, "repair")
-            }
-            None => (q.messages.clone(), "ask"),
-        };
-        let started_at = Utc::now();
-        let t0 = Instant::now();
-        let answer = provider
-            .chat(ChatRequest {
-                role: q.role,
-                messages,
+    let (lang, what) = (q.lang, q.what);
+    let repair = |n: u32, problems: &[String]| {
+        templates.answer_repair(
+            lang,
+            &AnswerRepairVars {
+                what,
                 attempt: n,
-                context: q.context.clone(),
-                traceparent: None,
-                tools: Vec::new(),
-            })
-            .await;
-        let mut a = AskAttempt {
-            attempt: n,
-            kind,
-            started_at,
-            duration_ms: t0.elapsed().as_secs_f64() * 1000.0,
-            model: provider.info().model,
-            usage: Usage::default(),
-            problems: Vec::new(),
-            error: None,
-            valid: false,
-            raw: String::new(),
-        };
-        let resp = match answer {
-            Ok(r) => r,
-            Err(e) => {
-                a.error = Some(e.to_string());
-                attempts.push(a);
-                if e.is_retryable() {
-                    continue;
-                }
-                return Ok(Asked {
-                    value: None,
-                    attempts,
-                });
-            }
-        };
-        a.model = resp.model;
-        a.usage = resp.usage;
-        a.raw = resp.content;
-        match (q.judge)(&a.raw) {
-            Ok(v) => {
-                a.valid = true;
-                attempts.push(a);
-                return Ok(Asked {
-                    value: Some(v),
-                    attempts,
-                });
-            }
-            Err(problems) => {
-                tracing::info!(
-                    role = q.role.as_str(),
-                    attempt = n,
-                    ?problems,
-                    "invalid answer"
-                );
-                a.problems = problems.clone();
-                to_repair = Some((a.raw.clone(), problems));
-                attempts.push(a);
-            }
-        }
-    }
-    Ok(Asked {
-        value: None,
-        attempts,
-    })
+                problems,
+            },
+        )
+    };
+    let judge = |raw: &str| -> Judged<T> { (q.judge)(raw).map(|v| (v, Vec::new())) };
+    planwave_planner::ask(
+        provider,
+        planwave_planner::Question {
+            role: q.role,
+            messages: q.messages,
+            first: AttemptKind::Ask,
+            context: q.context,
+            attempts: q.attempts,
+            repair: &repair,
+            judge: &judge,
+            span: &|_, _| tracing::Span::none(),
+            record: &|_, _| {},
+        },
+        &mut |_| {},
+    )
+    .await
+}
+
+/// The attempts as the loop's answer files keep them: with each raw answer inline.
+pub fn with_raw(attempts: &[Attempt]) -> Vec<planwave_planner::WithRaw<'_>> {
+    attempts.iter().map(Attempt::with_raw).collect()
 }

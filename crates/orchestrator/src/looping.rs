@@ -22,7 +22,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::{Question, ask};
+use crate::ask::{Question, ask, with_raw};
 use crate::judge::{parse_evaluation, parse_reflection};
 use crate::model::{Evaluation, Reflection};
 use crate::policy::{
@@ -125,7 +125,7 @@ async fn ask_and_keep<R: Rounds, T: Serialize>(
     };
     let mut kept = serde_json::Map::new();
     kept.insert(name.to_owned(), json!(asked.value));
-    kept.insert("attempts".to_owned(), json!(asked.attempts));
+    kept.insert("attempts".to_owned(), json!(with_raw(&asked.attempts)));
     driver
         .save(k, &format!("{name}.json"), &serde_json::Value::Object(kept))
         .map_err(LoopError::Driver)?;
@@ -602,7 +602,7 @@ async fn replacement<R: Rounds>(
             &json!({
                 "replaced": replace.iter().map(|t| &t.id).collect::<Vec<_>>(),
                 "kept": kept.iter().map(|t| &t.id).collect::<Vec<_>>(),
-                "attempts": asked.attempts,
+                "attempts": with_raw(&asked.attempts),
             }),
         )
         .map_err(LoopError::Driver)?;

@@ -6,12 +6,17 @@
 //! The plan's JSON Schema is generated here from Rust types ([`schema`]) and used both in
 //! the prompt and (through the HTTP client's settings) in `response_format`.
 //!
+//! [`ask`] is the ask-with-repair loop itself, shared with the reflective loop's evaluator,
+//! reflector and partial replanner; [`Attempt`] is the one record of each try.
+//!
 //! This crate knows nothing of files, actors or the command line.
 
+mod ask;
 mod planner;
 pub mod schema;
 
-pub use planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig, PlannerError};
+pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
+pub use planner::{PlanOutcome, Planner, PlannerConfig, PlannerError};
 pub use schema::{plan_schema, plan_schema_text};
 
 #[cfg(test)]

@@ -2,18 +2,12 @@
 //! ask for a corrected plan, up to `attempts` times. Every attempt is kept with its raw text.
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use chrono::{DateTime, Utc};
-use planwave_llm::{
-    AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
-};
+use crate::ask::{Attempt, AttemptKind, Question, ask};
+use crate::schema::plan_schema_text;
+use planwave_llm::{AgentRole, LlmError, LlmProvider, RequestContext, Usage};
 use planwave_plan::{Lang, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str};
 use planwave_prompts::{PlannerTool, PlannerVars, PromptError, RepairVars, Templates};
-use serde::Serialize;
-use tracing::Instrument;
-
-use crate::schema::plan_schema_text;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannerConfig {
@@ -36,41 +30,12 @@ impl Default for PlannerConfig {
     }
 }
 
-/// One planning attempt, as recorded in `planner/attempts.json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct PlanAttempt {
-    pub attempt: u32,
-    /// `plan` for the first request (or after a failed call), `repair` for a follow-up.
-    pub kind: &'static str,
-    #[serde(serialize_with = "rfc3339_micros")]
-    pub started_at: DateTime<Utc>,
-    pub duration_ms: f64,
-    pub model: String,
-    pub usage: Usage,
-    /// Why this attempt's plan was rejected (empty for the valid one).
-    pub problems: Vec<String>,
-    /// Accepted but worth knowing (task count outside the default range, duplicates).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The model call failed; no text to judge.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub valid: bool,
-    /// The model's text as received.
-    #[serde(skip)]
-    pub raw: String,
-}
-
-fn rfc3339_micros<S: serde::Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&t.to_rfc3339_opts(chrono::SecondsFormat::Micros, true))
-}
-
 /// What planning produced.
 #[derive(Debug)]
 pub struct PlanOutcome {
     /// The valid plan, if any attempt produced one.
     pub plan: Option<ValidatedPlan>,
-    pub attempts: Vec<PlanAttempt>,
+    pub attempts: Vec<Attempt>,
     /// A model error that ended planning early (authentication, bad request).
     pub fatal: Option<LlmError>,
     pub lang: Lang,
@@ -126,7 +91,7 @@ impl Planner {
     pub async fn plan(
         &self,
         goal: &str,
-        on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+        on_attempt: &mut (dyn FnMut(&Attempt) + Send),
     ) -> Result<PlanOutcome, PlannerError> {
         self.plan_with_reflection(goal, None, on_attempt).await
     }
@@ -137,7 +102,7 @@ impl Planner {
         &self,
         goal: &str,
         reflection: Option<&str>,
-        on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+        on_attempt: &mut (dyn FnMut(&Attempt) + Send),
     ) -> Result<PlanOutcome, PlannerError> {
         let goal = goal.trim();
         if goal.is_empty() {
@@ -170,124 +135,42 @@ impl Planner {
                 .collect(),
             ..RequestContext::default()
         };
-        let mut attempts: Vec<PlanAttempt> = Vec::new();
-        // The last answer that was judged invalid, with its problems: what a repair fixes.
-        let mut to_repair: Option<(String, Vec<String>)> = None;
-        for n in 1..=self.config.attempts.max(1) {
-            let (messages, kind) = match &to_repair {
-                Some((raw, problems)) => {
-                    let mut m = first.clone();
-                    m.push(ChatMessage::assistant(raw.clone()));
-                    m.push(ChatMessage::user(self.templates.repair(
-                        lang,
-                        &RepairVars {
-                            goal,
-                            attempt: n,
-                            problems,
-                            min_tasks: self.config.min_tasks,
-                            max_tasks: self.config.max_tasks,
-                        },
-                    )?));
-                    (m, "repair")
-                }
-                None => (first.clone(), "plan"),
-            };
-            // One `plan` span per attempt; its model call is a child. Status is set with the
-            // `otel.status_*` fields so this crate needs no OpenTelemetry types.
-            let span = tracing::info_span!(
-                target: "planwave::planner",
-                "plan",
-                planwave.plan.attempt = i64::from(n),
-                planwave.plan.kind = kind,
-                planwave.plan.valid = tracing::field::Empty,
-                planwave.plan.problems = tracing::field::Empty,
-                otel.status_code = tracing::field::Empty,
-                otel.status_description = tracing::field::Empty,
-            );
-            let started_at = Utc::now();
-            let t0 = Instant::now();
-            let answer = self
-                .provider
-                .chat(ChatRequest {
-                    role: AgentRole::Planner,
-                    messages,
+        let repair = |n: u32, problems: &[String]| {
+            self.templates.repair(
+                lang,
+                &RepairVars {
+                    goal,
                     attempt: n,
-                    context: context.clone(),
-                    traceparent: None,
-                    tools: Vec::new(),
-                })
-                .instrument(span.clone())
-                .await;
-            let mut a = PlanAttempt {
-                attempt: n,
-                kind,
-                started_at,
-                duration_ms: t0.elapsed().as_secs_f64() * 1000.0,
-                model: self.provider.info().model,
-                usage: Usage::default(),
-                problems: Vec::new(),
-                warnings: Vec::new(),
-                error: None,
-                valid: false,
-                raw: String::new(),
-            };
-            let resp = match answer {
-                Ok(r) => r,
-                Err(e) => {
-                    a.error = Some(e.to_string());
-                    span.record("planwave.plan.valid", false);
-                    span.record("otel.status_code", "error");
-                    span.record("otel.status_description", e.to_string().as_str());
-                    on_attempt(&a);
-                    attempts.push(a);
-                    if e.is_retryable() {
-                        continue;
-                    }
-                    return Ok(PlanOutcome {
-                        plan: None,
-                        attempts,
-                        fatal: Some(e),
-                        lang,
-                    });
-                }
-            };
-            a.model = resp.model.clone();
-            a.usage = resp.usage;
-            a.raw = resp.content;
-            match self.judge(&a.raw, goal) {
-                Ok((plan, warnings)) => {
-                    span.record("planwave.plan.valid", true);
-                    a.valid = true;
-                    a.warnings = warnings;
-                    on_attempt(&a);
-                    attempts.push(a);
-                    let plan = match self.config.lang {
-                        Some(l) => plan.with_lang(l),
-                        None => plan,
-                    };
-                    return Ok(PlanOutcome {
-                        plan: Some(plan),
-                        attempts,
-                        fatal: None,
-                        lang,
-                    });
-                }
-                Err(problems) => {
-                    span.record("planwave.plan.valid", false);
-                    span.record("planwave.plan.problems", problems.join("; ").as_str());
-                    span.record("otel.status_code", "error");
-                    span.record("otel.status_description", "the plan is invalid");
-                    a.problems = problems.clone();
-                    on_attempt(&a);
-                    to_repair = Some((a.raw.clone(), problems));
-                    attempts.push(a);
-                }
-            }
-        }
+                    problems,
+                    min_tasks: self.config.min_tasks,
+                    max_tasks: self.config.max_tasks,
+                },
+            )
+        };
+        let judge = |raw: &str| self.judge(raw, goal);
+        let asked = ask(
+            &self.provider,
+            Question {
+                role: AgentRole::Planner,
+                messages: first,
+                first: AttemptKind::Plan,
+                context,
+                attempts: self.config.attempts,
+                repair: &repair,
+                judge: &judge,
+                span: &plan_span,
+                record: &record_plan_span,
+            },
+            on_attempt,
+        )
+        .await?;
         Ok(PlanOutcome {
-            plan: None,
-            attempts,
-            fatal: None,
+            plan: asked.value.map(|plan| match self.config.lang {
+                Some(l) => plan.with_lang(l),
+                None => plan,
+            }),
+            attempts: asked.attempts,
+            fatal: asked.fatal,
             lang,
         })
     }
@@ -339,5 +222,32 @@ impl Planner {
             ));
         }
         Ok((plan, warnings))
+    }
+}
+
+/// One `plan` span per attempt; its model call is a child. Status is set with the
+/// `otel.status_*` fields so this crate needs no OpenTelemetry types.
+fn plan_span(n: u32, kind: AttemptKind) -> tracing::Span {
+    tracing::info_span!(
+        target: "planwave::planner",
+        "plan",
+        planwave.plan.attempt = i64::from(n),
+        planwave.plan.kind = kind.as_str(),
+        planwave.plan.valid = tracing::field::Empty,
+        planwave.plan.problems = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
+    )
+}
+
+fn record_plan_span(span: &tracing::Span, a: &Attempt) {
+    span.record("planwave.plan.valid", a.valid);
+    if let Some(e) = &a.error {
+        span.record("otel.status_code", "error");
+        span.record("otel.status_description", e.as_str());
+    } else if !a.valid {
+        span.record("planwave.plan.problems", a.problems.join("; ").as_str());
+        span.record("otel.status_code", "error");
+        span.record("otel.status_description", "the plan is invalid");
     }
 }

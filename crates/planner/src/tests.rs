@@ -45,7 +45,7 @@ async fn plan_with(
     let planner = Planner::new(provider, Arc::new(Templates::builtin()), config);
     let mut seen = Vec::new();
     let out = planner
-        .plan(goal, &mut |a: &PlanAttempt| seen.push(a.attempt))
+        .plan(goal, &mut |a: &Attempt| seen.push(a.attempt))
         .await
         .expect("plan");
     (out, seen)
@@ -89,7 +89,7 @@ async fn truncated_then_cyclic_plans_are_repaired_with_their_problems() {
     );
     assert_eq!(a[1].problems, vec!["cycle: 1 -> 4 -> 5 -> 1".to_string()]);
     assert_eq!(
-        (a[0].kind, a[1].kind, a[2].kind),
+        (a[0].kind.as_str(), a[1].kind.as_str(), a[2].kind.as_str()),
         ("plan", "repair", "repair")
     );
     // The repair request carries the previous answer and the problems found in it.
@@ -204,7 +204,7 @@ async fn a_reflection_goes_into_the_planning_prompt() {
         .plan_with_reflection(
             "Deep analysis of Tesla",
             Some("Root causes:\n- thin data"),
-            &mut |_: &PlanAttempt| {},
+            &mut |_: &Attempt| {},
         )
         .await
         .expect("plan");

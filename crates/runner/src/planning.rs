@@ -1,7 +1,9 @@
 //! A goal to a plan: the planner's loop with a note per attempt, cancellable, and what its
 //! failure means for the job (bad input, or a model that never answered).
 
-use planwave_planner::{PlanAttempt, PlanOutcome, Planner, PlannerConfig};
+use planwave_engine::{Event, EventKind};
+use planwave_llm::AgentRole;
+use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Notes, Resources, RunnerError};
@@ -19,8 +21,21 @@ pub struct PlanRequest<'a> {
     pub notes: &'a dyn Notes,
 }
 
+/// A planning attempt's model call as the journal records it.
+pub fn planner_call_event(a: &Attempt) -> Event {
+    Event::now(EventKind::LlmCall {
+        task: None,
+        role: AgentRole::Planner.as_str().into(),
+        model: a.model.clone(),
+        attempt: a.attempt,
+        duration_ms: a.duration_ms,
+        usage: a.usage,
+        error: a.error.clone(),
+    })
+}
+
 /// One line per attempt.
-pub fn describe_attempt(a: &PlanAttempt) -> String {
+pub fn describe_attempt(a: &Attempt) -> String {
     let what = if a.valid {
         format!("valid plan ({} tokens)", a.usage.total())
     } else if let Some(e) = &a.error {
@@ -34,7 +49,7 @@ pub fn describe_attempt(a: &PlanAttempt) -> String {
 /// Runs the planner; `None` when cancelled. `on_attempt` sees every attempt as it ends.
 pub async fn plan_goal(
     req: PlanRequest<'_>,
-    on_attempt: &mut (dyn FnMut(&PlanAttempt) + Send),
+    on_attempt: &mut (dyn FnMut(&Attempt) + Send),
 ) -> crate::Result<Option<PlanOutcome>> {
     if req.goal.trim().is_empty() {
         return Err(InvalidInput::one("goal", "the goal is empty").into());
@@ -46,7 +61,7 @@ pub async fn plan_goal(
     )
     .with_tools(req.tools);
     let (quiet, notes) = (req.quiet, req.notes);
-    let mut report = |a: &PlanAttempt| {
+    let mut report = |a: &Attempt| {
         if !quiet {
             notes.note(&describe_attempt(a));
         }

@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_engine::{
-    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
-    RunResult,
+    CallRecord, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir, RunResult,
 };
-use planwave_llm::RoundTag;
+use planwave_llm::{AgentRole, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
-use planwave_planner::{PlanAttempt, PlannerConfig};
+use planwave_planner::{Attempt, PlannerConfig};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::Watch;
+use crate::planning::planner_call_event;
 use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
 use crate::{RunnerError, planner_tools, planning_error};
 
@@ -27,25 +27,9 @@ use crate::{RunnerError, planner_tools, planning_error};
 #[derive(Serialize)]
 struct AttemptFile<'a> {
     #[serde(flatten)]
-    attempt: &'a PlanAttempt,
+    attempt: &'a Attempt,
     /// The raw model text of this attempt, relative to the round's directory.
     raw_file: Option<String>,
-}
-
-pub fn call_record(a: &PlanAttempt) -> CallRecord {
-    CallRecord {
-        role: "planner".into(),
-        task: None,
-        model: a.model.clone(),
-        attempt: a.attempt,
-        started_at: a.started_at,
-        duration_ms: a.duration_ms,
-        prompt_tokens: a.usage.prompt_tokens,
-        completion_tokens: a.usage.completion_tokens,
-        reasoning_tokens: a.usage.reasoning_tokens,
-        outcome: if a.error.is_some() { "error" } else { "ok" }.into(),
-        error: a.error.clone(),
-    }
 }
 
 /// What every round shares.
@@ -112,10 +96,10 @@ impl<'a> RoundsDriver<'a> {
         dir: &str,
         events: &Arc<Journal>,
         errors: &'s mut Vec<String>,
-    ) -> impl FnMut(&PlanAttempt) + Send + 's {
+    ) -> impl FnMut(&Attempt) + Send + 's {
         let (out, dir, events) = (out.clone(), dir.to_owned(), events.clone());
         let stream = self.setup.stream.clone();
-        move |a: &PlanAttempt| {
+        move |a: &Attempt| {
             if !a.raw.is_empty()
                 && let Err(e) = out.write(
                     &format!("{dir}/attempt-{}.txt", a.attempt),
@@ -124,15 +108,7 @@ impl<'a> RoundsDriver<'a> {
             {
                 errors.push(e.to_string());
             }
-            let ev = Event::now(EventKind::LlmCall {
-                task: None,
-                role: "planner".into(),
-                model: a.model.clone(),
-                attempt: a.attempt,
-                duration_ms: a.duration_ms,
-                usage: a.usage,
-                error: a.error.clone(),
-            });
+            let ev = planner_call_event(a);
             events.emit(&ev);
             if let Some(s) = &stream {
                 s.emit(&ev);
@@ -146,7 +122,7 @@ impl<'a> RoundsDriver<'a> {
         tag: RoundTag,
         out: &RunDir,
         dir: &str,
-        attempts: &[PlanAttempt],
+        attempts: &[Attempt],
     ) -> crate::Result<()> {
         let files: Vec<AttemptFile<'_>> = attempts
             .iter()
@@ -162,7 +138,7 @@ impl<'a> RoundsDriver<'a> {
             }
         }
         let calls = self.calls.entry(tag.round).or_default();
-        calls.extend(attempts.iter().map(call_record));
+        calls.extend(attempts.iter().map(|a| a.call_record(AgentRole::Planner)));
         self.attempts.insert(tag.round, attempts.len());
         Ok(())
     }

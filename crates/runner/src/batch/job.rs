@@ -7,11 +7,9 @@ use std::time::Instant;
 
 use crate::error::Context;
 use planwave_batch::{JobInput, JobState, JobSummary, ResolvedJob};
-use planwave_engine::{
-    Event, EventKind, EventSink, Journal, Replay, RunConfig, RunDir, RunResult, RunStatus,
-};
+use planwave_engine::{Event, EventSink, Journal, Replay, RunConfig, RunDir, RunResult, RunStatus};
 use planwave_plan::ValidatedPlan;
-use planwave_planner::{PlanAttempt, PlannerConfig};
+use planwave_planner::{Attempt, PlannerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::BatchWatch;
@@ -179,16 +177,8 @@ impl JobContext<'_> {
             return Ok(Some(load_plan(&saved, self.notes)?));
         }
         let journal = events.clone();
-        let mut on_attempt = move |a: &PlanAttempt| {
-            journal.emit(&Event::now(EventKind::LlmCall {
-                task: None,
-                role: "planner".into(),
-                model: a.model.clone(),
-                attempt: a.attempt,
-                duration_ms: a.duration_ms,
-                usage: a.usage,
-                error: a.error.clone(),
-            }));
+        let mut on_attempt = move |a: &Attempt| {
+            journal.emit(&crate::planning::planner_call_event(a));
         };
         let planned = plan_goal(
             PlanRequest {
