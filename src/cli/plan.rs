@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use planwave_runner::{CtrlC, PlanRequest, Stderr, plan_goal, planning_error};
+use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
 use super::job::ModelOptions;
@@ -56,9 +56,13 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         eprintln!("interrupted");
         return Ok(Outcome(INTERRUPTED));
     };
-    let Some(plan) = &outcome.plan else {
-        return Err(planning_error(&outcome).into());
-    };
+    let (attempts, tokens) = (outcome.attempts.len(), outcome.usage().total());
+    let warnings: Vec<String> = outcome
+        .attempts
+        .iter()
+        .flat_map(|a| a.warnings.iter().cloned())
+        .collect();
+    let plan = &outcome.into_plan().map_err(RunnerError::from)?;
     let mut json = serde_json::to_string_pretty(plan.spec())?;
     json.push('\n');
     if let Some(path) = &args.out {
@@ -79,8 +83,8 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         plan.waves().len(),
         chain.len(),
         chain.join(" -> "),
-        outcome.attempts.len(),
-        outcome.usage().total()
+        attempts,
+        tokens
     );
     println!("topic: {}", plan.spec().topic);
     for (i, t) in plan.tasks().iter().enumerate() {
@@ -101,10 +105,8 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         );
     }
     print!("{}", waves_text(plan));
-    for a in &outcome.attempts {
-        for w in &a.warnings {
-            eprintln!("warning: {w}");
-        }
+    for w in &warnings {
+        eprintln!("warning: {w}");
     }
     if let Some(path) = &args.out {
         println!("plan written to {}", path.display());

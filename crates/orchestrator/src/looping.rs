@@ -43,19 +43,26 @@ pub enum LoopError<E> {
 }
 
 /// How planning a round went.
-pub enum Planned {
+pub enum Planned<E> {
     Plan(Box<ValidatedPlan>),
-    /// No plan: the loop stops for this reason (the caller keeps any error to report).
+    /// No plan: the loop stops for this reason (interrupted while planning).
     Stop(StopReason),
+    /// No plan could be made (no valid plan, the model unavailable): what that means for
+    /// the loop is its own rule ([`planning_failed`]).
+    Failed(E),
 }
 
 /// What the caller does for the loop: planning and running, with files and progress.
 #[async_trait::async_trait]
 pub trait Rounds: Send {
-    type Error: Send;
+    type Error: Send + std::fmt::Display;
     /// A fresh plan for `tag.round` (pass > 1: a complete replan inside the round). `note`
     /// is the previous round's reflection summary, or why the round's plan failed.
-    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> Result<Planned, Self::Error>;
+    async fn plan(
+        &mut self,
+        tag: RoundTag,
+        note: Option<&str>,
+    ) -> Result<Planned<Self::Error>, Self::Error>;
     /// Runs `plan` in the round's directory; `preset` tasks are already done. `fresh`: the
     /// round's earlier sections belong to a discarded plan.
     async fn execute(
@@ -83,6 +90,8 @@ pub trait Rounds: Send {
     ) -> Result<(), Self::Error>;
     /// A progress line.
     fn progress(&mut self, line: &str);
+    /// A line the person must see even when progress is quiet.
+    fn warn(&mut self, line: &str);
 }
 
 pub struct LoopContext {
@@ -313,6 +322,21 @@ fn what(lang: Lang, zh: &'static str, en: &'static str) -> &'static str {
     if lang == Lang::Zh { zh } else { en }
 }
 
+/// The loop's rule for a plan that could not be made: the first round's first plan failing
+/// is the loop's error (there is nothing to show); a later one stops the loop with
+/// `planning_failed`, keeping the rounds so far.
+fn planning_failed<R: Rounds>(
+    driver: &mut R,
+    tag: RoundTag,
+    e: R::Error,
+) -> Result<StopReason, LoopError<R::Error>> {
+    if tag.round == 1 && tag.pass == 1 {
+        return Err(LoopError::Driver(e));
+    }
+    driver.warn(&format!("round {}: planning failed: {e:#}", tag.round));
+    Ok(StopReason::PlanningFailed)
+}
+
 pub async fn run_loop<R: Rounds>(
     cx: &LoopContext,
     driver: &mut R,
@@ -334,6 +358,7 @@ pub async fn run_loop<R: Rounds>(
         {
             Planned::Plan(plan) => Arc::new(*plan),
             Planned::Stop(reason) => break reason,
+            Planned::Failed(e) => break planning_failed(driver, first, e)?,
         };
         let lang = plan.lang();
         let mut passes: Vec<PassRecord> = Vec::new();
@@ -402,6 +427,12 @@ pub async fn run_loop<R: Rounds>(
                             passes[last].recovery_error =
                                 Some(format!("replanning stopped: {}", reason.as_str()));
                             break (result, reason == StopReason::Interrupted);
+                        }
+                        Planned::Failed(e) => {
+                            let reason = planning_failed(driver, next, e)?;
+                            passes[last].recovery_error =
+                                Some(format!("replanning stopped: {}", reason.as_str()));
+                            break (result, false);
                         }
                     }
                 }

@@ -16,7 +16,7 @@ mod planner;
 pub mod schema;
 
 pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
-pub use planner::{PlanOutcome, Planner, PlannerConfig, PlannerError};
+pub use planner::{PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed};
 pub use schema::{plan_schema, plan_schema_text};
 
 #[cfg(test)]

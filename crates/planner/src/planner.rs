@@ -41,7 +41,35 @@ pub struct PlanOutcome {
     pub lang: Lang,
 }
 
+/// Why planning produced no plan.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum PlanningFailed {
+    /// A model error not worth another attempt (authentication, bad request) ended planning.
+    #[error("planning failed: {0}")]
+    Fatal(LlmError),
+    /// The model never answered: an outage, not bad input.
+    #[error(
+        "planning failed: the model call failed on all {attempts} attempt(s); last error: {last}"
+    )]
+    Unavailable { attempts: usize, last: String },
+    /// Answers came, but none was a valid plan: every problem of every attempt
+    /// (`attempt K: ...`), then `no valid plan after N attempt(s)`.
+    #[error("no valid plan after {attempts} attempt(s)")]
+    Invalid {
+        attempts: usize,
+        problems: Vec<String>,
+    },
+}
+
 impl PlanOutcome {
+    /// The plan, or why there is none.
+    pub fn into_plan(self) -> Result<ValidatedPlan, PlanningFailed> {
+        match self.plan {
+            Some(plan) => Ok(plan),
+            None => Err(failure(self.attempts, self.fatal)),
+        }
+    }
+
     pub fn usage(&self) -> Usage {
         let mut u = Usage::default();
         for a in &self.attempts {
@@ -249,5 +277,32 @@ fn record_plan_span(span: &tracing::Span, a: &Attempt) {
         span.record("planwave.plan.problems", a.problems.join("; ").as_str());
         span.record("otel.status_code", "error");
         span.record("otel.status_description", "the plan is invalid");
+    }
+}
+
+/// Why the attempts gave no plan.
+fn failure(attempts: Vec<Attempt>, fatal: Option<LlmError>) -> PlanningFailed {
+    if let Some(fatal) = fatal {
+        return PlanningFailed::Fatal(fatal);
+    }
+    let n = attempts.len();
+    if attempts.iter().all(|a| a.error.is_some())
+        && let Some(last) = attempts.last().and_then(|a| a.error.clone())
+    {
+        return PlanningFailed::Unavailable { attempts: n, last };
+    }
+    let mut problems = Vec::new();
+    for a in &attempts {
+        if let Some(e) = &a.error {
+            problems.push(format!("attempt {}: model call failed: {e}", a.attempt));
+        }
+        for p in &a.problems {
+            problems.push(format!("attempt {}: {p}", a.attempt));
+        }
+    }
+    problems.push(format!("no valid plan after {n} attempt(s)"));
+    PlanningFailed::Invalid {
+        attempts: n,
+        problems,
     }
 }

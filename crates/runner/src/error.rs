@@ -8,26 +8,56 @@ use crate::InvalidInput;
 
 type Source = Box<dyn StdError + Send + Sync + 'static>;
 
-#[derive(Debug, thiserror::Error)]
+/// `{}` shows the error itself; `{:#}` its whole chain, `a: b: c`, as one line for a
+/// record (a batch's `error`, a note).
+#[derive(Debug)]
 pub enum RunnerError {
     /// The caller's input: a plan, the settings, the goal, a job file, a run directory that
     /// cannot be resumed, or a planner that never produced a valid plan.
-    #[error(transparent)]
-    Invalid(#[from] InvalidInput),
+    Invalid(InvalidInput),
     /// Something the job was doing failed; `doing` says what, the source why.
-    #[error("{doing}")]
-    Failed {
-        doing: String,
-        #[source]
-        source: Source,
-    },
+    Failed { doing: String, source: Source },
     /// A failure that names its own subject (a run directory write, the lock, the model
     /// client's configuration).
-    #[error(transparent)]
     Other(Source),
     /// A failure with nothing beneath it.
-    #[error("{0}")]
     Message(String),
+}
+
+impl std::fmt::Display for RunnerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunnerError::Invalid(i) => std::fmt::Display::fmt(i, f)?,
+            RunnerError::Failed { doing, .. } => f.write_str(doing)?,
+            RunnerError::Other(source) => std::fmt::Display::fmt(source, f)?,
+            RunnerError::Message(m) => f.write_str(m)?,
+        }
+        if f.alternate() {
+            let mut cause = StdError::source(self);
+            while let Some(c) = cause {
+                write!(f, ": {c}")?;
+                cause = c.source();
+            }
+        }
+        Ok(())
+    }
+}
+
+impl StdError for RunnerError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        match self {
+            RunnerError::Failed { source, .. } => Some(source.as_ref()),
+            // Transparent: the wrapped error stands for this one, so its causes come next.
+            RunnerError::Other(source) => source.source(),
+            RunnerError::Invalid(_) | RunnerError::Message(_) => None,
+        }
+    }
+}
+
+impl From<InvalidInput> for RunnerError {
+    fn from(e: InvalidInput) -> RunnerError {
+        RunnerError::Invalid(e)
+    }
 }
 
 impl RunnerError {

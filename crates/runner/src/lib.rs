@@ -36,7 +36,7 @@ pub use input::{
 pub use interrupt::CtrlC;
 pub use invocation::Invocation;
 pub use notes::{Notes, Silent, Stderr};
-pub use planning::{PlanRequest, describe_attempt, plan_goal, planning_error};
+pub use planning::{PlanRequest, describe_attempt, plan_goal};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, planner_tools, start_mcp};
 pub use resume::{Resumed, resumable_dir, resume, resume_presets};

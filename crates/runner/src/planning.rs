@@ -3,7 +3,7 @@
 
 use planwave_engine::{Event, EventKind};
 use planwave_llm::AgentRole;
-use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig};
+use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Notes, Resources, RunnerError};
@@ -77,44 +77,24 @@ pub async fn plan_goal(
     }
 }
 
-/// A planning outcome without a plan, as an error: bad input listing every problem of every
-/// attempt, or a plain error for a model failure that stopped planning.
-pub fn planning_error(outcome: &PlanOutcome) -> RunnerError {
-    if let Some(fatal) = &outcome.fatal {
-        return RunnerError::message(format!("planning failed: {fatal}"));
-    }
-    // The model never answered: an outage, not bad input.
-    if outcome.attempts.iter().all(|a| a.error.is_some())
-        && let Some(last) = outcome.attempts.last().and_then(|a| a.error.as_deref())
-    {
-        return RunnerError::message(format!(
-            "planning failed: the model call failed on all {} attempt(s); last error: {last}",
-            outcome.attempts.len()
-        ));
-    }
-    let mut problems = Vec::new();
-    for a in &outcome.attempts {
-        if let Some(e) = &a.error {
-            problems.push(format!("attempt {}: model call failed: {e}", a.attempt));
-        }
-        for p in &a.problems {
-            problems.push(format!("attempt {}: {p}", a.attempt));
+/// What a planning failure means for a job: no valid plan is bad input (every problem of
+/// every attempt, under `planner`); a model that never answered or refused is not.
+impl From<PlanningFailed> for RunnerError {
+    fn from(e: PlanningFailed) -> RunnerError {
+        match e {
+            PlanningFailed::Invalid { problems, .. } => RunnerError::Invalid(InvalidInput {
+                source_name: "planner".into(),
+                problems,
+            }),
+            other => RunnerError::message(other.to_string()),
         }
     }
-    problems.push(format!(
-        "no valid plan after {} attempt(s)",
-        outcome.attempts.len()
-    ));
-    InvalidInput {
-        source_name: "planner".into(),
-        problems,
-    }
-    .into()
 }
 
-/// What a planning failure says, on one line: every problem of bad input, or the error.
-pub fn failure_detail(e: &RunnerError) -> String {
-    e.invalid_input()
-        .map(|i| i.problems.join("; "))
-        .unwrap_or_else(|| e.to_string())
+/// What a planning failure says on one line: every problem of bad input, or the error.
+pub fn failure_detail(e: &PlanningFailed) -> String {
+    match e {
+        PlanningFailed::Invalid { problems, .. } => problems.join("; "),
+        other => other.to_string(),
+    }
 }

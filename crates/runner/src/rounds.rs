@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use crate::execute::Watch;
 use crate::planning::planner_call_event;
 use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
-use crate::{RunnerError, planner_tools, planning_error};
+use crate::{RunnerError, planner_tools};
 
 /// One line of `planner/attempts.json`.
 #[derive(Serialize)]
@@ -148,7 +148,11 @@ impl<'a> RoundsDriver<'a> {
 impl Rounds for RoundsDriver<'_> {
     type Error = RunnerError;
 
-    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> crate::Result<Planned> {
+    async fn plan(
+        &mut self,
+        tag: RoundTag,
+        note: Option<&str>,
+    ) -> crate::Result<Planned<RunnerError>> {
         let out = self.round_dir(tag.round)?;
         let dir = Self::planner_dir(tag);
         std::fs::create_dir_all(out.root().join(&dir))
@@ -178,7 +182,6 @@ impl Rounds for RoundsDriver<'_> {
         for e in &write_errors {
             self.setup.notes.note(&format!("warning: {e}"));
         }
-        let first = tag.round == 1 && tag.pass == 1;
         if !matches!(planned, Ok(Some(ref o)) if o.plan.is_some())
             && let Some(sink) = self.events.remove(&tag)
         {
@@ -190,27 +193,13 @@ impl Rounds for RoundsDriver<'_> {
                 self.setup.notes.note("interrupted while planning");
                 return Ok(Planned::Stop(StopReason::Interrupted));
             }
-            // The first plan failing is the command failing; later, the rounds so far stand.
-            Err(e) if first => return Err(e),
-            Err(e) => {
-                self.setup
-                    .notes
-                    .note(&format!("round {}: planning failed: {e:#}", tag.round));
-                return Ok(Planned::Stop(StopReason::PlanningFailed));
-            }
+            // What a failed plan means for the loop is the loop's rule.
+            Err(e) => return Ok(Planned::Failed(e)),
         };
         self.keep_attempts(tag, &out, &dir, &outcome.attempts)?;
-        match outcome.plan.clone() {
-            Some(plan) => Ok(Planned::Plan(Box::new(plan))),
-            None if first => Err(planning_error(&outcome)),
-            None => {
-                self.setup.notes.note(&format!(
-                    "round {}: planning failed: {:#}",
-                    tag.round,
-                    planning_error(&outcome)
-                ));
-                Ok(Planned::Stop(StopReason::PlanningFailed))
-            }
+        match outcome.into_plan() {
+            Ok(plan) => Ok(Planned::Plan(Box::new(plan))),
+            Err(e) => Ok(Planned::Failed(e.into())),
         }
     }
 
@@ -301,5 +290,9 @@ impl Rounds for RoundsDriver<'_> {
         if !self.setup.quiet {
             self.setup.notes.note(line);
         }
+    }
+
+    fn warn(&mut self, line: &str) {
+        self.setup.notes.note(line);
     }
 }

@@ -66,7 +66,7 @@ struct Memory {
 #[async_trait]
 impl Rounds for Memory {
     type Error = String;
-    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> Result<Planned, String> {
+    async fn plan(&mut self, tag: RoundTag, note: Option<&str>) -> Result<Planned<String>, String> {
         self.notes.push(note.map(str::to_owned));
         if self.fail_planning.contains(&tag.round) {
             return Ok(Planned::Stop(StopReason::PlanningFailed));
@@ -118,6 +118,7 @@ impl Rounds for Memory {
         Ok(())
     }
     fn progress(&mut self, _line: &str) {}
+    fn warn(&mut self, _line: &str) {}
 }
 
 fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {

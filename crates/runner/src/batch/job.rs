@@ -16,7 +16,7 @@ use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
     Execution, Notes, PlanRequest, Resources, RunnerError, Watcher, execute_plan, load_plan,
-    open_journal, plan_goal, planner_tools, planning_error, resume_presets,
+    open_journal, plan_goal, planner_tools, resume_presets,
 };
 
 /// What every job of a batch shares.
@@ -199,11 +199,11 @@ impl JobContext<'_> {
         };
         std::fs::create_dir_all(out.root().join("planner")).context("creating planner/")?;
         out.write_json("planner/attempts.json", &outcome.attempts)?;
-        match outcome.plan.clone() {
-            Some(p) => Ok(Some(p)),
-            None => Err(RunnerError::message(format!(
+        match outcome.into_plan() {
+            Ok(p) => Ok(Some(p)),
+            Err(e) => Err(RunnerError::message(format!(
                 "planning failed: {}",
-                crate::planning::failure_detail(&planning_error(&outcome))
+                crate::planning::failure_detail(&e)
             ))),
         }
     }
