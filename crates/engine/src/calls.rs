@@ -64,7 +64,7 @@ impl<'a> TaskCalls<'a> {
     }
 
     /// One tool call through the run's MCP registry, tried once more after a timeout or a
-    /// broken connection (seed 002). Each attempt is a `tool_call` event and a record.
+    /// broken connection (retry once). Each attempt is a `tool_call` event and a record.
     pub async fn tool(&mut self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
         let Some(mcp) = self.shared.mcp.clone() else {
             return Err(ToolError::UnknownTool {

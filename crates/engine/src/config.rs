@@ -12,7 +12,7 @@ pub enum Schedule {
     /// A task starts as soon as its own prerequisites are done.
     #[default]
     Dataflow,
-    /// Seed 002's barrier: wave k+1 starts only when all of wave k is done. Kept to compare.
+    /// A barrier per wave: wave k+1 starts only when all of wave k is done. Kept to compare.
     Waves,
 }
 
@@ -38,7 +38,7 @@ impl Schedule {
     }
 }
 
-/// Task-level retries of transient model errors (seed 002: retry once).
+/// Task-level retries of transient model errors (retry once by default).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RetryPolicy {
     /// Retries after the first attempt; 1 means at most 2 attempts.
@@ -62,7 +62,7 @@ impl Default for RetryPolicy {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolProtocol {
-    /// Seed 000: the model answers `{"content": ..., "next": [{"mcp": ..., "args": ...}]}`.
+    /// The JSON tool protocol: the model answers `{"content": ..., "next": [{"mcp": ..., "args": ...}]}`.
     #[default]
     Json,
     /// OpenAI function calling: `tools` in the request, `tool_calls` in the answer.

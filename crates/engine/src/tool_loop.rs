@@ -1,4 +1,4 @@
-//! The subagent's tool loop (seed 000), in two protocols on one executor.
+//! The subagent's tool loop (the JSON tool protocol and native tool calls), in two protocols on one executor.
 //!
 //! **JSON:** the model answers `{"content": "...", "next": [{"mcp": "NAME", "args": {...}}]}`.
 //! **Native:** OpenAI function calling, `tools` in the request and `tool_calls` back.

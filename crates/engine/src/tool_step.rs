@@ -1,4 +1,4 @@
-//! Tool steps (seeds 003/004): a task with `tool` and `params` runs that tool directly,
+//! Tool steps (the step plan format): a task with `tool` and `params` runs that tool directly,
 //! without a model; `llm_call` with a `prompt` is a direct model call. Parameters may
 //! reference earlier results (`planwave_plan::refs`).
 

@@ -63,7 +63,7 @@ pub enum ToolError {
 }
 
 impl ToolError {
-    /// Timeouts and broken connections are worth one more try (seed 002); the rest are not.
+    /// Timeouts and broken connections are worth one more try (retry once); the rest are not.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,

@@ -1,4 +1,4 @@
-//! The reflective research loop (seeds 001 and 004): plan, run, evaluate, reflect, and plan
+//! The reflective research loop: plan, run, evaluate, reflect, and plan
 //! again with the reflection, until the result is good enough; inside each round, recovery
 //! from failed tasks by `retry_step`, `replan_from_failure` or `complete_replan`.
 //!

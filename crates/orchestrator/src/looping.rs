@@ -1,4 +1,4 @@
-//! The reflective loop (seed 001's `execute_reflective_loop`, with seed 004's adaptive
+//! The reflective loop (plan, run, evaluate, reflect, with adaptive
 //! controller inside each round):
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! The evaluator's and the reflector's answers (seed 001's JSON), as validated values.
+//! The evaluator's and the reflector's answers (the loop's JSON answers), as validated values.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +40,7 @@ pub struct Reflection {
 }
 
 impl Reflection {
-    /// What the next round's planner is told (seed 001's `generate_summary`): causes,
+    /// What the next round's planner is told (the reflection summary): causes,
     /// wrong assumptions, suggestions and lessons, one per line.
     pub fn summary(&self, evaluation: Option<&Evaluation>, zh: bool) -> String {
         let mut out = String::new();

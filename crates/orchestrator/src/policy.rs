@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::model::{Evaluation, Reflection};
 
-/// Seed 001: correctness at or above this ends the loop whatever else the evaluation says.
+/// Correctness at or above this ends the loop whatever else the evaluation says.
 pub const CORRECTNESS_DONE: f64 = 95.0;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +55,7 @@ impl StopReason {
     }
 }
 
-/// The checks that need no reflection, in the seed's order; `None` means reflect.
+/// The checks that need no reflection, in the loop's documented order; `None` means reflect.
 pub fn stop_before_reflection(
     p: &LoopPolicy,
     round: u32,
@@ -79,7 +79,7 @@ pub fn stop_after_reflection(r: &Reflection) -> Option<StopReason> {
     (!r.should_replan).then_some(StopReason::NoReplan)
 }
 
-/// Seed 004's recovery strategies.
+/// The recovery strategies of adaptive recovery.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {

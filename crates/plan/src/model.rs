@@ -1,7 +1,7 @@
 //! The research plan as data: what the planner wrote, normalized into one shape.
 //!
-//! Both seed formats land here: the research plan of seed 002 (`tasks[]` with hints) and
-//! the step-style plans of seeds 003/004 (`steps[]` with a tool and its parameters).
+//! Both plan formats land here: the research plan (`tasks[]` with hints) and
+//! the step plan (`steps[]` with a tool and its parameters).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -50,7 +50,7 @@ impl From<&str> for TaskId {
     }
 }
 
-/// Execution hints of seed 002: they guide the subagent without dictating its calls.
+/// Execution hints of a research task: they guide the subagent without dictating its calls.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hints {
     #[serde(default)]
@@ -73,10 +73,10 @@ impl Hints {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlanFormat {
-    /// Seed 002: `tasks[]` with `hints`.
+    /// The research plan format: `tasks[]` with `hints`.
     #[default]
     Research,
-    /// Seeds 003/004: `steps[]` with `tool` and `params`.
+    /// The step plan format: `steps[]` with `tool` and `params`.
     Steps,
 }
 
@@ -94,7 +94,7 @@ pub struct TaskSpec {
     pub dependencies: Vec<TaskId>,
     #[serde(default, skip_serializing_if = "Hints::is_empty")]
     pub hints: Hints,
-    /// A tool step runs this tool directly, without a model (seeds 003/004).
+    /// A tool step runs this tool directly, without a model (step plans).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
     /// Arguments of the tool step; may hold `{{ID.result}}` references.

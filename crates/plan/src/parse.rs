@@ -1,7 +1,7 @@
 //! Tolerant parsing of model output into a [`PlanSpec`].
 //!
 //! Two steps, each in its own module: [`extract`] finds the one JSON value in messy text
-//! (BOM, prose, ```json fences), and [`normalize`] maps either seed's shape onto
+//! (BOM, prose, ```json fences), and [`normalize`] maps either plan format's shape onto
 //! [`PlanSpec`]. Neither checks the graph: that is validation's job.
 
 mod extract;

@@ -1,6 +1,6 @@
-//! References from a tool step's parameters to earlier results (seeds 003/004):
+//! References from a tool step's parameters to earlier results (step plans):
 //! `{{ID.result}}` (the whole result), `{{ID.field.path}}` or `{{ID.result.field}}` (a field
-//! of a JSON result, array indices as numbers) and seed 003's `@{{steps.ID.result}}`.
+//! of a JSON result, array indices as numbers) and the `@{{steps.ID.result}}` form.
 //!
 //! A string that is exactly one reference is replaced by the referenced JSON value (so a
 //! number stays a number); references inside longer strings are replaced by text.

@@ -1,4 +1,4 @@
-//! The research plan as the planner asks for it (seed 002's format), with its JSON Schema
+//! The research plan as the planner asks for it (the research plan format), with its JSON Schema
 //! generated from these types so the prompt, `response_format` and the parser agree.
 //!
 //! These types only describe the output; parsing goes through the tolerant

@@ -1,6 +1,6 @@
-//! Mapping either seed's JSON shape onto [`PlanSpec`].
+//! Mapping either plan format's JSON shape onto [`PlanSpec`].
 //!
-//! Research plans (seed 002) carry `tasks[]` with `hints`; step plans (seeds 003/004) carry
+//! Research plans carry `tasks[]` with `hints`; step plans carry
 //! `steps[]` with a tool and its parameters. Models drift in naming, so common alternates
 //! are accepted; a `null` counts as absent. Anything of the wrong type is a shape problem,
 //! collected rather than returned at the first, so one repair prompt can fix them all.
@@ -100,7 +100,7 @@ const FIELDS: usize = 8;
 fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
     let steps = format == PlanFormat::Steps;
     Some(match key {
-        // Step plans (seed 003) number steps with `step_id`; research plans use `id`.
+        // Step plans number steps with `step_id`; research plans use `id`.
         "id" => (Field::Id, u8::from(steps)),
         "step_id" => (Field::Id, u8::from(!steps)),
         "task_id" => (Field::Id, 2),

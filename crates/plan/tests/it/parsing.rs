@@ -284,7 +284,7 @@ fn extract_json_returns_any_object() {
     assert_eq!(v, json!({"score": 4, "reason": "ok"}));
 }
 
-/// Seed 003 (MANDAS TaskPlanner): `step_id`, `name`, `tool_name`, `tool_parameters`.
+/// The step plan format, MANDAS TaskPlanner style: `step_id`, `name`, `tool_name`, `tool_parameters`.
 #[test]
 fn step_plan_of_seed_003() {
     let text = r#"{
@@ -317,7 +317,7 @@ fn step_plan_of_seed_003() {
     assert_eq!(wave_ids(&plan), [vec!["1"], vec!["2"]]);
 }
 
-/// Seed 004 (PromptFlow v2): string ids, `tool`, `params` with `{{id.field}}` references.
+/// The step plan format, PromptFlow v2 style: string ids, `tool`, `params` with `{{id.field}}` references.
 #[test]
 fn step_plan_of_seed_004() {
     let text = r##"AI 生成的计划：
