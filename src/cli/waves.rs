@@ -4,7 +4,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use planwave_engine::report::mermaid_label;
+use planwave_engine::mermaid_label;
 use planwave_plan::ValidatedPlan;
 
 use super::exit::{OK, Outcome};

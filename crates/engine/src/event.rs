@@ -2,9 +2,7 @@
 //! progress displays, or stream to other programs.
 
 use std::io::{self, BufWriter, Write};
-use std::sync::Mutex;
-use std::sync::mpsc::{self, Sender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::Receiver;
 
 use chrono::{DateTime, Utc};
 use planwave_llm::Usage;
@@ -13,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::outcome::CancelReason;
 use crate::timefmt;
+use crate::writer_thread::WriterThread;
 
 /// One line of `events.jsonl`: a timestamp plus the event's own fields, tagged by `type`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,16 +174,12 @@ impl EventSink for FanoutSink {
     }
 }
 
-enum Cmd {
-    Event(Box<Event>),
-    Flush(mpsc::SyncSender<()>),
-}
+struct Cmd(Box<Event>);
 
 /// Writes events as JSON lines on a dedicated thread, so serialization and I/O stay off the
 /// actors' threads. [`JsonlSink::close`] flushes and reports the first write error.
 pub struct JsonlSink {
-    tx: Mutex<Option<Sender<Cmd>>>,
-    thread: Mutex<Option<JoinHandle<io::Result<()>>>>,
+    writer: WriterThread<Cmd, io::Error>,
 }
 
 /// How a [`JsonlSink`] writes.
@@ -199,92 +194,38 @@ pub struct JsonlOptions {
 }
 
 impl JsonlSink {
-    pub fn new(out: Box<dyn Write + Send>) -> JsonlSink {
-        JsonlSink::with_options(out, JsonlOptions::default())
-    }
-
     pub fn with_options(out: Box<dyn Write + Send>, opts: JsonlOptions) -> JsonlSink {
-        let (tx, rx) = mpsc::channel::<Cmd>();
-        let thread = std::thread::Builder::new()
-            .name("planwave-events".into())
-            .spawn(move || -> io::Result<()> {
-                let mut w = BufWriter::with_capacity(1 << 16, out);
-                let mut first_err: Option<io::Error> = None;
-                let mut handle = |cmd: Cmd, w: &mut BufWriter<Box<dyn Write + Send>>| match cmd {
-                    Cmd::Event(ev) => {
-                        if first_err.is_none() {
-                            first_err = write_line(w, &ev, opts.run_id).err();
+        let writer = WriterThread::spawn("planwave-events", move |rx: Receiver<Cmd>| {
+            let mut w = BufWriter::with_capacity(1 << 16, out);
+            // The first error stops the writing; it is what `close` reports.
+            let mut result: io::Result<()> = Ok(());
+            while let Ok(Cmd(ev)) = rx.recv() {
+                if result.is_ok() {
+                    result = write_line(&mut w, &ev, opts.run_id);
+                }
+                if opts.flush_when_idle {
+                    // Write what is queued, then let the reader see it.
+                    while let Ok(Cmd(ev)) = rx.try_recv() {
+                        if result.is_ok() {
+                            result = write_line(&mut w, &ev, opts.run_id);
                         }
                     }
-                    Cmd::Flush(done) => {
-                        if first_err.is_none() {
-                            first_err = w.flush().err();
-                        }
-                        let _ = done.send(());
-                    }
-                };
-                while let Ok(cmd) = rx.recv() {
-                    handle(cmd, &mut w);
-                    if opts.flush_when_idle {
-                        // Write what is queued, then let the reader see it.
-                        while let Ok(cmd) = rx.try_recv() {
-                            handle(cmd, &mut w);
-                        }
-                        handle(Cmd::Flush(mpsc::sync_channel(1).0), &mut w);
+                    if result.is_ok() {
+                        result = w.flush();
                     }
                 }
-                if let Some(e) = first_err {
-                    return Err(e);
-                }
-                w.flush()
-            })
-            .ok();
-        JsonlSink {
-            tx: Mutex::new(Some(tx)),
-            thread: Mutex::new(thread),
-        }
-    }
-
-    pub fn create(path: &std::path::Path) -> io::Result<JsonlSink> {
-        JsonlSink::create_with(path, JsonlOptions::default())
-    }
-
-    /// Appends to `path`.
-    pub fn create_with(path: &std::path::Path, opts: JsonlOptions) -> io::Result<JsonlSink> {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        Ok(JsonlSink::with_options(Box::new(f), opts))
-    }
-
-    /// Waits until everything emitted so far is written out.
-    pub fn flush(&self) {
-        let (done_tx, done_rx) = mpsc::sync_channel(1);
-        if let Ok(guard) = self.tx.lock() {
-            if let Some(tx) = guard.as_ref() {
-                if tx.send(Cmd::Flush(done_tx)).is_err() {
-                    return;
-                }
-            } else {
-                return;
             }
-        }
-        let _ = done_rx.recv();
+            result.and_then(|()| w.flush())
+        })
+        // Without its thread the stream drops events; the run itself goes on.
+        .unwrap_or_else(|_| WriterThread::closed());
+        JsonlSink { writer }
     }
 
     /// Flushes, stops the writer thread and returns its first error. Later events are dropped.
     pub fn close(&self) -> io::Result<()> {
-        if let Ok(mut guard) = self.tx.lock() {
-            guard.take();
-        }
-        let handle = self.thread.lock().ok().and_then(|mut g| g.take());
-        match handle {
-            Some(h) => h
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("event writer thread panicked"))),
-            None => Ok(()),
-        }
+        self.writer
+            .close(|| io::Error::other("event writer thread panicked"))
     }
 }
 
@@ -312,11 +253,7 @@ pub(crate) fn write_line(
 
 impl EventSink for JsonlSink {
     fn emit(&self, event: &Event) {
-        if let Ok(guard) = self.tx.lock()
-            && let Some(tx) = guard.as_ref()
-        {
-            let _ = tx.send(Cmd::Event(Box::new(event.clone())));
-        }
+        let _ = self.writer.send(Cmd(Box::new(event.clone())));
     }
 }
 

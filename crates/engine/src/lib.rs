@@ -12,14 +12,14 @@
 
 mod calls;
 mod config;
-pub mod context;
-pub mod digest;
+mod context;
+mod digest;
 mod event;
-pub mod gantt;
-pub mod journal;
+mod gantt;
+mod journal;
 mod mcp_events;
 mod outcome;
-pub mod report;
+mod report;
 mod results;
 mod run;
 mod rundir;
@@ -28,10 +28,11 @@ mod shared;
 mod task_spans;
 mod tool_loop;
 mod tool_step;
+mod writer_thread;
 
-pub mod integrator;
-pub mod subagent;
-pub mod supervisor;
+mod integrator;
+mod subagent;
+mod supervisor;
 
 pub use config::{
     DEFAULT_CONTEXT_BUDGET_TOKENS, DEFAULT_MAX_TOOL_ROUNDS, RetryPolicy, RunConfig, Schedule,
@@ -39,13 +40,14 @@ pub use config::{
 };
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
-pub use journal::{Journal, Replay, RunLock};
+pub use journal::{Journal, JournalError, LockError, Replay, ReplayError, RunLock};
 pub use outcome::{
     CancelReason, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
     TaskStatus, ToolCallRecord,
 };
 pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
+pub use report::mermaid_label;
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
 pub use scheduler::Scheduler;

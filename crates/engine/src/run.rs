@@ -76,7 +76,6 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         None => Vec::new(),
     });
     let shared = Arc::new(RunShared {
-        run_id: req.run_id,
         plan: plan.clone(),
         provider: req.provider,
         prompts: req.prompts,

@@ -15,7 +15,6 @@ use planwave_llm::CallRecord;
 use planwave_prompts::PromptSet;
 
 pub struct RunShared {
-    pub run_id: uuid::Uuid,
     pub plan: Arc<ValidatedPlan>,
     pub provider: Arc<dyn LlmProvider>,
     pub prompts: Arc<dyn PromptSet>,

@@ -57,9 +57,6 @@ impl ValidatedPlan {
     pub fn spec(&self) -> &PlanSpec {
         &self.spec
     }
-    pub fn into_spec(self) -> PlanSpec {
-        self.spec
-    }
     pub fn len(&self) -> usize {
         self.spec.tasks.len()
     }

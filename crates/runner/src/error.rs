@@ -89,7 +89,7 @@ macro_rules! other_from {
 
 other_from!(
     planwave_engine::RunDirError,
-    planwave_engine::journal::LockError,
+    planwave_engine::LockError,
     planwave_llm::LlmError,
     std::io::Error,
     serde_json::Error

@@ -3,11 +3,10 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
-use std::sync::Mutex;
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{self, Receiver};
 
 use crate::event::{Event, EventSink};
+use crate::writer_thread::WriterThread;
 
 /// Why queued events are not durable: the writer's first write or sync error, or a closed
 /// journal. One failure answers every acknowledgement of its group commit, hence a message
@@ -36,8 +35,7 @@ const MAX_BATCH: usize = 8192;
 /// `events.jsonl`, appended with group commit. Also an [`EventSink`] (events without an
 /// acknowledgement are made durable with the next batch).
 pub struct Journal {
-    tx: Mutex<Option<Sender<Cmd>>>,
-    thread: Mutex<Option<JoinHandle<Result<(), JournalError>>>>,
+    writer: WriterThread<Cmd, JournalError>,
 }
 
 impl Journal {
@@ -65,27 +63,16 @@ impl Journal {
             // The file's directory entry must survive a crash too.
             sync_dir(dir)?;
         }
-        let (tx, rx) = mpsc::channel::<Cmd>();
-        let thread = std::thread::Builder::new()
-            .name("planwave-journal".into())
-            .spawn(move || write_loop(file, rx, durable, run_id))?;
-        Ok(Journal {
-            tx: Mutex::new(Some(tx)),
-            thread: Mutex::new(Some(thread)),
-        })
+        let writer = WriterThread::spawn("planwave-journal", move |rx| {
+            write_loop(file, rx, durable, run_id)
+        })?;
+        Ok(Journal { writer })
     }
 
     /// Queues `event`; `ack` runs on the writer thread once it is durable.
     pub fn append(&self, event: Event, ack: Option<Ack>) {
-        let cmd = Cmd::Append(Box::new(event), ack);
-        let rejected = match self.tx.lock() {
-            Ok(guard) => match guard.as_ref() {
-                Some(tx) => tx.send(cmd).err().map(|e| e.0),
-                None => Some(cmd),
-            },
-            Err(_) => Some(cmd),
-        };
-        if let Some(Cmd::Append(_, Some(ack))) = rejected {
+        if let Err(Cmd::Append(_, Some(ack))) = self.writer.send(Cmd::Append(Box::new(event), ack))
+        {
             ack(Err("the journal is closed".into()));
         }
     }
@@ -93,16 +80,8 @@ impl Journal {
     /// Waits until everything queued so far is durable.
     pub fn sync(&self) -> Result<(), JournalError> {
         let (done_tx, done_rx) = mpsc::sync_channel(1);
-        {
-            let guard = self
-                .tx
-                .lock()
-                .map_err(|_| JournalError::from("journal lock poisoned"))?;
-            let Some(tx) = guard.as_ref() else {
-                return Err("the journal is closed".into());
-            };
-            tx.send(Cmd::Sync(done_tx))
-                .map_err(|_| JournalError::from("the journal writer stopped"))?;
+        if self.writer.send(Cmd::Sync(done_tx)).is_err() {
+            return Err("the journal is closed".into());
         }
         done_rx
             .recv()
@@ -112,17 +91,9 @@ impl Journal {
     /// Writes and syncs everything queued, stops the writer and returns its first error.
     /// Later events are dropped.
     pub fn close(&self) -> io::Result<()> {
-        if let Ok(mut guard) = self.tx.lock() {
-            guard.take();
-        }
-        let handle = self.thread.lock().ok().and_then(|mut g| g.take());
-        match handle {
-            Some(h) => match h.join() {
-                Ok(r) => r.map_err(io::Error::other),
-                Err(_) => Err(io::Error::other("journal writer thread panicked")),
-            },
-            None => Ok(()),
-        }
+        self.writer
+            .close(|| JournalError::from("journal writer thread panicked"))
+            .map_err(io::Error::other)
     }
 }
 
