@@ -5,19 +5,20 @@ use std::time::Instant;
 
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
-use ractor::Actor;
+use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
 use crate::event::{EventKind, EventSink};
-use crate::integrator::{FinishRequest, Integrator, IntegratorArgs, IntegratorMsg};
+use crate::integrator::{FinishRequest, Integration, Integrator, IntegratorArgs, IntegratorMsg};
 use crate::journal::Journal;
 use crate::outcome::CancelReason;
-use crate::outcome::{RunResult, RunStats, RunStatus, TaskStatus};
+use crate::outcome::{RunResult, RunStats, RunStatus, TaskRecord, TaskStatus};
 use crate::rundir::{RunDir, RunDirError, section_files};
 use crate::shared::RunShared;
-use crate::supervisor::{Preset, Supervisor, SupervisorArgs};
+use crate::supervisor::{Preset, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome};
 use crate::timefmt;
 use planwave_prompts::PromptSet;
 
@@ -60,175 +61,34 @@ pub struct RunRequest {
 pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let started_at = timefmt::now();
     let clock = Instant::now();
-    let plan = req.plan.clone();
-    let info = req.provider.info();
     let retries_before = req.provider.retry_counts();
-    // File names only matter with a run directory: without one (load tests, embedding) the
-    // per-task naming was 2 % of a zero-latency run, all before the first dispatch.
-    let files = Arc::new(match &req.output {
-        Some(_) => section_files(
-            (0..plan.len())
-                .map(|i| plan.id(i).key())
-                .collect::<Vec<_>>()
-                .iter()
-                .map(|k| k.as_ref()),
-        ),
-        None => Vec::new(),
-    });
-    let shared = Arc::new(RunShared {
-        plan: plan.clone(),
-        provider: req.provider,
-        prompts: req.prompts,
-        sink: req.sink,
-        journal: req.journal.clone(),
-        slots: req.slots.clone(),
-        output: req.output.clone(),
-        section_files: files.clone(),
-        config: req.config.clone(),
-        // One call per task and the summary, unless retries or tools add more.
-        calls: std::sync::Mutex::new(Vec::with_capacity(plan.len() + 1)),
-        mcp: req.mcp.clone(),
-        results: crate::results::Results::for_plan(&plan),
-        span: tracing::Span::current(),
-    });
-    for p in &req.preset {
-        shared.results.keep(p.index, || {
-            serde_json::from_str(&p.section)
-                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
-        });
-    }
-    if let Some(out) = &req.output {
-        out.write_json("plan.json", plan.spec())?;
-    }
-    shared.emit(EventKind::RunStarted {
-        run_id: req.run_id,
-        topic: plan.spec().topic.clone(),
-        tasks: plan.len(),
-        waves: plan.waves().len(),
-        schedule: req.config.schedule.as_str().into(),
-        concurrency: req.config.concurrency,
-        provider: info.provider.clone(),
-        model: info.model.clone(),
-        simulated: info.simulated,
-    });
+    let (shared, files) = start(&req)?;
     // Detaches when the run ends, however it ends.
     let _mcp_events = crate::mcp_events::attach(&shared);
-
-    let (integrator, integrator_join) = Actor::spawn(
-        None,
-        Integrator,
-        IntegratorArgs {
-            shared: shared.clone(),
-            output: req.output.clone(),
-            section_files: files.clone(),
-        },
-    )
-    .await
-    .map_err(|e| EngineError::Spawn {
-        actor: "integrator",
-        reason: e.to_string(),
-    })?;
-    let (done_tx, done_rx) = oneshot::channel();
-    let spawned = Actor::spawn(
-        None,
-        Supervisor,
-        SupervisorArgs {
-            shared: shared.clone(),
-            integrator: integrator.clone(),
-            done: done_tx,
-            preset: req.preset,
-        },
-    )
-    .await;
-    let (supervisor, supervisor_join) = match spawned {
-        Ok(s) => s,
-        Err(e) => {
-            integrator.stop(None);
-            return Err(EngineError::Spawn {
-                actor: "supervisor",
-                reason: e.to_string(),
-            });
-        }
-    };
-    let watcher = {
-        let cancel = req.cancel.clone();
-        let supervisor = supervisor.clone();
-        let deadline = req.deadline;
-        tokio::spawn(async move {
-            let reason = tokio::select! {
-                _ = cancel.cancelled() => CancelReason::Interrupted,
-                _ = async {
-                    match deadline {
-                        Some(d) => tokio::time::sleep(d).await,
-                        None => std::future::pending().await,
-                    }
-                } => CancelReason::Deadline,
-            };
-            let _ = supervisor.send_message(crate::supervisor::SupervisorMsg::Cancel(reason));
-        })
-    };
-    let outcome = done_rx.await;
+    let actors = spawn_actors(&shared, &files, req.preset.clone()).await?;
+    let watcher = watch_for_stop(req.cancel.clone(), req.deadline, &actors.supervisor);
+    let outcome = actors.done.await;
     watcher.abort();
     let Ok(outcome) = outcome else {
-        integrator.stop(None);
+        actors.integrator.stop(None);
         return Err(EngineError::Lost("supervisor"));
     };
-    let _ = supervisor_join.await;
+    let _ = actors.supervisor_join.await;
     // The scheduling makespan: first dispatch to last task settled, before integration.
     let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
 
     // Shared with the integrator for the report, not deep-copied (10,000 records are a few MB).
     let records = Arc::new(outcome.records);
-    let count = |s: TaskStatus| records.iter().filter(|r| r.status == s).count();
-    let (completed, failed, blocked) = (
-        count(TaskStatus::Completed),
-        count(TaskStatus::Failed),
-        count(TaskStatus::Blocked),
-    );
-    let mut usage = planwave_llm::Usage::default();
-    for r in records.iter() {
-        usage += r.usage;
-    }
-    let mut stats = RunStats {
-        tasks: plan.len(),
-        completed,
-        failed,
-        blocked,
-        waves: plan.waves().len(),
-        critical_path: plan
-            .critical_path()
-            .iter()
-            .map(|&i| plan.id(i as usize).clone())
-            .collect(),
-        makespan_ms,
-        schedule: Some(req.config.schedule),
-        concurrency: req.config.concurrency,
-        retries: outcome.retries,
-        transport_retries: std::collections::BTreeMap::new(),
-        usage,
-        cost: None,
-    };
-    let integration = integrator
-        .call(
-            |reply| {
-                IntegratorMsg::Finish(
-                    Box::new(FinishRequest {
-                        records: records.clone(),
-                        stats: stats.clone(),
-                        span: tracing::info_span!(target: "planwave::engine", parent: &shared.span, "integrate"),
-                    }),
-                    reply,
-                )
-            },
-            None,
-        )
-        .await;
-    integrator.stop(None);
-    let _ = integrator_join.await;
-    let integration = match integration {
-        Ok(ractor::rpc::CallResult::Success(i)) => i,
-        _ => return Err(EngineError::Lost("integrator")),
-    };
+    let mut stats = run_stats(&shared.plan, &records, &req.config, makespan_ms);
+    stats.retries = outcome.retries;
+    let integration = integrate(
+        &shared,
+        actors.integrator,
+        actors.integrator_join,
+        &records,
+        &stats,
+    )
+    .await?;
     // The integrator dropped its handle when it answered; cloning is only a fallback.
     let mut records = Arc::try_unwrap(records).unwrap_or_else(|shared| (*shared).clone());
     for (i, rec) in records.iter_mut().enumerate() {
@@ -257,26 +117,25 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let status = if outcome.cancelled.is_some() {
         RunStatus::Cancelled
     } else {
-        RunStatus::from_counts(plan.len(), completed)
+        RunStatus::from_counts(stats.tasks, stats.completed)
     };
-    let finished_at = timefmt::now();
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,
         status: status.as_str().into(),
-        completed,
-        failed,
-        blocked,
+        completed: stats.completed,
+        failed: stats.failed,
+        blocked: stats.blocked,
         duration_ms: clock.elapsed().as_secs_f64() * 1000.0,
         reason: outcome.cancelled,
     });
-    let mut result = RunResult {
+    let result = RunResult {
         run_id: req.run_id,
         status,
         stop_reason: outcome.cancelled,
         started_at,
-        finished_at,
-        topic: plan.spec().topic.clone(),
-        llm: info.into(),
+        finished_at: timefmt::now(),
+        topic: shared.plan.spec().topic.clone(),
+        llm: shared.provider.info().into(),
         stats,
         tasks: records,
         calls,
@@ -293,6 +152,211 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             )
             .collect(),
     };
+    finish(&req, result)
+}
+
+/// The run's shared state and section file names, its presets kept, `plan.json` written and
+/// `run_started` emitted.
+fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineError> {
+    let plan = req.plan.clone();
+    let info = req.provider.info();
+    // File names only matter with a run directory: without one (load tests, embedding) the
+    // per-task naming was 2 % of a zero-latency run, all before the first dispatch.
+    let files = Arc::new(match &req.output {
+        Some(_) => section_files(
+            (0..plan.len())
+                .map(|i| plan.id(i).key())
+                .collect::<Vec<_>>()
+                .iter()
+                .map(|k| k.as_ref()),
+        ),
+        None => Vec::new(),
+    });
+    let shared = Arc::new(RunShared {
+        plan: plan.clone(),
+        provider: req.provider.clone(),
+        prompts: req.prompts.clone(),
+        sink: req.sink.clone(),
+        journal: req.journal.clone(),
+        slots: req.slots.clone(),
+        output: req.output.clone(),
+        section_files: files.clone(),
+        config: req.config.clone(),
+        // One call per task and the summary, unless retries or tools add more.
+        calls: std::sync::Mutex::new(Vec::with_capacity(plan.len() + 1)),
+        mcp: req.mcp.clone(),
+        results: crate::results::Results::for_plan(&plan),
+        span: tracing::Span::current(),
+    });
+    for p in &req.preset {
+        shared.results.keep(p.index, || {
+            serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
+        });
+    }
+    if let Some(out) = &req.output {
+        out.write_json("plan.json", plan.spec())?;
+    }
+    shared.emit(EventKind::RunStarted {
+        run_id: req.run_id,
+        topic: plan.spec().topic.clone(),
+        tasks: plan.len(),
+        waves: plan.waves().len(),
+        schedule: req.config.schedule.as_str().into(),
+        concurrency: req.config.concurrency,
+        provider: info.provider,
+        model: info.model,
+        simulated: info.simulated,
+    });
+    Ok((shared, files))
+}
+
+/// The run's two long-lived actors.
+struct Actors {
+    integrator: ActorRef<IntegratorMsg>,
+    integrator_join: JoinHandle<()>,
+    supervisor: ActorRef<SupervisorMsg>,
+    supervisor_join: JoinHandle<()>,
+    /// The supervisor's outcome, once every task has ended.
+    done: oneshot::Receiver<SupervisorOutcome>,
+}
+
+async fn spawn_actors(
+    shared: &Arc<RunShared>,
+    files: &Arc<Vec<String>>,
+    preset: Vec<Preset>,
+) -> Result<Actors, EngineError> {
+    let (integrator, integrator_join) = Actor::spawn(
+        None,
+        Integrator,
+        IntegratorArgs {
+            shared: shared.clone(),
+            output: shared.output.clone(),
+            section_files: files.clone(),
+        },
+    )
+    .await
+    .map_err(|e| EngineError::Spawn {
+        actor: "integrator",
+        reason: e.to_string(),
+    })?;
+    let (done_tx, done) = oneshot::channel();
+    let spawned = Actor::spawn(
+        None,
+        Supervisor,
+        SupervisorArgs {
+            shared: shared.clone(),
+            integrator: integrator.clone(),
+            done: done_tx,
+            preset,
+        },
+    )
+    .await;
+    match spawned {
+        Ok((supervisor, supervisor_join)) => Ok(Actors {
+            integrator,
+            integrator_join,
+            supervisor,
+            supervisor_join,
+            done,
+        }),
+        Err(e) => {
+            integrator.stop(None);
+            Err(EngineError::Spawn {
+                actor: "supervisor",
+                reason: e.to_string(),
+            })
+        }
+    }
+}
+
+/// Tells the supervisor to stop on the caller's cancellation or at the deadline.
+fn watch_for_stop(
+    cancel: CancellationToken,
+    deadline: Option<std::time::Duration>,
+    supervisor: &ActorRef<SupervisorMsg>,
+) -> tokio::task::JoinHandle<()> {
+    let supervisor = supervisor.clone();
+    tokio::spawn(async move {
+        let reason = tokio::select! {
+            _ = cancel.cancelled() => CancelReason::Interrupted,
+            _ = async {
+                match deadline {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            } => CancelReason::Deadline,
+        };
+        let _ = supervisor.send_message(SupervisorMsg::Cancel(reason));
+    })
+}
+
+/// Counts, usage and the plan's shape, before integration adds the summary's usage.
+fn run_stats(
+    plan: &ValidatedPlan,
+    records: &[TaskRecord],
+    config: &RunConfig,
+    makespan_ms: f64,
+) -> RunStats {
+    let count = |s: TaskStatus| records.iter().filter(|r| r.status == s).count();
+    let mut usage = planwave_llm::Usage::default();
+    for r in records {
+        usage += r.usage;
+    }
+    RunStats {
+        tasks: plan.len(),
+        completed: count(TaskStatus::Completed),
+        failed: count(TaskStatus::Failed),
+        blocked: count(TaskStatus::Blocked),
+        waves: plan.waves().len(),
+        critical_path: plan
+            .critical_path()
+            .iter()
+            .map(|&i| plan.id(i as usize).clone())
+            .collect(),
+        makespan_ms,
+        schedule: Some(config.schedule),
+        concurrency: config.concurrency,
+        retries: 0,
+        transport_retries: std::collections::BTreeMap::new(),
+        usage,
+        cost: None,
+    }
+}
+
+/// The integrator's summary and report, then the integrator stopped.
+async fn integrate(
+    shared: &RunShared,
+    integrator: ActorRef<IntegratorMsg>,
+    integrator_join: JoinHandle<()>,
+    records: &Arc<Vec<TaskRecord>>,
+    stats: &RunStats,
+) -> Result<Integration, EngineError> {
+    let integration = integrator
+        .call(
+            |reply| {
+                IntegratorMsg::Finish(
+                    Box::new(FinishRequest {
+                        records: records.clone(),
+                        stats: stats.clone(),
+                        span: tracing::info_span!(target: "planwave::engine", parent: &shared.span, "integrate"),
+                    }),
+                    reply,
+                )
+            },
+            None,
+        )
+        .await;
+    integrator.stop(None);
+    let _ = integrator_join.await;
+    match integration {
+        Ok(ractor::rpc::CallResult::Success(i)) => Ok(i),
+        _ => Err(EngineError::Lost("integrator")),
+    }
+}
+
+/// `run.json`, once the journal holds everything it claims.
+fn finish(req: &RunRequest, mut result: RunResult) -> Result<RunResult, EngineError> {
     // run.json never claims more than the journal holds.
     if let Some(j) = &req.journal
         && let Err(e) = j.sync()
