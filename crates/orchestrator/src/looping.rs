@@ -345,13 +345,13 @@ pub async fn run_loop<R: Rounds>(
     let mut rounds: Vec<RoundRecord> = Vec::new();
     let mut note: Option<String> = None;
     let mut consecutive_failed = 0u32;
-    let stop_reason = 'rounds: loop {
+    let stop_reason = loop {
         if cx.interrupt.is_cancelled() {
             break StopReason::Interrupted;
         }
         let k = rounds.len() as u32 + 1;
         let first = RoundTag { round: k, pass: 1 };
-        let mut plan = match driver
+        let plan = match driver
             .plan(first, note.as_deref())
             .await
             .map_err(LoopError::Driver)?
@@ -360,97 +360,19 @@ pub async fn run_loop<R: Rounds>(
             Planned::Stop(reason) => break reason,
             Planned::Failed(e) => break planning_failed(driver, first, e)?,
         };
-        let lang = plan.lang();
-        let mut passes: Vec<PassRecord> = Vec::new();
-        let mut used = Used::default();
-        let mut tag = first;
-        let mut preset = Vec::new();
-        let mut fresh = true;
-        let (result, interrupted) = loop {
-            let result = driver
-                .execute(tag, plan.clone(), std::mem::take(&mut preset), fresh)
-                .await
-                .map_err(LoopError::Driver)?;
-            passes.push(pass_record(tag.pass, &result));
-            if result.status == RunStatus::Cancelled {
-                break (result, true);
-            }
-            let Some(strategy) = choose_strategy(p, &result.tasks, used) else {
-                break (result, false);
-            };
-            let last = passes.len() - 1;
-            passes[last].recovery = Some(strategy);
-            driver.progress(&format!(
-                "round {k}: {} task(s) failed; recovering with {}",
-                result.stats.failed,
-                strategy.as_str()
-            ));
-            let next = RoundTag {
-                round: k,
-                pass: tag.pass + 1,
-            };
-            match strategy {
-                Strategy::RetryStep => {
-                    used.retries += 1;
-                    preset = carry_over(&plan, &result, &plan);
-                    fresh = false;
-                }
-                Strategy::ReplanFromFailure => {
-                    used.replans += 1;
-                    match replacement(cx, driver, &plan, &result, next).await? {
-                        Ok(merged) => {
-                            preset = carry_over(&plan, &result, &merged);
-                            plan = Arc::new(merged);
-                            fresh = false;
-                        }
-                        Err(why) => {
-                            driver.progress(&format!("round {k}: no replacement plan: {why}"));
-                            passes[last].recovery_error = Some(why);
-                            break (result, cx.interrupt.is_cancelled());
-                        }
-                    }
-                }
-                Strategy::CompleteReplan => {
-                    used.replans += 1;
-                    let why = failure_note(lang, &result);
-                    match driver
-                        .plan(next, Some(&why))
-                        .await
-                        .map_err(LoopError::Driver)?
-                    {
-                        Planned::Plan(new) => {
-                            plan = Arc::new(*new);
-                            preset = Vec::new();
-                            fresh = true;
-                        }
-                        Planned::Stop(reason) => {
-                            passes[last].recovery_error =
-                                Some(format!("replanning stopped: {}", reason.as_str()));
-                            break (result, reason == StopReason::Interrupted);
-                        }
-                        Planned::Failed(e) => {
-                            let reason = planning_failed(driver, next, e)?;
-                            passes[last].recovery_error =
-                                Some(format!("replanning stopped: {}", reason.as_str()));
-                            break (result, false);
-                        }
-                    }
-                }
-            }
-            tag = next;
-        };
+        let run = run_passes(cx, driver, k, plan).await?;
         let mut record = RoundRecord {
             round: k,
-            status: result.status,
-            passes,
+            status: run.result.status,
+            passes: run.passes,
             overall_score: None,
             correctness: None,
             is_successful: None,
             should_replan: None,
             evaluation: None,
-            result,
+            result: run.result,
         };
-        if interrupted {
+        if run.interrupted {
             rounds.push(record);
             break StopReason::Interrupted;
         }
@@ -459,114 +381,36 @@ pub async fn run_loop<R: Rounds>(
         } else {
             0
         };
-
-        // Evaluation.
-        let sections = round_sections(&plan, &record.result, true);
-        let stats = RoundStats {
-            tasks: plan.len(),
-            completed: record.result.stats.completed,
-            failed: record.result.stats.failed,
-            blocked: record.result.stats.blocked,
-        };
-        let context = RequestContext {
-            lang,
-            topic: cx.goal.clone(),
-            sections: refs(&sections),
-            round: Some(tag),
-            ..RequestContext::default()
-        };
-        let messages = cx.templates.evaluator(
-            lang,
-            &EvaluatorVars {
-                goal: &cx.goal,
-                round: k,
-                max_rounds: p.max_rounds,
-                stats,
-                sections: &sections,
-            },
-        )?;
-        let question = Question {
-            role: AgentRole::Evaluator,
-            lang,
-            messages,
-            context: context.clone(),
-            what: what(lang, "评估结果", "evaluation"),
-            attempts: cx.answer_attempts,
-            judge: &parse_evaluation,
-        };
-        let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "evaluation").await?;
-        let Some(asked) = asked else {
-            rounds.push(record);
-            break StopReason::Interrupted;
-        };
-        let Some(evaluation) = asked.value.clone() else {
-            driver.progress(&format!(
-                "round {k}: evaluation failed: {}",
-                asked.why_not()
-            ));
-            rounds.push(record);
-            break StopReason::EvaluationFailed;
-        };
-        driver.progress(&format!(
-            "round {k}: overall {:.0}, correctness {:.0}, {}",
-            evaluation.overall_score,
-            evaluation.dimensions.correctness,
-            if evaluation.is_successful {
-                "successful"
-            } else {
-                "not successful"
-            }
-        ));
-        record.overall_score = Some(evaluation.overall_score);
-        record.correctness = Some(evaluation.dimensions.correctness);
-        record.is_successful = Some(evaluation.is_successful);
-        record.evaluation = Some(evaluation.clone());
+        let (evaluation, context) =
+            match evaluate(cx, driver, (&run.plan, run.lang), run.tag, &mut record).await? {
+                Ok(e) => e,
+                Err(reason) => {
+                    rounds.push(record);
+                    break reason;
+                }
+            };
         if let Some(reason) = stop_before_reflection(p, k, &evaluation, consecutive_failed) {
             rounds.push(record);
-            break 'rounds reason;
+            break reason;
         }
-
-        // Reflection.
-        let tasks = round_sections(&plan, &record.result, false);
-        let eval_json = serde_json::to_value(&evaluation).unwrap_or_default();
-        let messages = cx.templates.reflector(
-            lang,
-            &ReflectorVars {
-                goal: &cx.goal,
-                round: k,
-                max_rounds: p.max_rounds,
-                tasks: &tasks,
-                evaluation: &eval_json,
-            },
-        )?;
-        let question = Question {
-            role: AgentRole::Reflector,
-            lang,
-            messages,
+        let reflected = reflect(
+            cx,
+            driver,
+            (&run.plan, run.lang),
             context,
-            what: what(lang, "反思结果", "reflection"),
-            attempts: cx.answer_attempts,
-            judge: &parse_reflection,
-        };
-        let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "reflection").await?;
-        let Some(asked) = asked else {
-            rounds.push(record);
-            break StopReason::Interrupted;
-        };
-        let Some(reflection): Option<Reflection> = asked.value.clone() else {
-            driver.progress(&format!(
-                "round {k}: reflection failed: {}",
-                asked.why_not()
-            ));
-            rounds.push(record);
-            break StopReason::ReflectionFailed;
-        };
-        record.should_replan = Some(reflection.should_replan);
+            &evaluation,
+            &mut record,
+        )
+        .await?;
         rounds.push(record);
+        let reflection = match reflected {
+            Ok(r) => r,
+            Err(reason) => break reason,
+        };
         if let Some(reason) = stop_after_reflection(&reflection) {
             break reason;
         }
-        let summary = reflection.summary(Some(&evaluation), lang == Lang::Zh);
+        let summary = reflection.summary(Some(&evaluation), run.lang == Lang::Zh);
         driver
             .save(k, "reflection-summary.json", &json!({ "summary": summary }))
             .map_err(LoopError::Driver)?;
@@ -577,6 +421,230 @@ pub async fn run_loop<R: Rounds>(
         rounds,
         stop_reason,
     })
+}
+
+/// A round's passes: its execution, then recovery while the policy finds a strategy.
+struct Passes {
+    /// The plan the last pass ran (a recovery may have replaced it).
+    plan: Arc<ValidatedPlan>,
+    /// The round's language: its first plan's.
+    lang: Lang,
+    passes: Vec<PassRecord>,
+    result: RunResult,
+    interrupted: bool,
+    /// The last pass's tag.
+    tag: RoundTag,
+}
+
+async fn run_passes<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    k: u32,
+    mut plan: Arc<ValidatedPlan>,
+) -> Result<Passes, LoopError<R::Error>> {
+    let lang = plan.lang();
+    let mut passes: Vec<PassRecord> = Vec::new();
+    let mut used = Used::default();
+    let mut tag = RoundTag { round: k, pass: 1 };
+    let mut preset = Vec::new();
+    let mut fresh = true;
+    let (result, interrupted) = loop {
+        let result = driver
+            .execute(tag, plan.clone(), std::mem::take(&mut preset), fresh)
+            .await
+            .map_err(LoopError::Driver)?;
+        passes.push(pass_record(tag.pass, &result));
+        if result.status == RunStatus::Cancelled {
+            break (result, true);
+        }
+        let Some(strategy) = choose_strategy(&cx.policy, &result.tasks, used) else {
+            break (result, false);
+        };
+        let last = passes.len() - 1;
+        passes[last].recovery = Some(strategy);
+        driver.progress(&format!(
+            "round {k}: {} task(s) failed; recovering with {}",
+            result.stats.failed,
+            strategy.as_str()
+        ));
+        let next = RoundTag {
+            round: k,
+            pass: tag.pass + 1,
+        };
+        match strategy {
+            Strategy::RetryStep => {
+                used.retries += 1;
+                preset = carry_over(&plan, &result, &plan);
+                fresh = false;
+            }
+            Strategy::ReplanFromFailure => {
+                used.replans += 1;
+                match replacement(cx, driver, &plan, &result, next).await? {
+                    Ok(merged) => {
+                        preset = carry_over(&plan, &result, &merged);
+                        plan = Arc::new(merged);
+                        fresh = false;
+                    }
+                    Err(why) => {
+                        driver.progress(&format!("round {k}: no replacement plan: {why}"));
+                        passes[last].recovery_error = Some(why);
+                        break (result, cx.interrupt.is_cancelled());
+                    }
+                }
+            }
+            Strategy::CompleteReplan => {
+                used.replans += 1;
+                let why = failure_note(lang, &result);
+                let stopped = match driver
+                    .plan(next, Some(&why))
+                    .await
+                    .map_err(LoopError::Driver)?
+                {
+                    Planned::Plan(new) => {
+                        plan = Arc::new(*new);
+                        preset = Vec::new();
+                        fresh = true;
+                        None
+                    }
+                    Planned::Stop(reason) => Some(reason),
+                    Planned::Failed(e) => Some(planning_failed(driver, next, e)?),
+                };
+                if let Some(reason) = stopped {
+                    passes[last].recovery_error =
+                        Some(format!("replanning stopped: {}", reason.as_str()));
+                    break (result, reason == StopReason::Interrupted);
+                }
+            }
+        }
+        tag = next;
+    };
+    Ok(Passes {
+        plan,
+        lang,
+        passes,
+        result,
+        interrupted,
+        tag,
+    })
+}
+
+/// The round's evaluation (kept in the record) and the request context the reflection
+/// reuses, or why the loop stops here.
+type Evaluated = Result<(Evaluation, RequestContext), StopReason>;
+
+async fn evaluate<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    (plan, lang): (&ValidatedPlan, Lang),
+    tag: RoundTag,
+    record: &mut RoundRecord,
+) -> Result<Evaluated, LoopError<R::Error>> {
+    let k = record.round;
+    let sections = round_sections(plan, &record.result, true);
+    let stats = RoundStats {
+        tasks: plan.len(),
+        completed: record.result.stats.completed,
+        failed: record.result.stats.failed,
+        blocked: record.result.stats.blocked,
+    };
+    let context = RequestContext {
+        lang,
+        topic: cx.goal.clone(),
+        sections: refs(&sections),
+        round: Some(tag),
+        ..RequestContext::default()
+    };
+    let messages = cx.templates.evaluator(
+        lang,
+        &EvaluatorVars {
+            goal: &cx.goal,
+            round: k,
+            max_rounds: cx.policy.max_rounds,
+            stats,
+            sections: &sections,
+        },
+    )?;
+    let question = Question {
+        role: AgentRole::Evaluator,
+        lang,
+        messages,
+        context: context.clone(),
+        what: what(lang, "评估结果", "evaluation"),
+        attempts: cx.answer_attempts,
+        judge: &parse_evaluation,
+    };
+    let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "evaluation").await?;
+    let Some(asked) = asked else {
+        return Ok(Err(StopReason::Interrupted));
+    };
+    let Some(evaluation) = asked.value.clone() else {
+        driver.progress(&format!(
+            "round {k}: evaluation failed: {}",
+            asked.why_not()
+        ));
+        return Ok(Err(StopReason::EvaluationFailed));
+    };
+    driver.progress(&format!(
+        "round {k}: overall {:.0}, correctness {:.0}, {}",
+        evaluation.overall_score,
+        evaluation.dimensions.correctness,
+        if evaluation.is_successful {
+            "successful"
+        } else {
+            "not successful"
+        }
+    ));
+    record.overall_score = Some(evaluation.overall_score);
+    record.correctness = Some(evaluation.dimensions.correctness);
+    record.is_successful = Some(evaluation.is_successful);
+    record.evaluation = Some(evaluation.clone());
+    Ok(Ok((evaluation, context)))
+}
+
+/// The round's reflection (`should_replan` kept in the record), or why the loop stops here.
+async fn reflect<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    (plan, lang): (&ValidatedPlan, Lang),
+    context: RequestContext,
+    evaluation: &Evaluation,
+    record: &mut RoundRecord,
+) -> Result<Result<Reflection, StopReason>, LoopError<R::Error>> {
+    let k = record.round;
+    let tasks = round_sections(plan, &record.result, false);
+    let eval_json = serde_json::to_value(evaluation).unwrap_or_default();
+    let messages = cx.templates.reflector(
+        lang,
+        &ReflectorVars {
+            goal: &cx.goal,
+            round: k,
+            max_rounds: cx.policy.max_rounds,
+            tasks: &tasks,
+            evaluation: &eval_json,
+        },
+    )?;
+    let question = Question {
+        role: AgentRole::Reflector,
+        lang,
+        messages,
+        context,
+        what: what(lang, "反思结果", "reflection"),
+        attempts: cx.answer_attempts,
+        judge: &parse_reflection,
+    };
+    let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "reflection").await?;
+    let Some(asked) = asked else {
+        return Ok(Err(StopReason::Interrupted));
+    };
+    let Some(reflection): Option<Reflection> = asked.value.clone() else {
+        driver.progress(&format!(
+            "round {k}: reflection failed: {}",
+            asked.why_not()
+        ));
+        return Ok(Err(StopReason::ReflectionFailed));
+    };
+    record.should_replan = Some(reflection.should_replan);
+    Ok(Ok(reflection))
 }
 
 /// Asks the planner for replacements of the failed tasks and their blocked descendants;
