@@ -216,11 +216,45 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
     let n = st.counter.fetch_add(1, Ordering::Relaxed);
     let fault = st.cfg.faults.pick(n);
-    let role_header = header_str(&headers, context_header::ROLE_HEADER);
-    let task = header_str(&headers, context_header::CONTEXT_HEADER)
+    let _in_flight = count_request(&st, &headers, fault);
+    if let Some(refused) = check_auth(&st, &headers, fault) {
+        return refused;
+    }
+    let req: CompletionRequest = match serde_json::from_slice(&body) {
+        Ok(b) => b,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!("invalid JSON body: {e}"),
+                "invalid_request_error",
+            );
+        }
+    };
+    if let Some(faulted) = scripted_fault(&st, fault, req.stream).await {
+        return faulted;
+    }
+    let chat = to_chat_request(&headers, &req);
+    let model = req.model.clone().unwrap_or_else(|| SIM_MODEL.to_owned());
+    let answer = match st.sim.chat(chat).await {
+        Ok(a) => a,
+        Err(LlmError::Transient { message, .. }) => {
+            return error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error");
+        }
+        Err(LlmError::Fatal { message, .. }) => {
+            return error(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
+        }
+    };
+    answer_response(&st, &req, format!("chatcmpl-sim-{n}"), model, answer, fault)
+}
+
+/// Counts the request in `/planwave/stats`; the guard counts a subagent request in flight
+/// for as long as it lives.
+fn count_request<'a>(st: &'a AppState, headers: &HeaderMap, fault: Fault) -> Option<InFlight<'a>> {
+    let role_header = header_str(headers, context_header::ROLE_HEADER);
+    let task = header_str(headers, context_header::CONTEXT_HEADER)
         .and_then(context_header::decode)
         .and_then(|c| c.task_id);
-    let _in_flight = (role_header == Some("subagent")).then(|| {
+    let in_flight = (role_header == Some("subagent")).then(|| {
         let now = st.subagents_in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         if let Ok(mut s) = st.stats.lock() {
             s.max_subagents_in_flight = s.max_subagents_in_flight.max(now);
@@ -241,36 +275,31 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         s.authorized += u64::from(headers.contains_key(header::AUTHORIZATION));
         s.traced += u64::from(headers.contains_key("traceparent"));
     }
+    in_flight
+}
 
-    let bearer = header_str(&headers, header::AUTHORIZATION.as_str())
+/// A refusal when the key is wrong (or an unauthorized answer is scripted).
+fn check_auth(st: &AppState, headers: &HeaderMap, fault: Fault) -> Option<Response> {
+    let bearer = header_str(headers, header::AUTHORIZATION.as_str())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
-    if let Some(key) = &st.cfg.api_key
-        && bearer != key.expose()
-    {
-        return error(
+    let wrong_key = st
+        .cfg
+        .api_key
+        .as_ref()
+        .is_some_and(|k| bearer != k.expose());
+    (wrong_key || fault == Fault::Unauthorized).then(|| {
+        error(
             StatusCode::UNAUTHORIZED,
             &format!("Incorrect API key provided: {}.", masked(bearer)),
             "invalid_request_error",
-        );
-    }
-    if fault == Fault::Unauthorized {
-        return error(
-            StatusCode::UNAUTHORIZED,
-            &format!("Incorrect API key provided: {}.", masked(bearer)),
-            "invalid_request_error",
-        );
-    }
-    let req: CompletionRequest = match serde_json::from_slice(&body) {
-        Ok(b) => b,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                &format!("invalid JSON body: {e}"),
-                "invalid_request_error",
-            );
-        }
-    };
+        )
+    })
+}
+
+/// The scripted fault's answer, when it replaces the model's (after a slow first byte, the
+/// model answers).
+async fn scripted_fault(st: &AppState, fault: Fault, stream: bool) -> Option<Response> {
     match fault {
         Fault::RateLimit => {
             let mut r = error(
@@ -282,38 +311,37 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
             if let Ok(v) = HeaderValue::from_str(&format!("{secs}")) {
                 r.headers_mut().insert(header::RETRY_AFTER, v);
             }
-            return r;
+            Some(r)
         }
-        Fault::ServerError => {
-            return error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The server had an error while processing your request (simulated)",
-                "server_error",
-            );
+        Fault::ServerError => Some(error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "The server had an error while processing your request (simulated)",
+            "server_error",
+        )),
+        Fault::SlowFirstByte => {
+            tokio::time::sleep(st.cfg.faults.first_byte_delay).await;
+            None
         }
-        Fault::SlowFirstByte => tokio::time::sleep(st.cfg.faults.first_byte_delay).await,
-        Fault::Reset => return reset_response(req.stream),
-        _ => {}
+        Fault::Reset => Some(reset_response(stream)),
+        _ => None,
     }
+}
 
-    let chat = to_chat_request(&headers, &req);
-    let model = req.model.clone().unwrap_or_else(|| SIM_MODEL.to_owned());
-    let answer = match st.sim.chat(chat).await {
-        Ok(a) => a,
-        Err(LlmError::Transient { message, .. }) => {
-            return error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error");
-        }
-        Err(LlmError::Fatal { message, .. }) => {
-            return error(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
-        }
-    };
+/// The model's answer in the OpenAI wire format: one JSON body, or an SSE stream.
+fn answer_response(
+    st: &AppState,
+    req: &CompletionRequest,
+    id: String,
+    model: String,
+    answer: planwave_llm::ChatResponse,
+    fault: Fault,
+) -> Response {
     let usage = json!({
         "prompt_tokens": answer.usage.prompt_tokens,
         "completion_tokens": answer.usage.completion_tokens + answer.usage.reasoning_tokens,
         "total_tokens": answer.usage.total(),
         "completion_tokens_details": {"reasoning_tokens": answer.usage.reasoning_tokens}
     });
-    let id = format!("chatcmpl-sim-{n}");
     if !req.stream {
         if fault == Fault::Malformed {
             return (
