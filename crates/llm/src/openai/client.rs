@@ -261,6 +261,44 @@ impl OpenAiProvider {
         h
     }
 
+    /// One attempt within the limiter (its estimate settled with what was used) and the
+    /// whole-request timeout.
+    async fn limited_attempt(
+        &self,
+        request: &ChatRequest,
+        model: &str,
+        estimate: u64,
+        retry: u32,
+    ) -> Result<ChatResponse, Failure> {
+        let permit = self.limiter.acquire(estimate).await;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let t0 = Instant::now();
+        let outcome = tokio::time::timeout(self.cfg.timeouts.request, self.attempt(request, model))
+            .await
+            .unwrap_or_else(|_| {
+                Err(retryable(
+                    RetryCause::Stalled,
+                    format!(
+                        "request timed out after {}s",
+                        self.cfg.timeouts.request.as_secs_f64()
+                    ),
+                ))
+            });
+        let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
+        self.limiter.settle(permit.charged, used);
+        drop(permit);
+        tracing::debug!(
+            provider = %self.cfg.provider,
+            model = %model,
+            role = request.role.as_str(),
+            retry,
+            ok = outcome.is_ok(),
+            ms = t0.elapsed().as_millis() as u64,
+            "chat completion attempt"
+        );
+        outcome
+    }
+
     /// One HTTP attempt, start to end.
     async fn attempt(&self, request: &ChatRequest, model: &str) -> Result<ChatResponse, Failure> {
         let stream = self.cfg.stream;
@@ -274,14 +312,44 @@ impl OpenAiProvider {
             response_format: self.response_format(request.role),
             tools: wire::tools(&request.tools),
         };
+        let resp = self.send(request, &body).await?;
+        // A stream unless the server says it sent one JSON body (some servers ignore
+        // `stream: true`; some stream without a content type).
+        let is_sse = stream
+            && !resp
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|ct| ct.starts_with("application/json"));
+        let a = if is_sse {
+            self.read_stream(resp).await?
+        } else {
+            self.read_body(resp).await?
+        };
+        let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
+        Ok(ChatResponse {
+            content: a.content,
+            usage,
+            model: a.model.unwrap_or_else(|| model.to_owned()),
+            finish_reason: a.finish_reason,
+            tool_calls: a.tool_calls,
+        })
+    }
+
+    /// The request sent and its response headers, when the status is a success.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        body: &ChatBody<'_>,
+    ) -> Result<reqwest::Response, Failure> {
         let send = self
             .http
             .post(&self.url)
             .headers(self.headers(request))
-            .json(&body)
+            .json(body)
             .send();
         let idle = self.cfg.timeouts.idle;
-        let resp = if stream {
+        let resp = if body.stream {
             tokio::time::timeout(idle, send).await.map_err(|_| {
                 retryable(
                     RetryCause::Stalled,
@@ -297,92 +365,47 @@ impl OpenAiProvider {
                 format!("request failed: {}", transport_error(&e)),
             )
         })?;
-
-        let status = resp.status();
-        if !status.is_success() {
+        if !resp.status().is_success() {
             return Err(self
                 .status_failure(resp, body.response_format.is_some())
                 .await);
         }
-        // A stream unless the server says it sent one JSON body (some servers ignore
-        // `stream: true`; some stream without a content type).
-        let is_sse = stream
-            && !resp
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|ct| ct.starts_with("application/json"));
-        let (content, reasoning, finish_reason, usage, served_model, tool_calls) = if is_sse {
-            let a = self.read_stream(resp).await?;
-            (
-                a.content,
-                a.reasoning,
-                a.finish_reason,
-                a.usage,
-                a.model,
-                a.tool_calls,
-            )
-        } else {
-            // Non-streaming, or a server that ignored `stream: true` and sent one body.
-            let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
-                .await
-                .map_err(|_| retryable(RetryCause::Stalled, "response body timed out"))?
-                .map_err(|e| {
-                    retryable(
-                        RetryCause::Connection,
-                        format!("reading the body failed: {}", transport_error(&e)),
-                    )
-                })?;
-            let c: Completion = serde_json::from_slice(&bytes).map_err(|e| {
-                retryable(RetryCause::Malformed, format!("malformed JSON body ({e})"))
+        Ok(resp)
+    }
+
+    /// One JSON body: non-streaming, or a server that ignored `stream: true`.
+    async fn read_body(&self, resp: reqwest::Response) -> Result<StreamAnswer, Failure> {
+        let idle = self.cfg.timeouts.idle;
+        let bytes = tokio::time::timeout(idle.max(self.cfg.timeouts.request), resp.bytes())
+            .await
+            .map_err(|_| retryable(RetryCause::Stalled, "response body timed out"))?
+            .map_err(|e| {
+                retryable(
+                    RetryCause::Connection,
+                    format!("reading the body failed: {}", transport_error(&e)),
+                )
             })?;
-            let choice = c
-                .choices
-                .into_iter()
-                .next()
-                .ok_or_else(|| retryable(RetryCause::Malformed, "the reply has no choices"))?;
-            let msg = choice.message.unwrap_or(wire::Message {
-                content: None,
-                reasoning_content: None,
-                reasoning: None,
-                tool_calls: Vec::new(),
-            });
-            (
-                msg.content.unwrap_or_default(),
-                msg.reasoning_content.or(msg.reasoning).unwrap_or_default(),
-                choice.finish_reason,
-                c.usage,
-                c.model,
-                msg.tool_calls,
-            )
-        };
-        let usage = match usage {
-            Some(u) => {
-                let mut usage = u.to_usage();
-                if usage.reasoning_tokens == 0 && !reasoning.is_empty() {
-                    // Reported usage without a breakdown: the reasoning is inside completion.
-                    let r = estimate_tokens(&reasoning).min(usage.completion_tokens);
-                    usage.reasoning_tokens = r;
-                    usage.completion_tokens -= r;
-                }
-                usage
-            }
-            None => Usage {
-                prompt_tokens: request
-                    .messages
-                    .iter()
-                    .map(|m| estimate_tokens(&m.content))
-                    .sum(),
-                completion_tokens: estimate_tokens(&content),
-                reasoning_tokens: estimate_tokens(&reasoning),
-            },
-        };
-        Ok(ChatResponse {
-            content,
-            usage,
-            model: served_model.unwrap_or_else(|| model.to_owned()),
-            finish_reason,
-            tool_calls,
+        let c: Completion = serde_json::from_slice(&bytes)
+            .map_err(|e| retryable(RetryCause::Malformed, format!("malformed JSON body ({e})")))?;
+        let choice = c
+            .choices
+            .into_iter()
+            .next()
+            .ok_or_else(|| retryable(RetryCause::Malformed, "the reply has no choices"))?;
+        let msg = choice.message.unwrap_or(wire::Message {
+            content: None,
+            reasoning_content: None,
+            reasoning: None,
+            tool_calls: Vec::new(),
+        });
+        Ok(StreamAnswer {
+            content: msg.content.unwrap_or_default(),
+            reasoning: msg.reasoning_content.or(msg.reasoning).unwrap_or_default(),
+            finish_reason: choice.finish_reason,
+            usage: c.usage,
+            model: c.model,
+            done: true,
+            tool_calls: msg.tool_calls,
         })
     }
 
@@ -551,33 +574,9 @@ impl LlmProvider for OpenAiProvider {
         let mut retry = 0u32;
         let mut downgrades = 0u32;
         loop {
-            let permit = self.limiter.acquire(estimate).await;
-            self.requests.fetch_add(1, Ordering::Relaxed);
-            let t0 = Instant::now();
-            let outcome =
-                tokio::time::timeout(self.cfg.timeouts.request, self.attempt(&request, &model))
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(retryable(
-                            RetryCause::Stalled,
-                            format!(
-                                "request timed out after {}s",
-                                self.cfg.timeouts.request.as_secs_f64()
-                            ),
-                        ))
-                    });
-            let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
-            self.limiter.settle(permit.charged, used);
-            drop(permit);
-            tracing::debug!(
-                provider = %self.cfg.provider,
-                model = %model,
-                role = request.role.as_str(),
-                retry,
-                ok = outcome.is_ok(),
-                ms = t0.elapsed().as_millis() as u64,
-                "chat completion attempt"
-            );
+            let outcome = self
+                .limited_attempt(&request, &model, estimate, retry)
+                .await;
             let (message, retry_after, status, cause) = match outcome {
                 Ok(r) => {
                     self.budget.on_success();
@@ -651,5 +650,36 @@ impl LlmProvider for OpenAiProvider {
             );
             self.cfg.sleeper.sleep(delay).await;
         }
+    }
+}
+
+/// The usage the server reported (reasoning split out of completion when it gave no
+/// breakdown), else estimated from the text.
+fn usage_of(
+    request: &ChatRequest,
+    reported: Option<wire::WireUsage>,
+    content: &str,
+    reasoning: &str,
+) -> Usage {
+    match reported {
+        Some(u) => {
+            let mut usage = u.to_usage();
+            if usage.reasoning_tokens == 0 && !reasoning.is_empty() {
+                // Reported usage without a breakdown: the reasoning is inside completion.
+                let r = estimate_tokens(reasoning).min(usage.completion_tokens);
+                usage.reasoning_tokens = r;
+                usage.completion_tokens -= r;
+            }
+            usage
+        }
+        None => Usage {
+            prompt_tokens: request
+                .messages
+                .iter()
+                .map(|m| estimate_tokens(&m.content))
+                .sum(),
+            completion_tokens: estimate_tokens(content),
+            reasoning_tokens: estimate_tokens(reasoning),
+        },
     }
 }
