@@ -135,6 +135,34 @@ impl Actor for Subagent {
     }
 }
 
+/// A tool step: the tool runs directly, without a model (one attempt).
+async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) -> SubagentReport {
+    let index = state.index;
+    let outcome = crate::tool_step::run(&mut calls, index, tool).await;
+    let mut failure_kind = None;
+    let result = match outcome {
+        Ok((section, json)) => {
+            state.shared.results.keep(index, || json);
+            Ok(Arc::<str>::from(section))
+        }
+        Err((e, kind)) => {
+            failure_kind = Some(kind);
+            Err(e)
+        }
+    };
+    SubagentReport {
+        index,
+        attempts: 1,
+        finished_at: timefmt::now(),
+        usage: calls.usage,
+        context_cut: Vec::new(),
+        result,
+        tool_calls: calls.tool_calls,
+        written: None,
+        failure_kind,
+    }
+}
+
 async fn write_section(state: &SubagentState) -> SubagentReport {
     let shared = &state.shared;
     let plan = &shared.plan;
@@ -143,29 +171,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let mut calls = TaskCalls::new(shared, task_id.clone());
     if let Some(tool) = plan.task(index).tool.as_deref() {
         // Boxed so model-only tasks do not carry the tool step's future size.
-        let outcome = Box::pin(crate::tool_step::run(&mut calls, index, tool.trim())).await;
-        let mut failure_kind = None;
-        let result = match outcome {
-            Ok((section, json)) => {
-                shared.results.keep(index, || json);
-                Ok(Arc::<str>::from(section))
-            }
-            Err((e, kind)) => {
-                failure_kind = Some(kind);
-                Err(e)
-            }
-        };
-        return SubagentReport {
-            index,
-            attempts: 1,
-            finished_at: timefmt::now(),
-            usage: calls.usage,
-            context_cut: Vec::new(),
-            result,
-            tool_calls: calls.tool_calls,
-            written: None,
-            failure_kind,
-        };
+        return Box::pin(tool_step(state, calls, tool.trim())).await;
     }
     let (fitted, context_cut) = context::fit(
         &state.prior,

@@ -98,6 +98,26 @@ impl fmt::Display for Warning {
     }
 }
 
+/// First pass: the first task holding each key, and where each later duplicate points.
+/// Empty ids are left out: they are reported as such, not as duplicates of each other.
+fn index_ids(spec: &PlanSpec) -> (HashMap<String, usize>, Vec<Option<usize>>) {
+    let n = spec.tasks.len();
+    let mut index: HashMap<String, usize> = HashMap::with_capacity(n);
+    let mut first_definition: Vec<Option<usize>> = vec![None; n];
+    for (i, task) in spec.tasks.iter().enumerate() {
+        if is_empty_id(&task.id) {
+            continue;
+        }
+        match index.entry(task.id.key().into_owned()) {
+            Entry::Occupied(e) => first_definition[i] = Some(*e.get()),
+            Entry::Vacant(e) => {
+                e.insert(i);
+            }
+        }
+    }
+    (index, first_definition)
+}
+
 pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationErrors> {
     let n = spec.tasks.len();
     if n == 0 {
@@ -118,21 +138,7 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
         dedup_dependencies(task, &mut warnings);
     }
 
-    // First pass: the first task holding each key, and where each later duplicate points.
-    // Empty ids are left out: they are reported as such, not as duplicates of each other.
-    let mut index: HashMap<String, usize> = HashMap::with_capacity(n);
-    let mut first_definition: Vec<Option<usize>> = vec![None; n];
-    for (i, task) in spec.tasks.iter().enumerate() {
-        if is_empty_id(&task.id) {
-            continue;
-        }
-        match index.entry(task.id.key().into_owned()) {
-            Entry::Occupied(e) => first_definition[i] = Some(*e.get()),
-            Entry::Vacant(e) => {
-                e.insert(i);
-            }
-        }
-    }
+    let (index, first_definition) = index_ids(&spec);
 
     // Second pass: per-task problems in the documented order, and the resolved edges.
     let mut problems = Vec::new();
