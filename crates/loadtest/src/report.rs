@@ -92,100 +92,45 @@ fn bytes(v: Option<u64>) -> String {
 
 /// A plain-text table, one column per run.
 pub fn render_table(runs: &[LoadReport]) -> String {
+    let row = |label: &'static str, cell: &dyn Fn(&LoadReport) -> String| {
+        (label, runs.iter().map(cell).collect::<Vec<String>>())
+    };
     let rows: Vec<(&str, Vec<String>)> = vec![
-        (
-            "schedule",
-            runs.iter().map(|r| r.schedule.clone()).collect(),
-        ),
-        (
-            "tasks",
-            runs.iter()
-                .map(|r| {
-                    format!(
-                        "{} ({} completed, {} failed, {} blocked)",
-                        r.tasks, r.completed, r.failed, r.blocked
-                    )
-                })
-                .collect(),
-        ),
-        (
-            "makespan",
-            runs.iter()
-                .map(|r| format!("{:.1} ms", r.makespan_ms))
-                .collect(),
-        ),
-        (
-            "total (with report)",
-            runs.iter()
-                .map(|r| format!("{:.1} ms", r.total_ms))
-                .collect(),
-        ),
-        (
-            "critical-path bound",
-            runs.iter()
-                .map(|r| format!("{:.1} ms ({})", r.critical_path_bound_ms, r.bound_source))
-                .collect(),
-        ),
-        (
-            "makespan / critical path",
-            runs.iter().map(|r| ratio(r.critical_path_ratio)).collect(),
-        ),
-        (
-            "wave-barrier bound",
-            runs.iter()
-                .map(|r| format!("{:.1} ms", r.wave_barrier_bound_ms))
-                .collect(),
-        ),
-        (
-            "makespan / wave barrier",
-            runs.iter().map(|r| ratio(r.wave_barrier_ratio)).collect(),
-        ),
-        (
-            "tasks/s (end to end)",
-            runs.iter()
-                .map(|r| format!("{:.0}", r.tasks_per_sec))
-                .collect(),
-        ),
-        (
-            "dispatch p50",
-            runs.iter().map(|r| ms(r.dispatch_ms.p50)).collect(),
-        ),
-        (
-            "dispatch p99",
-            runs.iter().map(|r| ms(r.dispatch_ms.p99)).collect(),
-        ),
-        (
-            "dispatch max",
-            runs.iter().map(|r| ms(r.dispatch_ms.max)).collect(),
-        ),
-        (
-            "peak RSS",
-            runs.iter().map(|r| bytes(r.peak_rss_bytes)).collect(),
-        ),
-        (
-            "max in flight",
-            runs.iter().map(|r| r.max_in_flight.to_string()).collect(),
-        ),
-        (
-            "RSS per in-flight call",
-            runs.iter()
-                .map(|r| bytes(r.rss_per_in_flight_bytes))
-                .collect(),
-        ),
-        (
-            "model calls/s",
-            runs.iter()
-                .map(|r| format!("{:.0} ({} calls)", r.model_calls_per_sec, r.model_calls))
-                .collect(),
-        ),
-        (
-            "errors",
-            runs.iter().map(|r| r.errors.to_string()).collect(),
-        ),
-        (
-            "retries",
-            runs.iter().map(|r| r.retries.to_string()).collect(),
-        ),
+        row("schedule", &|r| r.schedule.clone()),
+        row("tasks", &|r| {
+            format!(
+                "{} ({} completed, {} failed, {} blocked)",
+                r.tasks, r.completed, r.failed, r.blocked
+            )
+        }),
+        row("makespan", &|r| format!("{:.1} ms", r.makespan_ms)),
+        row("total (with report)", &|r| format!("{:.1} ms", r.total_ms)),
+        row("critical-path bound", &|r| {
+            format!("{:.1} ms ({})", r.critical_path_bound_ms, r.bound_source)
+        }),
+        row("makespan / critical path", &|r| {
+            ratio(r.critical_path_ratio)
+        }),
+        row("wave-barrier bound", &|r| {
+            format!("{:.1} ms", r.wave_barrier_bound_ms)
+        }),
+        row("makespan / wave barrier", &|r| ratio(r.wave_barrier_ratio)),
+        row("tasks/s (end to end)", &|r| {
+            format!("{:.0}", r.tasks_per_sec)
+        }),
+        row("dispatch p50", &|r| ms(r.dispatch_ms.p50)),
+        row("dispatch p99", &|r| ms(r.dispatch_ms.p99)),
+        row("dispatch max", &|r| ms(r.dispatch_ms.max)),
+        row("peak RSS", &|r| bytes(r.peak_rss_bytes)),
+        row("max in flight", &|r| r.max_in_flight.to_string()),
+        row("RSS per in-flight call", &|r| {
+            bytes(r.rss_per_in_flight_bytes)
+        }),
+        row("model calls/s", &|r| {
+            format!("{:.0} ({} calls)", r.model_calls_per_sec, r.model_calls)
+        }),
+        row("errors", &|r| r.errors.to_string()),
+        row("retries", &|r| r.retries.to_string()),
     ];
     let label_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
     let col_w: Vec<usize> = (0..runs.len())

@@ -9,7 +9,7 @@ use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounds::Bounds;
-use crate::probe::Probe;
+use crate::probe::{Probe, ProbeSnapshot};
 use crate::report::{Distribution, LoadReport};
 use crate::rss;
 use crate::timeline::{self, Timeline, TimelineHeader};
@@ -83,31 +83,13 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     };
     let seen = probe.snapshot();
 
-    let observed: Vec<f64> = (0..plan.len())
-        .map(|i| match (seen.first_start_ns[i], seen.last_done_ns[i]) {
-            (Some(s), Some(d)) if d >= s => (d - s) as f64 / 1e6,
-            _ => 0.0,
-        })
-        .collect();
+    let observed = observed_latencies(&plan, &seen);
     let (latencies, bound_source) = match &req.planned_ms {
         Some(p) => (p.as_slice(), "planned"),
         None => (observed.as_slice(), "observed"),
     };
     let bounds = Bounds::of(&plan, latencies);
-    // Last prerequisite done -> task's first model call: the engine's own delay in between
-    // (report, scheduling, spawn, prompt). Tasks without prerequisites have no such moment.
-    let dispatch: Vec<f64> = (0..plan.len())
-        .filter(|&i| !plan.deps(i).is_empty())
-        .filter_map(|i| {
-            let start = seen.first_start_ns[i]?;
-            let ready = plan
-                .deps(i)
-                .iter()
-                .map(|&d| seen.last_done_ns[d as usize])
-                .try_fold(0u64, |m, t| t.map(|t| m.max(t)))?;
-            Some(start.saturating_sub(ready) as f64 / 1e6)
-        })
-        .collect();
+    let dispatch = dispatch_latencies(&plan, &seen);
 
     let timeline = req.timeline.then(|| Timeline {
         header: TimelineHeader {
@@ -156,4 +138,31 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         retries: s.retries,
         timeline,
     })
+}
+
+/// Each task's first call start to last successful return, in ms (0 when it never ran).
+fn observed_latencies(plan: &ValidatedPlan, seen: &ProbeSnapshot) -> Vec<f64> {
+    (0..plan.len())
+        .map(|i| match (seen.first_start_ns[i], seen.last_done_ns[i]) {
+            (Some(s), Some(d)) if d >= s => (d - s) as f64 / 1e6,
+            _ => 0.0,
+        })
+        .collect()
+}
+
+/// Last prerequisite done -> task's first model call: the engine's own delay in between
+/// (report, scheduling, spawn, prompt). Tasks without prerequisites have no such moment.
+fn dispatch_latencies(plan: &ValidatedPlan, seen: &ProbeSnapshot) -> Vec<f64> {
+    (0..plan.len())
+        .filter(|&i| !plan.deps(i).is_empty())
+        .filter_map(|i| {
+            let start = seen.first_start_ns[i]?;
+            let ready = plan
+                .deps(i)
+                .iter()
+                .map(|&d| seen.last_done_ns[d as usize])
+                .try_fold(0u64, |m, t| t.map(|t| m.max(t)))?;
+            Some(start.saturating_sub(ready) as f64 / 1e6)
+        })
+        .collect()
 }

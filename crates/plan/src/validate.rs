@@ -118,6 +118,19 @@ fn index_ids(spec: &PlanSpec) -> (HashMap<String, usize>, Vec<Option<usize>>) {
     (index, first_definition)
 }
 
+/// Every cycle of the graph, as the ids along it.
+fn cycles(spec: &PlanSpec, dependents: &[Vec<u32>]) -> Vec<Problem> {
+    graph::cycles(dependents)
+        .iter()
+        .map(|cycle| Problem::Cycle {
+            path: cycle
+                .iter()
+                .map(|&i| spec.tasks[i as usize].id.clone())
+                .collect(),
+        })
+        .collect()
+}
+
 pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationErrors> {
     let n = spec.tasks.len();
     if n == 0 {
@@ -189,14 +202,7 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
     let order = graph::topological_order(&deps, &dependents);
     if order.len() < n {
         // Kahn's algorithm stalled, so some cycle exists: name each one.
-        for cycle in graph::cycles(&dependents) {
-            problems.push(Problem::Cycle {
-                path: cycle
-                    .iter()
-                    .map(|&i| spec.tasks[i as usize].id.clone())
-                    .collect(),
-            });
-        }
+        problems.extend(cycles(&spec, &dependents));
     }
     if problems.is_empty() {
         check_references(&spec, &index, &deps, &mut problems);
