@@ -16,7 +16,8 @@ use planwave_engine::{CallRecord, Preset, RunResult, RunStatus, TaskStatus};
 use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{
-    EvaluatorVars, PromptError, ReflectorVars, ReplanVars, RoundSection, RoundStats, Templates,
+    EvaluatorVars, FailureNoteVars, PromptError, ReflectorVars, ReplanVars, RoundSection,
+    RoundStats, Templates,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -297,29 +298,16 @@ fn refs(sections: &[RoundSection]) -> Vec<SectionRef> {
         .collect()
 }
 
-fn failure_note(lang: Lang, result: &RunResult) -> String {
+/// What a complete replan is told about the plan that failed.
+fn failure_note(cx: &LoopContext, lang: Lang, result: &RunResult) -> Result<String, PromptError> {
     let failed: Vec<String> = result
         .tasks
         .iter()
         .filter(|t| t.status == TaskStatus::Failed)
         .map(|t| format!("{} ({})", t.description, t.error.as_deref().unwrap_or("?")))
         .collect();
-    match lang {
-        Lang::Zh => format!(
-            "注意：本轮之前的计划执行失败了（{} 个任务失败：{}）。请调整计划，避免类似问题。",
-            failed.len(),
-            failed.join("；")
-        ),
-        Lang::En => format!(
-            "Note: this round's previous plan failed ({} task(s) failed: {}). Adjust the plan to avoid the same problems.",
-            failed.len(),
-            failed.join("; ")
-        ),
-    }
-}
-
-fn what(lang: Lang, zh: &'static str, en: &'static str) -> &'static str {
-    if lang == Lang::Zh { zh } else { en }
+    cx.templates
+        .failure_note(lang, &FailureNoteVars { failed: &failed })
 }
 
 /// The loop's rule for a plan that could not be made: the first round's first plan failing
@@ -410,7 +398,7 @@ pub async fn run_loop<R: Rounds>(
         if let Some(reason) = stop_after_reflection(&reflection) {
             break reason;
         }
-        let summary = reflection.summary(Some(&evaluation), run.lang == Lang::Zh);
+        let summary = reflection.summary(Some(&evaluation), run.lang, &cx.templates)?;
         driver
             .save(k, "reflection-summary.json", &json!({ "summary": summary }))
             .map_err(LoopError::Driver)?;
@@ -494,7 +482,7 @@ async fn run_passes<R: Rounds>(
             }
             Strategy::CompleteReplan => {
                 used.replans += 1;
-                let why = failure_note(lang, &result);
+                let why = failure_note(cx, lang, &result)?;
                 let stopped = match driver
                     .plan(next, Some(&why))
                     .await
@@ -569,7 +557,7 @@ async fn evaluate<R: Rounds>(
         lang,
         messages,
         context: context.clone(),
-        what: what(lang, "评估结果", "evaluation"),
+        what: "evaluation",
         attempts: cx.answer_attempts,
         judge: &parse_evaluation,
     };
@@ -628,7 +616,7 @@ async fn reflect<R: Rounds>(
         lang,
         messages,
         context,
-        what: what(lang, "反思结果", "reflection"),
+        what: "reflection",
         attempts: cx.answer_attempts,
         judge: &parse_reflection,
     };
@@ -684,7 +672,7 @@ async fn replacement<R: Rounds>(
                     round: Some(tag),
                     ..RequestContext::default()
                 },
-                what: what(lang, "替代任务", "replacement tasks"),
+                what: "replacement tasks",
                 attempts: cx.answer_attempts,
                 judge: &judge,
             },

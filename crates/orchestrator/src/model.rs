@@ -1,5 +1,7 @@
 //! The evaluator's and the reflector's answers (the loop's JSON answers), as validated values.
 
+use planwave_plan::Lang;
+use planwave_prompts::{PromptError, ReflectionSummaryVars, Templates};
 use serde::{Deserialize, Serialize};
 
 /// Scores of one round, each 0-100.
@@ -41,57 +43,40 @@ pub struct Reflection {
 
 impl Reflection {
     /// What the next round's planner is told (the reflection summary): causes,
-    /// wrong assumptions, suggestions and lessons, one per line.
-    pub fn summary(&self, evaluation: Option<&Evaluation>, zh: bool) -> String {
-        let mut out = String::new();
-        let mut section = |title: &str, items: &mut dyn Iterator<Item = String>| {
-            let items: Vec<String> = items.collect();
-            if !items.is_empty() {
-                out.push_str(title);
-                out.push('\n');
-                for i in items {
-                    out.push_str("- ");
-                    out.push_str(i.trim());
-                    out.push('\n');
-                }
-            }
+    /// wrong assumptions, suggestions and lessons, one per line, under titles the
+    /// `reflection_summary` template gives.
+    pub fn summary(
+        &self,
+        evaluation: Option<&Evaluation>,
+        lang: Lang,
+        templates: &Templates,
+    ) -> Result<String, PromptError> {
+        let vars = ReflectionSummaryVars {
+            evaluation: evaluation
+                .map(|e| {
+                    std::iter::once(format!(
+                        "overall {:.0}, correctness {:.0}, completeness {:.0}",
+                        e.overall_score, e.dimensions.correctness, e.dimensions.completeness
+                    ))
+                    .chain(e.failures.iter().cloned())
+                    .collect()
+                })
+                .unwrap_or_default(),
+            root_causes: self.root_causes.clone(),
+            incorrect_assumptions: self.incorrect_assumptions.clone(),
+            suggestions: self
+                .optimization_suggestions
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{}: {} -> {}",
+                        s.aspect, s.current_issue, s.proposed_solution
+                    )
+                })
+                .collect(),
+            alternative_approaches: self.alternative_approaches.clone(),
+            lessons_learned: self.lessons_learned.clone(),
         };
-        let l = |zh_: &'static str, en: &'static str| if zh { zh_ } else { en };
-        if let Some(e) = evaluation {
-            section(
-                l("上一轮评估：", "Previous evaluation:"),
-                &mut std::iter::once(format!(
-                    "overall {:.0}, correctness {:.0}, completeness {:.0}",
-                    e.overall_score, e.dimensions.correctness, e.dimensions.completeness
-                ))
-                .chain(e.failures.iter().cloned()),
-            );
-        }
-        section(
-            l("根本原因：", "Root causes:"),
-            &mut self.root_causes.iter().cloned(),
-        );
-        section(
-            l("错误假设：", "Incorrect assumptions:"),
-            &mut self.incorrect_assumptions.iter().cloned(),
-        );
-        section(
-            l("优化建议：", "Suggestions:"),
-            &mut self.optimization_suggestions.iter().map(|s| {
-                format!(
-                    "{}: {} -> {}",
-                    s.aspect, s.current_issue, s.proposed_solution
-                )
-            }),
-        );
-        section(
-            l("替代方法：", "Alternative approaches:"),
-            &mut self.alternative_approaches.iter().cloned(),
-        );
-        section(
-            l("经验教训：", "Lessons learned:"),
-            &mut self.lessons_learned.iter().cloned(),
-        );
-        out.trim_end().to_owned()
+        templates.reflection_summary(lang, &vars)
     }
 }

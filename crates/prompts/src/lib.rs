@@ -16,8 +16,8 @@ mod set;
 mod templates;
 
 pub use reflect::{
-    AnswerRepairVars, EvaluatorVars, ReflectorVars, ReplanTask, ReplanVars, RoundSection,
-    RoundStats,
+    AnswerRepairVars, EvaluatorVars, FailureNoteVars, ReflectionSummaryVars, ReflectorVars,
+    ReplanTask, ReplanVars, RoundSection, RoundStats,
 };
 pub use render::{PlannerTool, PlannerVars, RepairVars};
 pub use set::{PriorSection, PromptSet, SectionSummary, integrator_context, subagent_context};

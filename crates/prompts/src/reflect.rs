@@ -131,6 +131,51 @@ impl Templates {
     }
 }
 
+/// Variables of `failure_note.j2`: what the planner is told when a round's plan failed.
+#[derive(Debug, Serialize)]
+pub struct FailureNoteVars<'a> {
+    /// `description (error)` of each failed task.
+    pub failed: &'a [String],
+}
+
+/// Variables of `reflection_summary.j2`: each part's items (parts without items are left
+/// out).
+#[derive(Debug, Default, Serialize)]
+pub struct ReflectionSummaryVars {
+    pub evaluation: Vec<String>,
+    pub root_causes: Vec<String>,
+    pub incorrect_assumptions: Vec<String>,
+    pub suggestions: Vec<String>,
+    pub alternative_approaches: Vec<String>,
+    pub lessons_learned: Vec<String>,
+}
+
+impl Templates {
+    /// The note a complete replan gets about the plan that failed.
+    pub fn failure_note(
+        &self,
+        lang: Lang,
+        vars: &FailureNoteVars<'_>,
+    ) -> Result<String, PromptError> {
+        Ok(self
+            .render_raw(lang, "failure_note", Value::from(Serde(vars)))?
+            .trim()
+            .to_owned())
+    }
+
+    /// The reflection summary the next round's planner is told.
+    pub fn reflection_summary(
+        &self,
+        lang: Lang,
+        vars: &ReflectionSummaryVars,
+    ) -> Result<String, PromptError> {
+        Ok(self
+            .render_raw(lang, "reflection_summary", Value::from(Serde(vars)))?
+            .trim_end()
+            .to_owned())
+    }
+}
+
 /// Sample variables for the load-time check.
 pub(crate) fn sample(name: &str) -> Value {
     let section = json!({"id": "1", "title": "t", "status": "completed", "deps": ["0"],
@@ -149,6 +194,10 @@ pub(crate) fn sample(name: &str) -> Value {
             "kept": [{"id": "1", "title": "t", "status": "completed", "deps": [], "error": null}],
             "replace": [{"id": "2", "title": "u", "status": "failed", "deps": ["1"], "error": "e"}],
             "next_id": 3}),
+        "failure_note" => json!({"failed": ["t (e)"]}),
+        "reflection_summary" => json!({"evaluation": ["e"], "root_causes": ["r"],
+            "incorrect_assumptions": [], "suggestions": ["s"], "alternative_approaches": [],
+            "lessons_learned": ["l"]}),
         _ => json!({"what": "evaluation", "attempt": 2, "problems": ["p"]}),
     };
     Value::from(Serde(v))
@@ -220,5 +269,70 @@ mod tests {
             .expect("renders");
         assert!(s.starts_with("你上面输出的评估结果（第 1 次尝试）"), "{s}");
         assert!(s.contains("- dimensions.correctness: 150"), "{s}");
+    }
+
+    #[test]
+    fn failure_note_names_each_failed_task_in_the_plans_language() {
+        let t = Templates::builtin();
+        let failed = ["a (e1)".to_owned(), "b (e2)".to_owned()];
+        let vars = FailureNoteVars { failed: &failed };
+        assert_eq!(
+            t.failure_note(Lang::Zh, &vars).expect("zh"),
+            "注意：本轮之前的计划执行失败了（2 个任务失败：a (e1)；b (e2)）。请调整计划，避免类似问题。"
+        );
+        assert_eq!(
+            t.failure_note(Lang::En, &vars).expect("en"),
+            "Note: this round's previous plan failed (2 task(s) failed: a (e1); b (e2)). Adjust the plan to avoid the same problems."
+        );
+    }
+
+    #[test]
+    fn reflection_summary_lists_only_the_parts_with_items() {
+        let t = Templates::builtin();
+        let vars = ReflectionSummaryVars {
+            evaluation: vec!["overall 50, correctness 40, completeness 60".into()],
+            root_causes: vec!["  thin data ".into()],
+            suggestions: vec!["scope: too wide -> narrow it".into()],
+            lessons_learned: vec!["cite sources".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            t.reflection_summary(Lang::En, &vars).expect("en"),
+            "Previous evaluation:\n- overall 50, correctness 40, completeness 60\nRoot causes:\n- thin data\nSuggestions:\n- scope: too wide -> narrow it\nLessons learned:\n- cite sources"
+        );
+        assert_eq!(
+            t.reflection_summary(Lang::Zh, &ReflectionSummaryVars::default())
+                .expect("zh"),
+            ""
+        );
+        let zh = t.reflection_summary(Lang::Zh, &vars).expect("zh");
+        assert!(zh.starts_with("上一轮评估：\n- overall 50"), "{zh}");
+        assert!(zh.contains("\n根本原因：\n- thin data\n优化建议："), "{zh}");
+    }
+
+    #[test]
+    fn answer_repair_names_what_was_asked_for_in_chinese() {
+        let t = Templates::builtin();
+        let problems = ["p".to_owned()];
+        for (what, zh) in [
+            ("evaluation", "评估结果"),
+            ("reflection", "反思结果"),
+            ("replacement tasks", "替代任务"),
+        ] {
+            let text = t
+                .answer_repair(
+                    Lang::Zh,
+                    &AnswerRepairVars {
+                        what,
+                        attempt: 2,
+                        problems: &problems,
+                    },
+                )
+                .expect("zh");
+            assert!(
+                text.starts_with(&format!("你上面输出的{zh}（第 1 次尝试）")),
+                "{text}"
+            );
+        }
     }
 }

@@ -255,7 +255,8 @@ pub(crate) fn sample(name: &str) -> Value {
         "planner" => json!({"goal": "goal", "tools": [{"name": "t", "description": "d"}],
                             "schema": "{}", "min_tasks": 4, "max_tasks": 7,
                             "reflection": "r"}),
-        "evaluator" | "reflector" | "replan" | "answer_repair" => {
+        "evaluator" | "reflector" | "replan" | "answer_repair" | "failure_note"
+        | "reflection_summary" => {
             return crate::reflect::sample(name);
         }
         "repair" => {

@@ -15,6 +15,8 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "reflector",
     "replan",
     "answer_repair",
+    "failure_note",
+    "reflection_summary",
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -97,6 +99,26 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "answer_repair",
         include_str!("../../../prompts/en/answer_repair.j2"),
+    ),
+    (
+        "zh",
+        "failure_note",
+        include_str!("../../../prompts/zh/failure_note.j2"),
+    ),
+    (
+        "zh",
+        "reflection_summary",
+        include_str!("../../../prompts/zh/reflection_summary.j2"),
+    ),
+    (
+        "en",
+        "failure_note",
+        include_str!("../../../prompts/en/failure_note.j2"),
+    ),
+    (
+        "en",
+        "reflection_summary",
+        include_str!("../../../prompts/en/reflection_summary.j2"),
     ),
 ];
 
