@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_llm::ApiKey;
 use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig};
-use planwave_sim_server::{Fault, FaultConfig, FaultRates, ServerConfig, SimServer};
+use planwave_sim_server::{Fault, FaultConfig, FaultRates, SimServer, SimServerConfig};
 
 use super::exit::{InvalidInput, OK, Outcome};
 use super::options::read_latency_file;
@@ -124,7 +124,7 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         }
         .into());
     }
-    let cfg = ServerConfig {
+    let cfg = SimServerConfig {
         sim: SimConfig {
             seed: a.seed,
             latency: Latency::from_mean(a.latency_ms, a.sigma),

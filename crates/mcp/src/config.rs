@@ -35,7 +35,7 @@ pub enum Transport {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ServerConfig {
+pub struct McpServerConfig {
     pub name: String,
     pub transport: Transport,
 }
@@ -43,7 +43,7 @@ pub struct ServerConfig {
 /// The servers of one config, in name order (so tool names and events are stable).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct McpConfig {
-    pub servers: Vec<ServerConfig>,
+    pub servers: Vec<McpServerConfig>,
 }
 
 #[derive(Deserialize)]
@@ -143,7 +143,7 @@ impl McpConfig {
                     continue;
                 }
             };
-            servers.push(ServerConfig { name, transport });
+            servers.push(McpServerConfig { name, transport });
         }
         if problems.is_empty() {
             Ok(McpConfig { servers })

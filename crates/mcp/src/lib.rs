@@ -10,7 +10,7 @@ mod error;
 mod registry;
 mod server;
 
-pub use config::{McpConfig, ServerConfig, Transport};
+pub use config::{McpConfig, McpServerConfig, Transport};
 pub use error::{ConfigError, StartError, ToolError};
 pub use registry::{McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
 pub use server::{MAX_RESTARTS, Observer, ServerEvent};

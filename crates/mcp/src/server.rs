@@ -18,7 +18,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio::sync::Semaphore;
 
 use crate::ToolOutput;
-use crate::config::{ServerConfig, Transport};
+use crate::config::{McpServerConfig, Transport};
 use crate::error::ToolError;
 
 type Client = RunningService<RoleClient, ()>;
@@ -47,7 +47,7 @@ struct Conn {
 }
 
 pub(crate) struct Server {
-    pub config: ServerConfig,
+    pub config: McpServerConfig,
     connect_timeout: Duration,
     conn: tokio::sync::Mutex<Conn>,
     permits: Semaphore,
@@ -55,7 +55,11 @@ pub(crate) struct Server {
 }
 
 impl Server {
-    pub fn new(config: ServerConfig, connect_timeout: Duration, max_concurrent: usize) -> Server {
+    pub fn new(
+        config: McpServerConfig,
+        connect_timeout: Duration,
+        max_concurrent: usize,
+    ) -> Server {
         Server {
             config,
             connect_timeout,

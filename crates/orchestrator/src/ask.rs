@@ -11,7 +11,7 @@ use planwave_prompts::{AnswerRepairVars, PromptError, Templates};
 
 pub use planwave_planner::{Asked, Attempt};
 
-pub struct Question<'a, T> {
+pub struct LoopQuestion<'a, T> {
     pub role: AgentRole,
     pub lang: Lang,
     pub messages: Vec<ChatMessage>,
@@ -25,7 +25,7 @@ pub struct Question<'a, T> {
 pub async fn ask<T>(
     provider: &Arc<dyn LlmProvider>,
     templates: &Templates,
-    q: Question<'_, T>,
+    q: LoopQuestion<'_, T>,
 ) -> Result<Asked<T>, PromptError> {
     let (lang, what) = (q.lang, q.what);
     let repair = |n: u32, problems: &[String]| {

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::{Question, ask, with_raw};
+use crate::ask::{LoopQuestion, ask, with_raw};
 use crate::judge::{parse_evaluation, parse_reflection};
 use crate::model::{Evaluation, Reflection};
 use crate::policy::{
@@ -126,7 +126,7 @@ async fn ask_and_keep<R: Rounds, T: Serialize>(
     driver: &mut R,
     k: u32,
     result: &mut RunResult,
-    question: Question<'_, T>,
+    question: LoopQuestion<'_, T>,
     name: &str,
 ) -> Result<Option<crate::ask::Asked<T>>, LoopError<R::Error>> {
     let role = question.role;
@@ -552,7 +552,7 @@ async fn evaluate<R: Rounds>(
             sections: &sections,
         },
     )?;
-    let question = Question {
+    let question = LoopQuestion {
         role: AgentRole::Evaluator,
         lang,
         messages,
@@ -611,7 +611,7 @@ async fn reflect<R: Rounds>(
             evaluation: &eval_json,
         },
     )?;
-    let question = Question {
+    let question = LoopQuestion {
         role: AgentRole::Reflector,
         lang,
         messages,
@@ -661,7 +661,7 @@ async fn replacement<R: Rounds>(
         ask(
             &cx.provider,
             &cx.templates,
-            Question {
+            LoopQuestion {
                 role: AgentRole::Planner,
                 lang,
                 messages,

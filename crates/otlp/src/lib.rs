@@ -15,4 +15,4 @@ pub mod export;
 pub mod settings;
 
 pub use export::{Telemetry, TelemetryError};
-pub use settings::{OtlpProtocol, OtlpSettings, SettingsError};
+pub use settings::{OtlpProtocol, OtlpSettings, OtlpSettingsError};

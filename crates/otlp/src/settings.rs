@@ -12,11 +12,11 @@ pub enum OtlpProtocol {
 }
 
 impl OtlpProtocol {
-    pub fn parse(s: &str) -> Result<OtlpProtocol, SettingsError> {
+    pub fn parse(s: &str) -> Result<OtlpProtocol, OtlpSettingsError> {
         match s.trim() {
             "http/protobuf" | "http" => Ok(OtlpProtocol::HttpProtobuf),
             "grpc" => Ok(OtlpProtocol::Grpc),
-            other => Err(SettingsError(format!(
+            other => Err(OtlpSettingsError(format!(
                 "OTLP protocol '{other}' is not supported (use http/protobuf or grpc)"
             ))),
         }
@@ -32,7 +32,7 @@ impl OtlpProtocol {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct SettingsError(pub String);
+pub struct OtlpSettingsError(pub String);
 
 /// Resolved export settings; `None` from [`OtlpSettings::resolve`] means no export.
 #[derive(Clone, PartialEq, Eq)]
@@ -70,7 +70,7 @@ impl OtlpSettings {
         protocol_flag: Option<&str>,
         trace_content: bool,
         env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<OtlpSettings>, SettingsError> {
+    ) -> Result<Option<OtlpSettings>, OtlpSettingsError> {
         let env = |k: &str| {
             env(k)
                 .map(|v| v.trim().to_owned())
@@ -98,7 +98,7 @@ impl OtlpSettings {
             },
         };
         if !(endpoint.starts_with("http://") || endpoint.starts_with("https://")) {
-            return Err(SettingsError(format!(
+            return Err(OtlpSettingsError(format!(
                 "OTLP endpoint '{endpoint}' must start with http:// or https://"
             )));
         }
@@ -131,7 +131,7 @@ mod tests {
         flag: Option<&str>,
         proto: Option<&str>,
         env: &[(&str, &str)],
-    ) -> Result<Option<OtlpSettings>, SettingsError> {
+    ) -> Result<Option<OtlpSettings>, OtlpSettingsError> {
         let env: HashMap<String, String> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -201,13 +201,13 @@ mod tests {
     fn bad_values_are_clear_errors() {
         assert_eq!(
             resolve(Some("http://x"), Some("http/json"), &[]),
-            Err(SettingsError(
+            Err(OtlpSettingsError(
                 "OTLP protocol 'http/json' is not supported (use http/protobuf or grpc)".into()
             ))
         );
         assert_eq!(
             resolve(Some("localhost:4318"), None, &[]),
-            Err(SettingsError(
+            Err(OtlpSettingsError(
                 "OTLP endpoint 'localhost:4318' must start with http:// or https://".into()
             ))
         );

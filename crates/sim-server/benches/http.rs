@@ -10,7 +10,7 @@ use planwave_llm::openai::{LimitConfig, OpenAiConfig, OpenAiProvider};
 use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmProvider, RequestContext};
 use planwave_plan::Lang;
-use planwave_sim_server::{ServerConfig, SimServer};
+use planwave_sim_server::{SimServer, SimServerConfig};
 
 const CALLS: usize = 512;
 const IN_FLIGHT: usize = 64;
@@ -54,7 +54,7 @@ fn http(c: &mut Criterion) {
     let server = rt
         .block_on(SimServer::start(
             "127.0.0.1:0".parse().expect("addr"),
-            ServerConfig::default(),
+            SimServerConfig::default(),
         ))
         .expect("server");
     let mut group = c.benchmark_group("llm_512_calls_64_in_flight");

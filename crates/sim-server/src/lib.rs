@@ -14,4 +14,4 @@ mod faults;
 mod server;
 
 pub use faults::{Fault, FaultConfig, FaultRates};
-pub use server::{ServerConfig, ServerStats, SimServer, router};
+pub use server::{ServerStats, SimServer, SimServerConfig, router};

@@ -27,7 +27,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::faults::{Fault, FaultConfig};
 
 #[derive(Clone, Debug, Default)]
-pub struct ServerConfig {
+pub struct SimServerConfig {
     pub sim: SimConfig,
     pub faults: FaultConfig,
     /// When set, requests must carry `Authorization: Bearer <key>`.
@@ -56,7 +56,7 @@ pub struct ServerStats {
 }
 
 struct AppState {
-    cfg: ServerConfig,
+    cfg: SimServerConfig,
     sim: SimProvider,
     counter: AtomicU64,
     stats: Mutex<ServerStats>,
@@ -72,7 +72,7 @@ impl Drop for InFlight<'_> {
     }
 }
 
-pub fn router(cfg: ServerConfig) -> Router {
+pub fn router(cfg: SimServerConfig) -> Router {
     router_with_state(Arc::new(AppState {
         sim: SimProvider::new(cfg.sim.clone()),
         cfg,
@@ -101,7 +101,7 @@ pub struct SimServer {
 
 impl SimServer {
     /// Binds `addr` (use port 0 for a free port) and starts serving.
-    pub async fn start(addr: SocketAddr, cfg: ServerConfig) -> std::io::Result<SimServer> {
+    pub async fn start(addr: SocketAddr, cfg: SimServerConfig) -> std::io::Result<SimServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(AppState {

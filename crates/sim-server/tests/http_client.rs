@@ -10,14 +10,14 @@ use planwave_llm::{
     AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext,
 };
 use planwave_plan::Lang;
-use planwave_sim_server::{Fault, FaultConfig, ServerConfig, SimServer};
+use planwave_sim_server::{Fault, FaultConfig, SimServer, SimServerConfig};
 
 const FAKE_KEY: &str = "pw-test-FAKEKEY-0123456789abcdef";
 
 async fn server(script: Vec<Fault>, api_key: Option<&str>) -> SimServer {
     SimServer::start(
         "127.0.0.1:0".parse().expect("addr"),
-        ServerConfig {
+        SimServerConfig {
             faults: FaultConfig {
                 script,
                 retry_after: Duration::from_secs(1),
@@ -25,7 +25,7 @@ async fn server(script: Vec<Fault>, api_key: Option<&str>) -> SimServer {
                 ..FaultConfig::default()
             },
             api_key: api_key.and_then(ApiKey::new),
-            ..ServerConfig::default()
+            ..SimServerConfig::default()
         },
     )
     .await
