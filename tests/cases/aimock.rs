@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use crate::support::{ChildGuard, peer, read_json, run};
+use crate::support::{ChildGuard, peer, planwave, read_json, tempdir};
 
 const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
 
@@ -61,30 +61,20 @@ fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
 
 #[test]
 fn research_against_aimock_streaming_and_not() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some((base, _server)) = aimock(dir.path()) else {
         return;
     };
     for (name, extra) in [("stream", None), ("plain", Some("--no-stream"))] {
         let out = dir.path().join(name);
-        let mut args = vec![
-            "research",
-            "plan-acme-aimock: review Acme",
-            "--out",
-            out.to_str().expect("path"),
-            "--llm-base-url",
-            &base,
-            "--model",
-            "gpt-4o",
-            "-q",
-        ];
-        args.extend(extra);
-        let res = run(&args);
-        assert_eq!(
-            res.code, 0,
-            "{name}: stdout:{}\nstderr:{}",
-            res.stdout, res.stderr
-        );
+        let res = planwave(["research", "plan-acme-aimock: review Acme"])
+            .out(&out)
+            .opt("--llm-base-url", &base)
+            .opt("--model", "gpt-4o")
+            .quiet()
+            .args(extra)
+            .run();
+        res.expect_ok();
         assert!(
             res.stdout.starts_with("planned in 1 attempt(s): 3 tasks"),
             "{}",

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::support::{Running, SimLlm, events, id_text, plan, read_json, run, write_json};
+use crate::support::{SimLlm, events, id_text, plan, planwave, read_json, tempdir, write_json};
 
 /// A chain of `n` tasks with ids `<prefix>1..<prefix>n`, so task ids are unique in a batch.
 fn chain(prefix: &str, n: usize) -> serde_json::Value {
@@ -31,7 +31,7 @@ fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
 
 #[test]
 fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     write_json(dir.path(), "a.json", &chain("a", 2));
     let jobs = jsonl(
         dir.path(),
@@ -48,18 +48,14 @@ fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
         ],
     );
     let out = dir.path().join("batch");
-    let res = run(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "-q",
-    ]);
-    assert_eq!(res.code, 3, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .quiet()
+        .run();
+    res.expect_code(3);
     let name = jobs.display().to_string();
     for expected in [
         format!("{name}: line 2: invalid JSON at column 17: expected `,` or `}}` (skipped)"),
@@ -106,15 +102,12 @@ fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
 
     // Nothing runnable at all: invalid input.
     let all_bad = jsonl(dir.path(), "bad.jsonl", &["not json".into(), "{}".into()]);
-    let res = run(&[
-        "batch",
-        all_bad.to_str().expect("path"),
-        "--out",
-        dir.path().join("none").to_str().expect("path"),
-        "--llm",
-        "sim",
-    ]);
-    assert_eq!(res.code, 2, "{}", res.stderr);
+    let res = planwave(["batch"])
+        .arg(&all_bad)
+        .out(dir.path().join("none"))
+        .opt("--llm", "sim")
+        .run();
+    res.expect_code(2);
     assert!(
         res.stderr.contains("line 1: invalid JSON"),
         "{}",
@@ -131,7 +124,7 @@ fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
 #[test]
 fn max_subagents_caps_subagents_across_all_jobs_of_a_batch() {
     let server = SimLlm::start(&["--latency-ms", "30", "--sigma", "0"], &[]);
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     // Three jobs of four independent tasks each, all running at once.
     let wide = |p: &str| {
         let ids: Vec<String> = (1..=4).map(|i| format!("{p}{i}")).collect();
@@ -145,23 +138,17 @@ fn max_subagents_caps_subagents_across_all_jobs_of_a_batch() {
         .collect();
     let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
     let out = dir.path().join("capped");
-    let res = run(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-        "--no-stream",
-        "--jobs",
-        "3",
-        "--max-subagents",
-        "2",
-        "-q",
-    ]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .arg("--no-stream")
+        .opt("--jobs", "3")
+        .opt("--max-subagents", "2")
+        .quiet()
+        .run();
+    res.expect_ok();
     let stats = server.stats();
     assert_eq!(stats["max_subagents_in_flight"], 2, "{stats}");
     assert_eq!(stats["roles"]["subagent"], 12, "{stats}");
@@ -170,7 +157,7 @@ fn max_subagents_caps_subagents_across_all_jobs_of_a_batch() {
 #[test]
 fn kill_9_mid_batch_then_resume_redoes_no_finished_task_or_job() {
     let server = SimLlm::start(&["--latency-ms", "120", "--sigma", "0"], &[]);
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let lines: Vec<String> = [("j1", "a", 2), ("j2", "b", 5), ("j3", "c", 5)]
         .iter()
         .map(|(id, p, n)| format!(r#"{{"id": "{id}", "plan": {}}}"#, chain(p, *n)))
@@ -178,18 +165,13 @@ fn kill_9_mid_batch_then_resume_redoes_no_finished_task_or_job() {
     let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
     let out = dir.path().join("killed");
     let out_s = out.to_str().expect("path");
-    let mut child = Running::spawn(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        out_s,
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-        "--jobs",
-        "2",
-    ]);
+    let mut child = planwave(["batch"])
+        .arg(&jobs)
+        .out(out_s)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--jobs", "2")
+        .spawn();
     // j1 is short: once it has finished, j2 is under way and j3 has started or is queued.
     child.wait_for("job j2: task b1 completed", 1);
     child.wait_for("job j1 finished: completed", 1);
@@ -218,8 +200,8 @@ fn kill_9_mid_batch_then_resume_redoes_no_finished_task_or_job() {
     let calls_before: BTreeMap<String, u64> =
         serde_json::from_value(stats_before["tasks"].clone()).expect("tasks");
 
-    let res = run(&["batch", "--resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["batch"]).opt("--resume", out_s).quiet().run();
+    res.expect_ok();
     assert!(
         res.stdout.contains("3 job(s): 3 completed"),
         "{}",
@@ -252,7 +234,7 @@ fn kill_9_mid_batch_then_resume_redoes_no_finished_task_or_job() {
 
 #[test]
 fn an_unwritable_batch_directory_is_a_clear_error() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     write_json(dir.path(), "a.json", &chain("a", 1));
     let jobs = jsonl(
         dir.path(),
@@ -263,15 +245,12 @@ fn an_unwritable_batch_directory_is_a_clear_error() {
     // may run as root).
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").expect("write");
-    let res = run(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        blocker.join("out").to_str().expect("path"),
-        "--llm",
-        "sim",
-    ]);
-    assert_eq!(res.code, 1, "{}", res.stderr);
+    let res = planwave(["batch"])
+        .arg(&jobs)
+        .out(blocker.join("out"))
+        .opt("--llm", "sim")
+        .run();
+    res.expect_code(1);
     assert!(
         res.stderr.contains("error: preparing the batch directory")
             && res.stderr.contains("cannot create output directory"),
@@ -287,7 +266,7 @@ fn one_set_of_mcp_servers_serves_every_job_of_a_batch() {
     ) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = write_json(
         dir.path(),
         "mcp.json",
@@ -302,21 +281,15 @@ fn one_set_of_mcp_servers_serves_every_job_of_a_batch() {
     };
     let jobs = jsonl(dir.path(), "jobs.jsonl", &[job("m"), job("n"), job("o")]);
     let out = dir.path().join("tools");
-    let res = run(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "--mcp-config",
-        cfg.to_str().expect("path"),
-        "--jobs",
-        "3",
-    ]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--mcp-config", &cfg)
+        .opt("--jobs", "3")
+        .run();
+    res.expect_ok();
     // Started once for the batch, not once per job.
     assert_eq!(res.stderr.matches("mcp: ").count(), 1, "{}", res.stderr);
     for id in ["m", "n", "o"] {
@@ -329,7 +302,7 @@ fn one_set_of_mcp_servers_serves_every_job_of_a_batch() {
 
 #[test]
 fn ctrl_c_stops_a_batch_gracefully_and_batch_resume_finishes_it() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let lines: Vec<String> = [("k1", "k", 4), ("l1", "l", 4)]
         .iter()
         .map(|(id, p, n)| format!(r#"{{"id": "{id}", "plan": {}}}"#, chain(p, *n)))
@@ -337,18 +310,13 @@ fn ctrl_c_stops_a_batch_gracefully_and_batch_resume_finishes_it() {
     let jobs = jsonl(dir.path(), "jobs.jsonl", &lines);
     let out = dir.path().join("interrupted");
     let out_s = out.to_str().expect("path");
-    let mut child = Running::spawn(&[
-        "batch",
-        jobs.to_str().expect("path"),
-        "--out",
-        out_s,
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "150",
-        "--sim-sigma",
-        "0",
-    ]);
+    let mut child = planwave(["batch"])
+        .arg(&jobs)
+        .out(out_s)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "150")
+        .opt("--sim-sigma", "0")
+        .spawn();
     child.wait_for("job k1: task k1 completed", 1);
     child.interrupt();
     let (code, stdout) = child.wait();
@@ -360,8 +328,8 @@ fn ctrl_c_stops_a_batch_gracefully_and_batch_resume_finishes_it() {
     let summary = read_json(&out.join("batch.json"));
     assert!(summary["cancelled"].as_u64().unwrap_or(0) >= 1, "{summary}");
 
-    let res = run(&["batch", "--resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["batch"]).opt("--resume", out_s).quiet().run();
+    res.expect_ok();
     let summary = read_json(&out.join("batch.json"));
     assert_eq!(summary["completed"], 2, "{summary}");
     // k1 was completed before Ctrl-C, so the resumed job kept it.

@@ -10,7 +10,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::support::otlp::{OtlpReceiver, attr};
-use crate::support::{peer, repo_file, run_env};
+use crate::support::{peer, planwave, repo_file, tempdir};
 
 fn compose() -> Option<Value> {
     let python = peer("py/bin/python")?;
@@ -116,7 +116,7 @@ fn the_planwave_service_command_and_environment_export_a_trace() {
     let Some(receiver) = OtlpReceiver::start(false) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("tesla");
     let pw = &c["services"]["planwave"];
     // The service's own arguments, with the run directory moved out of /runs and the
@@ -144,10 +144,11 @@ fn the_planwave_service_command_and_environment_export_a_trace() {
             *v = receiver.http_url.clone();
         }
     }
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let res = run_env(&args, &env);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = env
+        .iter()
+        .fold(planwave(&args), |p, (k, v)| p.env(k, v))
+        .run();
+    res.expect_ok();
     assert!(out.join("report.md").exists());
     let spans = receiver.spans();
     let roots = spans.roots();

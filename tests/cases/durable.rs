@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::support::{Running, SimLlm, events, id_text, plan, read_json, run, write_json};
+use crate::support::{
+    Planwave, SimLlm, events, id_text, plan, planwave, read_json, run_plan, tempdir, write_json,
+};
 
 /// A plan with fan-out, fan-in and independent tasks; with `--concurrency 2` it runs in
 /// several steps, so a kill lands in the middle.
@@ -26,19 +28,14 @@ fn nine_tasks(dir: &Path) -> std::path::PathBuf {
     write_json(dir, "plan.json", &p)
 }
 
-fn run_args<'a>(plan: &'a str, out: &'a str, server: &'a SimLlm) -> Vec<&'a str> {
-    vec![
-        "run",
-        plan,
-        "--out",
-        out,
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-        "--concurrency",
-        "2",
-    ]
+/// `run` against the simulator over HTTP, two tasks at a time.
+fn on_server(plan: &Path, out: &Path, server: &SimLlm) -> Planwave {
+    planwave(["run"])
+        .arg(plan)
+        .out(out)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--concurrency", "2")
 }
 
 /// The report without its timing: the makespan line and the timeline's bars (wall-clock
@@ -67,22 +64,20 @@ fn completed_in_journal(dir: &Path) -> Vec<String> {
 
 #[test]
 fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
-    let plan_s = plan_path.to_str().expect("path");
 
     // The reference: the same plan, uninterrupted, against its own fresh server.
     let reference_server = SimLlm::start(&["--latency-ms", "20", "--sigma", "0"], &[]);
     let reference = dir.path().join("reference");
-    let mut args = run_args(plan_s, reference.to_str().expect("path"), &reference_server);
-    args.push("-q");
-    let res = run(&args);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    on_server(&plan_path, &reference, &reference_server)
+        .quiet()
+        .run()
+        .expect_ok();
 
     let server = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
     let out = dir.path().join("killed");
-    let out_s = out.to_str().expect("path");
-    let mut child = Running::spawn(&run_args(plan_s, out_s, &server));
+    let mut child = on_server(&plan_path, &out, &server).spawn();
     // A completion is printed only once it is durable; kill right after the third.
     child.wait_for(" completed in ", 3);
     child.kill_9();
@@ -100,8 +95,8 @@ fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same(
     let calls_before: BTreeMap<String, u64> =
         serde_json::from_value(server.stats()["tasks"].clone()).expect("task counts");
 
-    let res = run(&["resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["resume"]).arg(&out).quiet().run();
+    res.expect_ok();
     assert!(
         res.stdout
             .contains(&format!("{} of 9 tasks already completed", before.len())),
@@ -146,17 +141,17 @@ fn kill_9_mid_run_then_resume_runs_no_completed_task_twice_and_reports_the_same(
 
 #[test]
 fn resume_of_a_finished_run_calls_no_subagent() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
     let server = SimLlm::start(&[], &[]);
     let out = dir.path().join("done");
-    let out_s = out.to_str().expect("path");
-    let mut args = run_args(plan_path.to_str().expect("path"), out_s, &server);
-    args.push("-q");
-    assert_eq!(run(&args).code, 0);
+    on_server(&plan_path, &out, &server)
+        .quiet()
+        .run()
+        .expect_ok();
     let first = report_without_timing(&out);
-    let res = run(&["resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = planwave(["resume"]).arg(&out).quiet().run();
+    res.expect_ok();
     assert!(
         res.stdout.contains("9 of 9 tasks already completed"),
         "{}",
@@ -170,26 +165,15 @@ fn resume_of_a_finished_run_calls_no_subagent() {
 
 #[test]
 fn a_changed_section_file_is_not_trusted_and_its_task_runs_again() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
     let out = dir.path().join("tampered");
-    let out_s = out.to_str().expect("path");
-    let res = run(&[
-        "run",
-        plan_path.to_str().expect("path"),
-        "--out",
-        out_s,
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "-q",
-    ]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = run_plan(&plan_path, &out).opt("--llm", "sim").quiet().run();
+    res.expect_ok();
     let reference = report_without_timing(&out);
     std::fs::write(out.join("sections/9.md"), "edited by hand").expect("write");
-    let res = run(&["resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = planwave(["resume"]).arg(&out).quiet().run();
+    res.expect_ok();
     assert!(
         res.stderr
             .contains("task 9: sections/9.md changed since it was written; running it again"),
@@ -206,28 +190,20 @@ fn a_changed_section_file_is_not_trusted_and_its_task_runs_again() {
 
 #[test]
 fn a_second_process_on_one_run_dir_is_refused() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
     let out = dir.path().join("busy");
-    let out_s = out.to_str().expect("path");
-    let plan_s = plan_path.to_str().expect("path");
-    let mut first = Running::spawn(&[
-        "run",
-        plan_s,
-        "--out",
-        out_s,
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "200",
-        "--sim-sigma",
-        "0",
-        "--concurrency",
-        "1",
-    ]);
+    let mut first = planwave(["run"])
+        .arg(&plan_path)
+        .out(&out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "200")
+        .opt("--sim-sigma", "0")
+        .opt("--concurrency", "1")
+        .spawn();
     first.wait_for(" started ", 1);
-    let res = run(&["resume", out_s, "-q"]);
-    assert_eq!(res.code, 1, "{}", res.stderr);
+    let res = planwave(["resume"]).arg(&out).quiet().run();
+    res.expect_code(1);
     assert!(
         res.stderr.contains("is in use by another planwave process"),
         "{}",
@@ -236,42 +212,35 @@ fn a_second_process_on_one_run_dir_is_refused() {
     first.kill_9();
 }
 
-fn sim_run<'a>(plan: &'a str, out: &'a str, latency_ms: &'a str) -> Vec<&'a str> {
-    vec![
-        "run",
-        plan,
-        "--out",
-        out,
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        latency_ms,
-        "--sim-sigma",
-        "0",
-        "--concurrency",
-        "2",
-    ]
+/// `run` on the in-process simulator with a fixed latency, two tasks at a time.
+fn on_sim(plan: &Path, out: &Path, latency_ms: &str) -> Planwave {
+    planwave(["run"])
+        .arg(plan)
+        .out(out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", latency_ms)
+        .opt("--sim-sigma", "0")
+        .opt("--concurrency", "2")
 }
 
 #[test]
 fn ctrl_c_stops_gracefully_says_how_to_resume_and_resume_finishes_the_same_report() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
-    let plan_s = plan_path.to_str().expect("path");
     let reference = dir.path().join("reference");
-    let mut args = sim_run(plan_s, reference.to_str().expect("path"), "0");
-    args.push("-q");
-    assert_eq!(run(&args).code, 0);
+    on_sim(&plan_path, &reference, "0")
+        .quiet()
+        .run()
+        .expect_ok();
 
     let out = dir.path().join("interrupted");
-    let out_s = out.to_str().expect("path");
-    let mut child = Running::spawn(&sim_run(plan_s, out_s, "150"));
+    let mut child = on_sim(&plan_path, &out, "150").spawn();
     child.wait_for(" completed in ", 2);
     child.interrupt();
     let (code, stdout) = child.wait();
     assert_eq!(code, 130, "{stdout}");
     assert!(
-        stdout.contains(&format!("Continue with: planwave resume {out_s}")),
+        stdout.contains(&format!("Continue with: planwave resume {}", out.display())),
         "{stdout}"
     );
     let run_json = read_json(&out.join("run.json"));
@@ -288,8 +257,8 @@ fn ctrl_c_stops_gracefully_says_how_to_resume_and_resume_finishes_the_same_repor
         assert!(out.join(format!("sections/{id}.md")).is_file(), "task {id}");
     }
 
-    let res = run(&["resume", out_s, "-q"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = planwave(["resume"]).arg(&out).quiet().run();
+    res.expect_ok();
     assert_eq!(read_json(&out.join("run.json"))["status"], "completed");
     assert_eq!(
         report_without_timing(&out),
@@ -299,9 +268,8 @@ fn ctrl_c_stops_gracefully_says_how_to_resume_and_resume_finishes_the_same_repor
 
 #[test]
 fn deadline_stops_the_run_with_exit_4_and_task_timeout_fails_slow_tasks() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
-    let plan_s = plan_path.to_str().expect("path");
     // Tasks 1, 5 and 7 (the only ones without prerequisites) take 60 s: nothing can finish
     // before a 0.3 s deadline. The executive summary answers at once.
     let slow = write_json(
@@ -309,24 +277,25 @@ fn deadline_stops_the_run_with_exit_4_and_task_timeout_fails_slow_tasks() {
         "slow.json",
         &serde_json::json!({"1": 60000, "5": 60000, "7": 60000}),
     );
-    let slow_s = slow.to_str().expect("path");
     let out = dir.path().join("deadline");
-    let out_s = out.to_str().expect("path");
-    let mut args = sim_run(plan_s, out_s, "0");
-    args.extend(["--sim-latency-file", slow_s, "--deadline", "0.3", "-q"]);
-    let res = run(&args);
-    assert_eq!(res.code, 4, "{}", res.stderr);
+    let res = on_sim(&plan_path, &out, "0")
+        .opt("--sim-latency-file", &slow)
+        .opt("--deadline", "0.3")
+        .quiet()
+        .run();
+    res.expect_code(4);
     assert!(res.stdout.contains("deadline reached"), "{}", res.stdout);
     let run_json = read_json(&out.join("run.json"));
     assert_eq!(run_json["stop_reason"], "deadline");
     assert_eq!(run_json["stats"]["completed"], 0);
 
     let out = dir.path().join("timeout");
-    let out_s = out.to_str().expect("path");
-    let mut args = sim_run(plan_s, out_s, "0");
-    args.extend(["--sim-latency-file", slow_s, "--task-timeout", "0.2", "-q"]);
-    let res = run(&args);
-    assert_eq!(res.code, 3, "{}", res.stderr);
+    let res = on_sim(&plan_path, &out, "0")
+        .opt("--sim-latency-file", &slow)
+        .opt("--task-timeout", "0.2")
+        .quiet()
+        .run();
+    res.expect_code(3);
     let run_json = read_json(&out.join("run.json"));
     let tasks = run_json["tasks"].as_array().expect("tasks");
     let failed: Vec<_> = tasks.iter().filter(|t| t["status"] == "failed").collect();

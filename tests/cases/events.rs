@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::support::{events, plan, read_json, repo_file, run, write_json};
+use crate::support::{events, plan, planwave, read_json, repo_file, run_plan, tempdir, write_json};
 
 /// `type -> (required fields, optional fields)` from the `### type` / `Fields:` lines.
 pub fn documented() -> BTreeMap<String, (BTreeSet<String>, BTreeSet<String>)> {
@@ -63,7 +63,7 @@ pub fn check_line(
 
 #[test]
 fn events_stream_to_stdout_and_match_the_documented_schema() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let p = plan(
         "events",
         &[
@@ -75,25 +75,14 @@ fn events_stream_to_stdout_and_match_the_documented_schema() {
     );
     let file = write_json(dir.path(), "plan.json", &p);
     let out = dir.path().join("out");
-    let res = run(&[
-        "run",
-        file.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "--sim-fail",
-        "2",
-        "--sim-flaky",
-        "4",
-        "--retry-backoff-ms",
-        "1",
-        "--events",
-        "-",
-    ]);
-    assert_eq!(res.code, 3, "stderr: {}", res.stderr);
+    let res = run_plan(&file, &out)
+        .opt("--llm", "sim")
+        .opt("--sim-fail", "2")
+        .opt("--sim-flaky", "4")
+        .fast_retries()
+        .opt("--events", "-")
+        .run();
+    res.expect_code(3);
     // stdout is nothing but events; the summary went to stderr.
     let streamed: Vec<Value> = res
         .stdout
@@ -150,23 +139,17 @@ fn events_stream_to_stdout_and_match_the_documented_schema() {
 
 #[test]
 fn research_events_to_a_file_carry_the_run_id_from_the_first_planner_call() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
     let stream = dir.path().join("stream.jsonl");
-    let res = run(&[
-        "research",
-        "深度分析特斯拉公司",
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "--events",
-        stream.to_str().expect("path"),
-        "-q",
-    ]);
-    assert_eq!(res.code, 0, "stderr: {}", res.stderr);
+    let res = planwave(["research", "深度分析特斯拉公司"])
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--events", &stream)
+        .quiet()
+        .run();
+    res.expect_ok();
     assert!(
         res.stdout.contains("report: "),
         "human output stays on stdout"
@@ -189,21 +172,12 @@ fn research_events_to_a_file_carry_the_run_id_from_the_first_planner_call() {
 
 #[test]
 fn progress_lines_show_tokens_so_far_and_an_estimate_of_time_left() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let p = plan("progress", &[("1", "a", &[]), ("2", "b", &["1"])]);
     let file = write_json(dir.path(), "plan.json", &p);
     let out = dir.path().join("out");
-    let res = run(&[
-        "run",
-        file.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = run_plan(&file, &out).opt("--llm", "sim").run();
+    res.expect_ok();
     let first_call = events(&out)
         .into_iter()
         .find(|e| e["type"] == "llm_call")

@@ -1,7 +1,7 @@
 //! Every transport fault at once through `planwave sim-llm serve`: nothing is lost or hangs,
 //! every task ends completed or failed with a reason, and the run counts its retries per cause.
 
-use crate::support::{SimLlm, plan, read_json, run, write_json};
+use crate::support::{SimLlm, plan, planwave, read_json, tempdir, write_json};
 
 #[test]
 fn every_fault_at_once_ends_every_task_and_counts_retries_per_cause() {
@@ -30,7 +30,7 @@ fn every_fault_at_once_ends_every_task_and_counts_retries_per_cause() {
         ],
         &[],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let ids: Vec<String> = (1..=24).map(|i| format!("t{i}")).collect();
     let tasks: Vec<(&str, &str, &[&str])> =
         ids.iter().map(|i| (i.as_str(), "part", &[][..])).collect();
@@ -43,25 +43,17 @@ fn every_fault_at_once_ends_every_task_and_counts_retries_per_cause() {
     )
     .expect("write config");
     let out = dir.path().join("out");
-    let res = run(&[
-        "run",
-        plan_path.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--config",
-        config.to_str().expect("path"),
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-        "--concurrency",
-        "8",
-        "--retries",
-        "2",
-        "--retry-backoff-ms",
-        "1",
-        "-q",
-    ]);
+    let res = planwave(["run"])
+        .arg(&plan_path)
+        .out(&out)
+        .opt("--config", &config)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--concurrency", "8")
+        .opt("--retries", "2")
+        .fast_retries()
+        .quiet()
+        .run();
     assert!(
         res.code == 0 || res.code == 3,
         "stdout:{}\nstderr:{}",

@@ -1,30 +1,17 @@
 //! The real binary against `planwave sim-llm serve` over real HTTP on 127.0.0.1: retries,
 //! 401, usage, and that the API key appears nowhere.
 
-use crate::support::{SimLlm, all_files, read_json, run_env};
+use crate::support::{Planwave, SimLlm, all_files, planwave, read_json, tempdir};
 
 const FAKE_KEY: &str = "pw-FAKE-KEY-do-not-leak-7f3a9c1e5b";
 
-fn research_via(
-    server: &SimLlm,
-    out: &std::path::Path,
-    extra: &[&str],
-    env: &[(&str, &str)],
-) -> crate::support::Output {
-    let mut args = vec![
-        "research",
-        "深度分析特斯拉公司",
-        "--out",
-        out.to_str().expect("path"),
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-        "--retry-backoff-ms",
-        "1",
-    ];
-    args.extend_from_slice(extra);
-    run_env(&args, env)
+/// `research` of the Tesla goal against the simulator over HTTP, retrying without waiting.
+fn research_via(server: &SimLlm, out: &std::path::Path) -> Planwave {
+    planwave(["research", "深度分析特斯拉公司"])
+        .out(out)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .fast_retries()
 }
 
 #[test]
@@ -41,10 +28,10 @@ fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
         ],
         &[],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("http");
-    let res = research_via(&server, &out, &["-q"], &[]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = research_via(&server, &out).quiet().run();
+    res.expect_ok();
     assert!(
         res.stderr
             .contains(&format!("via openai-compatible at {}", server.base_url)),
@@ -95,10 +82,10 @@ fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
 #[test]
 fn non_streaming_mode_gives_the_same_report_shape() {
     let server = SimLlm::start(&[], &[]);
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("plain");
-    let res = research_via(&server, &out, &["-q", "--no-stream"], &[]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research_via(&server, &out).quiet().arg("--no-stream").run();
+    res.expect_ok();
     assert!(res.stderr.contains("not streaming"), "{}", res.stderr);
     let report = std::fs::read_to_string(out.join("report.md")).expect("report");
     assert!(
@@ -112,10 +99,12 @@ fn unauthorized_fails_at_once_naming_provider_url_and_model_without_the_key() {
         &["--api-key-env", "SIM_REQUIRED_KEY"],
         &[("SIM_REQUIRED_KEY", "the-right-key-11111111")],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("denied");
-    let res = research_via(&server, &out, &[], &[("PLANWAVE_LLM_API_KEY", FAKE_KEY)]);
-    assert_eq!(res.code, 1, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = research_via(&server, &out)
+        .env("PLANWAVE_LLM_API_KEY", FAKE_KEY)
+        .run();
+    res.expect_code(1);
     let err = res
         .stderr
         .lines()
@@ -152,7 +141,7 @@ fn a_fake_api_key_appears_nowhere() {
         &["--fault-script", "ok,401", "--api-key-env", "SIM_KEY"],
         &[("SIM_KEY", FAKE_KEY)],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = dir.path().join("planwave.toml");
     std::fs::write(
         &cfg,
@@ -161,15 +150,14 @@ fn a_fake_api_key_appears_nowhere() {
     .expect("config");
     let outs = [dir.path().join("env"), dir.path().join("file")];
     let mut texts = Vec::new();
-    let first = research_via(
-        &server,
-        &outs[0],
-        &["-vv"],
-        &[("PLANWAVE_LLM_API_KEY", FAKE_KEY), ("RUST_LOG", "trace")],
-    );
+    let first = research_via(&server, &outs[0])
+        .arg("-vv")
+        .env("PLANWAVE_LLM_API_KEY", FAKE_KEY)
+        .env("RUST_LOG", "trace")
+        .run();
     // One task failed on the 401 (not retried, so not transient): the loop replaced it and
     // what it blocked (replan_from_failure), and the run completed.
-    assert_eq!(first.code, 0, "{}", first.stderr);
+    first.expect_ok();
     let run = read_json(&outs[0].join("run.json"));
     let pass = &run["rounds"][0]["passes"][0];
     assert_eq!(pass["recovery"], "replan_from_failure", "{run}");
@@ -181,13 +169,12 @@ fn a_fake_api_key_appears_nowhere() {
     );
     texts.push(("env run stdout".to_string(), first.stdout));
     texts.push(("env run stderr".to_string(), first.stderr));
-    let second = research_via(
-        &server,
-        &outs[1],
-        &["-vv", "--config", cfg.to_str().expect("path")],
-        &[("RUST_LOG", "debug")],
-    );
-    assert_eq!(second.code, 0, "{}", second.stderr);
+    let second = research_via(&server, &outs[1])
+        .arg("-vv")
+        .opt("--config", &cfg)
+        .env("RUST_LOG", "debug")
+        .run();
+    second.expect_ok();
     assert!(
         second.stderr.contains("key from config file"),
         "{}",
@@ -222,7 +209,7 @@ fn an_unreachable_server_is_a_runtime_error_not_invalid_input() {
         .and_then(|l| l.local_addr())
         .expect("free port")
         .port();
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = dir.path().join("planwave.toml");
     std::fs::write(
         &cfg,
@@ -230,20 +217,12 @@ fn an_unreachable_server_is_a_runtime_error_not_invalid_input() {
     )
     .expect("config");
     let base = format!("http://127.0.0.1:{port}/v1");
-    let res = run_env(
-        &[
-            "plan",
-            "goal",
-            "--config",
-            cfg.to_str().expect("path"),
-            "--llm-base-url",
-            &base,
-            "--planner-attempts",
-            "2",
-        ],
-        &[],
-    );
-    assert_eq!(res.code, 1, "{}", res.stderr);
+    let res = planwave(["plan", "goal"])
+        .opt("--config", &cfg)
+        .opt("--llm-base-url", &base)
+        .opt("--planner-attempts", "2")
+        .run();
+    res.expect_code(1);
     let err = res
         .stderr
         .lines()

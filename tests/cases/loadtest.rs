@@ -4,13 +4,12 @@
 
 use serde_json::Value;
 
-use crate::support::{SimLlm, plan, read_json, run, write_json};
+use crate::support::{Planwave, SimLlm, plan, planwave, read_json, tempdir, write_json};
 
-fn loadtest_json(args: &[&str]) -> Value {
-    let mut all = vec!["loadtest", "--json"];
-    all.extend_from_slice(args);
-    let out = run(&all);
-    assert_eq!(out.code, 0, "stdout:{}\nstderr:{}", out.stdout, out.stderr);
+/// Runs `loadtest --json` and parses what it printed.
+fn loadtest_json(loadtest: Planwave) -> Value {
+    let out = loadtest.arg("--json").run();
+    out.expect_ok();
     serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| panic!("loadtest --json printed no JSON ({e}): {}", out.stdout))
 }
@@ -57,18 +56,14 @@ fn assert_consistent(r: &Value, tasks: u64) {
 
 #[test]
 fn loadtest_json_figures_are_consistent_for_both_schedules() {
-    let v = loadtest_json(&[
-        "--shape",
-        "random",
-        "--tasks",
-        "60",
-        "--fan-in",
-        "3",
-        "--latency",
-        "fixed:2",
-        "--schedule",
-        "dataflow,waves",
-    ]);
+    let v = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--shape", "random")
+            .opt("--tasks", "60")
+            .opt("--fan-in", "3")
+            .opt("--latency", "fixed:2")
+            .opt("--schedule", "dataflow,waves"),
+    );
     let waves = v["workload"]["waves"].as_u64().expect("waves");
     assert_eq!(v["workload"]["tasks"], 60);
     assert!(waves > 1, "{v}");
@@ -118,16 +113,14 @@ fn two_chains(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf)
 
 #[test]
 fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let (p, lat) = two_chains(dir.path());
-    let v = loadtest_json(&[
-        "--plan",
-        p.to_str().expect("path"),
-        "--latency-file",
-        lat.to_str().expect("path"),
-        "--schedule",
-        "waves,dataflow",
-    ]);
+    let v = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--plan", &p)
+            .opt("--latency-file", &lat)
+            .opt("--schedule", "waves,dataflow"),
+    );
     for r in v["runs"].as_array().expect("runs") {
         assert_consistent(r, 4);
         assert_eq!(f(&r["critical_path_bound_ms"]), 35.0);
@@ -141,19 +134,16 @@ fn loadtest_waves_schedule_pays_for_the_slowest_task_of_each_wave() {
 
 #[test]
 fn loadtest_timeline_has_every_task_of_every_run_and_agrees_with_the_figures() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let (p, lat) = two_chains(dir.path());
     let timeline = dir.path().join("timeline.jsonl");
-    let v = loadtest_json(&[
-        "--plan",
-        p.to_str().expect("path"),
-        "--latency-file",
-        lat.to_str().expect("path"),
-        "--schedule",
-        "dataflow,waves",
-        "--timeline",
-        timeline.to_str().expect("path"),
-    ]);
+    let v = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--plan", &p)
+            .opt("--latency-file", &lat)
+            .opt("--schedule", "dataflow,waves")
+            .opt("--timeline", &timeline),
+    );
     let text = std::fs::read_to_string(&timeline).expect("timeline written");
     let lines: Vec<Value> = text
         .lines()
@@ -205,39 +195,29 @@ fn loadtest_timeline_has_every_task_of_every_run_and_agrees_with_the_figures() {
 
 #[test]
 fn loadtest_latency_file_replays_the_saved_workload() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let saved = dir.path().join("latencies.json");
-    let first = loadtest_json(&[
-        "--shape",
-        "layered",
-        "--tasks",
-        "40",
-        "--width",
-        "8",
-        "--latency",
-        "lognormal:3:1.0",
-        "--seed",
-        "7",
-        "--save-latencies",
-        saved.to_str().expect("path"),
-    ]);
+    let first = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--shape", "layered")
+            .opt("--tasks", "40")
+            .opt("--width", "8")
+            .opt("--latency", "lognormal:3:1.0")
+            .opt("--seed", "7")
+            .opt("--save-latencies", &saved),
+    );
     let map = read_json(&saved);
     assert_eq!(map.as_object().expect("object").len(), 40);
     // Same plan, other seed for latency draws: only the file decides latency now.
-    let replay = loadtest_json(&[
-        "--shape",
-        "layered",
-        "--tasks",
-        "40",
-        "--width",
-        "8",
-        "--seed",
-        "7",
-        "--latency",
-        "fixed:0",
-        "--latency-file",
-        saved.to_str().expect("path"),
-    ]);
+    let replay = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--shape", "layered")
+            .opt("--tasks", "40")
+            .opt("--width", "8")
+            .opt("--seed", "7")
+            .opt("--latency", "fixed:0")
+            .opt("--latency-file", &saved),
+    );
     assert_consistent(&first["runs"][0], 40);
     assert_consistent(&replay["runs"][0], 40);
     assert_eq!(
@@ -252,33 +232,26 @@ fn loadtest_latency_file_replays_the_saved_workload() {
 
 #[test]
 fn loadtest_over_http_against_sim_llm_serve() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let lat: serde_json::Map<String, Value> = (1..=30)
         .map(|k| (k.to_string(), Value::from(1 + k % 4)))
         .collect();
     let lat = write_json(dir.path(), "lat.json", &Value::Object(lat));
-    let lat = lat.to_str().expect("path");
-    let server = SimLlm::start(&["--latency-file", lat], &[]);
-    let common = [
-        "--shape",
-        "random",
-        "--tasks",
-        "30",
-        "--llm-url",
-        server.base_url.as_str(),
-    ];
-    let mut replay = common.to_vec();
-    replay.extend_from_slice(&["--latency-file", lat]);
-    let v = loadtest_json(&replay);
+    let server = SimLlm::start(&["--latency-file", lat.to_str().expect("path")], &[]);
+    let common = || {
+        planwave(["loadtest"])
+            .opt("--shape", "random")
+            .opt("--tasks", "30")
+            .opt("--llm-url", &server.base_url)
+    };
+    let v = loadtest_json(common().opt("--latency-file", &lat));
     let r = &v["runs"][0];
     assert_consistent(r, 30);
     assert_eq!(r["bound_source"], "planned");
     assert_eq!(v["workload"]["model"], server.base_url.as_str());
 
     // Without the file the bound comes from the calls' measured durations.
-    let mut observed = common.to_vec();
-    observed.push("--no-stream");
-    let v = loadtest_json(&observed);
+    let v = loadtest_json(common().arg("--no-stream"));
     let r = &v["runs"][0];
     assert_consistent(r, 30);
     assert_eq!(r["bound_source"], "observed");
@@ -290,20 +263,17 @@ fn loadtest_over_http_against_sim_llm_serve() {
 
 #[test]
 fn loadtest_rejects_bad_workloads_with_exit_2() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let lat = write_json(
         dir.path(),
         "lat.json",
         &serde_json::json!({"1": 1, "99": 2}),
     );
-    let out = run(&[
-        "loadtest",
-        "--tasks",
-        "5",
-        "--latency-file",
-        lat.to_str().expect("path"),
-    ]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    let out = planwave(["loadtest"])
+        .opt("--tasks", "5")
+        .opt("--latency-file", &lat)
+        .run();
+    out.expect_code(2);
     assert!(
         out.stderr
             .contains(&format!("{}: task 99 is not in the plan", lat.display())),
@@ -311,18 +281,15 @@ fn loadtest_rejects_bad_workloads_with_exit_2() {
         out.stderr
     );
 
-    let out = run(&["loadtest", "--latency", "uniform:3"]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    let out = planwave(["loadtest"]).opt("--latency", "uniform:3").run();
+    out.expect_code(2);
     assert!(out.stderr.contains("unknown model"), "{}", out.stderr);
 
-    let out = run(&[
-        "loadtest",
-        "--llm-url",
-        "http://127.0.0.1:9/v1",
-        "--latency",
-        "fixed:1",
-    ]);
-    assert_eq!(out.code, 2, "{}", out.stderr);
+    let out = planwave(["loadtest"])
+        .opt("--llm-url", "http://127.0.0.1:9/v1")
+        .opt("--latency", "fixed:1")
+        .run();
+    out.expect_code(2);
     assert!(
         out.stderr.contains("the server decides latency"),
         "{}",
@@ -332,16 +299,12 @@ fn loadtest_rejects_bad_workloads_with_exit_2() {
 
 #[test]
 fn loadtest_prints_a_table_by_default() {
-    let out = run(&[
-        "loadtest",
-        "--shape",
-        "chain",
-        "--tasks",
-        "5",
-        "--latency",
-        "fixed:1",
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = planwave(["loadtest"])
+        .opt("--shape", "chain")
+        .opt("--tasks", "5")
+        .opt("--latency", "fixed:1")
+        .run();
+    out.expect_ok();
     assert!(
         out.stdout
             .starts_with("workload: chain (seed 0), 5 tasks in 5 waves, latency fixed:1"),
@@ -361,18 +324,15 @@ fn loadtest_prints_a_table_by_default() {
 
 #[test]
 fn loadtest_journal_records_every_task_durably() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let journal = dir.path().join("journal.jsonl");
-    let v = loadtest_json(&[
-        "--shape",
-        "wide",
-        "--tasks",
-        "25",
-        "--latency",
-        "fixed:0",
-        "--journal",
-        journal.to_str().expect("path"),
-    ]);
+    let v = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--shape", "wide")
+            .opt("--tasks", "25")
+            .opt("--latency", "fixed:0")
+            .opt("--journal", &journal),
+    );
     assert_eq!(v["runs"][0]["completed"], 25);
     let completed = std::fs::read_to_string(&journal)
         .expect("journal written")
@@ -388,15 +348,13 @@ fn summary_prompt_of_thousands_of_sections_stays_bounded_over_http() {
     // Unbounded, 4,000 sections made a summary request of several MB, which the server
     // refused (413) and the run reported as an error.
     let server = SimLlm::start(&[], &[]);
-    let v = loadtest_json(&[
-        "--shape",
-        "wide",
-        "--tasks",
-        "4000",
-        "--llm-url",
-        server.base_url.as_str(),
-        "--no-stream",
-    ]);
+    let v = loadtest_json(
+        planwave(["loadtest"])
+            .opt("--shape", "wide")
+            .opt("--tasks", "4000")
+            .opt("--llm-url", server.base_url.as_str())
+            .arg("--no-stream"),
+    );
     assert_consistent(&v["runs"][0], 4000);
     let stats = server.stats();
     assert_eq!(stats["roles"]["integrator"], 1, "{stats}");

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::{SimLlm, events, peer, read_json, run, task, write_json};
+use crate::support::{
+    SimLlm, events, peer, planwave, read_json, run_plan, task, tempdir, write_json,
+};
 
 /// `server-everything`'s entry point, or `None` when peer tests are skipped.
 pub fn everything() -> Option<PathBuf> {
@@ -109,23 +111,14 @@ fn assert_sum_flowed(out: &Path) {
 
 #[test]
 fn json_protocol_chain_carries_the_sum_into_the_next_call() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
     let plan = chain_plan(dir.path());
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     assert!(
         r.stderr.contains(
             "warning: task 1: suggested tool info_search_finance_db is not available; dropped"
@@ -138,56 +131,41 @@ fn json_protocol_chain_carries_the_sum_into_the_next_call() {
 
 #[test]
 fn a_chinese_plan_chains_the_same_way() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
     let plan = chain_plan_titled(dir.path(), "算术核对", "两个数字求和并确认合计");
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     assert_sum_flowed(&out);
 }
 
 #[test]
 fn native_protocol_over_http_chains_the_same_way() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
     let server = SimLlm::start(&["--latency-ms", "0"], &[]);
     let plan = chain_plan(dir.path());
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--tool-protocol",
-        "native",
-        "--llm-base-url",
-        &server.base_url,
-        "--model",
-        "planwave-sim-1",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--tool-protocol", "native")
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .run();
+    r.expect_ok();
     assert_sum_flowed(&out);
 }
 
 #[test]
 fn tool_step_plan_passes_results_by_reference() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
@@ -203,17 +181,8 @@ fn tool_step_plan_passes_results_by_reference() {
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     let run = read_json(&out.join("run.json"));
     let say = &task(&run, "say")["tool_calls"][0];
     assert_eq!(
@@ -231,7 +200,7 @@ fn tool_step_plan_passes_results_by_reference() {
 
 #[test]
 fn invalid_tool_use_is_rejected_before_anything_runs() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
@@ -245,15 +214,12 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-    ]);
-    assert_eq!(r.code, 2, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .run();
+    r.expect_code(2);
     assert!(
         r.stderr
             .contains("task 1: unknown tool search_web (known tools: ")
@@ -269,8 +235,11 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
     );
     assert!(!out.join("run.json").exists());
 
-    let v = run(&["validate", path(&plan), "--mcp-config", path(&cfg)]);
-    assert_eq!(v.code, 2, "{}\n{}", v.stdout, v.stderr);
+    let v = planwave(["validate"])
+        .arg(&plan)
+        .opt("--mcp-config", &cfg)
+        .run();
+    v.expect_code(2);
     assert!(
         v.stderr
             .contains("task 1: unknown tool search_web (known tools: "),
@@ -281,7 +250,7 @@ fn invalid_tool_use_is_rejected_before_anything_runs() {
 
 #[test]
 fn a_tool_that_never_answers_times_out_and_is_retried_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
@@ -297,17 +266,13 @@ fn a_tool_that_never_answers_times_out_and_is_retried_once() {
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--tool-timeout",
-        "1",
-    ]);
-    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--tool-timeout", "1")
+        .run();
+    r.expect_code(3);
     let run = read_json(&out.join("run.json"));
     let slow = task(&run, "slow");
     assert_eq!(slow["status"], "failed");
@@ -328,7 +293,7 @@ fn a_tool_that_never_answers_times_out_and_is_retried_once() {
 
 #[test]
 fn example_plan_runs_with_everything_and_the_time_server() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let (Some(js), Some(time)) = (everything(), peer("py/bin/mcp-server-time")) else {
         return;
     };
@@ -342,17 +307,8 @@ fn example_plan_runs_with_everything_and_the_time_server() {
     );
     let out = dir.path().join("out");
     let plan = crate::support::repo_file("examples/mcp_plan.json");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     let run = read_json(&out.join("run.json"));
     let now = &task(&run, "2")["tool_calls"][0];
     assert_eq!(now["server"], "time");
@@ -380,7 +336,7 @@ fn example_plan_runs_with_everything_and_the_time_server() {
 
 #[test]
 fn a_server_that_dies_fails_its_call_clearly_and_is_restarted_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     // A tiny server on the official Python SDK (installed with mcp-server-time) that exits
     // mid-call: `fragile` on its first call only, `doomed` on every call.
     let Some(python) = peer("py/bin/python") else {
@@ -406,15 +362,12 @@ fn a_server_that_dies_fails_its_call_clearly_and_is_restarted_once() {
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-    ]);
-    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .run();
+    r.expect_code(3);
     assert!(mark.exists(), "the server crashed once");
     let run = read_json(&out.join("run.json"));
 
@@ -456,7 +409,7 @@ fn free_port() -> u16 {
 #[test]
 fn streamable_http_transport_reaches_the_same_tools() {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(js) = everything() else {
         return;
     };
@@ -495,23 +448,14 @@ fn streamable_http_transport_reaches_the_same_tools() {
     );
     let plan = chain_plan(dir.path());
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     assert_sum_flowed(&out);
 }
 
 #[test]
 fn a_server_that_cannot_start_is_named_and_the_run_goes_on() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(js) = everything() else {
         return;
     };
@@ -525,17 +469,8 @@ fn a_server_that_cannot_start_is_named_and_the_run_goes_on() {
     );
     let plan = chain_plan(dir.path());
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = run_plan(&plan, &out).opt("--mcp-config", &cfg).run();
+    r.expect_ok();
     assert!(
         r.stderr.contains("warning: MCP server ghost: cannot start"),
         "{}",
@@ -551,24 +486,18 @@ fn a_server_that_cannot_start_is_named_and_the_run_goes_on() {
 
 #[test]
 fn research_plans_with_the_tools_and_its_subagents_call_them() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
     let out = dir.path().join("out");
-    let r = run(&[
-        "research",
-        "Analyse Acme Corp",
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "--max-rounds",
-        "1",
-        "--sim-latency-ms",
-        "0",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["research", "Analyse Acme Corp"])
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--max-rounds", "1")
+        .instant()
+        .run();
+    r.expect_ok();
     let plan = read_json(&out.join("plan.json"));
     let suggested: Vec<String> = plan["tasks"]
         .as_array()
@@ -599,7 +528,7 @@ fn research_plans_with_the_tools_and_its_subagents_call_them() {
 
 #[test]
 fn servers_and_limits_can_come_from_planwave_toml() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(js) = everything() else {
         return;
     };
@@ -618,15 +547,12 @@ fn servers_and_limits_can_come_from_planwave_toml() {
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--config",
-        path(&cfg),
-    ]);
-    assert_eq!(r.code, 3, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--config", &cfg)
+        .run();
+    r.expect_code(3);
     let run = read_json(&out.join("run.json"));
     assert_eq!(
         task(&run, "slow")["error"],
@@ -636,7 +562,7 @@ fn servers_and_limits_can_come_from_planwave_toml() {
 
 #[test]
 fn a_batch_starts_its_servers_once_for_every_job() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(python) = peer("py/bin/python") else {
         return;
     };
@@ -661,18 +587,14 @@ fn a_batch_starts_its_servers_once_for_every_job() {
     let jobs = dir.path().join("jobs.jsonl");
     std::fs::write(&jobs, lines.join("\n")).expect("jobs");
     let out = dir.path().join("batch");
-    let r = run(&[
-        "batch",
-        path(&jobs),
-        "--out",
-        path(&out),
-        "--jobs",
-        "3",
-        "--mcp-config",
-        path(&cfg),
-        "-q",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--jobs", "3")
+        .opt("--mcp-config", &cfg)
+        .quiet()
+        .run();
+    r.expect_ok();
     for n in ["ann", "bob", "cy"] {
         let run = read_json(&out.join("jobs").join(n).join("run.json"));
         assert_eq!(
@@ -690,7 +612,7 @@ fn a_batch_starts_its_servers_once_for_every_job() {
 
 #[test]
 fn resume_restarts_the_servers_and_references_reach_results_of_the_first_attempt() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {
         return;
     };
@@ -704,16 +626,13 @@ fn resume_restarts_the_servers_and_references_reach_results_of_the_first_attempt
         ]}),
     );
     let out = dir.path().join("out");
-    let r = run(&[
-        "run",
-        path(&plan),
-        "--out",
-        path(&out),
-        "--mcp-config",
-        path(&cfg),
-        "-q",
-    ]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .quiet()
+        .run();
+    r.expect_ok();
     let first = read_json(&out.join("run.json"));
     let file = task(&first, "say")["section_file"]
         .as_str()
@@ -721,8 +640,8 @@ fn resume_restarts_the_servers_and_references_reach_results_of_the_first_attempt
         .to_owned();
     // A section that changed on disk is not trusted: `say` runs again, `sum` is kept.
     std::fs::write(out.join(&file), "edited by hand").expect("write");
-    let r = run(&["resume", path(&out), "-q"]);
-    assert_eq!(r.code, 0, "{}\n{}", r.stdout, r.stderr);
+    let r = planwave(["resume"]).arg(&out).quiet().run();
+    r.expect_ok();
     assert!(
         r.stdout.contains("1 of 2 tasks already completed"),
         "{}",

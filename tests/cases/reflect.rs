@@ -4,20 +4,14 @@
 
 use std::path::Path;
 
-use crate::support::{SimLlm, read_json, run, run_env};
+use crate::support::{Planwave, SimLlm, planwave, read_json, tempdir};
 
-fn research(out: &Path, extra: &[&str]) -> crate::support::Output {
-    let mut args = vec![
-        "research",
-        "Deep analysis of Tesla",
-        "--out",
-        out.to_str().expect("path"),
-        "--sim-latency-ms",
-        "0",
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+/// `research` of one English goal on the instant simulator, quietly.
+fn research(out: &Path) -> Planwave {
+    planwave(["research", "Deep analysis of Tesla"])
+        .out(out)
+        .instant()
+        .quiet()
 }
 
 fn read(path: &Path) -> String {
@@ -61,10 +55,10 @@ fn subagent_calls(run: &serde_json::Value, id: &str) -> usize {
 
 #[test]
 fn correctness_of_95_stops_the_loop_and_the_reflection_reaches_the_next_round() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--sim-scores", "40,70,96"]);
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out).opt("--sim-scores", "40,70,96").run();
+    res.expect_ok();
     assert!(
         res.stdout.contains("stopped: correctness; best round 3"),
         "{}",
@@ -135,10 +129,13 @@ fn correctness_of_95_stops_the_loop_and_the_reflection_reaches_the_next_round() 
 
 #[test]
 fn a_successful_round_over_the_threshold_stops_the_loop() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--sim-scores", "50,90", "--sim-overall", "50,85"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out)
+        .opt("--sim-scores", "50,90")
+        .opt("--sim-overall", "50,85")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "success_threshold");
     assert_eq!(rounds(&run), [(1, 50.0, 50.0), (2, 90.0, 85.0)]);
@@ -152,18 +149,12 @@ fn a_successful_round_over_the_threshold_stops_the_loop() {
     )
     .expect("config");
     let out2 = dir.path().join("r2");
-    let res = research(
-        &out2,
-        &[
-            "--sim-scores",
-            "50,90",
-            "--sim-overall",
-            "50,85",
-            "--config",
-            cfg.to_str().expect("path"),
-        ],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out2)
+        .opt("--sim-scores", "50,90")
+        .opt("--sim-overall", "50,85")
+        .opt("--config", &cfg)
+        .run();
+    res.expect_ok();
     let run = read_json(&out2.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "max_rounds");
     assert_eq!(rounds(&run).len(), 3);
@@ -171,10 +162,13 @@ fn a_successful_round_over_the_threshold_stops_the_loop() {
 
 #[test]
 fn a_reflection_without_replan_stops_the_loop() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--sim-scores", "50", "--sim-replan", "true,false"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out)
+        .opt("--sim-scores", "50")
+        .opt("--sim-replan", "true,false")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "no_replan");
     assert_eq!(rounds(&run).len(), 2);
@@ -186,20 +180,14 @@ fn a_reflection_without_replan_stops_the_loop() {
 
 #[test]
 fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(
-        &out,
-        &[
-            "--sim-scores",
-            "60,50",
-            "--sim-overall",
-            "70,40",
-            "--max-rounds",
-            "2",
-        ],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out)
+        .opt("--sim-scores", "60,50")
+        .opt("--sim-overall", "70,40")
+        .opt("--max-rounds", "2")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "max_rounds");
     assert_eq!(run["best_round"], 1);
@@ -220,8 +208,8 @@ fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
     assert!(!out.join("rounds/2/reflection.json").exists());
 
     // Research again in the same directory: one round now, and no stale round 2 left.
-    let res = research(&out, &["--sim-scores", "97"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out).opt("--sim-scores", "97").run();
+    res.expect_ok();
     assert!(
         res.stderr.contains("from an earlier research"),
         "{}",
@@ -236,7 +224,7 @@ fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
 
 #[test]
 fn consecutive_rounds_with_failed_tasks_stop_the_loop() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = dir.path().join("planwave.toml");
     // No recovery inside a round, so the failure stands and counts.
     std::fs::write(
@@ -245,11 +233,11 @@ fn consecutive_rounds_with_failed_tasks_stop_the_loop() {
     )
     .expect("config");
     let out = dir.path().join("r");
-    let res = research(
-        &out,
-        &["--sim-fail", "2", "--config", cfg.to_str().expect("path")],
-    );
-    assert_eq!(res.code, 3, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out)
+        .opt("--sim-fail", "2")
+        .opt("--config", &cfg)
+        .run();
+    res.expect_code(3);
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "consecutive_failures");
     // 2 failed, 4 and 5 blocked: 2 of 5 completed, correctness 60 + 36 * 0.4.
@@ -264,18 +252,13 @@ fn consecutive_rounds_with_failed_tasks_stop_the_loop() {
 
 #[test]
 fn invalid_evaluations_and_reflections_are_repaired() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(
-        &out,
-        &[
-            "--sim-scores",
-            "50,96",
-            "--sim-invalid",
-            "evaluator,reflector",
-        ],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research(&out)
+        .opt("--sim-scores", "50,96")
+        .opt("--sim-invalid", "evaluator,reflector")
+        .run();
+    res.expect_ok();
     let eval = read_json(&out.join("rounds/1/evaluation.json"));
     let attempts = eval["attempts"].as_array().expect("attempts");
     assert_eq!(attempts.len(), 2);
@@ -312,13 +295,13 @@ fn invalid_evaluations_and_reflections_are_repaired() {
 
 #[test]
 fn transient_failures_are_retried_keeping_completed_sections() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(
-        &out,
-        &["--sim-task-fail", "1:2:transient", "--retries", "0"],
-    );
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out)
+        .opt("--sim-task-fail", "1:2:transient")
+        .opt("--retries", "0")
+        .run();
+    res.expect_ok();
     assert!(
         res.stdout.contains("recovered by retry_step"),
         "{}",
@@ -361,10 +344,10 @@ fn transient_failures_are_retried_keeping_completed_sections() {
 
 #[test]
 fn a_refused_task_is_replaced_with_its_blocked_descendants_only() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--sim-task-fail", "1:2:fatal"]);
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out).opt("--sim-task-fail", "1:2:fatal").run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let passes = run["rounds"][0]["passes"].as_array().expect("passes");
     assert_eq!(passes[0]["recovery"], "replan_from_failure");
@@ -404,10 +387,12 @@ fn a_refused_task_is_replaced_with_its_blocked_descendants_only() {
 
 #[test]
 fn a_wrecked_plan_is_replaced_completely() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--sim-task-fail", "1:1:fatal,1:2:fatal,1:3:fatal"]);
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out)
+        .opt("--sim-task-fail", "1:1:fatal,1:2:fatal,1:3:fatal")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let passes = run["rounds"][0]["passes"].as_array().expect("passes");
     assert_eq!(passes[0]["recovery"], "complete_replan");
@@ -432,25 +417,16 @@ fn the_script_also_drives_sim_llm_serve_over_http() {
         &["--sim-scores", "60,96", "--sim-invalid", "evaluator"],
         &[],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = run_env(
-        &[
-            "research",
-            "Deep analysis of Tesla",
-            "--out",
-            out.to_str().expect("path"),
-            "--llm",
-            "openai",
-            "--llm-base-url",
-            &server.base_url,
-            "--model",
-            "planwave-sim-1",
-            "-q",
-        ],
-        &[],
-    );
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = planwave(["research", "Deep analysis of Tesla"])
+        .out(&out)
+        .opt("--llm", "openai")
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .quiet()
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "correctness");
     assert_eq!(rounds(&run).len(), 2);
@@ -462,24 +438,24 @@ fn the_script_also_drives_sim_llm_serve_over_http() {
 
 #[test]
 fn bad_loop_settings_are_invalid_input() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(&out, &["--max-rounds", "0"]);
-    assert_eq!(res.code, 2, "{}", res.stderr);
-    let res = research(&out, &["--sim-scores", "120"]);
-    assert_eq!(res.code, 2, "{}", res.stderr);
+    let res = research(&out).opt("--max-rounds", "0").run();
+    res.expect_code(2);
+    let res = research(&out).opt("--sim-scores", "120").run();
+    res.expect_code(2);
     assert!(
         res.stderr.contains("120 is not a score from 0 to 100"),
         "{}",
         res.stderr
     );
-    let res = research(&out, &["--sim-task-fail", "1:2"]);
-    assert_eq!(res.code, 2, "{}", res.stderr);
+    let res = research(&out).opt("--sim-task-fail", "1:2").run();
+    res.expect_code(2);
 }
 
 #[test]
 fn a_deadline_stops_the_whole_loop_leaving_the_round_in_progress_resumable() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     // The three tasks without prerequisites take a minute: nothing finishes before 0.3 s.
     let slow = crate::support::write_json(
         dir.path(),
@@ -487,16 +463,11 @@ fn a_deadline_stops_the_whole_loop_leaving_the_round_in_progress_resumable() {
         &serde_json::json!({"1": 60000, "2": 60000, "3": 60000}),
     );
     let out = dir.path().join("r");
-    let res = research(
-        &out,
-        &[
-            "--sim-latency-file",
-            slow.to_str().expect("path"),
-            "--deadline",
-            "0.3",
-        ],
-    );
-    assert_eq!(res.code, 4, "{}\n{}", res.stdout, res.stderr);
+    let res = research(&out)
+        .opt("--sim-latency-file", &slow)
+        .opt("--deadline", "0.3")
+        .run();
+    res.expect_code(4);
     assert!(res.stdout.contains("`planwave resume"), "{}", res.stdout);
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["loop_stop_reason"], "interrupted");

@@ -3,20 +3,11 @@
 
 use std::path::Path;
 
-use crate::support::{events, read_json, run, task, write_json};
+use crate::support::{Planwave, events, planwave, read_json, task, tempdir, write_json};
 
-fn research(goal: &str, out: &Path, extra: &[&str]) -> crate::support::Output {
-    let mut args = vec![
-        "research",
-        goal,
-        "--out",
-        out.to_str().expect("path"),
-        "--sim-latency-ms",
-        "0",
-        "-q",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+/// `research GOAL --out OUT` on the instant simulator, quietly.
+fn research(goal: &str, out: &Path) -> Planwave {
+    planwave(["research", goal]).out(out).instant().quiet()
 }
 
 fn sum_calls(run: &serde_json::Value) -> u64 {
@@ -41,10 +32,10 @@ fn usage_total(u: &serde_json::Value) -> u64 {
 
 #[test]
 fn research_offline_plans_runs_and_integrates_with_the_simulator() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("tesla");
-    let res = research("深度分析特斯拉公司", &out, &[]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = research("深度分析特斯拉公司", &out).run();
+    res.expect_ok();
     assert!(res.stderr.contains("simulated LLM"), "{}", res.stderr);
     assert!(
         res.stdout
@@ -98,14 +89,12 @@ fn research_offline_plans_runs_and_integrates_with_the_simulator() {
 
 #[test]
 fn research_repairs_a_truncated_then_cyclic_plan_and_keeps_every_attempt() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("r");
-    let res = research(
-        "深度分析特斯拉公司",
-        &out,
-        &["--sim-planner-faults", "truncated,cycle"],
-    );
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = research("深度分析特斯拉公司", &out)
+        .opt("--sim-planner-faults", "truncated,cycle")
+        .run();
+    res.expect_ok();
     assert!(
         res.stdout.starts_with("planned in 3 attempt(s)"),
         "{}",
@@ -146,17 +135,13 @@ fn planwave_plan_is_truncated(text: &str) -> bool {
 
 #[test]
 fn plan_that_never_becomes_valid_exits_2_listing_every_problem() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("p.json");
-    let res = run(&[
-        "plan",
-        "深度分析特斯拉公司",
-        "--out",
-        out.to_str().expect("path"),
-        "--sim-planner-faults",
-        "truncated,cycle,unknown-dep",
-    ]);
-    assert_eq!(res.code, 2, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["plan", "深度分析特斯拉公司"])
+        .out(&out)
+        .opt("--sim-planner-faults", "truncated,cycle,unknown-dep")
+        .run();
+    res.expect_code(2);
     let lines: Vec<&str> = res
         .stderr
         .lines()
@@ -179,19 +164,14 @@ fn plan_that_never_becomes_valid_exits_2_listing_every_problem() {
 
 #[test]
 fn plan_prints_the_plan_and_its_waves_and_writes_a_valid_plan_file() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("p.json");
-    let res = run(&[
-        "plan",
-        "Deep analysis of Tesla",
-        "--out",
-        out.to_str().expect("path"),
-        "--planner-attempts",
-        "2",
-        "--sim-planner-faults",
-        "prose",
-    ]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["plan", "Deep analysis of Tesla"])
+        .out(&out)
+        .opt("--planner-attempts", "2")
+        .opt("--sim-planner-faults", "prose")
+        .run();
+    res.expect_ok();
     assert!(
         res.stdout.starts_with(
             "plan: 5 tasks, 3 waves, longest chain 3 (1 -> 4 -> 5) after 2 attempt(s)"
@@ -214,24 +194,29 @@ fn plan_prints_the_plan_and_its_waves_and_writes_a_valid_plan_file() {
         "{}",
         res.stderr
     );
-    let v = run(&["validate", out.to_str().expect("path")]);
-    assert_eq!(v.code, 0, "{}", v.stderr);
+    let v = planwave(["validate"]).arg(&out).run();
+    v.expect_ok();
     assert_eq!(
         v.stdout.trim(),
         "valid: 5 tasks, 3 waves, longest chain 3 (1 -> 4 -> 5)"
     );
 
-    let json = run(&["plan", "Deep analysis of Tesla", "--json", "-q"]);
+    let json = planwave(["plan", "Deep analysis of Tesla"])
+        .arg("--json")
+        .quiet()
+        .run();
     let plan: serde_json::Value = serde_json::from_str(&json.stdout).expect("plan JSON on stdout");
     assert_eq!(plan["tasks"].as_array().map(Vec::len), Some(5));
 }
 
 #[test]
 fn lang_flag_overrides_the_goals_language() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("en");
-    let res = research("深度分析特斯拉公司", &out, &["--lang", "en"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research("深度分析特斯拉公司", &out)
+        .opt("--lang", "en")
+        .run();
+    res.expect_ok();
     let report = std::fs::read_to_string(out.join("report.md")).expect("report");
     assert!(report.contains("## Executive summary"), "{report}");
     let s1 = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
@@ -240,10 +225,12 @@ fn lang_flag_overrides_the_goals_language() {
 
 #[test]
 fn context_budget_cuts_prerequisites_and_records_the_cut() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("cut");
-    let res = research("深度分析特斯拉公司", &out, &["--context-budget", "300"]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research("深度分析特斯拉公司", &out)
+        .opt("--context-budget", "300")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let cut = task(&run, "4")["context_cut"]
         .as_array()
@@ -269,7 +256,7 @@ fn context_budget_cuts_prerequisites_and_records_the_cut() {
 
 #[test]
 fn prices_in_the_config_give_a_cost_estimate() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = dir.path().join("planwave.toml");
     std::fs::write(
         &cfg,
@@ -277,12 +264,10 @@ fn prices_in_the_config_give_a_cost_estimate() {
     )
     .expect("write config");
     let out = dir.path().join("cost");
-    let res = research(
-        "Deep analysis of Tesla",
-        &out,
-        &["--config", cfg.to_str().expect("path")],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = research("Deep analysis of Tesla", &out)
+        .opt("--config", &cfg)
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let u = &run["stats"]["usage"];
     let expect = (u["prompt_tokens"].as_f64().unwrap_or(0.0)
@@ -300,19 +285,19 @@ fn prices_in_the_config_give_a_cost_estimate() {
 
 #[test]
 fn bad_config_and_empty_goal_are_invalid_input() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = write_json(dir.path(), "x.toml", &serde_json::json!("not toml"));
-    let res = run(&["plan", "goal", "--config", cfg.to_str().expect("path")]);
-    assert_eq!(res.code, 2, "{}", res.stderr);
+    let res = planwave(["plan", "goal"]).opt("--config", &cfg).run();
+    res.expect_code(2);
     assert!(
         res.stderr.starts_with("config: config file "),
         "{}",
         res.stderr
     );
-    let res = run(&["plan", "  "]);
-    assert_eq!(res.code, 2);
+    let res = planwave(["plan", "  "]).run();
+    res.expect_code(2);
     assert_eq!(res.stderr.lines().last(), Some("goal: the goal is empty"));
-    let res = run(&["plan", "goal", "--llm", "openai"]);
-    assert_eq!(res.code, 2);
+    let res = planwave(["plan", "goal"]).opt("--llm", "openai").run();
+    res.expect_code(2);
     assert!(res.stderr.contains("no model configured"), "{}", res.stderr);
 }

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
-use crate::support::{events, id_text, plan, read_json, repo_file, run, task, ts, write_json};
+use crate::support::{
+    Planwave, events, id_text, plan, planwave, read_json, repo_file, run_plan, task, tempdir, ts,
+    write_json,
+};
 
 fn is_micro_rfc3339(v: &serde_json::Value) -> bool {
     let s = v.as_str().unwrap_or("");
@@ -14,19 +17,9 @@ fn is_micro_rfc3339(v: &serde_json::Value) -> bool {
         && s[20..26].bytes().all(|b| b.is_ascii_digit())
 }
 
-fn run_plan(plan_path: &Path, out: &Path, extra: &[&str]) -> crate::support::Output {
-    let mut args = vec![
-        "run",
-        plan_path.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--sim-latency-ms",
-        "0",
-        "--retry-backoff-ms",
-        "1",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+/// A plan on the instant simulator, retrying without waiting.
+fn quick(plan: &Path, out: &Path) -> Planwave {
+    run_plan(plan, out).fast_retries()
 }
 
 /// Five tasks: 1 -> 3 -> 4 and 2 -> 5.
@@ -49,10 +42,10 @@ fn five(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn a_valid_plan_writes_the_whole_run_directory() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("tesla");
-    let res = run_plan(&repo_file("examples/tesla.json"), &out, &[]);
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = quick(&repo_file("examples/tesla.json"), &out).run();
+    res.expect_ok();
     assert!(res.stderr.contains("simulated LLM"), "{}", res.stderr);
     // No MCP server is configured: the plan's suggested tools are named once, not per task.
     let warnings: Vec<&str> = res
@@ -145,10 +138,10 @@ fn a_valid_plan_writes_the_whole_run_directory() {
 
 #[test]
 fn a_failed_task_blocks_its_descendants_and_independent_tasks_go_on() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
-    let res = run_plan(&five(dir.path()), &out, &["--sim-fail", "1"]);
-    assert_eq!(res.code, 3, "{}{}", res.stdout, res.stderr);
+    let res = quick(&five(dir.path()), &out).opt("--sim-fail", "1").run();
+    res.expect_code(3);
     let run = read_json(&out.join("run.json"));
     assert_eq!(run["status"], "partial");
     let t1 = task(&run, "1");
@@ -200,10 +193,10 @@ fn a_failed_task_blocks_its_descendants_and_independent_tasks_go_on() {
 
 #[test]
 fn a_flaky_task_is_retried_and_completes() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
-    let res = run_plan(&five(dir.path()), &out, &["--sim-flaky", "3"]);
-    assert_eq!(res.code, 0, "{}{}", res.stdout, res.stderr);
+    let res = quick(&five(dir.path()), &out).opt("--sim-flaky", "3").run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert_eq!(task(&run, "3")["attempts"], 2);
     assert_eq!(task(&run, "3")["status"], "completed");
@@ -219,14 +212,13 @@ fn a_flaky_task_is_retried_and_completes() {
 
 #[test]
 fn retries_zero_fails_a_flaky_task_at_once() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
-    let res = run_plan(
-        &five(dir.path()),
-        &out,
-        &["--sim-flaky", "2", "--retries", "0"],
-    );
-    assert_eq!(res.code, 3);
+    let res = quick(&five(dir.path()), &out)
+        .opt("--sim-flaky", "2")
+        .opt("--retries", "0")
+        .run();
+    res.expect_code(3);
     let run = read_json(&out.join("run.json"));
     assert_eq!(task(&run, "2")["attempts"], 1);
     assert_eq!(task(&run, "5")["status"], "blocked");
@@ -234,10 +226,10 @@ fn retries_zero_fails_a_flaky_task_at_once() {
 
 #[test]
 fn a_panicking_subagent_is_a_failed_task_not_a_crash() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
-    let res = run_plan(&five(dir.path()), &out, &["--sim-panic", "2"]);
-    assert_eq!(res.code, 3, "{}{}", res.stdout, res.stderr);
+    let res = quick(&five(dir.path()), &out).opt("--sim-panic", "2").run();
+    res.expect_code(3);
     let run = read_json(&out.join("run.json"));
     let t2 = task(&run, "2");
     assert_eq!(t2["status"], "failed");
@@ -262,14 +254,12 @@ fn a_panicking_subagent_is_a_failed_task_not_a_crash() {
 
 #[test]
 fn chinese_plans_get_chinese_placeholders() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("out");
-    let res = run_plan(
-        &repo_file("examples/tesla.json"),
-        &out,
-        &["--sim-fail", "2"],
-    );
-    assert_eq!(res.code, 3);
+    let res = quick(&repo_file("examples/tesla.json"), &out)
+        .opt("--sim-fail", "2")
+        .run();
+    res.expect_code(3);
     let report = std::fs::read_to_string(out.join("report.md")).expect("report");
     assert!(
         report.contains(
@@ -303,15 +293,11 @@ fn slow_fast(dir: &Path) -> (std::path::PathBuf, std::path::PathBuf) {
 
 #[test]
 fn dataflow_starts_a_task_when_its_own_prerequisites_finish() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let (p, lat) = slow_fast(dir.path());
     let out = dir.path().join("out");
-    let res = run_plan(
-        &p,
-        &out,
-        &["--sim-latency-file", lat.to_str().expect("path")],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = quick(&p, &out).opt("--sim-latency-file", &lat).run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let (a, b, c) = (task(&run, "A"), task(&run, "B"), task(&run, "C"));
     assert!(
@@ -326,21 +312,15 @@ fn dataflow_starts_a_task_when_its_own_prerequisites_finish() {
 }
 
 #[test]
-fn waves_schedule_keeps_the_seed_barrier() {
-    let dir = tempfile::tempdir().expect("tempdir");
+fn waves_schedule_keeps_a_barrier_after_every_wave() {
+    let dir = tempdir();
     let (p, lat) = slow_fast(dir.path());
     let out = dir.path().join("out");
-    let res = run_plan(
-        &p,
-        &out,
-        &[
-            "--sim-latency-file",
-            lat.to_str().expect("path"),
-            "--schedule",
-            "waves",
-        ],
-    );
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = quick(&p, &out)
+        .opt("--sim-latency-file", &lat)
+        .opt("--schedule", "waves")
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     assert!(
         ts(&task(&run, "C")["started_at"]) >= ts(&task(&run, "A")["finished_at"]),
@@ -351,7 +331,7 @@ fn waves_schedule_keeps_the_seed_barrier() {
 
 #[test]
 fn concurrency_cap_is_never_exceeded() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let tasks: Vec<(String, String)> = (1..=12)
         .map(|i| (i.to_string(), format!("task {i}")))
         .collect();
@@ -361,20 +341,15 @@ fn concurrency_cap_is_never_exceeded() {
         .collect();
     let p = write_json(dir.path(), "wide.json", &plan("Wide", &spec));
     let out = dir.path().join("out");
-    let res = run(&[
-        "run",
-        p.to_str().expect("p"),
-        "--out",
-        out.to_str().expect("o"),
-        "--concurrency",
-        "3",
-        "--sim-latency-ms",
-        "15",
-        "--sim-sigma",
-        "0.5",
-        "-q",
-    ]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    planwave(["run"])
+        .arg(&p)
+        .out(&out)
+        .opt("--concurrency", "3")
+        .opt("--sim-latency-ms", "15")
+        .opt("--sim-sigma", "0.5")
+        .quiet()
+        .run()
+        .expect_ok();
     let run = read_json(&out.join("run.json"));
     let mut edges: Vec<(chrono::DateTime<chrono::FixedOffset>, i32)> = Vec::new();
     for t in run["tasks"].as_array().expect("tasks") {
@@ -398,7 +373,7 @@ fn concurrency_cap_is_never_exceeded() {
 
 #[test]
 fn files_named_from_hostile_ids_stay_inside_the_output_directory() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let p = write_json(
         dir.path(),
         "evil.json",
@@ -412,8 +387,8 @@ fn files_named_from_hostile_ids_stay_inside_the_output_directory() {
         ),
     );
     let out = dir.path().join("nested").join("out");
-    let res = run_plan(&p, &out, &[]);
-    assert_eq!(res.code, 0, "{}", res.stderr);
+    let res = quick(&p, &out).run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     for t in run["tasks"].as_array().expect("tasks") {
         let f = t["section_file"].as_str().expect("section_file");
@@ -436,12 +411,12 @@ fn files_named_from_hostile_ids_stay_inside_the_output_directory() {
 
 #[test]
 fn the_same_seed_replays_the_same_sections() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let p = five(dir.path());
     let a = dir.path().join("a");
     let b = dir.path().join("b");
-    assert_eq!(run_plan(&p, &a, &["--seed", "7"]).code, 0);
-    assert_eq!(run_plan(&p, &b, &["--seed", "7"]).code, 0);
+    quick(&p, &a).opt("--seed", "7").run().expect_ok();
+    quick(&p, &b).opt("--seed", "7").run().expect_ok();
     for id in 1..=5 {
         let f = format!("sections/{id}.md");
         assert_eq!(
@@ -450,7 +425,7 @@ fn the_same_seed_replays_the_same_sections() {
         );
     }
     let c = dir.path().join("c");
-    assert_eq!(run_plan(&p, &c, &["--seed", "8"]).code, 0);
+    quick(&p, &c).opt("--seed", "8").run().expect_ok();
     assert_ne!(
         std::fs::read_to_string(a.join("sections/1.md")).expect("a"),
         std::fs::read_to_string(c.join("sections/1.md")).expect("c")

@@ -1,10 +1,10 @@
 //! `planwave show DIR` over a real run directory.
 
-use crate::support::{plan, read_json, run, task, write_json};
+use crate::support::{plan, planwave, read_json, run_plan, task, tempdir, write_json};
 
 #[test]
 fn show_tabulates_each_task_and_the_totals_of_run_json() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let p = plan(
         "shown",
         &[
@@ -16,25 +16,16 @@ fn show_tabulates_each_task_and_the_totals_of_run_json() {
     );
     let file = write_json(dir.path(), "plan.json", &p);
     let out = dir.path().join("out");
-    let res = run(&[
-        "run",
-        file.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "0",
-        "--sim-fail",
-        "2",
-        "--retry-backoff-ms",
-        "1",
-        "-q",
-    ]);
-    assert_eq!(res.code, 3, "{}", res.stderr);
+    run_plan(&file, &out)
+        .opt("--llm", "sim")
+        .opt("--sim-fail", "2")
+        .fast_retries()
+        .quiet()
+        .run()
+        .expect_code(3);
     let record = read_json(&out.join("run.json"));
-    let shown = run(&["show", out.to_str().expect("path")]);
-    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    let shown = planwave(["show"]).arg(&out).run();
+    shown.expect_ok();
     let lines: Vec<&str> = shown.stdout.lines().collect();
     assert!(lines[0].starts_with(&format!(
         "run {}  shown",
@@ -116,8 +107,8 @@ fn show_tabulates_each_task_and_the_totals_of_run_json() {
 
 #[test]
 fn show_on_a_directory_without_run_json_is_invalid_input() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let res = run(&["show", dir.path().to_str().expect("path")]);
-    assert_eq!(res.code, 2);
+    let dir = tempdir();
+    let res = planwave(["show"]).arg(dir.path()).run();
+    res.expect_code(2);
     assert!(res.stderr.contains("no run.json here"), "{}", res.stderr);
 }

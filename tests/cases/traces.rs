@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use serde_json::Value;
 
 use crate::support::otlp::{OtlpReceiver, attr};
-use crate::support::{SimLlm, id_text, read_json, run_env};
+use crate::support::{SimLlm, id_text, planwave, read_json, run_plan, tempdir};
 
 const FAKE_KEY: &str = "pw-FAKE-KEY-for-traces-3b9d2f";
 
@@ -40,7 +40,7 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
         &["--planner-faults", "cycle", "--api-key-env", "SIM_KEY"],
         &[("SIM_KEY", FAKE_KEY)],
     );
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let out = dir.path().join("traced");
     // The planner has a model of its own: its calls' spans must name it.
     let config = dir.path().join("planwave.toml");
@@ -49,25 +49,18 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
         "[llm.models]\nplanner = \"planwave-sim-planner\"\n",
     )
     .expect("config");
-    let res = run_env(
-        &[
-            "research",
-            "--config",
-            config.to_str().expect("path"),
-            "深度分析特斯拉公司",
-            "--out",
-            out.to_str().expect("path"),
-            "--llm-base-url",
-            &server.base_url,
-            "--model",
-            "planwave-sim-1",
-            "--otlp-endpoint",
-            &receiver.http_url,
-            "-q",
-        ],
-        &[("PLANWAVE_LLM_API_KEY", FAKE_KEY), ("RUST_LOG", "trace")],
-    );
-    assert_eq!(res.code, 0, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = planwave(["research"])
+        .opt("--config", &config)
+        .arg("深度分析特斯拉公司")
+        .out(&out)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--otlp-endpoint", &receiver.http_url)
+        .quiet()
+        .env("PLANWAVE_LLM_API_KEY", FAKE_KEY)
+        .env("RUST_LOG", "trace")
+        .run();
+    res.expect_ok();
     let spans = receiver.spans();
     let run = read_json(&out.join("run.json"));
     let deps = plan_deps(&out);
@@ -207,7 +200,7 @@ fn failed_and_blocked_tasks_are_error_spans_over_grpc_from_the_environment() {
         return;
     };
     let grpc = receiver.grpc_url.clone().expect("grpc port");
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan = crate::support::plan(
         "traced failures",
         &[
@@ -219,28 +212,16 @@ fn failed_and_blocked_tasks_are_error_spans_over_grpc_from_the_environment() {
     );
     let plan_file = crate::support::write_json(dir.path(), "plan.json", &plan);
     let out = dir.path().join("out");
-    let res = run_env(
-        &[
-            "run",
-            plan_file.to_str().expect("path"),
-            "--out",
-            out.to_str().expect("path"),
-            "--llm",
-            "sim",
-            "--sim-latency-ms",
-            "0",
-            "--sim-fail",
-            "2",
-            "--trace-content",
-            "-q",
-        ],
-        &[
-            ("OTEL_EXPORTER_OTLP_ENDPOINT", &grpc),
-            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
-            ("OTEL_SERVICE_NAME", "planwave-test"),
-        ],
-    );
-    assert_eq!(res.code, 3, "stdout:{}\nstderr:{}", res.stdout, res.stderr);
+    let res = run_plan(&plan_file, &out)
+        .opt("--llm", "sim")
+        .opt("--sim-fail", "2")
+        .arg("--trace-content")
+        .quiet()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &grpc)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .env("OTEL_SERVICE_NAME", "planwave-test")
+        .run();
+    res.expect_code(3);
     let spans = receiver.spans();
     assert!(spans.0.iter().all(|s| s["transport"] == "grpc"));
     let root = spans.roots();
@@ -334,7 +315,7 @@ fn ctrl_c_still_flushes_the_trace_with_the_run_marked_cancelled() {
     let Some(receiver) = OtlpReceiver::start(false) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let plan = crate::support::plan(
         "interrupted trace",
         &[
@@ -346,20 +327,14 @@ fn ctrl_c_still_flushes_the_trace_with_the_run_marked_cancelled() {
     );
     let plan_file = crate::support::write_json(dir.path(), "plan.json", &plan);
     let out = dir.path().join("out");
-    let mut child = crate::support::Running::spawn(&[
-        "run",
-        plan_file.to_str().expect("path"),
-        "--out",
-        out.to_str().expect("path"),
-        "--llm",
-        "sim",
-        "--sim-latency-ms",
-        "200",
-        "--sim-sigma",
-        "0",
-        "--otlp-endpoint",
-        &receiver.http_url,
-    ]);
+    let mut child = planwave(["run"])
+        .arg(&plan_file)
+        .out(&out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "200")
+        .opt("--sim-sigma", "0")
+        .opt("--otlp-endpoint", &receiver.http_url)
+        .spawn();
     child.wait_for(" completed in ", 1);
     child.interrupt();
     let (code, stdout) = child.wait();
@@ -394,7 +369,7 @@ fn mcp_tool_calls_are_execute_tool_spans_under_their_task() {
     ) else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let cfg = crate::support::write_json(
         dir.path(),
         "mcp.json",
@@ -410,23 +385,15 @@ fn mcp_tool_calls_are_execute_tool_spans_under_their_task() {
         ]}),
     );
     let out = dir.path().join("out");
-    let res = run_env(
-        &[
-            "run",
-            plan.to_str().expect("path"),
-            "--out",
-            out.to_str().expect("path"),
-            "--mcp-config",
-            cfg.to_str().expect("path"),
-            "--tool-timeout",
-            "1",
-            "--otlp-endpoint",
-            &receiver.http_url,
-            "-q",
-        ],
-        &[],
-    );
-    assert_eq!(res.code, 3, "{}\n{}", res.stdout, res.stderr);
+    let res = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--tool-timeout", "1")
+        .opt("--otlp-endpoint", &receiver.http_url)
+        .quiet()
+        .run();
+    res.expect_code(3);
     let spans = receiver.spans();
     let tasks = spans.tasks();
     let calls = |id: &str| -> Vec<&Value> {
@@ -477,7 +444,7 @@ fn mcp_tool_calls_carry_the_execute_tool_span_as_traceparent_in_meta() {
     let Some(python) = crate::support::peer("py/bin/python") else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     let script = crate::support::repo_file("tests/peers/mcp_trace.py");
     let cfg = crate::support::write_json(
         dir.path(),
@@ -492,21 +459,14 @@ fn mcp_tool_calls_carry_the_execute_tool_span_as_traceparent_in_meta() {
         ]}),
     );
     let out = dir.path().join("out");
-    let res = run_env(
-        &[
-            "run",
-            plan.to_str().expect("path"),
-            "--out",
-            out.to_str().expect("path"),
-            "--mcp-config",
-            cfg.to_str().expect("path"),
-            "--otlp-endpoint",
-            &receiver.http_url,
-            "-q",
-        ],
-        &[],
-    );
-    assert_eq!(res.code, 0, "{}\n{}", res.stdout, res.stderr);
+    let res = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--otlp-endpoint", &receiver.http_url)
+        .quiet()
+        .run();
+    res.expect_ok();
     let run = read_json(&out.join("run.json"));
     let seen = crate::support::task(&run, "t")["tool_calls"][0]["output"]
         .as_str()

@@ -1,14 +1,13 @@
 //! `planwave validate` and `planwave waves`: exit codes and exact output.
 
-use crate::support::{plan, repo_file, run, run_with_stdin, write_json};
+use crate::support::{plan, planwave, repo_file, tempdir, write_json};
 
 #[test]
 fn valid_plan_prints_one_summary_line() {
-    let out = run(&[
-        "validate",
-        repo_file("examples/tesla.json").to_str().expect("path"),
-    ]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = planwave(["validate"])
+        .arg(repo_file("examples/tesla.json"))
+        .run();
+    out.expect_ok();
     assert_eq!(
         out.stdout,
         "valid: 4 tasks, 2 waves, longest chain 2 (1 -> 4)\n"
@@ -17,7 +16,7 @@ fn valid_plan_prints_one_summary_line() {
 
 #[test]
 fn invalid_plan_exits_2_with_every_problem_on_its_own_line() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = tempdir();
     // 1 -> 2 -> 3 -> 1 is a cycle (arrows run from prerequisite to dependent).
     let p = write_json(
         dir.path(),
@@ -33,8 +32,8 @@ fn invalid_plan_exits_2_with_every_problem_on_its_own_line() {
             ],
         ),
     );
-    let out = run(&["validate", p.to_str().expect("path")]);
-    assert_eq!(out.code, 2);
+    let out = planwave(["validate"]).arg(&p).run();
+    out.expect_code(2);
     assert_eq!(out.stdout, "");
     let name = p.display().to_string();
     let expected: String = [
@@ -57,8 +56,8 @@ fn stdin_is_read_with_a_dash_and_prose_around_json_is_tolerated() {
         serde_json::to_string_pretty(&plan("t", &[("a", "first", &[]), ("b", "second", &["a"])]))
             .expect("json")
     );
-    let out = run_with_stdin(&["validate", "-"], Some(text.as_bytes()));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = planwave(["validate", "-"]).stdin(text).run();
+    out.expect_ok();
     assert_eq!(
         out.stdout,
         "valid: 2 tasks, 2 waves, longest chain 2 (a -> b)\n"
@@ -67,17 +66,18 @@ fn stdin_is_read_with_a_dash_and_prose_around_json_is_tolerated() {
 
 #[test]
 fn unreadable_or_non_json_input_exits_2_with_a_clear_message() {
-    let out = run(&["validate", "/definitely/not/here.json"]);
-    assert_eq!(out.code, 2);
+    let out = planwave(["validate", "/definitely/not/here.json"]).run();
+    out.expect_code(2);
     assert!(out.stderr.contains("cannot read"), "{}", out.stderr);
-    let out = run_with_stdin(&["validate", "-"], Some(b"no json here at all"));
-    assert_eq!(out.code, 2);
+    let out = planwave(["validate", "-"])
+        .stdin("no json here at all")
+        .run();
+    out.expect_code(2);
     assert_eq!(out.stderr, "<stdin>: no JSON object found in the input\n");
-    let out = run_with_stdin(
-        &["validate", "-"],
-        Some(b"{\"tasks\": [{\"id\": 1, \"description\": \"x\""),
-    );
-    assert_eq!(out.code, 2);
+    let out = planwave(["validate", "-"])
+        .stdin("{\"tasks\": [{\"id\": 1, \"description\": \"x\"")
+        .run();
+    out.expect_code(2);
     assert!(
         out.stderr
             .starts_with("<stdin>: JSON is truncated at line 1 column"),
@@ -89,20 +89,20 @@ fn unreadable_or_non_json_input_exits_2_with_a_clear_message() {
 #[test]
 fn waves_prints_text_json_and_mermaid() {
     let p = repo_file("examples/tesla.json");
-    let p = p.to_str().expect("path");
-    let out = run(&["waves", p, "--format", "json"]);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let waves = || planwave(["waves"]).arg(&p);
+    let out = waves().opt("--format", "json").run();
+    out.expect_ok();
     let v: serde_json::Value = serde_json::from_str(&out.stdout).expect("json");
     assert_eq!(
         v,
         serde_json::json!({"waves": [[1, 2, 3], [4]], "critical_path": [1, 4]})
     );
-    let out = run(&["waves", p]);
+    let out = waves().run();
     assert_eq!(
         out.stdout,
         "wave 0: 1, 2, 3\nwave 1: 4\ncritical path: 1 -> 4\n"
     );
-    let out = run(&["waves", p, "--format", "mermaid"]);
+    let out = waves().opt("--format", "mermaid").run();
     assert!(
         out.stdout.starts_with("graph LR\n") && out.stdout.contains("    t0 --> t3\n"),
         "{}",

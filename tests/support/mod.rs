@@ -1,21 +1,59 @@
 //! Helpers to run the real binary and read what it wrote.
 
-#![allow(dead_code)]
-
 pub mod otlp;
 
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// What one finished run of the binary printed, and how it exited.
 pub struct Output {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
 }
 
-pub fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_planwave"));
+impl Output {
+    /// Asserts the exit code, showing both streams when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Output {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts a successful exit (code 0).
+    #[track_caller]
+    pub fn expect_ok(&self) -> &Output {
+        self.expect_code(0)
+    }
+}
+
+/// A temporary directory removed when dropped.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// One invocation of the real binary, built argument by argument: paths are taken as they
+/// are (no `to_str` at each call), and a developer's model, config and tracing variables are
+/// never inherited.
+#[must_use]
+pub struct Planwave {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+/// `planwave ARGS...`; more arguments, options and environment follow by builder calls.
+pub fn planwave<I, S>(args: I) -> Planwave
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_planwave"));
     // Tests must not pick up a developer's real model settings.
     for var in [
         "PLANWAVE_LLM_BASE_URL",
@@ -28,35 +66,111 @@ pub fn bin() -> Command {
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "RUST_LOG",
     ] {
-        c.env_remove(var);
+        cmd.env_remove(var);
     }
-    c
+    cmd.args(args);
+    Planwave { cmd, stdin: None }
 }
 
-pub fn run(args: &[&str]) -> Output {
-    run_with_stdin(args, None)
+/// `planwave run PLAN --out OUT --sim-latency-ms 0`: a plan on the instant simulator.
+pub fn run_plan(plan: impl AsRef<OsStr>, out: impl AsRef<OsStr>) -> Planwave {
+    planwave(["run"]).arg(plan).out(out).instant()
 }
 
-pub fn run_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut cmd = bin();
-    cmd.args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        });
-    let mut child = cmd.spawn().expect("spawn planwave");
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin pipe");
-        pipe.write_all(input).expect("write stdin");
+impl Planwave {
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Planwave {
+        self.cmd.arg(arg);
+        self
     }
-    let out = child.wait_with_output().expect("wait planwave");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+
+    pub fn args<I, S>(mut self, args: I) -> Planwave
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    /// An option with its value: `--flag VALUE`.
+    pub fn opt(self, flag: &str, value: impl AsRef<OsStr>) -> Planwave {
+        self.arg(flag).arg(value)
+    }
+
+    /// `--out DIR`.
+    pub fn out(self, dir: impl AsRef<OsStr>) -> Planwave {
+        self.opt("--out", dir)
+    }
+
+    /// `-q`: no progress display.
+    pub fn quiet(self) -> Planwave {
+        self.arg("-q")
+    }
+
+    /// `--sim-latency-ms 0`: the simulated model answers at once.
+    pub fn instant(self) -> Planwave {
+        self.opt("--sim-latency-ms", "0")
+    }
+
+    /// `--retry-backoff-ms 1`: retries without waiting.
+    pub fn fast_retries(self) -> Planwave {
+        self.opt("--retry-backoff-ms", "1")
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Planwave {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn envs<'a>(self, vars: impl IntoIterator<Item = &'a (&'a str, &'a str)>) -> Planwave {
+        vars.into_iter().fold(self, |p, (k, v)| p.env(k, v))
+    }
+
+    /// Bytes written to the binary's standard input (otherwise it reads nothing).
+    pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Planwave {
+        self.stdin = Some(input.into());
+        self
+    }
+
+    /// Runs to the end.
+    pub fn run(mut self) -> Output {
+        let stdin = self.stdin.take();
+        self.cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+        let mut child = self.cmd.spawn().expect("spawn planwave");
+        if let Some(input) = stdin {
+            let mut pipe = child.stdin.take().expect("stdin pipe");
+            pipe.write_all(&input).expect("write stdin");
+        }
+        let out = child.wait_with_output().expect("wait planwave");
+        Output {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Starts in the background (see [`Running`]).
+    pub fn spawn(self) -> Running {
+        Running::start(self.cmd)
+    }
+
+    /// Starts in the background with stdout piped (for servers that print their address).
+    pub fn spawn_server(mut self) -> ChildGuard {
+        let child = self
+            .cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn planwave");
+        ChildGuard(child)
     }
 }
 
@@ -121,24 +235,6 @@ pub fn plan(topic: &str, tasks: &[(&str, &str, &[&str])]) -> serde_json::Value {
     serde_json::json!({"research_type": "company", "topic": topic, "objectives": ["understand it"], "tasks": tasks})
 }
 
-/// Runs the binary with extra environment variables.
-pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = bin();
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run planwave");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// A child process killed when dropped (so a failing test leaves no server behind).
 pub struct ChildGuard(pub std::process::Child);
 
@@ -179,26 +275,18 @@ pub struct SimLlm {
 
 impl SimLlm {
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> SimLlm {
-        let mut cmd = bin();
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd
-            .args(["sim-llm", "serve", "--addr", "127.0.0.1:0"])
+        let mut child = planwave(["sim-llm", "serve", "--addr", "127.0.0.1:0"])
             .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn sim-llm");
-        let base_url = first_line(&mut child);
+            .envs(env)
+            .spawn_server();
+        let base_url = first_line(&mut child.0);
         assert!(
             base_url.starts_with("http://127.0.0.1:") && base_url.ends_with("/v1"),
             "{base_url}"
         );
         SimLlm {
             base_url,
-            _child: ChildGuard(child),
+            _child: child,
         }
     }
 
@@ -276,10 +364,9 @@ pub struct Running {
 }
 
 impl Running {
-    pub fn spawn(args: &[&str]) -> Running {
+    fn start(mut cmd: Command) -> Running {
         use std::io::BufRead;
-        let mut child = bin()
-            .args(args)
+        let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
