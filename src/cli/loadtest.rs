@@ -13,7 +13,7 @@ use planwave_llm::LlmProvider;
 use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_loadtest::{
     LatencyModel, LoadReport, LoadRequest, Probe, Shape, check_latency_ids, planned_latencies,
-    render_table,
+    render_load_table,
 };
 use planwave_plan::ValidatedPlan;
 use serde_json::json;
@@ -307,7 +307,7 @@ fn print_results(
                 .map(|p| format!(" (per-task from {})", p.display()))
                 .unwrap_or_default(),
         );
-        print!("{}", render_table(runs));
+        print!("{}", render_load_table(runs));
     }
     Ok(())
 }

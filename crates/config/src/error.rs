@@ -21,7 +21,7 @@ pub enum SettingsError {
     },
     /// The MCP server list (an `mcpServers` file or `[mcp.servers]`), every problem of it.
     #[error(transparent)]
-    Mcp(planwave_mcp::ConfigError),
+    Mcp(planwave_mcp::McpConfigError),
 }
 
 impl SettingsError {

@@ -22,7 +22,7 @@ mod workload;
 
 pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
 pub use probe::{Probe, ProbeSnapshot};
-pub use report::{Distribution, LoadReport, render_table};
+pub use report::{Distribution, LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, run};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};

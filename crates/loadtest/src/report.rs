@@ -91,7 +91,7 @@ fn bytes(v: Option<u64>) -> String {
 }
 
 /// A plain-text table, one column per run.
-pub fn render_table(runs: &[LoadReport]) -> String {
+pub fn render_load_table(runs: &[LoadReport]) -> String {
     let row = |label: &'static str, cell: &dyn Fn(&LoadReport) -> String| {
         (label, runs.iter().map(cell).collect::<Vec<String>>())
     };

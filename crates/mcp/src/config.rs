@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::error::ConfigError;
+use crate::error::McpConfigError;
 
 /// How to reach one server.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,8 +73,8 @@ impl McpConfig {
     }
 
     /// Reads a config file; relative `cwd`s are taken from the file's directory.
-    pub fn load(path: &Path) -> Result<McpConfig, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+    pub fn load(path: &Path) -> Result<McpConfig, McpConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| McpConfigError {
             source_name: path.display().to_string(),
             problems: vec![format!("cannot read: {e}")],
         })?;
@@ -91,8 +91,8 @@ impl McpConfig {
     }
 
     /// Parses the JSON text of a config; every problem is collected, each naming its server.
-    pub fn parse(text: &str, source_name: &str) -> Result<McpConfig, ConfigError> {
-        let bad = |problems: Vec<String>| ConfigError {
+    pub fn parse(text: &str, source_name: &str) -> Result<McpConfig, McpConfigError> {
+        let bad = |problems: Vec<String>| McpConfigError {
             source_name: source_name.to_owned(),
             problems,
         };

@@ -5,19 +5,19 @@ use std::time::Duration;
 
 /// A config that cannot be used: every problem, one per line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConfigError {
+pub struct McpConfigError {
     pub source_name: String,
     pub problems: Vec<String>,
 }
 
-impl fmt::Display for ConfigError {
+impl fmt::Display for McpConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.source_name)?;
         f.write_str(&self.problems.join("; "))
     }
 }
 
-impl std::error::Error for ConfigError {}
+impl std::error::Error for McpConfigError {}
 
 /// Why a server did not start (the run goes on without it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

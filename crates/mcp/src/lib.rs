@@ -11,6 +11,6 @@ mod registry;
 mod server;
 
 pub use config::{McpConfig, McpServerConfig, Transport};
-pub use error::{ConfigError, StartError, ToolError};
+pub use error::{McpConfigError, StartError, ToolError};
 pub use registry::{McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
 pub use server::{MAX_RESTARTS, Observer, ServerEvent};

@@ -3,8 +3,9 @@
 //!
 //! A front end parses its own input (flags, a queue message, a request body), resolves
 //! [`planwave_config::Settings`], and calls in here:
-//! - [`Resources::start`] builds the model client and prompt templates and starts the MCP
-//!   servers; [`Resources::scope`] runs work with them and always shuts the servers down.
+//! - [`Resources::prepare`] builds the model client and prompt templates (checked before
+//!   anything starts), [`Resources::start_mcp`] starts the MCP servers, and
+//!   [`Resources::scope`] runs work with them and always shuts the servers down.
 //! - [`execute_plan`] runs a validated plan into a run directory (journal, report, run.json).
 //! - [`resume`] continues an interrupted run from its journal; [`research`] drives the
 //!   reflective loop's rounds and publishes the best one; [`batch`] runs a job file.
