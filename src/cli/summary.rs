@@ -45,13 +45,8 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
     if let Some(c) = &s.cost {
         let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
     }
-    if !s.transport_retries.is_empty() {
-        let causes: Vec<String> = s
-            .transport_retries
-            .iter()
-            .map(|(c, n)| format!("{c} {n}"))
-            .collect();
-        let _ = writeln!(h, "transport retries: {}", causes.join(", "));
+    if let Some(line) = planwave_batch::transport_retries_line(&s.transport_retries) {
+        let _ = writeln!(h, "{line}");
     }
     for t in r.tasks.iter().filter(|t| t.error.is_some()) {
         let _ = writeln!(

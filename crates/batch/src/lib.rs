@@ -14,4 +14,4 @@ mod summary;
 
 pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
 pub use resolve::{JobInput, ResolvedJob, resolve_jobs};
-pub use summary::{BatchSummary, JobState, JobSummary, render_batch_table};
+pub use summary::{BatchSummary, JobState, JobSummary, render_batch_table, transport_retries_line};

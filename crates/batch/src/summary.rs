@@ -98,6 +98,17 @@ impl BatchSummary {
     }
 }
 
+/// `transport retries: rate_limited 2, stalled 1` (retried requests by cause, as `run.json`
+/// and `batch.json` count them), or `None` when no request was retried. Shared by a run's
+/// summary and the batch table so both read the same.
+pub fn transport_retries_line(counts: &std::collections::BTreeMap<String, u64>) -> Option<String> {
+    if counts.is_empty() {
+        return None;
+    }
+    let causes: Vec<String> = counts.iter().map(|(c, n)| format!("{c} {n}")).collect();
+    Some(format!("transport retries: {}", causes.join(", ")))
+}
+
 /// The table printed at the end of a batch.
 pub fn render_batch_table(s: &BatchSummary) -> String {
     let mut rows = vec![[
@@ -151,13 +162,25 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
         let _ = write!(out, ", cost {c:.4}");
     }
     let _ = writeln!(out, "; {:.1}s", s.wall_ms / 1000.0);
-    if !s.transport_retries.is_empty() {
-        let causes: Vec<String> = s
-            .transport_retries
-            .iter()
-            .map(|(c, n)| format!("{c} {n}"))
-            .collect();
-        let _ = writeln!(out, "transport retries: {}", causes.join(", "));
+    if let Some(line) = transport_retries_line(&s.transport_retries) {
+        let _ = writeln!(out, "{line}");
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::transport_retries_line;
+
+    #[test]
+    fn retries_are_listed_by_cause_in_name_order_and_absent_when_none() {
+        let mut counts = std::collections::BTreeMap::new();
+        assert_eq!(transport_retries_line(&counts), None);
+        counts.insert("stalled".to_owned(), 1);
+        counts.insert("rate_limited".to_owned(), 2);
+        assert_eq!(
+            transport_retries_line(&counts).as_deref(),
+            Some("transport retries: rate_limited 2, stalled 1")
+        );
+    }
 }
