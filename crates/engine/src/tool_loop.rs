@@ -18,7 +18,7 @@ use planwave_llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, ToolRef, ToolResultRef, ToolSpec,
 };
 use planwave_mcp::ToolInfo;
-use planwave_plan::Lang;
+use planwave_prompts::ToolListing;
 use serde_json::{Value, json};
 
 use crate::calls::TaskCalls;
@@ -55,9 +55,9 @@ pub(crate) async fn converse(
         })
         .collect();
     match protocol {
-        ToolProtocol::Json => request
-            .messages
-            .push(ChatMessage::user(json_instructions(&tools, lang))),
+        ToolProtocol::Json => request.messages.push(ChatMessage::user(
+            calls.shared.prompts.tool_protocol(lang, &listings(&tools)),
+        )),
         ToolProtocol::Native => request.tools = tools.iter().map(spec).collect(),
     }
     let mut round = 0;
@@ -68,12 +68,9 @@ pub(crate) async fn converse(
             // One more turn without tools, so the task still gets its section.
             request.tools.clear();
             request.context.tools.clear();
-            request.messages.push(ChatMessage::user(match lang {
-                Lang::Zh => "不能再调用工具了。请根据已有信息直接写出本章节。",
-                Lang::En => {
-                    "No more tool calls are possible. Write the section now from what you have."
-                }
-            }));
+            request.messages.push(ChatMessage::user(
+                calls.shared.prompts.tools_exhausted(lang),
+            ));
         }
         let mut answer = calls.model(request.clone()).await?;
         let next: Vec<(String, Value)> = match protocol {
@@ -121,9 +118,9 @@ pub(crate) async fn converse(
                 request
                     .messages
                     .push(ChatMessage::assistant(answer.content.clone()));
-                request
-                    .messages
-                    .push(ChatMessage::user(results_message(&results, lang)));
+                request.messages.push(ChatMessage::user(
+                    calls.shared.prompts.tool_results(lang, &results),
+                ));
             }
         }
         request.context.tool_results.extend(results);
@@ -240,33 +237,16 @@ fn spec(t: &ToolInfo) -> ToolSpec {
     }
 }
 
-fn json_instructions(tools: &[ToolInfo], lang: Lang) -> String {
-    let mut s = String::from(match lang {
-        Lang::Zh => {
-            "## 工具\n\n你可以调用以下 MCP 工具获取数据。只输出一个 JSON 对象：\
-         {\"content\": \"<Markdown 章节>\", \"next\": [{\"mcp\": \"<工具名>\", \"args\": {...}}]}。\
-         需要数据时 content 留空并在 next 中列出调用；它们按顺序执行，每个调用的输出作为下一个调用的 `input` 参数\
-         （参数中没有 `input` 的工具，可在字符串参数中写 {{input}}）。随后你会收到这些输出。\
-         完成后在 content 中给出章节，并且不再给出 next。\n\n"
-        }
-        Lang::En => {
-            "## Tools\n\nYou can call these MCP tools to gather data. Answer with one JSON object only: \
-         {\"content\": \"<the section in Markdown>\", \"next\": [{\"mcp\": \"<tool name>\", \"args\": {...}}]}. \
-         While you need data, leave content empty and list the calls in next; they run in order, \
-         and each call's output is passed to the next call as its `input` argument (for tools \
-         without `input`, write {{input}} inside a string argument). You then get the outputs. \
-         When you are done, answer with the section in content and no next.\n\n"
-        }
-    });
-    for t in tools {
-        s.push_str(&format!(
-            "- `{}`: {}\n  schema: {}\n",
-            t.name,
-            t.description.trim(),
-            t.input_schema
-        ));
-    }
-    s
+/// The tools as the JSON tool protocol's prompt lists them.
+fn listings(tools: &[ToolInfo]) -> Vec<ToolListing<'_>> {
+    tools
+        .iter()
+        .map(|t| ToolListing {
+            name: &t.name,
+            description: t.description.trim(),
+            schema: t.input_schema.to_string(),
+        })
+        .collect()
 }
 
 fn tool_text(r: &ToolResultRef) -> String {
@@ -275,17 +255,6 @@ fn tool_text(r: &ToolResultRef) -> String {
     } else {
         r.output.clone()
     }
-}
-
-fn results_message(results: &[ToolResultRef], lang: Lang) -> String {
-    let mut s = String::from(match lang {
-        Lang::Zh => "工具调用结果（按调用顺序）：\n",
-        Lang::En => "Tool results, in call order:\n",
-    });
-    for (i, r) in results.iter().enumerate() {
-        s.push_str(&format!("\n[{}] {}: {}\n", i + 1, r.tool, tool_text(r)));
-    }
-    s
 }
 
 fn cut(text: &str) -> String {

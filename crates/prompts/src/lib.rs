@@ -20,5 +20,7 @@ pub use reflect::{
     ReplanTask, ReplanVars, RoundSection, RoundStats,
 };
 pub use render::{PlannerTool, PlannerVars, RepairVars};
-pub use set::{PriorSection, PromptSet, SectionSummary, integrator_context, subagent_context};
+pub use set::{
+    PriorSection, PromptSet, SectionSummary, ToolListing, integrator_context, subagent_context,
+};
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

@@ -1,12 +1,12 @@
 //! Rendering: the variables each template gets, and splitting output into chat messages.
 
 use minijinja::value::{Serde, Value};
-use planwave_llm::ChatMessage;
+use planwave_llm::{ChatMessage, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::set::{PriorSection, PromptSet, SectionSummary};
+use crate::set::{PriorSection, PromptSet, SectionSummary, ToolListing};
 use crate::templates::{PromptError, Templates};
 
 #[derive(Clone, Debug, Serialize)]
@@ -239,6 +239,34 @@ impl PromptSet for Templates {
             }
         }
     }
+
+    fn tool_protocol(&self, lang: Lang, tools: &[ToolListing<'_>]) -> String {
+        self.render_or_builtin(lang, "tool_protocol", json!({ "tools": tools }))
+    }
+
+    fn tool_results(&self, lang: Lang, results: &[ToolResultRef]) -> String {
+        self.render_or_builtin(lang, "tool_results", json!({ "results": results }))
+    }
+
+    fn tools_exhausted(&self, lang: Lang) -> String {
+        self.render_or_builtin(lang, "tools_exhausted", json!({}))
+    }
+}
+
+impl Templates {
+    /// A one-message template's text; the compiled-in wording when an override fails at
+    /// render time (it was checked at load time, so only odd data can get here).
+    fn render_or_builtin(&self, lang: Lang, name: &str, vars: serde_json::Value) -> String {
+        match self.render_raw(lang, name, Value::from(Serde(&vars))) {
+            Ok(text) => text,
+            Err(e) => {
+                tracing::warn!("{e}; using the built-in {name} prompt");
+                builtin()
+                    .render_raw(lang, name, Value::from(Serde(&vars)))
+                    .unwrap_or_default()
+            }
+        }
+    }
 }
 
 /// The compiled-in templates, for when an overriding template fails at render time: the
@@ -262,6 +290,9 @@ pub(crate) fn sample(name: &str) -> Value {
         "repair" => {
             json!({"goal": "goal", "attempt": 2, "problems": ["p"], "min_tasks": 4, "max_tasks": 7})
         }
+        "tool_protocol" => json!({"tools": [{"name": "t", "description": "d", "schema": "{}"}]}),
+        "tool_results" => json!({"results": [{"tool": "t", "output": "o", "is_error": false}]}),
+        "tools_exhausted" => json!({}),
         "subagent" => json!({
             "task": {"id": "1", "title": "t", "description": "d",
                      "hints": {"data_needs": ["a"], "key_questions": ["q"], "suggested_tools": []}},

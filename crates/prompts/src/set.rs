@@ -3,8 +3,9 @@
 //! engine calls this trait; the templates in `prompts/` implement it ([`crate::Templates`]),
 //! so the wording lives only there and users can override it without touching the actors.
 
-use planwave_llm::{ChatMessage, RequestContext, SectionRef};
-use planwave_plan::ValidatedPlan;
+use planwave_llm::{ChatMessage, RequestContext, SectionRef, ToolResultRef};
+use planwave_plan::{Lang, ValidatedPlan};
+use serde::Serialize;
 
 /// A prerequisite's section as handed to a subagent.
 #[derive(Clone, Debug)]
@@ -21,6 +22,15 @@ pub struct SectionSummary<'a> {
     pub text: Option<&'a str>,
 }
 
+/// A tool as the JSON tool protocol lists it for a subagent.
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolListing<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    /// The tool's input schema as compact JSON.
+    pub schema: String,
+}
+
 pub trait PromptSet: Send + Sync {
     /// Messages for the subagent writing task `index`, given its prerequisites' sections.
     fn subagent(
@@ -33,6 +43,15 @@ pub trait PromptSet: Send + Sync {
     /// Messages asking for the executive summary over all sections.
     fn integrator(&self, plan: &ValidatedPlan, sections: &[SectionSummary<'_>])
     -> Vec<ChatMessage>;
+
+    /// The JSON tool protocol's instructions, listing the tools a subagent may call.
+    fn tool_protocol(&self, lang: Lang, tools: &[ToolListing<'_>]) -> String;
+
+    /// The message giving a JSON-protocol subagent its tool calls' outputs, in call order.
+    fn tool_results(&self, lang: Lang, results: &[ToolResultRef]) -> String;
+
+    /// The message of the last tool round: no more calls, write the section.
+    fn tools_exhausted(&self, lang: Lang) -> String;
 }
 
 /// The structured description of a subagent request (see [`RequestContext`]).

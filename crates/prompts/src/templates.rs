@@ -17,6 +17,9 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "answer_repair",
     "failure_note",
     "reflection_summary",
+    "tool_protocol",
+    "tool_results",
+    "tools_exhausted",
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -119,6 +122,36 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "reflection_summary",
         include_str!("../../../prompts/en/reflection_summary.j2"),
+    ),
+    (
+        "zh",
+        "tool_protocol",
+        include_str!("../../../prompts/zh/tool_protocol.j2"),
+    ),
+    (
+        "zh",
+        "tool_results",
+        include_str!("../../../prompts/zh/tool_results.j2"),
+    ),
+    (
+        "zh",
+        "tools_exhausted",
+        include_str!("../../../prompts/zh/tools_exhausted.j2"),
+    ),
+    (
+        "en",
+        "tool_protocol",
+        include_str!("../../../prompts/en/tool_protocol.j2"),
+    ),
+    (
+        "en",
+        "tool_results",
+        include_str!("../../../prompts/en/tool_results.j2"),
+    ),
+    (
+        "en",
+        "tools_exhausted",
+        include_str!("../../../prompts/en/tools_exhausted.j2"),
     ),
 ];
 

@@ -1,5 +1,5 @@
-use crate::set::{PriorSection, PromptSet, SectionSummary};
-use planwave_llm::MessageRole;
+use crate::set::{PriorSection, PromptSet, SectionSummary, ToolListing};
+use planwave_llm::{MessageRole, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan, parse_plan_str};
 
 use super::*;
@@ -282,4 +282,110 @@ fn overrides_replace_single_files_and_broken_ones_fail_at_load() {
     let err = Templates::load(Some(dir.path())).expect_err("broken");
     assert!(err.to_string().contains("en/subagent.j2"), "{err}");
     assert!(Templates::load(Some(&dir.path().join("missing"))).is_err());
+}
+
+/// The wording the engine hard-coded before these templates existed, kept as the reference
+/// the templates must reproduce exactly.
+fn old_tool_protocol(tools: &[(&str, &str, serde_json::Value)], lang: Lang) -> String {
+    let mut s = String::from(match lang {
+        Lang::Zh => {
+            "## 工具\n\n你可以调用以下 MCP 工具获取数据。只输出一个 JSON 对象：\
+         {\"content\": \"<Markdown 章节>\", \"next\": [{\"mcp\": \"<工具名>\", \"args\": {...}}]}。\
+         需要数据时 content 留空并在 next 中列出调用；它们按顺序执行，每个调用的输出作为下一个调用的 `input` 参数\
+         （参数中没有 `input` 的工具，可在字符串参数中写 {{input}}）。随后你会收到这些输出。\
+         完成后在 content 中给出章节，并且不再给出 next。\n\n"
+        }
+        Lang::En => {
+            "## Tools\n\nYou can call these MCP tools to gather data. Answer with one JSON object only: \
+         {\"content\": \"<the section in Markdown>\", \"next\": [{\"mcp\": \"<tool name>\", \"args\": {...}}]}. \
+         While you need data, leave content empty and list the calls in next; they run in order, \
+         and each call's output is passed to the next call as its `input` argument (for tools \
+         without `input`, write {{input}} inside a string argument). You then get the outputs. \
+         When you are done, answer with the section in content and no next.\n\n"
+        }
+    });
+    for (name, description, schema) in tools {
+        s.push_str(&format!(
+            "- `{}`: {}\n  schema: {}\n",
+            name,
+            description.trim(),
+            schema
+        ));
+    }
+    s
+}
+
+fn old_tool_results(results: &[ToolResultRef], lang: Lang) -> String {
+    let mut s = String::from(match lang {
+        Lang::Zh => "工具调用结果（按调用顺序）：\n",
+        Lang::En => "Tool results, in call order:\n",
+    });
+    for (i, r) in results.iter().enumerate() {
+        s.push_str(&format!(
+            "\n[{}] {}: {}\n",
+            i + 1,
+            r.tool,
+            if r.is_error {
+                format!("error: {}", r.output)
+            } else {
+                r.output.clone()
+            }
+        ));
+    }
+    s
+}
+
+#[test]
+fn tool_templates_reproduce_the_former_wording_exactly() {
+    let t = Templates::builtin();
+    let tools = [
+        (
+            "everything_get-sum",
+            "  Adds two numbers. ",
+            serde_json::json!({"type": "object", "properties": {"a": {"type": "number"}}}),
+        ),
+        (
+            "everything_echo",
+            "Echoes {{input}} back",
+            serde_json::json!({}),
+        ),
+    ];
+    let listed: Vec<ToolListing<'_>> = tools
+        .iter()
+        .map(|(name, description, schema)| ToolListing {
+            name,
+            description: description.trim(),
+            schema: schema.to_string(),
+        })
+        .collect();
+    let results = [
+        ToolResultRef {
+            tool: "everything_get-sum".into(),
+            output: "The sum is 5.".into(),
+            is_error: false,
+        },
+        ToolResultRef {
+            tool: "everything_echo".into(),
+            output: "timed out after 1s".into(),
+            is_error: true,
+        },
+    ];
+    for lang in [Lang::Zh, Lang::En] {
+        assert_eq!(
+            t.tool_protocol(lang, &listed),
+            old_tool_protocol(&tools, lang)
+        );
+        assert_eq!(
+            t.tool_results(lang, &results),
+            old_tool_results(&results, lang)
+        );
+    }
+    assert_eq!(
+        t.tools_exhausted(Lang::Zh),
+        "不能再调用工具了。请根据已有信息直接写出本章节。"
+    );
+    assert_eq!(
+        t.tools_exhausted(Lang::En),
+        "No more tool calls are possible. Write the section now from what you have."
+    );
 }
