@@ -92,6 +92,24 @@ pub enum Command {
     Show(show::ShowArgs),
 }
 
+/// The command line recorded in `dir`'s `invocation.json`, parsed again as this binary
+/// parses its own (so a resumed run or batch gets exactly the options it started with).
+/// `what` names the directory expected, for the error.
+pub fn recorded_command(
+    dir: &std::path::Path,
+    what: &str,
+) -> Result<(planwave_runner::Invocation, Command), planwave_runner::InvalidInput> {
+    let inv = planwave_runner::Invocation::read(dir, what)?;
+    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
+        .map_err(|e| {
+        planwave_runner::InvalidInput::one(
+            dir.display().to_string(),
+            format!("invocation.json: {}", e.to_string().trim()),
+        )
+    })?;
+    Ok((inv, cli.command))
+}
+
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
     match cli.command {
         Command::Validate(a) => validate::validate(a).await,

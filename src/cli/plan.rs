@@ -42,7 +42,6 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         PlanRequest {
             goal: &args.goal,
             reflection: None,
-            tools: Vec::new(),
             resources: &resources,
             config: settings.planner.clone(),
             quiet: args.quiet,

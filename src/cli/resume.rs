@@ -7,14 +7,14 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::{Args, Parser};
-use planwave_runner::{CtrlC, Execution, InvalidInput, Invocation, Stderr};
+use clap::Args;
+use planwave_runner::{CtrlC, Execution, InvalidInput, Stderr};
 
 use super::exit::Outcome;
 use super::job::JobOptions;
 use super::llm::{self, PlannerOptions};
 use super::summary::execute_and_summarize;
-use super::{Cli, Command};
+use super::{Command, recorded_command};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -34,17 +34,15 @@ struct Recorded {
 /// Parses the recorded command line again; also moves to its working directory so relative
 /// paths in it (config, latency files) mean what they meant.
 fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
-    let inv = Invocation::read(dir, "a resumable run directory")?;
+    let (inv, command) = recorded_command(dir, "a resumable run directory")?;
     let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
-    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
-        .map_err(|e| bad(format!("invocation.json: {}", e.to_string().trim())))?;
     if let Err(e) = inv.enter_cwd() {
         eprintln!(
             "warning: cannot enter the run's original directory {}: {e}",
             inv.cwd.display()
         );
     }
-    match cli.command {
+    match command {
         Command::Run(a) => Ok(Recorded {
             job: a.job,
             planner: None,

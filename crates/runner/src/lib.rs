@@ -39,7 +39,7 @@ pub use invocation::Invocation;
 pub use notes::{Notes, Silent, Stderr};
 pub use planning::{PlanRequest, describe_attempt, plan_goal};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
-pub use resources::{Resources, catalog, model_client, planner_tools, start_mcp};
+pub use resources::{Resources, catalog, model_client, start_mcp};
 pub use resume::{Resumed, resumable_dir, resume, resume_presets};
 pub use trace_fields::{record_run, record_status};
 pub use workdir::{lock_run_dir, open_journal, open_run_dir};

@@ -12,7 +12,7 @@ pub struct PlanRequest<'a> {
     pub goal: &'a str,
     /// The previous round's reflection (the reflective loop's later rounds).
     pub reflection: Option<&'a str>,
-    pub tools: Vec<planwave_prompts::PlannerTool>,
+    /// The model client, and the MCP servers whose tools the planner's prompt lists.
     pub resources: &'a Resources,
     pub config: PlannerConfig,
     /// No note per attempt.
@@ -59,7 +59,7 @@ pub async fn plan_goal(
         req.resources.templates.clone(),
         req.config,
     )
-    .with_tools(req.tools);
+    .with_tools(req.resources.planner_tools());
     let (quiet, notes) = (req.quiet, req.notes);
     let mut report = |a: &Attempt| {
         if !quiet {

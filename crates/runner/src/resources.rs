@@ -73,6 +73,22 @@ impl Resources {
     pub fn catalog(&self) -> ToolCatalog {
         catalog(self.mcp.as_deref())
     }
+
+    /// The tools as the planner's prompt lists them: name, description, input schema.
+    pub fn planner_tools(&self) -> Vec<planwave_prompts::PlannerTool> {
+        let Some(registry) = &self.mcp else {
+            return Vec::new();
+        };
+        registry
+            .tools()
+            .iter()
+            .map(|t| planwave_prompts::PlannerTool {
+                name: t.name.clone(),
+                description: t.description.trim().to_owned(),
+                input_schema: t.input_schema.to_string(),
+            })
+            .collect()
+    }
 }
 
 /// The model client the settings ask for; the line saying which model answers (never the
@@ -143,20 +159,4 @@ pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
             .map(|r| r.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>())
             .unwrap_or_default(),
     )
-}
-
-/// The tools as the planner's prompt lists them: name, description, input schema.
-pub fn planner_tools(registry: Option<&McpRegistry>) -> Vec<planwave_prompts::PlannerTool> {
-    registry
-        .map(|r| {
-            r.tools()
-                .iter()
-                .map(|t| planwave_prompts::PlannerTool {
-                    name: t.name.clone(),
-                    description: t.description.trim().to_owned(),
-                    input_schema: t.input_schema.to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }

@@ -18,10 +18,10 @@ use planwave_planner::{Attempt, PlannerConfig};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+use crate::RunnerError;
 use crate::execute::Watch;
 use crate::planning::planner_call_event;
 use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
-use crate::{RunnerError, planner_tools};
 
 /// One line of `planner/attempts.json`.
 #[derive(Serialize)]
@@ -168,7 +168,6 @@ impl Rounds for RoundsDriver<'_> {
                 PlanRequest {
                     goal: &s.goal,
                     reflection: note,
-                    tools: planner_tools(s.resources.mcp.as_deref()),
                     resources: &s.resources,
                     config: s.planner.clone(),
                     quiet: s.quiet,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use clap::{Args, Parser};
+use clap::Args;
 use planwave_batch::render_batch_table;
 use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
 use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
@@ -19,7 +19,7 @@ use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::JobOptions;
 use super::llm::{self, PlannerOptions};
 use super::progress::Mode;
-use super::{Cli, Command};
+use super::{Command, recorded_command};
 use progress::{BatchProgress, BatchView};
 
 #[derive(Debug, Args)]
@@ -69,14 +69,14 @@ pub async fn batch(args: BatchArgs) -> anyhow::Result<Outcome> {
 /// The batch command that started `dir`, from its `invocation.json`; also moves to the
 /// directory it was started from, so the job file and plan files resolve the same way.
 fn recorded(dir: &Path) -> Result<BatchArgs, InvalidInput> {
-    let inv = Invocation::read(dir, "a batch directory")?;
-    let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
-    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
-        .map_err(|e| bad(format!("invocation.json: {}", e.to_string().trim())))?;
+    let (inv, command) = recorded_command(dir, "a batch directory")?;
     let _ = inv.enter_cwd();
-    match cli.command {
+    match command {
         Command::Batch(a) if a.resume.is_none() => Ok(a),
-        _ => Err(bad("invocation.json does not record a batch".into())),
+        _ => Err(InvalidInput::one(
+            dir.display().to_string(),
+            "invocation.json does not record a batch",
+        )),
     }
 }
 

@@ -16,7 +16,7 @@ use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
     Execution, Notes, PlanRequest, Resources, RunnerError, Watcher, execute_plan, load_plan,
-    open_journal, plan_goal, planner_tools, resume_presets,
+    open_journal, plan_goal, resume_presets,
 };
 
 /// What every job of a batch shares.
@@ -184,7 +184,6 @@ impl JobContext<'_> {
             PlanRequest {
                 goal,
                 reflection: None,
-                tools: planner_tools(self.resources.mcp.as_deref()),
                 resources: &self.resources,
                 config: self.planner.clone(),
                 quiet: true,

@@ -17,7 +17,7 @@ use planwave_config::Settings;
 use planwave_engine::{EventSink, RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
-use crate::{InvalidInput, Invocation, Notes, Resources, catalog, lock_run_dir, open_run_dir};
+use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};
 use job::JobContext;
 
 /// How a front end watches a batch.
@@ -70,7 +70,7 @@ pub fn resolve_batch(
     notes: &dyn Notes,
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
-    let tools = catalog(resources.mcp.as_deref());
+    let tools = resources.catalog();
     let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.text), &file.base, Some(&tools));
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
