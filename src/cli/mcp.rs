@@ -38,6 +38,10 @@ pub struct McpOptions {
     /// [default: 4].
     #[arg(long, value_name = "N")]
     pub max_tool_rounds: Option<u32>,
+    /// The largest answer an MCP server may send (a tool result), e.g. `4MiB`; a larger one
+    /// fails its call at once [default: 16MiB, or `[mcp] max_output_bytes`].
+    #[arg(long, value_name = "SIZE")]
+    pub mcp_max_output: Option<planwave_config::ByteSize>,
 }
 
 impl super::llm::FlagGroup for McpOptions {
@@ -51,6 +55,7 @@ impl super::llm::FlagGroup for McpOptions {
             tool_timeout_secs: self.tool_timeout,
             start_timeout_secs: self.mcp_start_timeout,
             max_tool_rounds: self.max_tool_rounds,
+            max_output: self.mcp_max_output,
         });
     }
 }

@@ -16,7 +16,7 @@ pub fn everything() -> Option<PathBuf> {
 }
 
 /// An `mcpServers` config with server-everything over stdio under `name`.
-fn everything_config(dir: &Path, name: &str) -> Option<PathBuf> {
+pub(crate) fn everything_config(dir: &Path, name: &str) -> Option<PathBuf> {
     let js = everything()?;
     Some(write_json(
         dir,

@@ -170,6 +170,8 @@ pub struct McpSection {
     pub start_timeout_secs: Option<f64>,
     pub max_tool_rounds: Option<u32>,
     pub max_concurrent_per_server: Option<usize>,
+    /// The largest message a server may send, e.g. `"16MiB"` or a number of bytes.
+    pub max_output_bytes: Option<bytesize::ByteSize>,
 }
 
 impl ConfigFile {

@@ -61,4 +61,6 @@ pub struct McpFlags {
     /// `--mcp-start-timeout`, in seconds as given (checked when resolved).
     pub start_timeout_secs: Option<f64>,
     pub max_tool_rounds: Option<u32>,
+    /// `--mcp-max-output`.
+    pub max_output: Option<bytesize::ByteSize>,
 }

@@ -90,5 +90,17 @@ fn registry_options(m: &McpSection, flags: &McpFlags) -> Result<RegistryOptions,
         max_concurrent_per_server: m
             .max_concurrent_per_server
             .unwrap_or(d.max_concurrent_per_server),
+        max_output_bytes: match flags.max_output.or(m.max_output_bytes) {
+            Some(size) => usize::try_from(size.as_u64())
+                .ok()
+                .filter(|&b| b > 0)
+                .ok_or_else(|| {
+                    SettingsError::setting(
+                        "--mcp-max-output",
+                        format!("{size} is not a usable size (more than 0 bytes)"),
+                    )
+                })?,
+            None => d.max_output_bytes,
+        },
     })
 }

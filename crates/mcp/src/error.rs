@@ -53,6 +53,16 @@ pub enum ToolError {
         tool: String,
         reason: String,
     },
+    /// The server's answer was larger than `[mcp] max_output_bytes`; it was not read whole.
+    #[error(
+        "tool {tool} (server {server}): tool result of {bytes} bytes exceeds the limit of {limit} bytes (raise it with --mcp-max-output or [mcp] max_output_bytes)"
+    )]
+    TooLarge {
+        server: String,
+        tool: String,
+        bytes: u64,
+        limit: u64,
+    },
     /// The server refused the call (bad arguments, unknown tool on its side, ...).
     #[error("tool {tool} (server {server}) rejected the call: {message}")]
     Rejected {

@@ -7,10 +7,13 @@
 
 mod config;
 mod error;
+mod oversize;
 mod registry;
 mod server;
+mod stdio;
 
 pub use config::{McpConfig, McpServerConfig, Transport};
 pub use error::{McpConfigError, StartError, ToolError};
-pub use registry::{McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
+pub use registry::{
+    DEFAULT_MAX_OUTPUT_BYTES, McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
 pub use server::{MAX_RESTARTS, Observer, ServerEvent};

@@ -21,7 +21,12 @@ pub struct RegistryOptions {
     pub call_timeout: Duration,
     /// Calls in flight per server; others queue.
     pub max_concurrent_per_server: usize,
+    /// The largest message a server may send (a tool result); a larger one fails its call.
+    pub max_output_bytes: usize,
 }
+
+/// The default of [`RegistryOptions::max_output_bytes`]: rmcp's own line and SSE event limit.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
 
 impl Default for RegistryOptions {
     fn default() -> Self {
@@ -29,6 +34,7 @@ impl Default for RegistryOptions {
             connect_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(60),
             max_concurrent_per_server: 8,
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 }
@@ -108,13 +114,7 @@ impl McpRegistry {
         let servers: Vec<Server> = config
             .servers
             .iter()
-            .map(|c| {
-                Server::new(
-                    c.clone(),
-                    options.connect_timeout,
-                    options.max_concurrent_per_server,
-                )
-            })
+            .map(|c| Server::new(c.clone(), &options))
             .collect();
         let started = futures::future::join_all(servers.iter().map(|s| async move {
             let t0 = Instant::now();

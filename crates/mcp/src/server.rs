@@ -2,7 +2,6 @@
 //! concurrency limit), notice a broken connection, restart once, shut down.
 
 use std::collections::VecDeque;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -10,8 +9,7 @@ use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, MetaObject, RequestMetaObject};
 use rmcp::service::{RoleClient, RunningService, ServiceError};
 use rmcp::transport::{
-    StreamableHttpClientTransport, TokioChildProcess,
-    streamable_http_client::StreamableHttpClientTransportConfig,
+    StreamableHttpClientTransport, streamable_http_client::StreamableHttpClientTransportConfig,
 };
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
@@ -20,6 +18,7 @@ use tokio::sync::Semaphore;
 use crate::ToolOutput;
 use crate::config::{McpServerConfig, Transport};
 use crate::error::ToolError;
+use crate::stdio::{StdioTransport, TOO_LARGE_CODE};
 
 type Client = RunningService<RoleClient, ()>;
 
@@ -27,6 +26,8 @@ type Client = RunningService<RoleClient, ()>;
 pub const MAX_RESTARTS: u32 = 1;
 /// Lines of a stdio server's stderr kept for error messages.
 const STDERR_LINES: usize = 12;
+/// Bytes of one stderr line kept; a server printing one endless line must not grow memory.
+const STDERR_LINE_BYTES: usize = 1024;
 
 /// What the registry learns about a server over its life, for `mcp_server` events.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,26 +50,25 @@ struct Conn {
 pub(crate) struct Server {
     pub config: McpServerConfig,
     connect_timeout: Duration,
+    /// The largest message read from the server (a tool result, a tool list).
+    max_output: usize,
     conn: tokio::sync::Mutex<Conn>,
     permits: Semaphore,
     stderr: Arc<Mutex<VecDeque<String>>>,
 }
 
 impl Server {
-    pub fn new(
-        config: McpServerConfig,
-        connect_timeout: Duration,
-        max_concurrent: usize,
-    ) -> Server {
+    pub fn new(config: McpServerConfig, options: &crate::RegistryOptions) -> Server {
         Server {
             config,
-            connect_timeout,
+            connect_timeout: options.connect_timeout,
+            max_output: options.max_output_bytes,
             conn: tokio::sync::Mutex::new(Conn {
                 client: None,
                 restarts: 0,
                 down: None,
             }),
-            permits: Semaphore::new(max_concurrent.max(1)),
+            permits: Semaphore::new(options.max_concurrent_per_server.max(1)),
             stderr: Arc::new(Mutex::new(VecDeque::new())),
         }
     }
@@ -122,13 +122,9 @@ impl Server {
                     if let Some(cwd) = cwd {
                         cmd.current_dir(cwd);
                     }
-                    let (proc, stderr) = TokioChildProcess::builder(cmd)
-                        .stderr(Stdio::piped())
-                        .spawn()
+                    let (proc, stderr) = StdioTransport::spawn(cmd, self.max_output)
                         .map_err(|e| format!("cannot start {command:?}: {e}"))?;
-                    if let Some(stderr) = stderr {
-                        self.keep_stderr(stderr);
-                    }
+                    self.keep_stderr(stderr);
                     ().serve(proc)
                         .await
                         .map_err(|e| format!("initialization failed: {e}"))
@@ -145,8 +141,10 @@ impl Server {
                         value.set_sensitive(true);
                         custom.insert(name, value);
                     }
-                    let config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom);
+                    config.max_sse_event_size = self.max_output;
+                    config.max_json_response_size = self.max_output;
                     let transport =
                         StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
                     ().serve(transport)
@@ -164,8 +162,15 @@ impl Server {
         let buf = self.stderr.clone();
         let name = self.config.name.clone();
         tokio::spawn(async move {
-            let mut lines = tokio::io::BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
+            let mut reader = tokio::io::BufReader::new(stderr);
+            let mut raw = Vec::new();
+            loop {
+                raw.clear();
+                match read_bounded_line(&mut reader, &mut raw, STDERR_LINE_BYTES).await {
+                    Ok(true) => {}
+                    _ => break,
+                }
+                let line = String::from_utf8_lossy(&raw).trim_end().to_owned();
                 tracing::debug!(server = %name, "stderr: {line}");
                 if let Ok(mut b) = buf.lock() {
                     if b.len() == STDERR_LINES {
@@ -297,6 +302,21 @@ impl Server {
                 after: timeout,
             }),
             Ok(Ok(result)) => Ok(output(result)),
+            Ok(Err(ServiceError::McpError(e))) if e.code.0 == TOO_LARGE_CODE => {
+                let size = |k: &str| {
+                    e.data
+                        .as_ref()
+                        .and_then(|d| d.get(k))
+                        .and_then(Value::as_u64)
+                        .unwrap_or_default()
+                };
+                Err(ToolError::TooLarge {
+                    server: self.config.name.clone(),
+                    tool: tool.to_owned(),
+                    bytes: size("bytes"),
+                    limit: size("limit"),
+                })
+            }
             Ok(Err(ServiceError::McpError(e))) => Err(ToolError::Rejected {
                 server: self.config.name.clone(),
                 tool: tool.to_owned(),
@@ -336,6 +356,31 @@ impl Server {
                 // holder's drop cancel it.
                 Err(c) => c.cancellation_token().cancel(),
             }
+        }
+    }
+}
+
+/// Reads one line into `raw`, keeping at most `max` bytes of it (the rest is skipped);
+/// `false` at the end of the stream.
+async fn read_bounded_line(
+    reader: &mut (impl tokio::io::AsyncBufRead + Unpin),
+    raw: &mut Vec<u8>,
+    max: usize,
+) -> std::io::Result<bool> {
+    let mut any = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(any);
+        }
+        any = true;
+        let newline = buf.iter().position(|&b| b == b'\n');
+        let take = newline.map_or(buf.len(), |i| i + 1);
+        let room = max.saturating_sub(raw.len());
+        raw.extend_from_slice(&buf[..take.min(room)]);
+        reader.consume(take);
+        if newline.is_some() {
+            return Ok(true);
         }
     }
 }

@@ -128,3 +128,22 @@ fn a_missing_server_file_names_itself() {
     assert_eq!(err.source_name(), "/nonexistent/mcp.json");
     assert!(err.problems()[0].starts_with("cannot read: "), "{err}");
 }
+
+#[test]
+fn the_output_limit_reads_sizes_from_the_file_and_the_flag() {
+    let servers = "[mcp.servers.a]\ncommand = \"a\"\n";
+    let limit = |toml: &str, flag: Option<&str>| {
+        let flags = with_tools(McpFlags {
+            max_output: flag.map(|f| f.parse().expect("size")),
+            ..McpFlags::default()
+        });
+        resolve_settings(&file(toml), &env(&[]), &flags)
+            .map(|s| s.mcp.expect("servers").options.max_output_bytes)
+    };
+    assert_eq!(limit(servers, None).expect("default"), 16 * 1024 * 1024);
+    let toml = format!("{servers}[mcp]\nmax_output_bytes = \"2MiB\"\n");
+    assert_eq!(limit(&toml, None).expect("file"), 2 * 1024 * 1024);
+    assert_eq!(limit(&toml, Some("1000")).expect("flag"), 1000);
+    let err = limit(servers, Some("0")).expect_err("zero");
+    assert_eq!(err.source_name(), "--mcp-max-output");
+}
