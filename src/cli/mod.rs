@@ -51,6 +51,10 @@ pub struct Cli {
     pub verbose: u8,
     #[command(flatten)]
     pub telemetry: telemetry::TelemetryOptions,
+    /// The largest plan or job file read (a file, stdin, a batch's plan files), e.g. `256MiB`.
+    #[arg(long, global = true, value_name = "SIZE", env = "PLANWAVE_MAX_INPUT_BYTES",
+          default_value = "64MiB", hide_env_values = true)]
+    pub max_input_bytes: planwave_config::ByteSize,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -111,6 +115,7 @@ pub fn recorded_command(
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
+    planwave_plan::set_max_input_bytes(cli.max_input_bytes.as_u64());
     match cli.command {
         Command::Validate(a) => validate::validate(a).await,
         Command::Waves(a) => waves::waves(a),

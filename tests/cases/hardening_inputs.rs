@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use crate::cases::mcp::everything_config;
-use crate::support::{read_json, run_plan, task, tempdir, write_json};
+use crate::support::{id_text, plan, planwave, read_json, run_plan, task, tempdir, write_json};
 
 #[test]
 fn an_mcp_answer_over_the_limit_fails_its_call_at_once_and_says_so() {
@@ -48,4 +48,107 @@ fn an_mcp_answer_over_the_limit_fails_its_call_at_once_and_says_so() {
     // Not a transport fault: not retried.
     assert_eq!(big["tool_calls"].as_array().expect("calls").len(), 1);
     assert_eq!(task(&run, "small")["status"], "completed");
+}
+
+#[test]
+fn an_endless_or_oversized_plan_is_refused_with_its_size() {
+    let zero = planwave(["validate", "/dev/zero"]).run();
+    zero.expect_code(2);
+    assert!(
+        zero.stderr.contains(
+            "/dev/zero: more than the limit of 67108864 bytes; raise it with --max-input-bytes"
+        ),
+        "{}",
+        zero.stderr
+    );
+    let dir = tempdir();
+    let big = plan("Big", &[("1", &"d".repeat(2 * 1024 * 1024), &[])]);
+    let path = write_json(dir.path(), "big.json", &big);
+    let size = std::fs::metadata(&path).expect("size").len();
+    let refused = planwave(["validate"])
+        .arg(&path)
+        .opt("--max-input-bytes", "1MiB")
+        .run();
+    refused.expect_code(2);
+    assert!(
+        refused
+            .stderr
+            .contains(&format!("{size} bytes, over the limit of 1048576 bytes")),
+        "{}",
+        refused.stderr
+    );
+    // The same limit holds for a batch's job file, and the environment can raise it.
+    planwave(["validate"])
+        .arg(&path)
+        .env("PLANWAVE_MAX_INPUT_BYTES", "16MiB")
+        .run()
+        .expect_ok();
+}
+
+#[test]
+fn a_huge_description_is_held_to_the_context_budget_and_the_cut_recorded() {
+    let dir = tempdir();
+    let huge = format!("Supply chain review\n{}", "detail. ".repeat(100_000));
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &plan(
+            "Budgeted",
+            &[("1", "Company profile", &[]), ("2", &huge, &["1"]), ("3", "Outlook", &["2"])],
+        ),
+    );
+    let out = dir.path().join("out");
+    run_plan(&p, &out)
+        .opt("--context-budget", "2000")
+        .quiet()
+        .run()
+        .expect_ok();
+    let run = read_json(&out.join("run.json"));
+    let cuts = task(&run, "2")["context_cut"].as_array().expect("cuts");
+    let description = cuts
+        .iter()
+        .find(|c| c["part"] == "description")
+        .expect("the description was cut");
+    assert_eq!(id_text(&description["from"]), "2");
+    assert!(description["kept_tokens"].as_u64() <= Some(500), "{description}");
+    assert!(description["original_tokens"].as_u64() > Some(100_000), "{description}");
+    // No prompt carries the description whole: not task 2's own, nor its dependent's (which
+    // names task 2 by its title, the description's first line).
+    for c in run["calls"].as_array().expect("calls") {
+        let tokens = c["prompt_tokens"].as_u64().expect("prompt tokens");
+        assert!(tokens < 4000, "{c}");
+    }
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(report.len() < 200_000, "report of {} bytes", report.len());
+}
+
+#[test]
+fn a_job_line_that_is_not_utf8_is_skipped_with_its_number() {
+    let dir = tempdir();
+    let mut jobs = Vec::new();
+    jobs.extend_from_slice(br#"{"id": "a", "goal": "first"}"#);
+    jobs.extend_from_slice(b"\n{\"id\": \"b\xff\xfe\", \"goal\": \"x\"}\n");
+    jobs.extend_from_slice(br#"{"id": "c", "goal": "third"}"#);
+    let file = dir.path().join("jobs.jsonl");
+    std::fs::write(&file, jobs).expect("write");
+    let out = dir.path().join("batch");
+    let res = planwave(["batch"])
+        .arg(&file)
+        .out(&out)
+        .instant()
+        .quiet()
+        .run();
+    // Bad lines make the batch's exit code 3, as with any other bad line.
+    res.expect_code(3);
+    assert!(
+        res.stderr.contains(&format!(
+            "{}: line 2: not valid UTF-8 (at byte 10) (skipped)",
+            file.display()
+        )),
+        "{}",
+        res.stderr
+    );
+    let summary = read_json(&out.join("batch.json"));
+    assert_eq!(summary["bad_lines"][0]["line"], 2);
+    assert_eq!(summary["jobs"].as_array().expect("jobs").len(), 2);
 }

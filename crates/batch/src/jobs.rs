@@ -56,12 +56,21 @@ pub struct JobFile {
 const FIELDS: &str = "id, goal, plan, plan_file";
 
 /// Parses every line; blank lines are skipped. Never fails as a whole and never panics.
-pub fn parse_jobs(text: &str) -> JobFile {
+pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
     let mut out = JobFile::default();
     let mut first_line: HashMap<String, usize> = HashMap::new();
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in text.as_ref().split(|&b| b == b'\n').enumerate() {
         let line = i + 1;
-        let raw = raw.trim();
+        let raw = match std::str::from_utf8(raw) {
+            Ok(s) => s.trim(),
+            Err(e) => {
+                out.bad.push(BadLine {
+                    line,
+                    error: format!("not valid UTF-8 (at byte {})", e.valid_up_to() + 1),
+                });
+                continue;
+            }
+        };
         if raw.is_empty() {
             continue;
         }

@@ -47,7 +47,7 @@ pub fn resolve_jobs(
                 .and_then(validate),
             JobSource::PlanFile(p) => {
                 let path = base.join(&p);
-                std::fs::read(&path)
+                planwave_plan::read_input(&path)
                     .map_err(|e| format!("plan file {}: {e}", p.display()))
                     .and_then(|bytes| {
                         parse_plan(&bytes).map_err(|e| format!("plan file {}: {e}", p.display()))

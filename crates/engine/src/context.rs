@@ -5,18 +5,50 @@
 //! than an equal share stay whole and the rest split what is left equally; a cut section
 //! keeps its beginning (the `## title` and opening findings), ends at a line break when one
 //! is near, and says it was cut. Every cut is recorded in `run.json`.
+//!
+//! The task's own description and hints count against the same budget (at most a quarter
+//! each): they come from the plan, which may be model output of any size, and a prompt built
+//! from them must not bypass the budget its prerequisites are held to.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use planwave_llm::{char_tokens, estimate_tokens};
-use planwave_plan::{Lang, TaskId};
+use planwave_plan::{Hints, Lang, TaskId, TaskSpec};
 use serde::{Deserialize, Serialize};
 
-/// One prerequisite section that was shortened for a task.
+/// What part of a prompt a cut shortened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutPart {
+    /// A prerequisite's section.
+    #[default]
+    Section,
+    /// The task's own description.
+    Description,
+    /// The task's own hints (data needs, key questions, suggested tools).
+    Hints,
+    /// A tool's output handed back to the model.
+    ToolOutput,
+}
+
+impl CutPart {
+    fn is_section(&self) -> bool {
+        *self == CutPart::Section
+    }
+}
+
+/// One piece of prompt text that was shortened for a task.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SectionCut {
-    /// The prerequisite whose section was cut.
+    /// The task the text came from: the prerequisite for a section, else the task itself.
     pub from: TaskId,
+    /// Absent for a prerequisite's section (as in run files before other parts were cut).
+    #[serde(default, skip_serializing_if = "CutPart::is_section")]
+    pub part: CutPart,
+    /// The tool, for a tool output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     pub original_tokens: u64,
     pub kept_tokens: u64,
     pub original_chars: usize,
@@ -94,6 +126,8 @@ pub fn fit(
             let cut = cut_text(text, share, lang);
             cuts.push(SectionCut {
                 from: ids(*i),
+                part: CutPart::Section,
+                tool: None,
                 original_tokens: size,
                 kept_tokens: estimate_tokens(&cut),
                 original_chars: text.chars().count(),
@@ -103,6 +137,79 @@ pub fn fit(
         })
         .collect();
     (out, cuts)
+}
+
+/// A task's own description and hints as its prompt gets them, and what was cut.
+pub struct OwnText<'a> {
+    pub description: Cow<'a, str>,
+    pub hints: Cow<'a, Hints>,
+    pub cuts: Vec<SectionCut>,
+    /// Tokens the two take, which the prerequisites' sections cannot use.
+    pub tokens: u64,
+}
+
+/// Fits the task's description into a quarter of `budget` and its hints into another.
+pub fn fit_own<'a>(task: &'a TaskSpec, budget: Option<u64>, lang: Lang) -> OwnText<'a> {
+    let hint_lists = [
+        &task.hints.data_needs,
+        &task.hints.key_questions,
+        &task.hints.suggested_tools,
+    ];
+    let hint_tokens = |h: &Hints| -> u64 {
+        [&h.data_needs, &h.key_questions, &h.suggested_tools]
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|s| estimate_tokens(s))
+            .sum()
+    };
+    let mut own = OwnText {
+        description: Cow::Borrowed(task.description.as_str()),
+        hints: Cow::Borrowed(&task.hints),
+        cuts: Vec::new(),
+        tokens: 0,
+    };
+    if let Some(budget) = budget {
+        let quarter = (budget / 4).max(1);
+        let size = estimate_tokens(&task.description);
+        if size > quarter {
+            let cut = cut_text(&task.description, quarter, lang);
+            own.cuts.push(own_cut(task, CutPart::Description, &task.description, &cut));
+            own.description = Cow::Owned(cut);
+        }
+        let items: Vec<&String> = hint_lists.iter().flat_map(|l| l.iter()).collect();
+        let sizes: Vec<u64> = items.iter().map(|s| estimate_tokens(s)).collect();
+        if sizes.iter().sum::<u64>() > quarter {
+            let shares = shares(&sizes, quarter);
+            let mut fitted = items.iter().zip(sizes.iter().zip(shares)).map(|(s, (&size, share))| {
+                if share >= size { s.to_string() } else { cut_text(s, share, lang) }
+            });
+            let mut take = |l: &Vec<String>| l.iter().map(|_| fitted.next().unwrap_or_default()).collect();
+            let hints = Hints {
+                data_needs: take(&task.hints.data_needs),
+                key_questions: take(&task.hints.key_questions),
+                suggested_tools: take(&task.hints.suggested_tools),
+            };
+            let before = hint_lists.iter().flat_map(|l| l.iter()).cloned().collect::<Vec<_>>().join("\n");
+            let after = [&hints.data_needs, &hints.key_questions, &hints.suggested_tools]
+                .iter().flat_map(|l| l.iter()).cloned().collect::<Vec<_>>().join("\n");
+            own.cuts.push(own_cut(task, CutPart::Hints, &before, &after));
+            own.hints = Cow::Owned(hints);
+        }
+    }
+    own.tokens = estimate_tokens(&own.description) + hint_tokens(&own.hints);
+    own
+}
+
+fn own_cut(task: &TaskSpec, part: CutPart, before: &str, after: &str) -> SectionCut {
+    SectionCut {
+        from: task.id.clone(),
+        part,
+        tool: None,
+        original_tokens: estimate_tokens(before),
+        kept_tokens: estimate_tokens(after),
+        original_chars: before.chars().count(),
+        kept_chars: after.chars().count(),
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use crate::outcome::FailureKind;
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
 use crate::timefmt;
-use planwave_prompts::{PriorSection, subagent_context};
+use planwave_prompts::{PriorSection, TaskText, subagent_context};
 
 /// The stop reason of a subagent that reported its outcome. Any other termination of a
 /// subagent means it died before reporting.
@@ -173,18 +173,26 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         // Boxed so model-only tasks do not carry the tool step's future size.
         return Box::pin(tool_step(state, calls, tool.trim())).await;
     }
-    let (fitted, context_cut) = context::fit(
+    let budget = shared.config.context_budget_tokens;
+    let own = context::fit_own(plan.task(index), budget, plan.lang());
+    let (fitted, section_cuts) = context::fit(
         &state.prior,
         |i| plan.id(i).clone(),
-        shared.config.context_budget_tokens,
+        budget.map(|b| b.saturating_sub(own.tokens)),
         plan.lang(),
     );
+    let mut context_cut = own.cuts.clone();
+    context_cut.extend(section_cuts);
     let prior: Vec<PriorSection<'_>> = fitted
         .iter()
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
-    let messages = shared.prompts.subagent(plan, index, &prior);
-    let mut context = subagent_context(plan, index, &prior);
+    let text = TaskText {
+        description: &own.description,
+        hints: &own.hints,
+    };
+    let messages = shared.prompts.subagent(plan, index, &text, &prior);
+    let mut context = subagent_context(plan, index, &text, &prior);
     context.round = shared.config.round;
     let retry = shared.config.retry;
     let suggested = &plan.task(index).hints.suggested_tools;

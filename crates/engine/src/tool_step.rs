@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::calls::TaskCalls;
 use crate::outcome::FailureKind;
-use planwave_prompts::subagent_context;
+use planwave_prompts::{TaskText, subagent_context};
 
 /// Runs tool step `index`: its section text and its JSON result, or why it failed and how.
 pub(crate) async fn run(
@@ -58,7 +58,7 @@ async fn run_inner(
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(prompt)],
             attempt: 1,
-            context: subagent_context(plan, index, &[]),
+            context: subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]),
             traceparent: None,
             tools: Vec::new(),
         };

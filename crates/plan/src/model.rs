@@ -120,13 +120,25 @@ impl TaskSpec {
     }
 
     /// The heading a section of this task gets: its name if it has one, else its description.
+    /// The task's name, else its description; a label, so only its first line, at most
+    /// [`MAX_TITLE_BYTES`]: a title lands in every prompt that lists the task and in the
+    /// report's headings and tables, where a long or multi-line one would break the layout.
     pub fn title(&self) -> &str {
-        match &self.name {
+        let full = match &self.name {
             Some(n) if !n.trim().is_empty() => n,
             _ => &self.description,
+        };
+        let line = full.trim_start().lines().next().unwrap_or("").trim_end();
+        let mut end = line.len().min(MAX_TITLE_BYTES);
+        while !line.is_char_boundary(end) {
+            end -= 1;
         }
+        &line[..end]
     }
 }
+
+/// The longest title [`TaskSpec::title`] gives, in bytes.
+pub const MAX_TITLE_BYTES: usize = 200;
 
 /// A plan as parsed: every field present, nothing checked yet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

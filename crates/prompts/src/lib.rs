@@ -21,6 +21,7 @@ pub use reflect::{
 };
 pub use render::{PlannerTool, PlannerVars, RepairVars};
 pub use set::{
-    PriorSection, PromptSet, SectionSummary, ToolListing, integrator_context, subagent_context,
+    PriorSection, PromptSet, SectionSummary, TaskText, ToolListing, integrator_context,
+    subagent_context,
 };
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

@@ -6,7 +6,7 @@ use planwave_plan::{Lang, ValidatedPlan};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::set::{PriorSection, PromptSet, SectionSummary, ToolListing};
+use crate::set::{PriorSection, PromptSet, SectionSummary, TaskText, ToolListing};
 use crate::templates::{PromptError, Templates};
 
 #[derive(Clone, Debug, Serialize)]
@@ -113,6 +113,7 @@ impl Templates {
     fn subagent_vars<'a>(
         plan: &'a ValidatedPlan,
         index: usize,
+        own: &TaskText<'a>,
         prior: &'a [PriorSection<'a>],
     ) -> SubagentVars<'a> {
         let spec = plan.spec();
@@ -121,8 +122,8 @@ impl Templates {
             task: TaskVars {
                 id: task.id.to_string(),
                 title: task.title(),
-                description: &task.description,
-                hints: &task.hints,
+                description: own.description,
+                hints: own.hints,
             },
             research_type: spec.research_type.as_deref(),
             topic: &spec.topic,
@@ -211,16 +212,17 @@ impl PromptSet for Templates {
         &self,
         plan: &ValidatedPlan,
         index: usize,
+        own: &TaskText<'_>,
         prior: &[PriorSection<'_>],
     ) -> Vec<ChatMessage> {
-        let vars = Templates::subagent_vars(plan, index, prior);
+        let vars = Templates::subagent_vars(plan, index, own, prior);
         match self.render_raw(plan.lang(), "subagent", Value::from(Serde(&vars))) {
             Ok(text) => messages(&text),
             Err(e) => {
                 // Checked at load time; if task data still breaks it, the built-in wording
                 // is better than no section.
                 tracing::warn!("{e}; using the built-in subagent prompt");
-                builtin().subagent(plan, index, prior)
+                builtin().subagent(plan, index, own, prior)
             }
         }
     }

@@ -14,6 +14,23 @@ pub struct PriorSection<'a> {
     pub text: &'a str,
 }
 
+/// The task's own text as its prompt gets it: the plan's, or shortened to the context budget.
+#[derive(Clone, Copy, Debug)]
+pub struct TaskText<'a> {
+    pub description: &'a str,
+    pub hints: &'a planwave_plan::Hints,
+}
+
+impl<'a> TaskText<'a> {
+    /// The plan's text, whole.
+    pub fn of(task: &'a planwave_plan::TaskSpec) -> TaskText<'a> {
+        TaskText {
+            description: &task.description,
+            hints: &task.hints,
+        }
+    }
+}
+
 /// One finished task as handed to the integrator.
 #[derive(Clone, Debug)]
 pub struct SectionSummary<'a> {
@@ -32,11 +49,13 @@ pub struct ToolListing<'a> {
 }
 
 pub trait PromptSet: Send + Sync {
-    /// Messages for the subagent writing task `index`, given its prerequisites' sections.
+    /// Messages for the subagent writing task `index`, given its own (fitted) text and its
+    /// prerequisites' sections.
     fn subagent(
         &self,
         plan: &ValidatedPlan,
         index: usize,
+        own: &TaskText<'_>,
         prior: &[PriorSection<'_>],
     ) -> Vec<ChatMessage>;
 
@@ -58,6 +77,7 @@ pub trait PromptSet: Send + Sync {
 pub fn subagent_context(
     plan: &ValidatedPlan,
     index: usize,
+    own: &TaskText<'_>,
     prior: &[PriorSection<'_>],
 ) -> RequestContext {
     let task = plan.task(index);
@@ -67,8 +87,8 @@ pub fn subagent_context(
         objectives: plan.spec().objectives.clone(),
         task_id: Some(task.id.to_string()),
         task_title: task.title().to_owned(),
-        key_questions: task.hints.key_questions.clone(),
-        data_needs: task.hints.data_needs.clone(),
+        key_questions: own.hints.key_questions.clone(),
+        data_needs: own.hints.data_needs.clone(),
         sections: prior
             .iter()
             .map(|p| SectionRef {

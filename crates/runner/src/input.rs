@@ -1,7 +1,6 @@
 //! Input a job is given: plan files (`-` is stdin), and the error every front end reports as
 //! bad input (the CLI's exit 2, a server's 422).
 
-use std::io::Read;
 use std::path::Path;
 
 use planwave_config::SettingsError;
@@ -40,15 +39,13 @@ impl From<SettingsError> for InvalidInput {
 /// The bytes of `path` (`-` reads stdin) and the name to report them under.
 pub fn read_source(path: &Path) -> Result<(String, Vec<u8>), InvalidInput> {
     if path == Path::new("-") {
-        let mut buf = Vec::new();
-        std::io::stdin()
-            .read_to_end(&mut buf)
-            .map_err(|e| InvalidInput::one("<stdin>", format!("cannot read: {e}")))?;
+        let buf = planwave_plan::read_bounded(std::io::stdin(), planwave_plan::max_input_bytes())
+            .map_err(|e| InvalidInput::one("<stdin>", e.to_string()))?;
         return Ok(("<stdin>".into(), buf));
     }
     let name = path.display().to_string();
     let bytes =
-        std::fs::read(path).map_err(|e| InvalidInput::one(&name, format!("cannot read: {e}")))?;
+        planwave_plan::read_input(path).map_err(|e| InvalidInput::one(&name, e.to_string()))?;
     Ok((name, bytes))
 }
 

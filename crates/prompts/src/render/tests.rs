@@ -1,4 +1,4 @@
-use crate::set::{PriorSection, PromptSet, SectionSummary, ToolListing};
+use crate::set::{PriorSection, PromptSet, SectionSummary, TaskText, ToolListing};
 use planwave_llm::{MessageRole, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan, parse_plan_str};
 
@@ -200,6 +200,7 @@ fn subagent_prompt_is_seed_002s_template_with_prerequisites() {
     let m = t.subagent(
         &plan,
         3,
+        &TaskText::of(plan.task(3)),
         &[PriorSection {
             index: 0,
             text: "## 公司概况\n\n正文",
@@ -268,12 +269,12 @@ fn overrides_replace_single_files_and_broken_ones_fail_at_load() {
     assert_eq!(t.overridden(), &["en/subagent.j2".to_string()]);
     let plan = tesla().with_lang(Lang::En);
     assert_eq!(
-        t.subagent(&plan, 0, &[])[0].content,
+        t.subagent(&plan, 0, &TaskText::of(plan.task(0)), &[])[0].content,
         "CUSTOM 1 特斯拉公司深度分析"
     );
     // The zh template is still the built-in one.
     assert!(
-        t.subagent(&tesla(), 0, &[])[0]
+        t.subagent(&tesla(), 0, &TaskText::of(tesla().task(0)), &[])[0]
             .content
             .starts_with("你正在执行")
     );

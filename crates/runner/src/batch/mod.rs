@@ -33,24 +33,23 @@ pub trait BatchWatch: Send + Sync {
     fn for_job(&self, id: &str) -> Arc<dyn EventSink>;
 }
 
-/// The job file's text and the directory its relative plan files are read from.
+/// The job file's bytes (each line is checked for UTF-8 on its own, so one bad line is
+/// reported and skipped like any other) and the directory its relative plan files are read
+/// from.
 pub struct JobFileText {
     pub name: String,
-    pub text: String,
+    pub bytes: Vec<u8>,
     pub base: PathBuf,
 }
 
 /// Reads the job file (before anything is started).
 pub fn read_job_file(path: &Path) -> Result<JobFileText, InvalidInput> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        InvalidInput::one(
-            path.display().to_string(),
-            format!("cannot read the job file: {e}"),
-        )
+    let bytes = planwave_plan::read_input(path).map_err(|e| {
+        InvalidInput::one(path.display().to_string(), format!("job file: {e}"))
     })?;
     Ok(JobFileText {
         name: path.display().to_string(),
-        text,
+        bytes,
         base: path.parent().map(Path::to_path_buf).unwrap_or_default(),
     })
 }
@@ -71,7 +70,7 @@ pub fn resolve_batch(
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
     let tools = resources.catalog();
-    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.text), &file.base, Some(&tools));
+    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.bytes), &file.base, Some(&tools));
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
     }
