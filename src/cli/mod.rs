@@ -52,8 +52,14 @@ pub struct Cli {
     #[command(flatten)]
     pub telemetry: telemetry::TelemetryOptions,
     /// The largest plan or job file read (a file, stdin, a batch's plan files), e.g. `256MiB`.
-    #[arg(long, global = true, value_name = "SIZE", env = "PLANWAVE_MAX_INPUT_BYTES",
-          default_value = "64MiB", hide_env_values = true)]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SIZE",
+        env = "PLANWAVE_MAX_INPUT_BYTES",
+        default_value = "64MiB",
+        hide_env_values = true
+    )]
     pub max_input_bytes: planwave_config::ByteSize,
     #[command(subcommand)]
     pub command: Command,

@@ -29,11 +29,11 @@ mod run;
 mod secs;
 mod settings;
 
+pub use bytesize::ByteSize;
 pub use env::{
     ENV_API_KEY, ENV_BASE_URL, ENV_CONFIG, ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL,
     EnvSource, ProcessEnv,
 };
-pub use bytesize::ByteSize;
 pub use error::SettingsError;
 pub use file::{ConfigFile, McpSection, OrchestratorSection, ReflectionSection};
 pub use flags::{Flags, LlmKind, McpFlags};

@@ -10,6 +10,7 @@ use planwave_telemetry::tool;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::context::SectionCut;
 use crate::event::EventKind;
 use crate::outcome::ToolCallRecord;
 use crate::shared::RunShared;
@@ -23,6 +24,8 @@ pub(crate) struct TaskCalls<'a> {
     /// Sum over every model call of the task.
     pub usage: Usage,
     pub tool_calls: Vec<ToolCallRecord>,
+    /// Tool outputs shortened before the model saw them.
+    pub cuts: Vec<SectionCut>,
 }
 
 impl<'a> TaskCalls<'a> {
@@ -32,6 +35,7 @@ impl<'a> TaskCalls<'a> {
             task,
             usage: Usage::default(),
             tool_calls: Vec::new(),
+            cuts: Vec::new(),
         }
     }
 

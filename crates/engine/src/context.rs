@@ -173,26 +173,53 @@ pub fn fit_own<'a>(task: &'a TaskSpec, budget: Option<u64>, lang: Lang) -> OwnTe
         let size = estimate_tokens(&task.description);
         if size > quarter {
             let cut = cut_text(&task.description, quarter, lang);
-            own.cuts.push(own_cut(task, CutPart::Description, &task.description, &cut));
+            own.cuts
+                .push(own_cut(task, CutPart::Description, &task.description, &cut));
             own.description = Cow::Owned(cut);
         }
         let items: Vec<&String> = hint_lists.iter().flat_map(|l| l.iter()).collect();
         let sizes: Vec<u64> = items.iter().map(|s| estimate_tokens(s)).collect();
         if sizes.iter().sum::<u64>() > quarter {
             let shares = shares(&sizes, quarter);
-            let mut fitted = items.iter().zip(sizes.iter().zip(shares)).map(|(s, (&size, share))| {
-                if share >= size { s.to_string() } else { cut_text(s, share, lang) }
-            });
-            let mut take = |l: &Vec<String>| l.iter().map(|_| fitted.next().unwrap_or_default()).collect();
+            let mut fitted =
+                items
+                    .iter()
+                    .zip(sizes.iter().zip(shares))
+                    .map(|(s, (&size, share))| {
+                        if share >= size {
+                            s.to_string()
+                        } else {
+                            cut_text(s, share, lang)
+                        }
+                    });
+            let mut take = |l: &Vec<String>| {
+                l.iter()
+                    .map(|_| fitted.next().unwrap_or_default())
+                    .collect()
+            };
             let hints = Hints {
                 data_needs: take(&task.hints.data_needs),
                 key_questions: take(&task.hints.key_questions),
                 suggested_tools: take(&task.hints.suggested_tools),
             };
-            let before = hint_lists.iter().flat_map(|l| l.iter()).cloned().collect::<Vec<_>>().join("\n");
-            let after = [&hints.data_needs, &hints.key_questions, &hints.suggested_tools]
-                .iter().flat_map(|l| l.iter()).cloned().collect::<Vec<_>>().join("\n");
-            own.cuts.push(own_cut(task, CutPart::Hints, &before, &after));
+            let before = hint_lists
+                .iter()
+                .flat_map(|l| l.iter())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("\n");
+            let after = [
+                &hints.data_needs,
+                &hints.key_questions,
+                &hints.suggested_tools,
+            ]
+            .iter()
+            .flat_map(|l| l.iter())
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n");
+            own.cuts
+                .push(own_cut(task, CutPart::Hints, &before, &after));
             own.hints = Cow::Owned(hints);
         }
     }

@@ -28,6 +28,7 @@ mod shared;
 mod task_spans;
 mod tool_loop;
 mod tool_step;
+mod untrusted;
 mod writer_thread;
 
 mod integrator;

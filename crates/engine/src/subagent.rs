@@ -183,7 +183,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     );
     let mut context_cut = own.cuts.clone();
     context_cut.extend(section_cuts);
-    let prior: Vec<PriorSection<'_>> = fitted
+    // Other subagents' sections are data to this one (see `untrusted`).
+    let cleaned: Vec<(usize, std::borrow::Cow<'_, str>)> = fitted
+        .iter()
+        .map(|(i, text)| (*i, crate::untrusted::clean(text)))
+        .collect();
+    let prior: Vec<PriorSection<'_>> = cleaned
         .iter()
         .map(|(i, text)| PriorSection { index: *i, text })
         .collect();
@@ -252,7 +257,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         attempts: attempt,
         finished_at: timefmt::now(),
         usage: calls.usage,
-        context_cut,
+        context_cut: {
+            let mut cuts = context_cut;
+            cuts.extend(calls.cuts);
+            cuts
+        },
         result,
         tool_calls: calls.tool_calls,
         failure_kind,

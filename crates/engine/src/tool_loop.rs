@@ -23,6 +23,7 @@ use serde_json::{Value, json};
 
 use crate::calls::TaskCalls;
 use crate::config::ToolProtocol;
+use crate::context::{CutPart, SectionCut};
 
 /// Tool output given back to the model per call (longer outputs are cut).
 const OUTPUT_CHARS: usize = 8000;
@@ -146,14 +147,14 @@ async fn run_chain(
                 input = Some(out.text.clone());
                 results.push(ToolResultRef {
                     tool: name.clone(),
-                    output: cut(&out.text),
+                    output: for_model(calls, name, &out.text),
                     is_error: out.is_error,
                 });
             }
             Err(e) => {
                 results.push(ToolResultRef {
                     tool: name.clone(),
-                    output: e.to_string(),
+                    output: for_model(calls, name, &e.to_string()),
                     is_error: true,
                 });
                 break;
@@ -257,11 +258,31 @@ fn tool_text(r: &ToolResultRef) -> String {
     }
 }
 
-fn cut(text: &str) -> String {
-    if text.chars().count() <= OUTPUT_CHARS {
-        return text.to_owned();
+/// A tool's output as the model gets it: cleaned as untrusted text, and held to a quarter of
+/// the context budget (at most [`OUTPUT_CHARS`] without one); a cut is recorded on the task.
+fn for_model(calls: &mut TaskCalls<'_>, tool: &str, text: &str) -> String {
+    let clean = crate::untrusted::clean(text);
+    let lang = calls.shared.plan.lang();
+    let tokens = match calls.shared.config.context_budget_tokens {
+        Some(budget) => (budget / 4).max(1),
+        None => OUTPUT_CHARS as u64,
+    };
+    let over_chars = clean.chars().nth(OUTPUT_CHARS).is_some();
+    if !over_chars && planwave_llm::estimate_tokens(&clean) <= tokens {
+        return clean.into_owned();
     }
-    text.chars().take(OUTPUT_CHARS).collect::<String>() + "…"
+    let head: String = clean.chars().take(OUTPUT_CHARS).collect();
+    let kept = crate::context::cut_text(&head, tokens, lang);
+    calls.cuts.push(SectionCut {
+        from: calls.task.clone(),
+        part: CutPart::ToolOutput,
+        tool: Some(tool.to_owned()),
+        original_tokens: planwave_llm::estimate_tokens(&clean),
+        kept_tokens: planwave_llm::estimate_tokens(&kept),
+        original_chars: clean.chars().count(),
+        kept_chars: kept.chars().count(),
+    });
+    kept
 }
 
 #[cfg(test)]

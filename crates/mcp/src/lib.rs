@@ -15,5 +15,6 @@ mod stdio;
 pub use config::{McpConfig, McpServerConfig, Transport};
 pub use error::{McpConfigError, StartError, ToolError};
 pub use registry::{
-    DEFAULT_MAX_OUTPUT_BYTES, McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput};
+    DEFAULT_MAX_OUTPUT_BYTES, McpRegistry, RegistryOptions, ServerStatus, ToolInfo, ToolOutput,
+};
 pub use server::{MAX_RESTARTS, Observer, ServerEvent};

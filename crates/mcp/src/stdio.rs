@@ -228,7 +228,10 @@ mod tests {
 
     #[tokio::test]
     async fn an_oversized_notification_is_dropped() {
-        let big = format!("{{\"method\":\"log\",\"params\":\"{}\"}}\n{{\"id\":3}}\n", "y".repeat(500));
+        let big = format!(
+            "{{\"method\":\"log\",\"params\":\"{}\"}}\n{{\"id\":3}}\n",
+            "y".repeat(500)
+        );
         assert_eq!(relayed(big.as_bytes(), 100).await, "{\"id\":3}\n");
     }
 }

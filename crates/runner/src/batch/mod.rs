@@ -44,9 +44,8 @@ pub struct JobFileText {
 
 /// Reads the job file (before anything is started).
 pub fn read_job_file(path: &Path) -> Result<JobFileText, InvalidInput> {
-    let bytes = planwave_plan::read_input(path).map_err(|e| {
-        InvalidInput::one(path.display().to_string(), format!("job file: {e}"))
-    })?;
+    let bytes = planwave_plan::read_input(path)
+        .map_err(|e| InvalidInput::one(path.display().to_string(), format!("job file: {e}")))?;
     Ok(JobFileText {
         name: path.display().to_string(),
         bytes,
