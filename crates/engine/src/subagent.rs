@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{AgentRole, ChatRequest, LlmError, Usage};
+use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext, Usage};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
@@ -163,16 +163,12 @@ async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) 
     }
 }
 
-async fn write_section(state: &SubagentState) -> SubagentReport {
+/// The subagent's messages and request context within the context budget, and what was cut
+/// to fit it.
+fn prompt(state: &SubagentState) -> (Vec<ChatMessage>, RequestContext, Vec<SectionCut>) {
     let shared = &state.shared;
     let plan = &shared.plan;
     let index = state.index;
-    let task_id = plan.id(index).clone();
-    let mut calls = TaskCalls::new(shared, task_id.clone());
-    if let Some(tool) = plan.task(index).tool.as_deref() {
-        // Boxed so model-only tasks do not carry the tool step's future size.
-        return Box::pin(tool_step(state, calls, tool.trim())).await;
-    }
     let budget = shared.config.context_budget_tokens;
     let own = context::fit_own(plan.task(index), budget, plan.lang());
     let (fitted, section_cuts) = context::fit(
@@ -197,7 +193,21 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         hints: &own.hints,
     };
     let messages = shared.prompts.subagent(plan, index, &text, &prior);
-    let mut context = subagent_context(plan, index, &text, &prior);
+    let context = subagent_context(plan, index, &text, &prior);
+    (messages, context, context_cut)
+}
+
+async fn write_section(state: &SubagentState) -> SubagentReport {
+    let shared = &state.shared;
+    let plan = &shared.plan;
+    let index = state.index;
+    let task_id = plan.id(index).clone();
+    let mut calls = TaskCalls::new(shared, task_id.clone());
+    if let Some(tool) = plan.task(index).tool.as_deref() {
+        // Boxed so model-only tasks do not carry the tool step's future size.
+        return Box::pin(tool_step(state, calls, tool.trim())).await;
+    }
+    let (messages, mut context, mut context_cut) = prompt(state);
     context.round = shared.config.round;
     let retry = shared.config.retry;
     let suggested = &plan.task(index).hints.suggested_tools;
@@ -247,6 +257,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         });
         tokio::time::sleep(delay).await;
     };
+    context_cut.extend(std::mem::take(&mut calls.cuts));
     if let Ok(section) = &result {
         shared
             .results
@@ -257,11 +268,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         attempts: attempt,
         finished_at: timefmt::now(),
         usage: calls.usage,
-        context_cut: {
-            let mut cuts = context_cut;
-            cuts.extend(calls.cuts);
-            cuts
-        },
+        context_cut,
         result,
         tool_calls: calls.tool_calls,
         failure_kind,

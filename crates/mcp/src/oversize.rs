@@ -63,9 +63,8 @@ impl IdScanner {
             b'}' | b']' => self.depth = self.depth.saturating_sub(1),
             b',' if self.depth == 1 => self.expect_key = true,
             b':' if self.depth == 1 => {
-                if self.key.take().is_some_and(|k| k == b"id") {
-                    self.value = Some(Vec::new());
-                }
+                let key = self.key.take();
+                self.value = key.filter(|k| k == b"id").map(|_| Vec::new());
             }
             b'"' => {
                 self.in_string = true;
