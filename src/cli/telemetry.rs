@@ -65,8 +65,10 @@ pub fn init(
         None => (Telemetry::disabled(), None),
     };
     let default = match verbose {
-        0 => "warn",
-        1 => "info,ractor=warn",
+        // rmcp logs its transport failures with Rust type names; planwave reports the same
+        // failure itself, in words, so rmcp's own lines wait for -v.
+        0 => "warn,rmcp=off",
+        1 => "info,ractor=warn,rmcp=warn",
         _ => "debug,ractor=info",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()

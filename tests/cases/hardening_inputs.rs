@@ -288,3 +288,117 @@ fn a_tool_output_over_its_share_of_the_budget_is_cut_and_the_cut_recorded() {
     assert!(cut["kept_tokens"].as_u64() <= Some(20), "{cut}");
     assert!(cut["original_chars"].as_u64() > Some(150), "{cut}");
 }
+
+#[test]
+fn missing_tools_name_the_server_that_did_not_start() {
+    let dir = tempdir();
+    // Nothing listens on port 9 (discard): the HTTP server cannot start.
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &json!({"mcpServers": {"web": {"url": "http://127.0.0.1:9/mcp"}}}),
+    );
+    let suggested = write_json(
+        dir.path(),
+        "suggested.json",
+        &json!({"topic": "t", "tasks": [
+            {"id": 1, "description": "d", "hints": {"suggested_tools": ["echo"]}}
+        ]}),
+    );
+    let ok = planwave(["validate"])
+        .arg(&suggested)
+        .opt("--mcp-config", &cfg)
+        .run();
+    ok.expect_ok();
+    assert!(
+        ok.stderr.contains(
+            "warning: no MCP tools are available (MCP server web did not start: initialization failed: "
+        ) && ok.stderr.contains("suggested tools ignored: echo"),
+        "{}",
+        ok.stderr
+    );
+    let step = write_json(
+        dir.path(),
+        "step.json",
+        &json!({"steps": [{"step_id": "s", "description": "d", "tool": "echo", "params": {"message": "x"}}]}),
+    );
+    let bad = planwave(["validate"])
+        .arg(&step)
+        .opt("--mcp-config", &cfg)
+        .run();
+    bad.expect_code(2);
+    assert!(
+        bad.stderr.contains(
+            "task s: unknown tool echo (known tools: llm_call; MCP server web did not start: "
+        ),
+        "{}",
+        bad.stderr
+    );
+    // In words: no Rust type names from the MCP SDK, on any line.
+    for out in [&ok.stderr, &bad.stderr] {
+        assert!(
+            !out.contains("::") && !out.contains("WorkerTransport"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn plan_shapes_that_used_to_pass_or_puzzle_are_named() {
+    let dir = tempdir();
+    let dup = dir.path().join("dup.json");
+    std::fs::write(
+        &dup,
+        r#"{"topic": "t", "tasks": [{"id": 1, "description": "a"}], "tasks": [{"id": 2, "description": "b"}]}"#,
+    )
+    .expect("write");
+    let r = planwave(["validate"]).arg(&dup).run();
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("the plan has \"tasks\" more than once"),
+        "{}",
+        r.stderr
+    );
+
+    let big = planwave(["validate", "-"])
+        .stdin(r#"{"topic": "t", "tasks": [{"id": 9223372036854775808, "description": "d"}]}"#)
+        .run();
+    big.expect_code(2);
+    assert!(
+        big.stderr.contains(
+            "task #1: \"id\" 9223372036854775808 is out of range (an integer id is at most 9223372036854775807"
+        ),
+        "{}",
+        big.stderr
+    );
+}
+
+#[test]
+fn a_line_break_in_a_task_id_does_not_break_the_reports_table() {
+    let dir = tempdir();
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &json!({"topic": "t", "tasks": [
+            {"id": "a\nb|c", "description": "first"},
+            {"id": "x", "description": "second", "dependencies": ["a\nb|c"]}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    run_plan(&p, &out).quiet().run().expect_ok();
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    let table: Vec<&str> = report
+        .lines()
+        .skip_while(|l| !l.starts_with("| Item | Value |"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let path = table
+        .iter()
+        .find(|l| l.starts_with("| Critical path |"))
+        .unwrap_or_else(|| panic!("{table:?}"));
+    assert_eq!(*path, "| Critical path | a b\\|c → x |");
+    assert!(
+        table.len() > 10,
+        "the table goes on after the critical path: {table:?}"
+    );
+}

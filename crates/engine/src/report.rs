@@ -301,10 +301,20 @@ fn stats_table(input: &ReportInput<'_>, lang: Lang) -> String {
             out,
             "| {} | {} |",
             if lang == Lang::Zh { zh } else { en },
-            v.replace('|', "\\|")
+            table_cell(&v)
         );
     }
     out
+}
+
+/// A value as one Markdown table cell: a line break (from a task id in the critical path)
+/// would end the row, and `|` would split it.
+fn table_cell(v: &str) -> String {
+    v.split(['\r', '\n'])
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace('|', "\\|")
 }
 
 #[cfg(test)]

@@ -139,7 +139,8 @@ impl McpRegistry {
                     listed.extend(tools.into_iter().map(|t| (i, t)));
                 }
                 Err(e) => {
-                    tracing::warn!(server = %server, "MCP server did not start: {e}");
+                    // Front ends report it from `failures()`, in their own words; a log line would repeat it.
+                    tracing::info!(server = %server, "MCP server did not start: {e}");
                     status.push(ServerStatus {
                         server,
                         ok: false,

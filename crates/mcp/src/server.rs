@@ -127,7 +127,7 @@ impl Server {
                     self.keep_stderr(stderr);
                     ().serve(proc)
                         .await
-                        .map_err(|e| format!("initialization failed: {e}"))
+                        .map_err(|e| format!("initialization failed: {}", plain_error(&e)))
                 }
                 Transport::Http { url, headers } => {
                     let mut custom = std::collections::HashMap::new();
@@ -149,7 +149,7 @@ impl Server {
                         StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
                     ().serve(transport)
                         .await
-                        .map_err(|e| format!("initialization failed: {e}"))
+                        .map_err(|e| format!("initialization failed: {}", plain_error(&e)))
                 }
             }
         };
@@ -360,6 +360,43 @@ impl Server {
     }
 }
 
+/// An rmcp error as a person reads it: rmcp's messages embed Rust type paths
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error`), which say nothing to a
+/// user; those are dropped and the root cause (say, "Connection refused") is added when the
+/// message does not already end with it.
+fn plain_error(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = without_type_paths(&e.to_string());
+    let mut root = e.source();
+    while let Some(next) = root.and_then(std::error::Error::source) {
+        root = Some(next);
+    }
+    if let Some(root) = root {
+        let cause = without_type_paths(&root.to_string());
+        if !cause.is_empty() && !msg.contains(&cause) {
+            msg = format!("{msg} ({cause})");
+        }
+    }
+    msg
+}
+
+/// `text` without its `[...]` segments that hold a Rust path, and without doubled spaces.
+fn without_type_paths(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else {
+            break;
+        };
+        out.push_str(&rest[..open]);
+        if !rest[open..close].contains("::") {
+            out.push_str(&rest[open..=close]);
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Reads one line into `raw`, keeping at most `max` bytes of it (the rest is skipped);
 /// `false` at the end of the stream.
 async fn read_bounded_line(
@@ -382,6 +419,19 @@ async fn read_bounded_line(
         if newline.is_some() {
             return Ok(true);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn type_paths_leave_error_messages() {
+        assert_eq!(
+            super::without_type_paths(
+                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused [os 111]"
+            ),
+            "Send message error Transport error: Client error: refused [os 111]"
+        );
     }
 }
 

@@ -5,6 +5,7 @@
 //! [`PlanSpec`]. Neither checks the graph: that is validation's job.
 
 mod extract;
+mod keys;
 mod normalize;
 
 use crate::model::PlanSpec;
@@ -50,7 +51,16 @@ pub fn parse_plan(bytes: &[u8]) -> Result<PlanSpec, ParseError> {
 
 /// [`parse_plan`] for text already known to be UTF-8.
 pub fn parse_plan_str(text: &str) -> Result<PlanSpec, ParseError> {
-    plan_from_value(extract_json(text)?)
+    let value = extract_json(text)?;
+    let dups = keys::duplicate_top_level_keys(text);
+    if !dups.is_empty() {
+        return Err(ParseError::Shape(
+            dups.iter()
+                .map(|k| format!("the plan has \"{k}\" more than once; give it once"))
+                .collect(),
+        ));
+    }
+    plan_from_value(value)
 }
 
 /// Finds and parses the JSON object in messy model output.

@@ -13,12 +13,34 @@ pub const LLM_CALL: &str = "llm_call";
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ToolCatalog {
     names: BTreeSet<String>,
+    /// Configured servers that did not start: their tools are missing for a reason the
+    /// messages about missing tools should give.
+    down: Vec<String>,
 }
 
 impl ToolCatalog {
     pub fn new(names: impl IntoIterator<Item = String>) -> ToolCatalog {
         ToolCatalog {
             names: names.into_iter().collect(),
+            down: Vec::new(),
+        }
+    }
+
+    /// Names configured servers that did not start (`server`, `reason`).
+    pub fn with_servers_down(mut self, down: impl IntoIterator<Item = (String, String)>) -> Self {
+        self.down = down
+            .into_iter()
+            .map(|(server, reason)| format!("MCP server {server} did not start: {reason}"))
+            .collect();
+        self
+    }
+
+    /// `; MCP server X did not start: …` when servers are down, else nothing.
+    fn why_missing(&self) -> String {
+        if self.down.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", self.down.join("; "))
         }
     }
 
@@ -67,15 +89,21 @@ pub(crate) fn check_tools(
             && !catalog.contains(tool.trim())
         {
             problems.push(Problem::Other(format!(
-                "task {id}: unknown tool {tool} (known tools: {})",
-                catalog.known()
+                "task {id}: unknown tool {tool} (known tools: {}{})",
+                catalog.known(),
+                catalog.why_missing()
             )));
         }
     }
     if !ignored.is_empty() {
         let names: Vec<&str> = ignored.iter().map(String::as_str).collect();
+        let why = if catalog.down.is_empty() {
+            "no MCP tools are configured (--mcp-config)".to_owned()
+        } else {
+            format!("no MCP tools are available ({})", catalog.down.join("; "))
+        };
         warnings.push(Warning(format!(
-            "no MCP tools are configured (--mcp-config): suggested tools ignored: {}",
+            "{why}: suggested tools ignored: {}",
             names.join(", ")
         )));
     }

@@ -154,9 +154,9 @@ pub async fn start_mcp(
 /// The tool names plans are checked against (empty without servers: tool steps then fail
 /// validation, naming the tool).
 pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
-    ToolCatalog::new(
-        registry
-            .map(|r| r.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>())
-            .unwrap_or_default(),
-    )
+    let Some(r) = registry else {
+        return ToolCatalog::default();
+    };
+    ToolCatalog::new(r.tools().iter().map(|t| t.name.clone()))
+        .with_servers_down(r.failures().into_iter().map(|f| (f.server, f.reason)))
 }

@@ -150,11 +150,17 @@ fn task(
             None
         }
         Some((key, v)) => {
+            let out_of_range = out_of_range(&v);
             let id = task_id(v);
-            if id.is_none() {
-                problems.push(format!(
+            match (&id, out_of_range) {
+                (None, Some(n)) => problems.push(format!(
+                    "task #{position}: \"{key}\" {n} is out of range (an integer id is at most {}; use a string for larger ones)",
+                    i64::MAX
+                )),
+                (None, None) => problems.push(format!(
                     "task #{position}: \"{key}\" must be an integer or a string"
-                ));
+                )),
+                _ => {}
             }
             id
         }
@@ -246,6 +252,13 @@ fn task_id(v: Value) -> Option<TaskId> {
         }
         _ => None,
     }
+}
+
+/// The number, when `v` is a whole number too large for an integer id.
+fn out_of_range(v: &Value) -> Option<String> {
+    let Value::Number(n) = v else { return None };
+    let whole = n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
+    (whole && n.as_i64().is_none()).then(|| n.to_string())
 }
 
 /// A list of ids; a single id is a one-element list.
