@@ -422,19 +422,6 @@ async fn read_bounded_line(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn type_paths_leave_error_messages() {
-        assert_eq!(
-            super::without_type_paths(
-                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused [os 111]"
-            ),
-            "Send message error Transport error: Client error: refused [os 111]"
-        );
-    }
-}
-
 /// The text blocks of a result joined, plus its structured content when the server sent one.
 fn output(result: CallToolResult) -> ToolOutput {
     let mut texts = Vec::new();
@@ -459,5 +446,18 @@ fn output(result: CallToolResult) -> ToolOutput {
         text,
         structured: result.structured_content,
         is_error: result.is_error.unwrap_or(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn type_paths_leave_error_messages() {
+        assert_eq!(
+            super::without_type_paths(
+                "Send message error Transport [rmcp::transport::worker::WorkerTransport<rmcp::X<reqwest::Client>>] error: Client error: refused [os 111]"
+            ),
+            "Send message error Transport error: Client error: refused [os 111]"
+        );
     }
 }
