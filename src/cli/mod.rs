@@ -121,7 +121,7 @@ pub fn recorded_command(
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
-    planwave_plan::set_max_input_bytes(cli.max_input_bytes.as_u64());
+    planwave_runner::set_max_input_bytes(cli.max_input_bytes.as_u64());
     match cli.command {
         Command::Validate(a) => validate::validate(a).await,
         Command::Waves(a) => waves::waves(a),

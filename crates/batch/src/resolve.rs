@@ -29,10 +29,12 @@ pub struct ResolvedJob {
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
 /// plans (against the batch's tools when it has MCP servers); a job that fails becomes a bad
 /// line with every problem listed.
+/// Plan files are read by `read_plan` (the front end's bounded reader).
 pub fn resolve_jobs(
     file: JobFile,
     base: &Path,
     tools: Option<&ToolCatalog>,
+    read_plan: &dyn Fn(&Path) -> Result<Vec<u8>, String>,
 ) -> (Vec<ResolvedJob>, Vec<BadLine>) {
     let validate = |spec| validate(spec, tools);
     let mut bad = file.bad;
@@ -47,7 +49,7 @@ pub fn resolve_jobs(
                 .and_then(validate),
             JobSource::PlanFile(p) => {
                 let path = base.join(&p);
-                planwave_plan::read_input(&path)
+                read_plan(&path)
                     .map_err(|e| format!("plan file {}: {e}", p.display()))
                     .and_then(|bytes| {
                         parse_plan(&bytes).map_err(|e| format!("plan file {}: {e}", p.display()))
@@ -146,7 +148,9 @@ mod tests {
             "{\"id\": \"A\", \"goal\": \"g\"}\n",
             "{\"id\": \"a\", \"goal\": \"g\"}\n",
         );
-        let (jobs, bad) = resolve_jobs(parse_jobs(text), dir.path(), None);
+        let (jobs, bad) = resolve_jobs(parse_jobs(text), dir.path(), None, &|p| {
+            std::fs::read(p).map_err(|e| e.to_string())
+        });
         let dirs: Vec<&str> = jobs.iter().map(|j| j.dir.as_str()).collect();
         assert_eq!(dirs.len(), 3);
         assert!(dirs[0].starts_with("______etc-"), "{dirs:?}");

@@ -8,7 +8,6 @@
 //! algorithm is iterative, so a 100,000-task chain cannot overflow the stack.
 
 pub mod generate;
-mod input;
 mod model;
 mod parse;
 pub mod refs;
@@ -16,10 +15,6 @@ mod tools;
 mod validate;
 mod validated;
 
-pub use input::{
-    DEFAULT_MAX_INPUT_BYTES, InputError, max_input_bytes, read_bounded, read_input,
-    set_max_input_bytes,
-};
 pub use model::{Hints, Lang, PlanFormat, PlanSpec, TaskId, TaskSpec};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
 pub use tools::{LLM_CALL, ToolCatalog};

@@ -39,13 +39,14 @@ impl From<SettingsError> for InvalidInput {
 /// The bytes of `path` (`-` reads stdin) and the name to report them under.
 pub fn read_source(path: &Path) -> Result<(String, Vec<u8>), InvalidInput> {
     if path == Path::new("-") {
-        let buf = planwave_plan::read_bounded(std::io::stdin(), planwave_plan::max_input_bytes())
-            .map_err(|e| InvalidInput::one("<stdin>", e.to_string()))?;
+        let buf =
+            crate::input_size::read_bounded(std::io::stdin(), crate::input_size::max_input_bytes())
+                .map_err(|e| InvalidInput::one("<stdin>", e.to_string()))?;
         return Ok(("<stdin>".into(), buf));
     }
     let name = path.display().to_string();
     let bytes =
-        planwave_plan::read_input(path).map_err(|e| InvalidInput::one(&name, e.to_string()))?;
+        crate::input_size::read_input(path).map_err(|e| InvalidInput::one(&name, e.to_string()))?;
     Ok((name, bytes))
 }
 

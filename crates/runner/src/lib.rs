@@ -18,6 +18,7 @@ pub mod batch;
 mod error;
 mod execute;
 mod input;
+mod input_size;
 mod interrupt;
 mod invocation;
 mod notes;
@@ -33,6 +34,10 @@ pub use error::{Context, Result, RunnerError};
 pub use execute::{Execution, Unwatched, Watch, Watcher, execute_plan};
 pub use input::{
     InvalidInput, load_plan, load_plan_with_tools, parse_plan_source, read_source, validate_plan,
+};
+pub use input_size::{
+    DEFAULT_MAX_INPUT_BYTES, InputError, max_input_bytes, read_bounded, read_input,
+    set_max_input_bytes,
 };
 pub use interrupt::CtrlC;
 pub use invocation::Invocation;

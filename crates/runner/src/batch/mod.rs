@@ -44,7 +44,7 @@ pub struct JobFileText {
 
 /// Reads the job file (before anything is started).
 pub fn read_job_file(path: &Path) -> Result<JobFileText, InvalidInput> {
-    let bytes = planwave_plan::read_input(path)
+    let bytes = crate::input_size::read_input(path)
         .map_err(|e| InvalidInput::one(path.display().to_string(), format!("job file: {e}")))?;
     Ok(JobFileText {
         name: path.display().to_string(),
@@ -69,7 +69,9 @@ pub fn resolve_batch(
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
     let tools = resources.catalog();
-    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.bytes), &file.base, Some(&tools));
+    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.bytes), &file.base, Some(&tools), &|p| {
+        crate::input_size::read_input(p).map_err(|e| e.to_string())
+    });
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
     }

@@ -2,8 +2,9 @@
 //!
 //! `validate /dev/zero` once grew past 3 GB: a plan is read whole before it is parsed, so the
 //! read itself must stop. The bound is process-wide (like a resource limit) because every
-//! reader of plans honours it, from the CLI's `validate` to a batch's plan files and a
-//! resume's saved plan; the front end sets it once, before anything is read.
+//! reader of plans honours it, from the CLI's `validate` to a batch's plan files (read through
+//! [`read_input`], handed to `planwave_batch::resolve_jobs`) and a resume's saved plan; the
+//! front end sets it once, before anything is read.
 
 use std::io::Read;
 use std::path::Path;
