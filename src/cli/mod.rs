@@ -22,6 +22,8 @@ pub mod telemetry;
 mod validate;
 mod waves;
 
+use std::io::Write;
+
 use clap::{Parser, Subcommand};
 
 pub const EXIT_CODES_HELP: &str = "\
@@ -138,21 +140,32 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
 
 /// One line per panic instead of a backtrace: a subagent panic is a task failure the run
 /// reports, not a crash. `PLANWAVE_BACKTRACE=1` restores the default hook's backtrace.
+///
+/// `print!` panics when stdout is a closed pipe (`planwave validate big.json | head -c 10`);
+/// that is not a failure of planwave, so the process ends as Unix tools do there: by SIGPIPE,
+/// quietly. (SIGPIPE itself stays ignored, as Rust sets it: a peer closing a socket must
+/// not kill a run.)
 pub fn install_panic_hook() {
-    if std::env::var_os("PLANWAVE_BACKTRACE").is_some() {
-        return;
-    }
-    std::panic::set_hook(Box::new(|info| {
+    let default = std::panic::take_hook();
+    let backtrace = std::env::var_os("PLANWAVE_BACKTRACE").is_some();
+    std::panic::set_hook(Box::new(move |info| {
         let msg = info
             .payload()
             .downcast_ref::<&str>()
             .map(|s| (*s).to_owned())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(non-string panic payload)".into());
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            exit::die_of_sigpipe();
+        }
+        if backtrace {
+            return default(info);
+        }
         let at = info
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!("planwave: panic{at}: {msg}");
+        // Not eprintln!: with stderr closed too, a second panic here would abort.
+        let _ = writeln!(std::io::stderr(), "planwave: panic{at}: {msg}");
     }));
 }

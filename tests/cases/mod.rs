@@ -5,6 +5,7 @@ mod durable;
 mod events;
 mod faults;
 mod hardening_inputs;
+mod hardening_process;
 mod http;
 mod loadtest;
 pub(crate) mod mcp;

@@ -1,0 +1,59 @@
+//! How the process meets its surroundings: closed pipes, signals from service managers,
+//! credentials in URLs, control characters in what it prints.
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Stdio};
+
+use crate::support::{tempdir, write_json};
+
+/// A plan whose `waves` output (~130 KB) is larger than a pipe holds, so the writer must
+/// still be writing when the reader goes away.
+fn wide_plan(dir: &std::path::Path) -> std::path::PathBuf {
+    let tasks: Vec<serde_json::Value> = (1..=20_000)
+        .map(|i| serde_json::json!({"id": i, "description": format!("task number {i} with a long description")}))
+        .collect();
+    write_json(dir, "wide.json", &serde_json::json!({"topic": "wide", "tasks": tasks}))
+}
+
+#[test]
+fn a_closed_stdout_ends_the_process_by_sigpipe_without_a_panic() {
+    let dir = tempdir();
+    let plan = wide_plan(dir.path());
+    // `planwave waves wide.json | head -c 10`
+    let mut child = Command::new(env!("CARGO_BIN_EXE_planwave"))
+        .arg("waves")
+        .arg(&plan)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut head = [0u8; 10];
+    stdout.read_exact(&mut head).expect("the first bytes");
+    drop(stdout);
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut stderr)
+        .expect("stderr");
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {stderr}");
+    assert_eq!(stderr, "", "quiet, as Unix tools are");
+
+    // `planwave waves wide.json 2>&1 | head -c 10`: stderr is the same closed pipe.
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_planwave"))
+        .arg("waves")
+        .arg(&plan)
+        .stdout(writer.try_clone().expect("clone"))
+        .stderr(writer)
+        .spawn()
+        .expect("spawn");
+    reader.read_exact(&mut head).expect("the first bytes");
+    drop(reader);
+    let status = child.wait().expect("wait");
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
+}
