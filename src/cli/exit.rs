@@ -9,6 +9,8 @@ pub const PARTIAL: u8 = 3;
 /// The run's `--deadline` passed; it can be resumed.
 pub const DEADLINE: u8 = 4;
 pub const INTERRUPTED: u8 = 130;
+/// Stopped by SIGTERM (128 + 15), after the same clean stop as Ctrl-C.
+pub const TERMINATED: u8 = 143;
 
 /// How a command ended when it did not fail outright.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +21,8 @@ pub use planwave_runner::InvalidInput;
 
 pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
+        // Every command reports a stop as INTERRUPTED; which signal it was is known here.
+        Ok(Outcome(INTERRUPTED)) if planwave_runner::terminated() => ExitCode::from(TERMINATED),
         Ok(Outcome(code)) => ExitCode::from(code),
         Err(err) => {
             let invalid = err.downcast_ref::<InvalidInput>().or_else(|| {

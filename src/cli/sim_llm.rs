@@ -184,16 +184,5 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
 }
 
 async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
+    planwave_runner::stop_signal().await;
 }

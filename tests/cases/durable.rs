@@ -10,7 +10,7 @@ use crate::support::{
 
 /// A plan with fan-out, fan-in and independent tasks; with `--concurrency 2` it runs in
 /// several steps, so a kill lands in the middle.
-fn nine_tasks(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn nine_tasks(dir: &Path) -> std::path::PathBuf {
     let p = plan(
         "Durable Co",
         &[
@@ -213,7 +213,7 @@ fn a_second_process_on_one_run_dir_is_refused() {
 }
 
 /// `run` on the in-process simulator with a fixed latency, two tasks at a time.
-fn on_sim(plan: &Path, out: &Path, latency_ms: &str) -> Planwave {
+pub(crate) fn on_sim(plan: &Path, out: &Path, latency_ms: &str) -> Planwave {
     planwave(["run"])
         .arg(plan)
         .out(out)

@@ -57,3 +57,42 @@ fn a_closed_stdout_ends_the_process_by_sigpipe_without_a_panic() {
     let status = child.wait().expect("wait");
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}");
 }
+
+#[test]
+fn sigterm_stops_like_ctrl_c_with_exit_143_and_stops_the_mcp_servers() {
+    let dir = tempdir();
+    let Some(python) = crate::support::peer("py/bin/python") else {
+        return;
+    };
+    let starts = dir.path().join("starts.txt");
+    let cfg = write_json(
+        dir.path(),
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"counter": {
+            "command": python,
+            "args": [crate::support::repo_file("tests/peers/mcp_crashy.py")],
+            "env": {"CRASHY_STARTS": starts.to_str().expect("utf-8")}}}}),
+    );
+    let plan = crate::cases::durable::nine_tasks(dir.path());
+    let out = dir.path().join("out");
+    let mut child = crate::cases::durable::on_sim(&plan, &out, "150")
+        .opt("--mcp-config", &cfg)
+        .spawn();
+    child.wait_for(" completed in ", 2);
+    child.terminate();
+    let (code, stdout) = child.wait();
+    assert_eq!(code, 143, "{stdout}");
+    assert!(
+        stdout.contains(&format!("Continue with: planwave resume {}", out.display())),
+        "{stdout}"
+    );
+    let run = crate::support::read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "cancelled");
+    // The server was stopped (and reaped) before planwave exited: not left to init.
+    let pid = std::fs::read_to_string(&starts).expect("the server started");
+    let pid = pid.lines().next().expect("a pid").trim();
+    assert!(
+        !std::path::Path::new("/proc").join(pid).exists(),
+        "MCP server {pid} outlived planwave"
+    );
+}

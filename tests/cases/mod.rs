@@ -1,7 +1,7 @@
 mod aimock;
 mod batch;
 mod compose;
-mod durable;
+pub(crate) mod durable;
 mod events;
 mod faults;
 mod hardening_inputs;

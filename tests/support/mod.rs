@@ -399,12 +399,21 @@ impl Running {
 
     /// Sends SIGINT, as Ctrl-C in a terminal does.
     pub fn interrupt(&self) {
+        self.signal("-INT");
+    }
+
+    /// SIGTERM, as `docker stop`, systemd and `timeout` send it.
+    pub fn terminate(&self) {
+        self.signal("-TERM");
+    }
+
+    fn signal(&self, which: &str) {
         let ok = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
+            .args([which, &self.child.id().to_string()])
             .status()
             .expect("run kill")
             .success();
-        assert!(ok, "kill -INT failed");
+        assert!(ok, "kill {which} failed");
     }
 
     /// Waits for the exit; returns the exit code and everything printed on stdout.

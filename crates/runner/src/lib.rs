@@ -39,7 +39,7 @@ pub use input_size::{
     DEFAULT_MAX_INPUT_BYTES, InputError, max_input_bytes, read_bounded, read_input,
     set_max_input_bytes,
 };
-pub use interrupt::CtrlC;
+pub use interrupt::{CtrlC, stop_signal, terminated};
 pub use invocation::Invocation;
 pub use notes::{Notes, Silent, Stderr};
 pub use planning::{PlanRequest, describe_attempt, plan_goal};
