@@ -95,6 +95,11 @@ pub struct LoadtestArgs {
     /// With --llm-url: ask for one JSON body instead of an SSE stream.
     #[arg(long, requires = "llm_url")]
     pub no_stream: bool,
+    /// With --llm-url: send the API key held in this environment variable. Without it no key
+    /// is sent, whatever the environment or planwave.toml configure: a load test is often
+    /// pointed at somebody else's gateway.
+    #[arg(long, value_name = "VAR", requires = "llm_url")]
+    pub api_key_env: Option<String>,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
@@ -238,7 +243,7 @@ fn model(a: &LoadtestArgs, plan: &ValidatedPlan, sim: &SimConfig) -> anyhow::Res
         .into());
     }
     Ok((
-        http_provider(url, &a.model, a.no_stream, a.seed)?,
+        http_provider(url, a)?,
         // Only a replayed file says what the server will take; else measure.
         a.latency_file.as_ref().map(|_| {
             let only_file = SimConfig {
@@ -355,29 +360,49 @@ fn workload_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInp
     ))
 }
 
-fn http_provider(
-    url: &str,
-    model: &str,
-    no_stream: bool,
-    seed: u64,
-) -> anyhow::Result<Arc<dyn LlmProvider>> {
+fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvider>> {
     let options = LlmOptions {
         llm: Some(LlmArg::Openai),
         llm_base_url: Some(url.to_owned()),
-        model: Some(model.to_owned()),
+        model: Some(a.model.clone()),
         config: None,
-        no_stream,
+        no_stream: a.no_stream,
     };
     let prompts = PromptOptions {
         prompts: None,
         context_budget: None,
     };
-    let settings = llm::settings(&[&options, &prompts, &Seed(seed)])?;
+    let mut settings = llm::settings(&[&options, &prompts, &Seed(a.seed)])?;
+    only_the_named_key(&mut settings, a.api_key_env.as_deref())?;
     Ok(super::telemetry::traced(planwave_runner::model_client(
         &settings,
         SimConfig::default(),
         &planwave_runner::Stderr,
     )?))
+}
+
+/// Replaces whatever key the settings found with the one `--api-key-env` names, or none.
+fn only_the_named_key(
+    settings: &mut planwave_config::Settings,
+    var: Option<&str>,
+) -> Result<(), InvalidInput> {
+    let planwave_config::LlmChoice::OpenAi {
+        config,
+        api_key_source,
+    } = &mut settings.llm
+    else {
+        return Ok(());
+    };
+    config.api_key = None;
+    *api_key_source = None;
+    if let Some(var) = var {
+        let value = std::env::var(var).unwrap_or_default();
+        config.api_key = Some(planwave_llm::ApiKey::new(value).ok_or_else(|| {
+            InvalidInput::one("--api-key-env", format!("${var} is not set or empty"))
+        })?);
+        *api_key_source = Some(format!("${var}"));
+    }
+    Ok(())
 }
 
 /// A progress line on a terminal every second: long runs should show they are moving.

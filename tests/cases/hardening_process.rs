@@ -96,3 +96,39 @@ fn sigterm_stops_like_ctrl_c_with_exit_143_and_stops_the_mcp_servers() {
         "MCP server {pid} outlived planwave"
     );
 }
+
+#[test]
+fn loadtest_sends_a_key_only_when_api_key_env_names_one() {
+    let server = crate::support::SimLlm::start(&[], &[]);
+    let run = |extra: &[&str]| {
+        crate::support::planwave(["loadtest", "--tasks", "5", "--shape", "wide"])
+            .opt("--llm-url", &server.base_url)
+            .args(extra)
+            // Configured for planwave's own runs: not for somebody else's gateway.
+            .env("PLANWAVE_LLM_API_KEY", "sk-configured-for-runs")
+            .env("LOADTEST_KEY", "sk-meant-for-this-gateway")
+            .run()
+    };
+    run(&[]).expect_ok();
+    let stats = server.stats();
+    assert_eq!(stats["authorized"], 0, "no key without --api-key-env: {stats}");
+    let requests = stats["requests"].as_u64().expect("requests");
+    assert!(requests > 0, "{stats}");
+
+    let named = run(&["--api-key-env", "LOADTEST_KEY"]);
+    named.expect_ok();
+    assert!(named.stderr.contains("key from $LOADTEST_KEY"), "{}", named.stderr);
+    let stats = server.stats();
+    assert_eq!(
+        stats["authorized"].as_u64(),
+        Some(stats["requests"].as_u64().expect("requests") - requests),
+        "every request of the second run carried the key: {stats}"
+    );
+    let missing = run(&["--api-key-env", "NO_SUCH_VARIABLE_SET"]);
+    missing.expect_code(2);
+    assert!(
+        missing.stderr.contains("--api-key-env: $NO_SUCH_VARIABLE_SET is not set or empty"),
+        "{}",
+        missing.stderr
+    );
+}
