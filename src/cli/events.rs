@@ -19,6 +19,26 @@ pub struct EventsOptions {
     pub events: Option<PathBuf>,
 }
 
+impl EventsOptions {
+    /// `--events` must not point into the run directory: the journal (`events.jsonl`) and
+    /// the run's other files would be overwritten or interleaved with the stream.
+    pub fn check(&self, out: &std::path::Path) -> Result<(), planwave_runner::InvalidInput> {
+        match &self.events {
+            Some(p) if p.as_os_str() != "-" && planwave_runner::inside(p, out) => {
+                Err(planwave_runner::InvalidInput::one(
+                    "--events",
+                    format!(
+                        "{} is inside the run directory {}, where the run writes its journal and files; choose a path outside it",
+                        p.display(),
+                        out.display()
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 static HUMAN_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
 /// Where lines meant for people go: stdout, unless stdout carries the event stream.

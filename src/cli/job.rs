@@ -51,6 +51,10 @@ pub struct JobOptions {
     /// MCP servers are started once per command and shared by every run it makes.
     #[command(flatten)]
     pub mcp: McpOptions,
+    /// Replace an earlier run (or batch) in --out: its files are removed first. Without it
+    /// such a directory is refused (`resume` continues it), as is any other non-empty one.
+    #[arg(long)]
+    pub force: bool,
 }
 
 impl FlagGroup for JobOptions {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use clap::Args;
 use planwave_engine::{RunDir, RunStatus};
 use planwave_runner::{
-    CtrlC, Invocation, Research, ResearchOutcome, Stderr, lock_run_dir, open_run_dir,
+    CtrlC, Invocation, Research, ResearchOutcome, Stderr, claim_out_dir, lock_run_dir, open_run_dir,
 };
 
 use super::events::{EventsOptions, human, open_stream};
@@ -45,6 +45,8 @@ pub struct ResearchArgs {
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&[&args.job, &args.planner, &MaxRounds(args.max_rounds)])?;
     let resources = args.job.resources(&settings)?;
+    claim_out_dir(&args.out, &[], args.job.force)?;
+    args.events.check(&args.out)?;
     let out = open_run_dir(&args.out)?;
     let _lock = lock_run_dir(&out)?;
     Invocation::current()?.record(&out)?;

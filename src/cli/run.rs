@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use planwave_runner::{
-    CtrlC, Execution, Invocation, Stderr, lock_run_dir, open_journal, open_run_dir,
+    CtrlC, Execution, Invocation, Stderr, claim_out_dir, lock_run_dir, open_journal, open_run_dir,
     parse_plan_source, validate_plan,
 };
 
@@ -35,6 +35,8 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Everything that can be checked is checked before a server starts.
     let settings = llm::settings(&[&args.job])?;
     let (source, spec) = parse_plan_source(&args.plan)?;
+    claim_out_dir(&args.out, &[&args.plan], args.job.force)?;
+    args.events.check(&args.out)?;
     let resources = args.job.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let resources = resources

@@ -13,7 +13,11 @@ fn wide_plan(dir: &std::path::Path) -> std::path::PathBuf {
     let tasks: Vec<serde_json::Value> = (1..=20_000)
         .map(|i| serde_json::json!({"id": i, "description": format!("task number {i} with a long description")}))
         .collect();
-    write_json(dir, "wide.json", &serde_json::json!({"topic": "wide", "tasks": tasks}))
+    write_json(
+        dir,
+        "wide.json",
+        &serde_json::json!({"topic": "wide", "tasks": tasks}),
+    )
 }
 
 #[test]
@@ -111,13 +115,20 @@ fn loadtest_sends_a_key_only_when_api_key_env_names_one() {
     };
     run(&[]).expect_ok();
     let stats = server.stats();
-    assert_eq!(stats["authorized"], 0, "no key without --api-key-env: {stats}");
+    assert_eq!(
+        stats["authorized"], 0,
+        "no key without --api-key-env: {stats}"
+    );
     let requests = stats["requests"].as_u64().expect("requests");
     assert!(requests > 0, "{stats}");
 
     let named = run(&["--api-key-env", "LOADTEST_KEY"]);
     named.expect_ok();
-    assert!(named.stderr.contains("key from $LOADTEST_KEY"), "{}", named.stderr);
+    assert!(
+        named.stderr.contains("key from $LOADTEST_KEY"),
+        "{}",
+        named.stderr
+    );
     let stats = server.stats();
     assert_eq!(
         stats["authorized"].as_u64(),
@@ -127,7 +138,9 @@ fn loadtest_sends_a_key_only_when_api_key_env_names_one() {
     let missing = run(&["--api-key-env", "NO_SUCH_VARIABLE_SET"]);
     missing.expect_code(2);
     assert!(
-        missing.stderr.contains("--api-key-env: $NO_SUCH_VARIABLE_SET is not set or empty"),
+        missing
+            .stderr
+            .contains("--api-key-env: $NO_SUCH_VARIABLE_SET is not set or empty"),
         "{}",
         missing.stderr
     );

@@ -6,6 +6,7 @@ mod events;
 mod faults;
 mod hardening_inputs;
 mod hardening_process;
+mod hardening_rundir;
 mod http;
 mod loadtest;
 pub(crate) mod mcp;

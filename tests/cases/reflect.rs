@@ -207,14 +207,20 @@ fn the_round_limit_stops_the_loop_and_the_best_round_need_not_be_the_last() {
     // The last round was not reflected on: there is no next round to tell.
     assert!(!out.join("rounds/2/reflection.json").exists());
 
-    // Research again in the same directory: one round now, and no stale round 2 left.
-    let res = research(&out).opt("--sim-scores", "97").run();
-    res.expect_ok();
+    // Research again in the same directory: refused, it holds the earlier research...
+    let again = research(&out).opt("--sim-scores", "97").run();
+    again.expect_code(2);
     assert!(
-        res.stderr.contains("from an earlier research"),
+        again.stderr.contains("--force replaces it"),
         "{}",
-        res.stderr
+        again.stderr
     );
+    // ...unless replaced: one round now, and no stale round 2 left.
+    let res = research(&out)
+        .opt("--sim-scores", "97")
+        .arg("--force")
+        .run();
+    res.expect_ok();
     assert!(out.join("rounds/1").is_dir() && !out.join("rounds/2").exists());
     let run = read_json(&out.join("run.json"));
     assert_eq!(rounds(&run).len(), 1);

@@ -22,6 +22,7 @@ mod input_size;
 mod interrupt;
 mod invocation;
 mod notes;
+mod outdir;
 mod planning;
 mod research;
 mod resources;
@@ -42,6 +43,7 @@ pub use input_size::{
 pub use interrupt::{CtrlC, stop_signal, terminated};
 pub use invocation::Invocation;
 pub use notes::{Notes, Silent, Stderr};
+pub use outdir::{claim_out_dir, inside};
 pub use planning::{PlanRequest, describe_attempt, plan_goal};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, start_mcp};

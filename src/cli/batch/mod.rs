@@ -61,6 +61,9 @@ pub async fn batch(args: BatchArgs) -> anyhow::Result<Outcome> {
         }
         None => {
             let out = args.out.clone().context("--out is required")?;
+            if let Some(jobs) = &args.job_file {
+                planwave_runner::claim_out_dir(&out, &[jobs], args.job.force)?;
+            }
             batch_in(args, out, false, false).await
         }
     }

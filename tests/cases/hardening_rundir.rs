@@ -1,0 +1,97 @@
+//! A run writes only what is its own: never over the user's files, another run's directory
+//! or its own journal.
+
+use crate::support::{events, plan, planwave, read_json, run_plan, tempdir, write_json};
+
+#[test]
+fn out_never_overwrites_the_users_files_or_another_run() {
+    let dir = tempdir();
+    let mine = dir.path().join("mine");
+    std::fs::create_dir(&mine).expect("mkdir");
+    // The user's plan, with prose around the JSON, in the directory given as --out.
+    let text = "My notes.\n{\"topic\": \"t\", \"tasks\": [{\"id\": 1, \"description\": \"a\"}]}\n";
+    let own = mine.join("plan.json");
+    std::fs::write(&own, text).expect("write");
+    let r = run_plan(&own, &mine).quiet().run();
+    r.expect_code(2);
+    assert!(
+        r.stderr.contains("which the run would write over"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&own).expect("read"), text);
+
+    std::fs::write(mine.join("report.md"), "my report").expect("write");
+    let other = write_json(dir.path(), "other.json", &plan("o", &[("9", "x", &[])]));
+    let r = run_plan(&other, &mine).quiet().run();
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("is not empty and is not a planwave run directory"),
+        "{}",
+        r.stderr
+    );
+    let r = run_plan(&other, &mine).quiet().arg("--force").run();
+    r.expect_code(2);
+    assert_eq!(
+        std::fs::read_to_string(mine.join("report.md")).expect("kept"),
+        "my report"
+    );
+
+    // An earlier run's directory: refused, or replaced whole with --force.
+    let first = write_json(
+        dir.path(),
+        "first.json",
+        &plan("first", &[("a", "x", &[]), ("b", "y", &[])]),
+    );
+    let out = dir.path().join("out");
+    run_plan(&first, &out).quiet().run().expect_ok();
+    let again = run_plan(&other, &out).quiet().run();
+    again.expect_code(2);
+    assert!(
+        again.stderr.contains(&format!(
+            "`planwave resume {}` continues it, --force replaces it",
+            out.display()
+        )),
+        "{}",
+        again.stderr
+    );
+    run_plan(&other, &out)
+        .quiet()
+        .arg("--force")
+        .run()
+        .expect_ok();
+    let started = events(&out)
+        .iter()
+        .filter(|e| e["type"] == "run_started")
+        .count();
+    assert_eq!(started, 1, "one run in the journal");
+    let sections: Vec<_> = std::fs::read_dir(out.join("sections"))
+        .expect("sections")
+        .collect();
+    assert_eq!(sections.len(), 1, "no section of the earlier run is left");
+    assert_eq!(read_json(&out.join("plan.json"))["topic"], "o");
+}
+
+#[test]
+fn events_pointed_into_the_run_directory_are_refused_before_anything_runs() {
+    let dir = tempdir();
+    let p = write_json(dir.path(), "plan.json", &plan("t", &[("1", "a", &[])]));
+    let out = dir.path().join("r");
+    for target in [out.join("events.jsonl"), out.join("sub/../events.jsonl")] {
+        let r = run_plan(&p, &out).quiet().opt("--events", &target).run();
+        r.expect_code(2);
+        assert!(
+            r.stderr.contains("is inside the run directory"),
+            "{}",
+            r.stderr
+        );
+        assert!(!out.exists(), "nothing was started");
+    }
+    let r = planwave(["research", "goal"])
+        .out(&out)
+        .quiet()
+        .opt("--events", out.join("x.jsonl"))
+        .run();
+    r.expect_code(2);
+}
