@@ -6,7 +6,7 @@ use std::path::Path;
 use crate::support::{SimLlm, events, id_text, plan, planwave, read_json, tempdir, write_json};
 
 /// A chain of `n` tasks with ids `<prefix>1..<prefix>n`, so task ids are unique in a batch.
-fn chain(prefix: &str, n: usize) -> serde_json::Value {
+pub(crate) fn chain(prefix: &str, n: usize) -> serde_json::Value {
     let ids: Vec<String> = (1..=n).map(|i| format!("{prefix}{i}")).collect();
     let deps: Vec<Vec<&str>> = (0..n)
         .map(|i| {
@@ -23,7 +23,7 @@ fn chain(prefix: &str, n: usize) -> serde_json::Value {
     plan(&format!("Company {prefix}"), &tasks)
 }
 
-fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
+pub(crate) fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, lines.join("\n") + "\n").expect("write jobs");
     p

@@ -95,3 +95,41 @@ fn events_pointed_into_the_run_directory_are_refused_before_anything_runs() {
         .run();
     r.expect_code(2);
 }
+
+#[test]
+fn a_batch_job_directory_is_locked_while_the_batch_drives_it() {
+    let dir = tempdir();
+    let lines = vec![format!(
+        r#"{{"id": "k0", "plan": {}}}"#,
+        crate::cases::batch::chain("k", 4)
+    )];
+    let jobs = crate::cases::batch::jsonl(dir.path(), "jobs.jsonl", &lines);
+    let out = dir.path().join("b");
+    let mut child = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--sim-latency-ms", "300")
+        .opt("--sim-sigma", "0")
+        .spawn();
+    child.wait_for("job k0: task k1 completed", 1);
+    let job_dir = out.join("jobs").join("k0");
+    let p = write_json(dir.path(), "p.json", &plan("intruder", &[("1", "a", &[])]));
+    let intruder = run_plan(&p, &job_dir).quiet().arg("--force").run();
+    intruder.expect_code(2);
+    assert!(
+        intruder
+            .stderr
+            .contains("is in use by another planwave process"),
+        "{}",
+        intruder.stderr
+    );
+    child.interrupt();
+    child.wait();
+    // The job's files are the batch's own, untouched by the refused intruder.
+    assert!(job_dir.join("events.jsonl").is_file());
+    assert!(
+        !events(&job_dir)
+            .iter()
+            .any(|e| e["type"] == "run_started" && e["topic"] == "intruder")
+    );
+}

@@ -1,5 +1,5 @@
 mod aimock;
-mod batch;
+pub(crate) mod batch;
 mod compose;
 pub(crate) mod durable;
 mod events;

@@ -68,7 +68,11 @@ pub fn claim_out_dir(out: &Path, inputs: &[&Path], force: bool) -> Result<(), In
             "holds an earlier run; `planwave resume {name}` continues it, --force replaces it"
         )));
     }
-    remove_run_files(out).map_err(|e| bad(format!("cannot remove the earlier run: {e}")))
+    // Never remove the files of a run another process is driving (a batch's job, say).
+    let lock = planwave_engine::RunLock::acquire(out).map_err(|e| bad(e.to_string()))?;
+    let removed = remove_run_files(out);
+    drop(lock);
+    removed.map_err(|e| bad(format!("cannot remove the earlier run: {e}")))
 }
 
 /// Removes what a run writes (and leftover temporary files), nothing else.

@@ -109,6 +109,9 @@ impl JobContext<'_> {
         let out = RunDir::create(self.root.root().join("jobs").join(&job.dir))
             .context("preparing the job's run directory")?
             .with_durable(true);
+        // The same lock as `run` and `resume` take: neither can enter a job's directory while
+        // the batch drives it, nor the batch theirs.
+        let _lock = crate::lock_run_dir(&out)?;
         // A run that ended before a crash (run.json written, batch.json not yet) is not redone.
         if let Some(done) = finished_run(&out) {
             return Ok(Some(done));
