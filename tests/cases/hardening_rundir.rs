@@ -133,3 +133,57 @@ fn a_batch_job_directory_is_locked_while_the_batch_drives_it() {
             .any(|e| e["type"] == "run_started" && e["topic"] == "intruder")
     );
 }
+
+#[test]
+fn links_inside_a_run_directory_are_refused_not_followed() {
+    let dir = tempdir();
+    let p = write_json(dir.path(), "plan.json", &plan("t", &[("1", "a", &[])]));
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).expect("mkdir");
+    std::fs::write(elsewhere.join("1.md"), "precious").expect("write");
+
+    // A run directory (an earlier run's) whose sections/ points elsewhere.
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).expect("mkdir");
+    std::fs::write(out.join("run.json"), "{}").expect("marker");
+    std::os::unix::fs::symlink(&elsewhere, out.join("sections")).expect("link");
+    let r = run_plan(&p, &out).quiet().arg("--force").run();
+    // --force removes the link itself (never what it points to), so the run proceeds inside.
+    r.expect_ok();
+    assert!(out.join("sections").is_dir() && !out.join("sections").is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("1.md")).expect("read"),
+        "precious"
+    );
+
+    // A journal that is a link, planted in a run being resumed.
+    let journal_target = dir.path().join("journal-elsewhere.jsonl");
+    std::fs::write(&journal_target, "").expect("write");
+    std::fs::remove_file(out.join("events.jsonl")).expect("rm");
+    std::os::unix::fs::symlink(&journal_target, out.join("events.jsonl")).expect("link");
+    let r = planwave(["resume"]).arg(&out).quiet().run();
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr
+            .contains("is a symbolic link; planwave does not follow links inside a run directory"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&journal_target).expect("read"), "");
+
+    // A sections/ link planted in a run being resumed.
+    std::fs::remove_file(out.join("events.jsonl")).expect("rm");
+    std::fs::remove_dir_all(out.join("sections")).expect("rm");
+    std::os::unix::fs::symlink(&elsewhere, out.join("sections")).expect("link");
+    let r = planwave(["resume"]).arg(&out).quiet().run();
+    assert_ne!(r.code, 0);
+    assert!(
+        r.stderr.contains("sections is a symbolic link"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.join("1.md")).expect("read"),
+        "precious"
+    );
+}

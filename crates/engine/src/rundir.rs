@@ -24,6 +24,10 @@ pub enum RunDirError {
     },
     #[error("refusing to write {0:?}: it is outside the output directory")]
     Escape(String),
+    #[error(
+        "{0} is a symbolic link; planwave does not follow links inside a run directory (files would land elsewhere): remove it"
+    )]
+    Symlink(PathBuf),
 }
 
 #[derive(Debug, Clone)]
@@ -34,10 +38,13 @@ pub struct RunDir {
 }
 
 impl RunDir {
-    /// Creates (if needed) `root` and `root/sections`.
+    /// Creates (if needed) `root` and `root/sections`. `root` itself may be a link (the
+    /// user's choice of directory); nothing inside it may be.
     pub fn create(root: impl Into<PathBuf>) -> Result<RunDir, RunDirError> {
         let root = root.into();
-        fs::create_dir_all(root.join("sections")).map_err(|source| RunDirError::Create {
+        let sections = root.join("sections");
+        refuse_link(&sections)?;
+        fs::create_dir_all(&sections).map_err(|source| RunDirError::Create {
             path: root.clone(),
             source,
         })?;
@@ -45,6 +52,26 @@ impl RunDir {
             root,
             durable: false,
         })
+    }
+
+    /// A run directory inside this one (`rounds/2`, `jobs/<id>`), with no link on the way.
+    pub fn child(&self, rel: &str) -> Result<RunDir, RunDirError> {
+        let path = self.path(rel)?;
+        self.refuse_links_within(&path)?;
+        Ok(RunDir::create(path)?.with_durable(self.durable))
+    }
+
+    /// Every existing component of `path` below the root must be a real directory or file.
+    fn refuse_links_within(&self, path: &Path) -> Result<(), RunDirError> {
+        let Ok(rel) = path.strip_prefix(&self.root) else {
+            return Ok(());
+        };
+        let mut at = self.root.clone();
+        for c in rel.components() {
+            at.push(c);
+            refuse_link(&at)?;
+        }
+        Ok(())
     }
 
     pub fn with_durable(mut self, durable: bool) -> RunDir {
@@ -65,16 +92,34 @@ impl RunDir {
         Ok(self.root.join(p))
     }
 
+    /// [`RunDir::path`] for a file that will be opened in place (the journal): refused when it
+    /// or a directory on the way is a link.
+    pub fn path_no_links(&self, rel: &str) -> Result<PathBuf, RunDirError> {
+        let path = self.path(rel)?;
+        self.refuse_links_within(&path)?;
+        Ok(path)
+    }
+
     /// Writes a file atomically: a temporary file in the same directory, renamed into place,
     /// so a reader (or a crash) never sees half a file.
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<(), RunDirError> {
         let path = self.path(rel)?;
+        // The rename below replaces a link at `path` itself; a linked directory on the way
+        // would move the file elsewhere.
+        if let Some(parent) = path.parent() {
+            self.refuse_links_within(parent)?;
+        }
         let tmp = path.with_extension(format!("tmp{}", std::process::id()));
         let err = |source| RunDirError::Write {
             path: path.clone(),
             source,
         };
-        let mut f = fs::File::create(&tmp).map_err(err)?;
+        // A leftover temporary file of a killed run with our pid is ours to replace; a link
+        // planted there is removed, never followed (O_NOFOLLOW on a fresh name).
+        if fs::symlink_metadata(&tmp).is_ok() {
+            fs::remove_file(&tmp).map_err(err)?;
+        }
+        let mut f = open_new(&tmp).map_err(err)?;
         f.write_all(bytes).map_err(err)?;
         if self.durable {
             f.sync_all().map_err(err)?;
@@ -105,6 +150,25 @@ impl RunDir {
     pub fn write_run(&self, run: &RunResult) -> Result<(), RunDirError> {
         self.write_json("run.json", run)
     }
+}
+
+fn refuse_link(path: &Path) -> Result<(), RunDirError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(RunDirError::Symlink(path.to_path_buf())),
+        _ => Ok(()),
+    }
+}
+
+/// Creates a file that did not exist, without following a link at its name.
+fn open_new(path: &Path) -> std::io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
 }
 
 /// A file name stem from untrusted text (a task id): ASCII letters, digits, `-` and `_`

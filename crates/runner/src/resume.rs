@@ -65,7 +65,7 @@ pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
     let out = open_run_dir(dir)?;
     let lock = lock_run_dir(&out)?;
     let plan = Arc::new(load_plan(&dir.join("plan.json"), notes)?);
-    let replay = Replay::read(&dir.join("events.jsonl"))
+    let replay = Replay::read(&out.path_no_links("events.jsonl")?)
         .map_err(|e| InvalidInput::one(dir.display().to_string(), e.to_string()))?;
     let run_id = replay
         .run_id

@@ -76,9 +76,12 @@ impl<'a> RoundsDriver<'a> {
 
     pub fn round_dir(&self, round: u32) -> crate::Result<RunDir> {
         let path = self.setup.root.join("rounds").join(round.to_string());
-        Ok(RunDir::create(&path)
-            .with_context(|| format!("preparing {}", path.display()))?
-            .with_durable(self.setup.durable))
+        let root = RunDir::create(&self.setup.root)
+            .with_context(|| format!("preparing {}", self.setup.root.display()))?
+            .with_durable(self.setup.durable);
+        Ok(root
+            .child(&format!("rounds/{round}"))
+            .with_context(|| format!("preparing {}", path.display()))?)
     }
 
     fn planner_dir(tag: RoundTag) -> String {

@@ -21,7 +21,7 @@ pub fn lock_run_dir(out: &RunDir) -> crate::Result<RunLock> {
 /// The journal at `rel` inside the run directory (appended to when it exists: resume); every
 /// line carries the run id.
 pub fn open_journal(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> crate::Result<Arc<Journal>> {
-    let path = out.path(rel)?;
+    let path = out.path_no_links(rel)?;
     Ok(Arc::new(
         Journal::open_for_run(&path, out.is_durable(), Some(run_id))
             .with_context(|| format!("opening {}", path.display()))?,

@@ -53,11 +53,15 @@ impl Journal {
         durable: bool,
         run_id: Option<uuid::Uuid>,
     ) -> io::Result<Journal> {
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
+        let mut options = OpenOptions::new();
+        options.create(true).read(true).append(true);
+        #[cfg(unix)]
+        {
+            // A journal that is a link would record the run somewhere else.
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW);
+        }
+        let mut file = options.open(path)?;
         cut_torn_tail(&mut file)?;
         if durable && let Some(dir) = path.parent() {
             // The file's directory entry must survive a crash too.

@@ -106,7 +106,9 @@ impl JobContext<'_> {
 
     /// `None` when cancelled before the run started.
     async fn run_dir(&self, job: &ResolvedJob) -> crate::Result<Option<RunResult>> {
-        let out = RunDir::create(self.root.root().join("jobs").join(&job.dir))
+        let out = self
+            .root
+            .child(&format!("jobs/{}", job.dir))
             .context("preparing the job's run directory")?
             .with_durable(true);
         // The same lock as `run` and `resume` take: neither can enter a job's directory while
