@@ -79,9 +79,8 @@ impl<'a> RoundsDriver<'a> {
         let root = RunDir::create(&self.setup.root)
             .with_context(|| format!("preparing {}", self.setup.root.display()))?
             .with_durable(self.setup.durable);
-        Ok(root
-            .child(&format!("rounds/{round}"))
-            .with_context(|| format!("preparing {}", path.display()))?)
+        root.child(&format!("rounds/{round}"))
+            .with_context(|| format!("preparing {}", path.display()))
     }
 
     fn planner_dir(tag: RoundTag) -> String {
