@@ -187,3 +187,44 @@ fn links_inside_a_run_directory_are_refused_not_followed() {
         "precious"
     );
 }
+
+#[test]
+fn resume_removes_leftover_temporary_files_and_names_a_damaged_journal_line() {
+    let dir = tempdir();
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
+    );
+    let out = dir.path().join("r");
+    run_plan(&p, &out).quiet().run().expect_ok();
+    // What a kill -9 in the middle of RunDir::write leaves, and damage inside the journal.
+    std::fs::write(out.join("run.tmp999"), "half").expect("write");
+    std::fs::write(out.join("sections").join("1.tmp4242"), "half").expect("write");
+    let journal = out.join("events.jsonl");
+    let mut lines: Vec<String> = std::fs::read_to_string(&journal)
+        .expect("journal")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.insert(2, "garbage {not json".into());
+    std::fs::write(&journal, lines.join("\n") + "\n").expect("write");
+
+    let r = planwave(["resume"]).arg(&out).quiet().run();
+    r.expect_ok();
+    assert!(
+        r.stderr.contains(&format!(
+            "resume: {}/events.jsonl line 3 is not a JSON event (damaged; skipped)",
+            out.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr.contains("removed 2 temporary file(s)"),
+        "{}",
+        r.stderr
+    );
+    assert!(!out.join("run.tmp999").exists());
+    assert!(!out.join("sections").join("1.tmp4242").exists());
+}

@@ -134,6 +134,29 @@ impl RunDir {
         Ok(())
     }
 
+    /// Removes the temporary files a killed run left (`NAME.tmp<pid>`, see [`RunDir::write`])
+    /// at the top and in `sections/`; returns how many.
+    pub fn remove_leftover_temps(&self) -> usize {
+        let mut removed = 0;
+        for dir in [self.root.clone(), self.root.join("sections")] {
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.filter_map(Result::ok) {
+                let name = e.file_name();
+                let is_temp = Path::new(&name)
+                    .extension()
+                    .and_then(|x| x.to_str())
+                    .and_then(|x| x.strip_prefix("tmp"))
+                    .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+                if is_temp && fs::remove_file(e.path()).is_ok() {
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
     pub fn is_durable(&self) -> bool {
         self.durable
     }

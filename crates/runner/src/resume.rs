@@ -70,6 +70,18 @@ pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
     let run_id = replay
         .run_id
         .ok_or_else(|| RunnerError::message("the journal names no run"))?;
+    for line in &replay.garbage_lines {
+        notes.note(&format!(
+            "resume: {}/events.jsonl line {line} is not a JSON event (damaged; skipped)",
+            dir.display()
+        ));
+    }
+    let temps = out.remove_leftover_temps();
+    if temps > 0 {
+        notes.note(&format!(
+            "resume: removed {temps} temporary file(s) an interrupted write left"
+        ));
+    }
     let events = open_journal(&out, "events.jsonl", run_id)?;
     let (preset, kept_notes) = resume_presets(&replay, &plan, &out, &events, run_id);
     for n in kept_notes {

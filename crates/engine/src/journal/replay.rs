@@ -71,6 +71,9 @@ pub struct Replay {
     pub resumes: usize,
     /// Lines that could not be read (a torn last line, or kinds this version does not know).
     pub skipped_lines: usize,
+    /// 1-based numbers of lines before the last that are not JSON at all: not a crash's torn
+    /// tail but damage, which resume reports.
+    pub garbage_lines: Vec<usize>,
 }
 
 impl Replay {
@@ -92,9 +95,16 @@ impl Replay {
     /// events that mark progress matter and a crash can tear the last line.
     pub fn parse(text: &str) -> Replay {
         let mut r = Replay::default();
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let last = text.lines().count();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
             let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
                 r.skipped_lines += 1;
+                if i + 1 < last {
+                    r.garbage_lines.push(i + 1);
+                }
                 continue;
             };
             let Ok(h) = Header::deserialize(&value) else {
