@@ -228,3 +228,39 @@ fn resume_removes_leftover_temporary_files_and_names_a_damaged_journal_line() {
     assert!(!out.join("run.tmp999").exists());
     assert!(!out.join("sections").join("1.tmp4242").exists());
 }
+
+#[test]
+fn resume_says_what_is_wrong_in_words_that_fit() {
+    let dir = tempdir();
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
+    );
+    let out = dir.path().join("r");
+    run_plan(&p, &out).quiet().run().expect_ok();
+    std::fs::remove_file(out.join("sections").join("1.md")).expect("rm");
+    let r = planwave(["resume"]).arg(&out).quiet().run();
+    r.expect_ok();
+    assert!(
+        r.stderr.contains(&format!(
+            "resume: task 1: its section {} is missing; running it again",
+            out.join("sections").join("1.md").display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("cannot write"), "{}", r.stderr);
+
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let r = planwave(["resume"]).arg(&empty).run();
+    r.expect_code(2);
+    assert_eq!(
+        r.stderr.trim(),
+        format!(
+            "{}: is not a planwave run directory (it has no events.jsonl); nothing to resume",
+            empty.display()
+        )
+    );
+}

@@ -50,6 +50,12 @@ pub fn resumable_dir(dir: &Path) -> Result<PathBuf, InvalidInput> {
             format!("cannot open the run directory: {e}"),
         )
     })?;
+    if !canonical.join("events.jsonl").is_file() && !canonical.join("invocation.json").is_file() {
+        return Err(InvalidInput::one(
+            canonical.display().to_string(),
+            "is not a planwave run directory (it has no events.jsonl); nothing to resume",
+        ));
+    }
     if !canonical.join("plan.json").is_file() {
         return Err(InvalidInput::one(
             canonical.display().to_string(),

@@ -176,11 +176,22 @@ impl Replay {
                 ));
                 continue;
             }
-            let text = match out.path(file).and_then(|p| {
-                std::fs::read_to_string(&p)
-                    .map_err(|source| crate::RunDirError::Write { path: p, source })
-            }) {
-                Ok(t) => t,
+            let text = match out.path(file).map(|p| (std::fs::read_to_string(&p), p)) {
+                Ok((Ok(t), _)) => t,
+                Ok((Err(e), p)) if e.kind() == std::io::ErrorKind::NotFound => {
+                    notes.push(format!(
+                        "task {id}: its section {} is missing; running it again",
+                        p.display()
+                    ));
+                    continue;
+                }
+                Ok((Err(e), p)) => {
+                    notes.push(format!(
+                        "task {id}: cannot read {}: {e}; running it again",
+                        p.display()
+                    ));
+                    continue;
+                }
                 Err(e) => {
                     notes.push(format!("task {id}: {e}; running it again"));
                     continue;
