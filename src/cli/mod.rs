@@ -112,6 +112,9 @@ pub fn recorded_command(
     what: &str,
 ) -> Result<(planwave_runner::Invocation, Command), planwave_runner::InvalidInput> {
     let inv = planwave_runner::Invocation::read(dir, what)?;
+    for note in inv.check_redacted(|k| std::env::var(k).ok())? {
+        eprintln!("planwave: {note}");
+    }
     let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
         .map_err(|e| {
         planwave_runner::InvalidInput::one(

@@ -51,14 +51,14 @@ pub fn init(
     )
     .map_err(|e| InvalidInput {
         source_name: "telemetry".into(),
-        problems: vec![e.to_string()],
+        problems: vec![planwave_llm::redact_urls_in(&e.to_string()).into_owned()],
     })?;
     let _ = TRACE_CONTENT.set(opts.trace_content);
     let (telemetry, otel) = match &settings {
         Some(s) => {
             let (t, layer) = Telemetry::start(s, runtime).map_err(|e| InvalidInput {
                 source_name: "telemetry".into(),
-                problems: vec![e.to_string()],
+                problems: vec![planwave_llm::redact_urls_in(&e.to_string()).into_owned()],
             })?;
             (t, Some(layer))
         }

@@ -145,3 +145,74 @@ fn loadtest_sends_a_key_only_when_api_key_env_names_one() {
         missing.stderr
     );
 }
+
+#[test]
+fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
+    let server = crate::support::SimLlm::start(&[], &[]);
+    let dir = tempdir();
+    let secret = "S3CRET-in-the-url";
+    let url = server
+        .base_url
+        .replace("http://", &format!("http://analyst:{secret}@"));
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &crate::support::plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
+    );
+    let out = dir.path().join("out");
+    let r = crate::support::run_plan(&p, &out)
+        .opt("--llm-base-url", &url)
+        .opt("--model", "planwave-sim-1")
+        .opt(
+            "--otlp-endpoint",
+            format!("http://collector:{secret}@127.0.0.1:9"),
+        )
+        .run();
+    r.expect_ok();
+    assert!(
+        server.stats()["requests"].as_u64() >= Some(3),
+        "the model was reached"
+    );
+    assert!(r.stderr.contains("analyst:***@127.0.0.1"), "{}", r.stderr);
+    let leaks = |stdout: &str, stderr: &str| {
+        let mut places: Vec<String> = crate::support::all_files(&out)
+            .into_iter()
+            .filter(|(_, text)| text.contains(secret))
+            .map(|(p, _)| p.display().to_string())
+            .collect();
+        if stdout.contains(secret) {
+            places.push("stdout".into());
+        }
+        if stderr.contains(secret) {
+            places.push("stderr".into());
+        }
+        places
+    };
+    assert_eq!(leaks(&r.stdout, &r.stderr), Vec::<String>::new());
+    let inv = crate::support::read_json(&out.join("invocation.json"));
+    assert_eq!(
+        inv["redacted"],
+        serde_json::json!(["--llm-base-url", "--otlp-endpoint"])
+    );
+
+    // Resuming needs the URL again, from the environment: it was not recorded.
+    let r = crate::support::planwave(["resume"]).arg(&out).run();
+    r.expect_code(2);
+    assert!(
+        r.stderr
+            .contains("set PLANWAVE_LLM_BASE_URL to that URL to resume"),
+        "{}",
+        r.stderr
+    );
+    let r = crate::support::planwave(["resume"])
+        .arg(&out)
+        .env("PLANWAVE_LLM_BASE_URL", &url)
+        .run();
+    r.expect_ok();
+    assert!(
+        r.stderr.contains("--otlp-endpoint was not recorded"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(leaks(&r.stdout, &r.stderr), Vec::<String>::new());
+}

@@ -18,6 +18,7 @@ pub mod sim;
 pub mod timefmt;
 mod tokens;
 mod types;
+mod url_secret;
 
 pub use error::LlmError;
 pub use pricing::{CostEstimate, ModelPrice, PriceTable};
@@ -29,3 +30,4 @@ pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
     RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
 };
+pub use url_secret::{redact_url, redact_urls_in, url_has_secret};

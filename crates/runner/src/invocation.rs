@@ -1,5 +1,7 @@
 //! `invocation.json`: the command line and working directory that started a run or batch, so
-//! it can be resumed with the same settings. API keys are never flags, so none are recorded.
+//! it can be resumed with the same settings. API keys are never flags, so none are recorded;
+//! a flag whose URL carries a credential (`--llm-base-url http://user:SECRET@host/v1`) is left
+//! out with its value, and named, so a resume asks for it again instead of guessing.
 
 use std::path::{Path, PathBuf};
 
@@ -16,17 +18,51 @@ pub struct Invocation {
     /// The arguments after the program name.
     pub argv: Vec<String>,
     pub cwd: PathBuf,
+    /// Flags left out of `argv` because their URL carried a credential.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redacted: Vec<String>,
 }
 
 impl Invocation {
     /// This process's own command line and working directory.
     pub fn current() -> crate::Result<Invocation> {
         let cwd = std::env::current_dir().context("reading the working directory")?;
-        let argv = std::env::args_os()
+        let args = std::env::args_os()
             .skip(1)
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect();
-        Ok(Invocation { argv, cwd })
+            .map(|a| a.to_string_lossy().into_owned());
+        let (argv, redacted) = without_secrets(args);
+        Ok(Invocation {
+            argv,
+            cwd,
+            redacted,
+        })
+    }
+
+    /// Before resuming: the model URL left out for its credential must come from the
+    /// environment (it cannot be guessed); other flags left out are named in the notes.
+    pub fn check_redacted(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<String>, InvalidInput> {
+        let mut notes = Vec::new();
+        for flag in &self.redacted {
+            if flag == "--llm-base-url" {
+                let var = planwave_config::ENV_BASE_URL;
+                if env(var).is_none_or(|v| v.trim().is_empty()) {
+                    return Err(InvalidInput::one(
+                        "invocation.json",
+                        format!(
+                            "the run's --llm-base-url carried credentials, which are not recorded; set {var} to that URL to resume"
+                        ),
+                    ));
+                }
+            } else {
+                notes.push(format!(
+                    "{flag} was not recorded (its URL carried credentials); give it again if needed"
+                ));
+            }
+        }
+        Ok(notes)
     }
 
     pub fn record(&self, out: &RunDir) -> Result<(), RunDirError> {
@@ -46,5 +82,52 @@ impl Invocation {
     /// (config, plan and latency files) mean what they meant.
     pub fn enter_cwd(&self) -> std::io::Result<()> {
         std::env::set_current_dir(&self.cwd)
+    }
+}
+
+/// `args` without the flags (and their values) whose URL carries a credential, and the names
+/// of those flags; a bare argument holding such a URL is kept, redacted.
+fn without_secrets(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    use planwave_llm::url_has_secret;
+    let args: Vec<String> = args.collect();
+    let mut kept = Vec::with_capacity(args.len());
+    let mut redacted = Vec::new();
+    let mut i = 0;
+    while i < args.len() {
+        let arg = &args[i];
+        if let Some((flag, value)) = arg.split_once('=').filter(|(f, _)| f.starts_with("--"))
+            && url_has_secret(value)
+        {
+            redacted.push(flag.to_owned());
+        } else if arg.starts_with("--") && args.get(i + 1).is_some_and(|v| url_has_secret(v)) {
+            redacted.push(arg.clone());
+            i += 1;
+        } else if url_has_secret(arg) {
+            kept.push(planwave_llm::redact_url(arg).into_owned());
+            redacted.push(arg.split("://").next().unwrap_or("url").to_owned());
+        } else {
+            kept.push(arg.clone());
+        }
+        i += 1;
+    }
+    (kept, redacted)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn flags_with_credentials_in_their_urls_are_left_out() {
+        let args = [
+            "run",
+            "p.json",
+            "--llm-base-url",
+            "http://u:S3CRET@h/v1",
+            "--otlp-endpoint=http://u:S3CRET@o:4317",
+            "--model",
+            "m",
+        ];
+        let (argv, redacted) = super::without_secrets(args.iter().map(|s| s.to_string()));
+        assert_eq!(argv, ["run", "p.json", "--model", "m"]);
+        assert_eq!(redacted, ["--llm-base-url", "--otlp-endpoint"]);
     }
 }

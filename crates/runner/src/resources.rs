@@ -121,7 +121,9 @@ pub fn model_client(
             };
             notes.note(&format!(
                 "planwave: model {} via {} at {} ({key}, {stream})",
-                o.models.default, o.provider, o.base_url
+                o.models.default,
+                o.provider,
+                planwave_llm::redact_url(&o.base_url)
             ));
             Arc::new(client)
         }

@@ -188,7 +188,7 @@ impl OpenAiProvider {
     }
 
     fn error(&self, model: &str, message: String, class: GiveUp) -> LlmError {
-        let message = format!("at {}: {message}", self.cfg.base_url);
+        let message = format!("at {}: {message}", crate::redact_url(&self.cfg.base_url));
         match class {
             GiveUp::Transient { retry_after } => LlmError::Transient {
                 provider: self.cfg.provider.clone(),
@@ -532,7 +532,8 @@ fn transport_error(e: &reqwest::Error) -> String {
         s.push_str(&cause.to_string());
         src = cause.source();
     }
-    s
+    // reqwest names the URL it was sending to, credentials included.
+    crate::redact_urls_in(&s).into_owned()
 }
 
 #[async_trait]
@@ -546,7 +547,7 @@ impl LlmProvider for OpenAiProvider {
             provider: self.cfg.provider.clone(),
             model: self.cfg.models.for_role(AgentRole::Subagent).to_owned(),
             simulated: false,
-            base_url: Some(self.cfg.base_url.clone()),
+            base_url: Some(crate::redact_url(&self.cfg.base_url).into_owned()),
         }
     }
 
