@@ -19,6 +19,7 @@ mod sim_llm;
 mod sim_reflect;
 mod summary;
 pub mod telemetry;
+pub mod term;
 mod validate;
 mod waves;
 

@@ -113,7 +113,7 @@ impl Progress {
     fn line(&self, text: String) {
         let t = self.start.elapsed().as_secs_f64();
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "[{t:>8.3}s] {text}");
+        let _ = writeln!(err, "[{t:>8.3}s] {}", planwave_runner::printable(&text));
     }
 
     /// `1.2k tokens, ETA 14s`: the rate so far applied to the tasks left (no estimate
@@ -154,7 +154,8 @@ impl Progress {
         if more > 0 {
             running.push_str(&format!(" (+{more} more)"));
         }
-        b.running.set_message(running);
+        b.running
+            .set_message(planwave_runner::printable(&running).into_owned());
     }
 }
 

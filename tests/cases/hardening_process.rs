@@ -216,3 +216,42 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
     );
     assert_eq!(leaks(&r.stdout, &r.stderr), Vec::<String>::new());
 }
+
+#[test]
+fn control_characters_from_a_plan_are_escaped_on_the_terminal_and_kept_in_files() {
+    let dir = tempdir();
+    let topic = "Acme \u{1b}]0;pwned\u{7}review";
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &serde_json::json!({"topic": topic, "tasks": [
+            {"id": "a\u{1b}[2Jb", "description": "clear \u{1b}[2J the screen"},
+            {"id": "c", "description": "after", "dependencies": ["a\u{1b}[2Jb"], "hints": {"suggested_tools": ["x\u{1b}[31m"]}}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let outputs = [
+        crate::support::planwave(["validate"]).arg(&p).run(),
+        crate::support::planwave(["waves"]).arg(&p).run(),
+        crate::support::run_plan(&p, &out).run(),
+        crate::support::planwave(["show"]).arg(&out).run(),
+    ];
+    for o in &outputs {
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        for text in [&o.stdout, &o.stderr] {
+            assert!(
+                !text.contains('\u{1b}') && !text.contains('\u{7}'),
+                "{text:?}"
+            );
+        }
+    }
+    // Escaped visibly, not dropped: the reader sees something was there.
+    assert!(
+        outputs[1].stdout.contains("a\\x1b[2Jb"),
+        "{}",
+        outputs[1].stdout
+    );
+    // Files keep the text as it was.
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(report.contains(topic), "{report}");
+}

@@ -42,7 +42,7 @@ pub use input_size::{
 };
 pub use interrupt::{CtrlC, stop_signal, terminated};
 pub use invocation::Invocation;
-pub use notes::{Notes, Silent, Stderr};
+pub use notes::{Notes, Silent, Stderr, printable};
 pub use outdir::{claim_out_dir, inside};
 pub use planning::{PlanRequest, describe_attempt, plan_goal};
 pub use research::{LoopRun, Research, ResearchOutcome, research};

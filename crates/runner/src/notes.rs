@@ -11,8 +11,36 @@ pub struct Stderr;
 
 impl Notes for Stderr {
     fn note(&self, line: &str) {
-        eprintln!("{line}");
+        eprintln!("{}", printable(line));
     }
+}
+
+/// `text` safe to print on a terminal: control characters other than line feed, tab and
+/// carriage return (ESC, BEL, C1 controls, DEL) are shown as `\x1b`-style escapes, so text
+/// from a plan or a model (ids, topics, errors) cannot clear the screen, retitle the window or
+/// hide what follows. Files keep text as it is; only what is printed goes through this.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    let escaped = |c: char| {
+        (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(escaped) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if escaped(c) {
+            let n = c as u32;
+            if n <= 0xff {
+                out.push_str(&format!("\\x{n:02x}"));
+            } else {
+                out.push_str(&format!("\\u{{{n:x}}}"));
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// Lines are dropped (tests, embedding).
