@@ -163,20 +163,39 @@ fn resume_of_a_finished_run_calls_no_subagent() {
     assert_eq!(report_without_timing(&out), first);
 }
 
+/// Drops the journal's `task_completed` line of `task`, as if a crash came before it was
+/// committed.
+pub(crate) fn forget_completion(out: &Path, task: &str) {
+    let journal = out.join("events.jsonl");
+    let kept: Vec<String> = std::fs::read_to_string(&journal)
+        .expect("journal")
+        .lines()
+        .filter(|l| {
+            let e: serde_json::Value = serde_json::from_str(l).expect("event");
+            !(e["type"] == "task_completed" && crate::support::id_text(&e["task"]) == task)
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&journal, kept.concat()).expect("write");
+}
+
 #[test]
-fn a_changed_section_file_is_not_trusted_and_its_task_runs_again() {
+fn a_changed_section_file_is_restored_from_the_journal_and_a_lost_completion_runs_again() {
     let dir = tempdir();
     let plan_path = nine_tasks(dir.path());
     let out = dir.path().join("tampered");
     let res = run_plan(&plan_path, &out).opt("--llm", "sim").quiet().run();
     res.expect_ok();
     let reference = report_without_timing(&out);
+    // Damage (a crash after an unsynced write, or a hand edit): the journal's copy wins.
     std::fs::write(out.join("sections/9.md"), "edited by hand").expect("write");
+    // A completion that never reached the journal: the task runs again.
+    forget_completion(&out, "8");
     let res = planwave(["resume"]).arg(&out).quiet().run();
     res.expect_ok();
     assert!(
         res.stderr
-            .contains("task 9: sections/9.md changed since it was written; running it again"),
+            .contains("task 9: sections/9.md restored from the journal"),
         "{}",
         res.stderr
     );

@@ -240,6 +240,20 @@ fn resume_says_what_is_wrong_in_words_that_fit() {
     let out = dir.path().join("r");
     run_plan(&p, &out).quiet().run().expect_ok();
     std::fs::remove_file(out.join("sections").join("1.md")).expect("rm");
+    // A journal from before sections were journaled: no copy to restore from.
+    let journal = out.join("events.jsonl");
+    let lines: Vec<String> = std::fs::read_to_string(&journal)
+        .expect("journal")
+        .lines()
+        .map(|l| {
+            let mut e: serde_json::Value = serde_json::from_str(l).expect("event");
+            if let Some(o) = e.as_object_mut() {
+                o.remove("section");
+            }
+            format!("{e}\n")
+        })
+        .collect();
+    std::fs::write(&journal, lines.concat()).expect("write");
     let r = planwave(["resume"]).arg(&out).quiet().run();
     r.expect_ok();
     assert!(
@@ -262,5 +276,69 @@ fn resume_says_what_is_wrong_in_words_that_fit() {
             "{}: is not a planwave run directory (it has no events.jsonl); nothing to resume",
             empty.display()
         )
+    );
+}
+
+#[test]
+fn a_section_file_lost_after_completion_comes_back_from_the_journal_without_a_model_call() {
+    let server = crate::support::SimLlm::start(&[], &[]);
+    let dir = tempdir();
+    let p = write_json(
+        dir.path(),
+        "plan.json",
+        &plan(
+            "t",
+            &[("1", "a", &[]), ("2", "b", &["1"]), ("3", "c", &["2"])],
+        ),
+    );
+    let out = dir.path().join("r");
+    let stream = dir.path().join("stream.jsonl");
+    // (kept outside the run directory, as --events must be)
+    run_plan(&p, &out)
+        .opt("--llm-base-url", &server.base_url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--events", &stream)
+        .quiet()
+        .run()
+        .expect_ok();
+    let before = server.stats();
+    // The journal's completion carries the text, and so does the live stream (same lines).
+    let journaled: Vec<serde_json::Value> = events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "task_completed")
+        .collect();
+    assert_eq!(journaled.len(), 3);
+    assert!(journaled.iter().all(|e| e["section"].is_string()));
+    let streamed = std::fs::read_to_string(&stream).expect("stream");
+    assert_eq!(streamed.matches("\"section\":").count(), 3);
+
+    // What a power loss can do to files written without their own sync.
+    let s1 = out.join("sections").join("1.md");
+    let original = std::fs::read_to_string(&s1).expect("section");
+    std::fs::remove_file(&s1).expect("rm");
+    std::fs::write(out.join("sections").join("2.md"), "").expect("truncate");
+    let r = planwave(["resume"])
+        .arg(&out)
+        .env("PLANWAVE_LLM_BASE_URL", &server.base_url)
+        .quiet()
+        .run();
+    r.expect_ok();
+    assert!(
+        r.stderr
+            .contains("task 1: sections/1.md restored from the journal"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("task 2: sections/2.md restored from the journal"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&s1).expect("restored"), original);
+    let after = server.stats();
+    assert_eq!(
+        after["tasks"], before["tasks"],
+        "no task was sent to the model again"
     );
 }

@@ -72,6 +72,11 @@ pub enum EventKind {
         /// Its hash (see `journal::section_hash`), checked before a resume trusts it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         section_hash: Option<String>,
+        /// The section itself (when the run has a journal): committed with the completion in
+        /// one sync, it is the durable copy, and `resume` writes the file back from it if the
+        /// file did not survive a crash.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        section: Option<std::sync::Arc<str>>,
     },
     TaskFailed {
         task: TaskId,

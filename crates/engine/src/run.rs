@@ -364,6 +364,15 @@ fn finish(req: &RunRequest, mut result: RunResult) -> Result<RunResult, EngineEr
         result.warnings.push(format!("events.jsonl: {e}"));
     }
     if let Some(out) = &req.output {
+        // Section files were written without syncs (the journal holds their text); one
+        // filesystem sync at the end makes them durable too, for readers of the directory.
+        if out.is_durable()
+            && let Err(e) = out.sync_written()
+        {
+            result
+                .warnings
+                .push(format!("syncing the run directory: {e}"));
+        }
         out.write_run(&result)?;
     }
     Ok(result)

@@ -110,15 +110,16 @@ impl Actor for Subagent {
                 },
             },
         };
-        // The section is durable before the supervisor hears of it: a completion it journals
-        // always names a file that is really there. Subagents write in parallel, so the
-        // fsyncs overlap instead of queueing behind one writer.
+        // The section file is in place before the supervisor hears of it, so a completion
+        // always names a file that is there; it is not synced here: the journal commits the
+        // text with the completion (one group-committed sync), and resume writes the file
+        // back from it if a crash lost it.
         if let (Ok(text), Some(out)) = (&report.result, &state.shared.output) {
             let out = out.clone();
             let text = text.clone();
             let file = state.shared.section_files[state.index].clone();
             let written = tokio::task::spawn_blocking(move || {
-                out.write(&file, text.as_bytes())
+                out.write_unsynced(&file, text.as_bytes())
                     .map(|()| crate::journal::section_hash(&text))
                     .map_err(|e| e.to_string())
             })

@@ -331,26 +331,29 @@ impl SupervisorState {
                     ),
                     _ => (None, None, true),
                 };
-                let kind = || EventKind::TaskCompleted {
+                let journaled = section_hash.is_some().then(|| section.clone());
+                let kind = |body: Option<Arc<str>>| EventKind::TaskCompleted {
                     task: plan.id(index).clone(),
                     attempts: report.attempts,
                     duration_ms,
                     usage: report.usage,
-                    section_file,
-                    section_hash,
+                    section_file: section_file.clone(),
+                    section_hash: section_hash.clone(),
+                    section: body,
                 };
                 // The task counts as completed (dependents start, progress shows it) only
                 // once the journal has it on disk.
                 if self.shared.journal.is_some() {
                     let me = myself.clone();
-                    let event = self.shared.emit_durable(
-                        kind(),
+                    let journaled = self.shared.emit_durable(
+                        kind(journaled),
                         Box::new(move |r| {
                             let _ = me.send_message(SupervisorMsg::Committed(index, r));
                         }),
                     );
+                    let event = self.shared.sink.enabled().then_some(journaled);
                     let pending = PendingCommit {
-                        event: Some(event),
+                        event,
                         section,
                         write,
                     };
@@ -359,7 +362,7 @@ impl SupervisorState {
                     // Nothing to wait for: settle now instead of a round trip through the
                     // mailbox, which would queue behind every report already waiting there
                     // and delay the dependents' dispatch.
-                    let event = self.shared.sink.enabled().then(|| Event::now(kind()));
+                    let event = self.shared.sink.enabled().then(|| Event::now(kind(None)));
                     let pending = PendingCommit {
                         event,
                         section,

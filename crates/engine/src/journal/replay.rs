@@ -42,6 +42,9 @@ pub struct CompletedTask {
     pub section_file: Option<String>,
     #[serde(default)]
     pub section_hash: Option<String>,
+    /// The section itself, journaled with the completion (the durable copy).
+    #[serde(default)]
+    pub section: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -176,33 +179,18 @@ impl Replay {
                 ));
                 continue;
             }
-            let text = match out.path(file).map(|p| (std::fs::read_to_string(&p), p)) {
-                Ok((Ok(t), _)) => t,
-                Ok((Err(e), p)) if e.kind() == std::io::ErrorKind::NotFound => {
-                    notes.push(format!(
-                        "task {id}: its section {} is missing; running it again",
-                        p.display()
-                    ));
-                    continue;
+            let text = match section_text(out, file, hash, c.section.as_deref()) {
+                Ok((text, restored)) => {
+                    if restored {
+                        notes.push(format!("task {id}: {file} restored from the journal"));
+                    }
+                    text
                 }
-                Ok((Err(e), p)) => {
-                    notes.push(format!(
-                        "task {id}: cannot read {}: {e}; running it again",
-                        p.display()
-                    ));
-                    continue;
-                }
-                Err(e) => {
-                    notes.push(format!("task {id}: {e}; running it again"));
+                Err(why) => {
+                    notes.push(format!("task {id}: {why}; running it again"));
                     continue;
                 }
             };
-            if &section_hash(&text) != hash {
-                notes.push(format!(
-                    "task {id}: {file} changed since it was written; running it again"
-                ));
-                continue;
-            }
             presets.push(Preset {
                 index: i,
                 record: TaskRecord {
@@ -233,6 +221,36 @@ impl Replay {
         }
         (presets, notes)
     }
+}
+
+/// The completed section: the file when it holds what was journaled; else the journal's own
+/// copy, written back to the file (`true`). The file is written without a sync of its own at
+/// completion, so after a power loss it may be missing or short; the journal line is not.
+fn section_text(
+    out: &RunDir,
+    file: &str,
+    hash: &str,
+    journaled: Option<&str>,
+) -> Result<(String, bool), String> {
+    let path = out.path(file).map_err(|e| e.to_string())?;
+    let on_disk = std::fs::read_to_string(&path);
+    if let Ok(text) = &on_disk
+        && section_hash(text) == hash
+    {
+        return Ok((text.clone(), false));
+    }
+    if let Some(text) = journaled.filter(|t| section_hash(t) == hash) {
+        out.write(file, text.as_bytes())
+            .map_err(|e| e.to_string())?;
+        return Ok((text.to_owned(), true));
+    }
+    Err(match on_disk {
+        Ok(_) => format!("{file} changed since it was written"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            format!("its section {} is missing", path.display())
+        }
+        Err(e) => format!("cannot read {}: {e}", path.display()),
+    })
 }
 
 #[cfg(test)]
