@@ -159,6 +159,12 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
         "plan.json",
         &crate::support::plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
     );
+    // An MCP server behind credentials that cannot be reached: its failure is reported.
+    let mcp = write_json(
+        dir.path(),
+        "mcp.json",
+        &serde_json::json!({"mcpServers": {"web": {"url": format!("http://tools:{secret}@127.0.0.1:9/mcp")}}}),
+    );
     let out = dir.path().join("out");
     let r = crate::support::run_plan(&p, &out)
         .opt("--llm-base-url", &url)
@@ -167,7 +173,9 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
             "--otlp-endpoint",
             format!("http://collector:{secret}@127.0.0.1:9"),
         )
+        .opt("--mcp-config", &mcp)
         .run();
+    assert!(r.stderr.contains("MCP server web"), "{}", r.stderr);
     r.expect_ok();
     assert!(
         server.stats()["requests"].as_u64() >= Some(3),
