@@ -208,6 +208,13 @@ fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineE
         model: info.model,
         simulated: info.simulated,
     });
+    // The journal syncs only for events someone waits on (completions); the run's start is
+    // one of them, so a crash before the first completion still leaves a resumable journal.
+    if let Some(j) = &req.journal
+        && let Err(e) = j.sync()
+    {
+        tracing::warn!("events.jsonl: {e}");
+    }
     Ok((shared, files))
 }
 

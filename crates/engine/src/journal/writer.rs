@@ -150,8 +150,13 @@ fn write_loop(
             };
         }
         if first_err.is_none() {
+            // Written at once (readers of the file see every line), synced only when someone
+            // waits for durability: a completion's acknowledgement or an explicit sync. Other
+            // events (task_ready, task_started, llm_call) ride along with the next sync, so a
+            // chain of tasks pays one sync per completion, not one per event.
+            let wanted = !acks.is_empty() || !syncs.is_empty();
             let r = w.flush().and_then(|_| {
-                if durable {
+                if durable && wanted {
                     w.get_ref().sync_data()
                 } else {
                     Ok(())
@@ -171,6 +176,13 @@ fn write_loop(
         for s in syncs.drain(..) {
             let _ = s.send(result.clone());
         }
+    }
+    // Closed: whatever was written without a sync is synced now.
+    if durable
+        && first_err.is_none()
+        && let Err(e) = w.flush().and_then(|_| w.get_ref().sync_data())
+    {
+        first_err = Some(JournalError(format!("cannot sync events.jsonl: {e}")));
     }
     match first_err {
         None => Ok(()),
