@@ -50,14 +50,21 @@ pub fn claim_out_dir(out: &Path, inputs: &[&Path], force: bool) -> Result<(), In
             )));
         }
     }
-    let mut entries = std::fs::read_dir(out)
+    let entries: Vec<std::ffi::OsString> = std::fs::read_dir(out)
         .map_err(|e| bad(format!("cannot read the output directory: {e}")))?
         .filter_map(Result::ok)
-        .map(|e| e.file_name());
-    if entries.next().is_none() {
+        .map(|e| e.file_name())
+        .collect();
+    if entries.is_empty() {
         return Ok(());
     }
-    if !MARKERS.iter().any(|m| out.join(m).exists()) {
+    // A run killed before its first file left only its lock and `sections/`: still a run
+    // directory. (A user's own `plan.json` or `report.md` are not evidence of one.)
+    let only_ours = out.join(".lock").exists()
+        && entries
+            .iter()
+            .all(|name| name == ".lock" || name == "sections");
+    if !only_ours && !MARKERS.iter().any(|m| out.join(m).exists()) {
         return Err(bad(
             "is not empty and is not a planwave run directory; choose a new or empty directory"
                 .into(),
@@ -166,5 +173,12 @@ mod tests {
         std::fs::write(&input, "{}").expect("write");
         let e = claim_out_dir(&out, &[&input], true).expect_err("input inside");
         assert!(e.problems[0].contains("would write over"), "{e:?}");
+
+        // A run killed before its first file: only planwave's own entries, no marker yet.
+        let early = dir.path().join("early");
+        std::fs::create_dir_all(early.join("sections")).expect("mkdir");
+        std::fs::write(early.join(".lock"), "").expect("lock");
+        let e = claim_out_dir(&early, &[], false).expect_err("an earlier run");
+        assert!(e.problems[0].contains("--force replaces it"), "{e:?}");
     }
 }
