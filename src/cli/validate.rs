@@ -32,6 +32,9 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
             plan?
         }
     };
+    for w in plan.format_advice() {
+        eprintln!("{}: warning: {w}", args.plan.display());
+    }
     let chain: Vec<String> = plan
         .critical_path()
         .iter()

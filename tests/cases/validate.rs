@@ -109,3 +109,49 @@ fn waves_prints_text_json_and_mermaid() {
         out.stdout
     );
 }
+
+#[test]
+fn validate_advises_where_a_valid_plan_strays_from_the_plan_format() {
+    let dir = crate::support::tempdir();
+    let plan = crate::support::write_json(
+        dir.path(),
+        "plan.json",
+        &serde_json::json!({"research_type": "biotech", "topic": "t", "tasks": [
+            {"id": 1, "description": "a"},
+            {"id": 2, "description": "b", "dependencies": [1]},
+            {"id": 3, "description": "c", "dependencies": [1, 2]},
+            {"id": 5, "description": "e", "dependencies": [3, 1]}
+        ]}),
+    );
+    let r = crate::support::planwave(["validate"]).arg(&plan).run();
+    r.expect_ok();
+    let name = plan.display();
+    for expected in [
+        format!(
+            "{name}: warning: research_type \"biotech\" is not one of company, industry, strategy, macro, quantitative"
+        ),
+        format!(
+            "{name}: warning: task ids are not the consecutive integers 1..4 the plan format uses (task 5 is at position 4)"
+        ),
+        format!("{name}: warning: task 3: dependency 1 is redundant (implied through 2)"),
+        format!("{name}: warning: task 5: dependency 1 is redundant (implied through 3)"),
+    ] {
+        assert!(r.stderr.contains(&expected), "{expected}\n{}", r.stderr);
+    }
+    // Advice for authors, not noise in every run.
+    let out = dir.path().join("out");
+    let run = crate::support::run_plan(&plan, &out).quiet().run();
+    run.expect_ok();
+    assert!(!run.stderr.contains("redundant"), "{}", run.stderr);
+    // A plan in the format gets none.
+    let clean = crate::support::write_json(
+        dir.path(),
+        "clean.json",
+        &serde_json::json!({"research_type": "company", "topic": "t", "tasks": [
+            {"id": 1, "description": "a"}, {"id": 2, "description": "b", "dependencies": [1]}
+        ]}),
+    );
+    let r = crate::support::planwave(["validate"]).arg(&clean).run();
+    r.expect_ok();
+    assert!(!r.stderr.contains("warning"), "{}", r.stderr);
+}

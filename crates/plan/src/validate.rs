@@ -5,6 +5,7 @@
 //! duplicate id, self-dependency and unknown dependencies; then one cycle per strongly
 //! connected component. The graph algorithms live in [`graph`] and are all iterative.
 
+pub(crate) mod advice;
 mod graph;
 
 use std::collections::hash_map::Entry;

@@ -96,6 +96,13 @@ impl ValidatedPlan {
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
+
+    /// Where a valid plan strays from the research-plan format: ids not 1..N, an unknown
+    /// `research_type`, dependencies implied through another prerequisite. Computed on
+    /// request (`validate` shows them; runs do not need them).
+    pub fn format_advice(&self) -> Vec<Warning> {
+        crate::validate::advice::advise(&self.spec, &self.deps, &self.wave)
+    }
     pub fn lang(&self) -> Lang {
         self.lang
     }
