@@ -165,7 +165,7 @@ impl EventSink for Progress {
             return;
         };
         match &event.kind {
-            EventKind::TaskStarted { task, wave } => {
+            EventKind::TaskStarted { task, wave, .. } => {
                 let title = self.title(task);
                 if self.lines {
                     self.line(format!("task {task} started (wave {wave}): {title}"));

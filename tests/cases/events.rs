@@ -204,3 +204,37 @@ fn progress_lines_show_tokens_so_far_and_an_estimate_of_time_left() {
         "nothing left to estimate: {last}"
     );
 }
+
+#[test]
+fn task_started_says_what_the_task_is_and_which_tool_a_step_runs() {
+    let dir = crate::support::tempdir();
+    let plan = crate::support::write_json(
+        dir.path(),
+        "steps.json",
+        &serde_json::json!({"steps": [
+            {"step_id": "ask", "description": "Summarise the market\nin two lines", "tool": "llm_call",
+             "params": {"prompt": "Summarise the market"}},
+            {"step_id": "write", "description": "Write it up", "dependencies": ["ask"]}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    crate::support::run_plan(&plan, &out)
+        .quiet()
+        .run()
+        .expect_ok();
+    let started: Vec<serde_json::Value> = crate::support::events(&out)
+        .into_iter()
+        .filter(|e| e["type"] == "task_started")
+        .collect();
+    let of = |id: &str| {
+        started
+            .iter()
+            .find(|e| crate::support::id_text(&e["task"]) == id)
+            .unwrap_or_else(|| panic!("task_started {id}: {started:?}"))
+            .clone()
+    };
+    assert_eq!(of("ask")["description"], "Summarise the market");
+    assert_eq!(of("ask")["tool"], "llm_call");
+    assert_eq!(of("write")["description"], "Write it up");
+    assert!(of("write").get("tool").is_none());
+}

@@ -53,6 +53,13 @@ pub enum EventKind {
     TaskStarted {
         task: TaskId,
         wave: u32,
+        /// What the task is about: its title (name, else the description's first line, at
+        /// most 200 bytes), as the seeds stream it.
+        #[serde(default)]
+        description: String,
+        /// The tool a tool step runs (`llm_call` included); absent for a subagent task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
     },
     /// A transient failure; the task tries again after `delay_ms`.
     TaskRetry {

@@ -286,6 +286,8 @@ impl SupervisorState {
                 self.shared.emit(EventKind::TaskStarted {
                     task: plan.id(index).clone(),
                     wave: plan.wave(index),
+                    description: plan.task(index).title().to_owned(),
+                    tool: plan.task(index).tool.clone(),
                 });
             }
             let args = SubagentArgs {
