@@ -76,7 +76,7 @@ pub fn init(
     // The stderr filter is per layer, so `warn` on stderr still lets the export layer see
     // planwave's info-level spans.
     let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
+        .with_writer(super::term::log_writer)
         .with_filter(filter);
     let _ = tracing_subscriber::registry()
         .with(otel)

@@ -42,3 +42,24 @@ impl<W: Write> Write for Safe<W> {
         self.0.flush()
     }
 }
+
+/// The log lines' writer (`-v`, `RUST_LOG`): libraries log URLs as they have them (rmcp's
+/// transport errors carry `?token=...`), so each line loses URL credentials on the way out.
+/// Control characters are left alone: the log formatter's own colours use them.
+pub fn log_writer() -> LogWriter {
+    LogWriter
+}
+
+pub struct LogWriter;
+
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(planwave_llm::redact_urls_in(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}

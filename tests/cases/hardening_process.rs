@@ -163,7 +163,7 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
     let mcp = write_json(
         dir.path(),
         "mcp.json",
-        &serde_json::json!({"mcpServers": {"web": {"url": format!("http://tools:{secret}@127.0.0.1:9/mcp")}}}),
+        &serde_json::json!({"mcpServers": {"web": {"url": format!("http://tools:{secret}@127.0.0.1:9/mcp?token={secret}")}}}),
     );
     let out = dir.path().join("out");
     let r = crate::support::run_plan(&p, &out)
@@ -197,6 +197,23 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
         places
     };
     assert_eq!(leaks(&r.stdout, &r.stderr), Vec::<String>::new());
+    // Log lines too: libraries log the URLs they hold (rmcp's transport errors at -vv).
+    let logged = crate::support::run_plan(&p, dir.path().join("logged"))
+        .arg("-vv")
+        .opt("--llm-base-url", &url)
+        .opt("--model", "planwave-sim-1")
+        .opt("--mcp-config", &mcp)
+        .run();
+    logged.expect_ok();
+    assert!(
+        logged.stderr.contains("token=***"),
+        "the failure was logged: {}",
+        logged.stderr
+    );
+    assert!(
+        !logged.stderr.contains(secret),
+        "a log line leaked the secret"
+    );
     let inv = crate::support::read_json(&out.join("invocation.json"));
     assert_eq!(
         inv["redacted"],
