@@ -166,17 +166,15 @@ fn resume_of_a_finished_run_calls_no_subagent() {
 /// Drops the journal's `task_completed` line of `task`, as if a crash came before it was
 /// committed.
 pub(crate) fn forget_completion(out: &Path, task: &str) {
-    let journal = out.join("events.jsonl");
-    let kept: Vec<String> = std::fs::read_to_string(&journal)
-        .expect("journal")
-        .lines()
-        .filter(|l| {
-            let e: serde_json::Value = serde_json::from_str(l).expect("event");
-            !(e["type"] == "task_completed" && crate::support::id_text(&e["task"]) == task)
-        })
-        .map(|l| format!("{l}\n"))
-        .collect();
-    std::fs::write(&journal, kept.concat()).expect("write");
+    crate::support::edit_journal(out, |lines| {
+        lines
+            .into_iter()
+            .filter(|l| {
+                let e: serde_json::Value = serde_json::from_str(l).expect("event");
+                !(e["type"] == "task_completed" && crate::support::id_text(&e["task"]) == task)
+            })
+            .collect()
+    });
 }
 
 #[test]

@@ -1,7 +1,9 @@
 //! A run writes only what is its own: never over the user's files, another run's directory
 //! or its own journal.
 
-use crate::support::{events, plan, planwave, read_json, run_plan, tempdir, write_json};
+use crate::support::{
+    edit_journal, events, plan, planwave, read_json, run_plan, tempdir, write_json,
+};
 
 #[test]
 fn out_never_overwrites_the_users_files_or_another_run() {
@@ -188,27 +190,29 @@ fn links_inside_a_run_directory_are_refused_not_followed() {
     );
 }
 
-#[test]
-fn resume_removes_leftover_temporary_files_and_names_a_damaged_journal_line() {
-    let dir = tempdir();
+/// A finished run of a two-task chain, in `dir/r`.
+fn completed_two_task_run(dir: &std::path::Path) -> std::path::PathBuf {
     let p = write_json(
-        dir.path(),
+        dir,
         "plan.json",
         &plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
     );
-    let out = dir.path().join("r");
+    let out = dir.join("r");
     run_plan(&p, &out).quiet().run().expect_ok();
+    out
+}
+
+#[test]
+fn resume_removes_leftover_temporary_files_and_names_a_damaged_journal_line() {
+    let dir = tempdir();
+    let out = completed_two_task_run(dir.path());
     // What a kill -9 in the middle of RunDir::write leaves, and damage inside the journal.
     std::fs::write(out.join("run.tmp999"), "half").expect("write");
     std::fs::write(out.join("sections").join("1.tmp4242"), "half").expect("write");
-    let journal = out.join("events.jsonl");
-    let mut lines: Vec<String> = std::fs::read_to_string(&journal)
-        .expect("journal")
-        .lines()
-        .map(str::to_owned)
-        .collect();
-    lines.insert(2, "garbage {not json".into());
-    std::fs::write(&journal, lines.join("\n") + "\n").expect("write");
+    edit_journal(&out, |mut lines| {
+        lines.insert(2, "garbage {not json".into());
+        lines
+    });
 
     let r = planwave(["resume"]).arg(&out).quiet().run();
     r.expect_ok();
@@ -232,28 +236,21 @@ fn resume_removes_leftover_temporary_files_and_names_a_damaged_journal_line() {
 #[test]
 fn resume_says_what_is_wrong_in_words_that_fit() {
     let dir = tempdir();
-    let p = write_json(
-        dir.path(),
-        "plan.json",
-        &plan("t", &[("1", "a", &[]), ("2", "b", &["1"])]),
-    );
-    let out = dir.path().join("r");
-    run_plan(&p, &out).quiet().run().expect_ok();
+    let out = completed_two_task_run(dir.path());
     std::fs::remove_file(out.join("sections").join("1.md")).expect("rm");
     // A journal from before sections were journaled: no copy to restore from.
-    let journal = out.join("events.jsonl");
-    let lines: Vec<String> = std::fs::read_to_string(&journal)
-        .expect("journal")
-        .lines()
-        .map(|l| {
-            let mut e: serde_json::Value = serde_json::from_str(l).expect("event");
-            if let Some(o) = e.as_object_mut() {
-                o.remove("section");
-            }
-            format!("{e}\n")
-        })
-        .collect();
-    std::fs::write(&journal, lines.concat()).expect("write");
+    edit_journal(&out, |lines| {
+        lines
+            .iter()
+            .map(|l| {
+                let mut e: serde_json::Value = serde_json::from_str(l).expect("event");
+                if let Some(o) = e.as_object_mut() {
+                    o.remove("section");
+                }
+                e.to_string()
+            })
+            .collect()
+    });
     let r = planwave(["resume"]).arg(&out).quiet().run();
     r.expect_ok();
     assert!(

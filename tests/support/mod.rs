@@ -190,6 +190,18 @@ pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
+/// Rewrites a run's journal, line by line, as a crash or damage would leave it.
+pub fn edit_journal(out: &Path, edit: impl FnOnce(Vec<String>) -> Vec<String>) {
+    let journal = out.join("events.jsonl");
+    let lines = std::fs::read_to_string(&journal)
+        .expect("journal")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let text: String = edit(lines).iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&journal, text).expect("write the journal");
+}
+
 pub fn events(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("events.jsonl"))
         .expect("events.jsonl")

@@ -53,3 +53,4 @@ pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
 pub use scheduler::Scheduler;
 pub use supervisor::Preset;
+pub use untrusted::is_hiding_char;

@@ -29,10 +29,16 @@ fn push_kept(out: &mut String, s: &str) {
     out.extend(s.chars().filter(|&c| !dropped(c)));
 }
 
-/// Control characters other than line breaks and tabs, and the Unicode bidirectional
-/// overrides and isolates.
 fn dropped(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
+    c == '\r' || is_hiding_char(c)
+}
+
+/// Control characters other than line feed, tab and carriage return, and the Unicode
+/// bidirectional overrides and isolates: characters that make text act on a terminal or read
+/// differently from what it holds. Prompts drop them (above); what the CLI prints shows them
+/// escaped (`planwave_runner::printable`).
+pub fn is_hiding_char(c: char) -> bool {
+    (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 

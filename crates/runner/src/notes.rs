@@ -20,10 +20,7 @@ impl Notes for Stderr {
 /// from a plan or a model (ids, topics, errors) cannot clear the screen, retitle the window or
 /// hide what follows. Files keep text as it is; only what is printed goes through this.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let escaped = |c: char| {
-        (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
-            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-    };
+    let escaped = planwave_engine::is_hiding_char;
     if !text.chars().any(escaped) {
         return std::borrow::Cow::Borrowed(text);
     }
