@@ -50,7 +50,7 @@ pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
 pub use report::mermaid_label;
 pub use run::{EngineError, RunRequest, execute};
-pub use rundir::{RunDir, RunDirError, sanitize_file_stem};
+pub use rundir::{RunDir, RunDirError, is_leftover_temp, sanitize_file_stem};
 pub use scheduler::Scheduler;
 pub use supervisor::Preset;
 pub use untrusted::is_hiding_char;

@@ -154,13 +154,7 @@ impl RunDir {
                 continue;
             };
             for e in entries.filter_map(Result::ok) {
-                let name = e.file_name();
-                let is_temp = Path::new(&name)
-                    .extension()
-                    .and_then(|x| x.to_str())
-                    .and_then(|x| x.strip_prefix("tmp"))
-                    .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
-                if is_temp && fs::remove_file(e.path()).is_ok() {
+                if is_leftover_temp(&e.file_name()) && fs::remove_file(e.path()).is_ok() {
                     removed += 1;
                 }
             }
@@ -206,6 +200,16 @@ impl RunDir {
     pub fn write_run(&self, run: &RunResult) -> Result<(), RunDirError> {
         self.write_json("run.json", run)
     }
+}
+
+/// Whether `name` is a temporary file of [`RunDir::write`] (`NAME.tmp<pid>`), which only a
+/// killed write leaves behind.
+pub fn is_leftover_temp(name: &std::ffi::OsStr) -> bool {
+    Path::new(name)
+        .extension()
+        .and_then(|x| x.to_str())
+        .and_then(|x| x.strip_prefix("tmp"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
 }
 
 fn refuse_link(path: &Path) -> Result<(), RunDirError> {

@@ -92,7 +92,7 @@ fn remove_run_files(out: &Path) -> std::io::Result<()> {
     }
     for entry in std::fs::read_dir(out)? {
         let entry = entry?;
-        if entry.file_name().to_string_lossy().contains(".tmp") {
+        if planwave_engine::is_leftover_temp(&entry.file_name()) {
             remove_if_there(&entry.path(), false)?;
         }
     }
