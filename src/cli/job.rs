@@ -6,7 +6,7 @@ use clap::Args;
 use planwave_config::{Flags, Settings};
 use planwave_runner::{Resources, Stderr};
 
-use super::llm::{FlagGroup, LlmOptions, PromptOptions};
+use super::llm::{FlagGroup, LlmOptions, MetaOptions, PromptOptions};
 use super::mcp::McpOptions;
 use super::options::{ExecOptions, SimOptions};
 
@@ -51,6 +51,8 @@ pub struct JobOptions {
     /// MCP servers are started once per command and shared by every run it makes.
     #[command(flatten)]
     pub mcp: McpOptions,
+    #[command(flatten)]
+    pub meta: MetaOptions,
     /// Replace an earlier run (or batch) in --out: its files are removed first. Without it
     /// such a directory is refused (`resume` continues it), as is any other non-empty one.
     #[arg(long)]
@@ -62,6 +64,7 @@ impl FlagGroup for JobOptions {
         self.exec.add_to(flags);
         self.model.add_to(flags);
         self.mcp.add_to(flags);
+        self.meta.add_to(flags);
     }
 }
 

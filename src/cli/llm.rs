@@ -67,6 +67,47 @@ pub struct PlannerOptions {
     /// Planning attempts, the first plan included (default 3).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub planner_attempts: Option<u32>,
+    /// The plan the planner asks for: research tasks for subagents (default), or tool
+    /// steps, each calling an MCP tool or llm_call (also [planner] format).
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub plan_format: Option<PlanFormatArg>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum PlanFormatArg {
+    Tasks,
+    Steps,
+}
+
+/// The job's metadata: shown to the planner, referable from step parameters.
+#[derive(Debug, Default, Args)]
+pub struct MetaOptions {
+    /// The job's metadata as KEY=VALUE (repeatable): shown to the planner as the task's
+    /// context and referable in step parameters as {{meta.KEY}}.
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = parse_meta)]
+    pub meta: Vec<(String, String)>,
+}
+
+fn parse_meta(s: &str) -> Result<(String, String), String> {
+    let (k, v) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))?;
+    let k = k.trim();
+    let valid = !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !valid {
+        return Err(format!(
+            "metadata key {k:?}: use letters, digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
+        ));
+    }
+    Ok((k.to_owned(), v.to_owned()))
+}
+
+impl FlagGroup for MetaOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.meta = self.meta.clone();
+    }
 }
 
 /// An option group that carries settings: it writes its flags into the one [`Flags`] that
@@ -111,6 +152,10 @@ impl FlagGroup for PlannerOptions {
             LangArg::En => Lang::En,
         });
         flags.planner_attempts = self.planner_attempts;
+        flags.plan_format = self.plan_format.map(|f| match f {
+            PlanFormatArg::Tasks => planwave_plan::PlanFormat::Research,
+            PlanFormatArg::Steps => planwave_plan::PlanFormat::Steps,
+        });
     }
 }
 

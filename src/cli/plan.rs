@@ -9,7 +9,7 @@ use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
 use super::job::ModelOptions;
-use super::llm::{self, PlannerOptions, Seed};
+use super::llm::{self, MetaOptions, PlannerOptions, Seed};
 use super::waves::text as waves_text;
 
 #[derive(Debug, Args)]
@@ -28,6 +28,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
+    pub meta: MetaOptions,
+    #[command(flatten)]
     pub model: ModelOptions,
     /// No progress lines on stderr.
     #[arg(short, long)]
@@ -35,7 +37,7 @@ pub struct PlanArgs {
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&args.model, &args.planner, &Seed(args.seed)])?;
+    let settings = llm::settings(&[&args.model, &args.planner, &args.meta, &Seed(args.seed)])?;
     let resources = args.model.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let Some(outcome) = plan_goal(

@@ -34,7 +34,9 @@ pub struct RunArgs {
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     // Everything that can be checked is checked before a server starts.
     let settings = llm::settings(&[&args.job])?;
-    let (source, spec) = parse_plan_source(&args.plan)?;
+    let (source, mut spec) = parse_plan_source(&args.plan)?;
+    // `--meta` adds to (and overrides) what the plan file carries, e.g. from an earlier run.
+    spec.about.meta.extend(settings.planner.meta.clone());
     claim_out_dir(&args.out, &[&args.plan], args.job.force)?;
     args.events.check(&args.out)?;
     let resources = args.job.resources(&settings)?;

@@ -14,5 +14,6 @@ mod reflect;
 mod research;
 mod run;
 mod show;
+mod steps;
 mod traces;
 mod validate;

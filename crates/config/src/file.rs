@@ -110,6 +110,10 @@ pub struct PlannerSection {
     pub attempts: Option<u32>,
     pub min_tasks: Option<usize>,
     pub max_tasks: Option<usize>,
+    /// `tasks` (research plans, the default) or `steps` (tool-step plans).
+    pub format: Option<String>,
+    /// `none` (the default) or `single_task`.
+    pub fallback: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

@@ -31,6 +31,10 @@ pub struct Flags {
     pub context_budget_tokens: Option<u64>,
     pub lang: Option<Lang>,
     pub planner_attempts: Option<u32>,
+    /// `--plan-format`: research tasks or tool steps.
+    pub plan_format: Option<planwave_plan::PlanFormat>,
+    /// `--meta KEY=VALUE`, in the order given (a later key wins).
+    pub meta: Vec<(String, String)>,
 
     // Execution (unset: the engine's defaults).
     pub schedule: Option<Schedule>,

@@ -1,7 +1,8 @@
 //! `[planner]`, `[prompts] lang` and their flags, into the planner's own [`PlannerConfig`].
 
 use planwave_plan::Lang;
-use planwave_planner::PlannerConfig;
+use planwave_plan::PlanFormat;
+use planwave_planner::{Fallback, PlannerConfig};
 
 use crate::SettingsError;
 use crate::file::ConfigFile;
@@ -29,6 +30,14 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
         min_tasks: file.planner.min_tasks.unwrap_or(d.min_tasks),
         max_tasks: file.planner.max_tasks.unwrap_or(d.max_tasks),
         lang,
+        format: format(file, flags)?,
+        fallback: match file.planner.fallback.as_deref() {
+            None => d.fallback,
+            Some(s) => s
+                .parse::<Fallback>()
+                .map_err(|e| SettingsError::Invalid(format!("[planner] fallback: {e}")))?,
+        },
+        meta: flags.meta.iter().cloned().collect(),
     };
     if planner.min_tasks > planner.max_tasks {
         return Err(SettingsError::Invalid(format!(
@@ -37,4 +46,19 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
         )));
     }
     Ok(planner)
+}
+
+/// The plan format the planner asks for: `--plan-format`, else `[planner] format`, else
+/// research tasks. Also decides the schema sent as `response_format`.
+pub(crate) fn format(file: &ConfigFile, flags: &Flags) -> Result<PlanFormat, SettingsError> {
+    if let Some(f) = flags.plan_format {
+        return Ok(f);
+    }
+    match file.planner.format.as_deref() {
+        None | Some("tasks") | Some("research") => Ok(PlanFormat::Research),
+        Some("steps") => Ok(PlanFormat::Steps),
+        Some(other) => Err(SettingsError::Invalid(format!(
+            "[planner] format: unknown plan format {other:?} (expected tasks or steps)"
+        ))),
+    }
 }

@@ -70,51 +70,58 @@ impl<'a> TaskCalls<'a> {
     /// One tool call through the run's MCP registry, tried once more after a timeout or a
     /// broken connection (retry once). Each attempt is a `tool_call` event and a record.
     pub async fn tool(&mut self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
+        match self.tool_attempt(name, args.clone(), 1).await {
+            Err(e) if e.is_retryable() => self.tool_attempt(name, args, 2).await,
+            other => other,
+        }
+    }
+
+    /// One attempt of a tool call, numbered `attempt` in its event and record. Tool steps
+    /// call this directly: their own retry policy decides whether another attempt follows.
+    pub async fn tool_attempt(
+        &mut self,
+        name: &str,
+        args: Value,
+        attempt: u32,
+    ) -> Result<ToolOutput, ToolError> {
         let Some(mcp) = self.shared.mcp.clone() else {
             return Err(ToolError::UnknownTool {
                 name: format!("{name} (no MCP servers are configured)"),
             });
         };
         let server = mcp.tool(name).map(|t| t.server.clone()).unwrap_or_default();
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let span = tool::execute_tool_span(name, &server, attempt);
-            let t0 = Instant::now();
-            // Boxed: the MCP call's future is large, and inlined it would grow every
-            // subagent's future (copied whole when ractor boxes the actor's start).
-            let result = Box::pin(mcp.call(name, args.clone()).instrument(span.clone())).await;
-            let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
-            let (outcome, output, error) = match &result {
-                Ok(o) if o.is_error => ("tool_error", Some(cut(&o.text)), Some(cut(&o.text))),
-                Ok(o) => ("ok", Some(cut(&o.text)), None),
-                Err(e) => ("error", None, Some(e.to_string())),
-            };
-            tool::record_tool_outcome(&span, outcome, error.as_deref());
-            self.shared.emit(EventKind::ToolCall {
-                task: self.task.clone(),
-                tool: name.to_owned(),
-                server: server.clone(),
-                attempt,
-                duration_ms,
-                outcome: outcome.into(),
-                error: error.clone(),
-            });
-            self.tool_calls.push(ToolCallRecord {
-                tool: name.to_owned(),
-                server: server.clone(),
-                attempt,
-                args: args.clone(),
-                duration_ms,
-                outcome: outcome.into(),
-                output,
-                error,
-            });
-            match result {
-                Err(e) if e.is_retryable() && attempt == 1 => continue,
-                other => return other,
-            }
-        }
+        let span = tool::execute_tool_span(name, &server, attempt);
+        let t0 = Instant::now();
+        // Boxed: the MCP call's future is large, and inlined it would grow every
+        // subagent's future (copied whole when ractor boxes the actor's start).
+        let result = Box::pin(mcp.call(name, args.clone()).instrument(span.clone())).await;
+        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let (outcome, output, error) = match &result {
+            Ok(o) if o.is_error => ("tool_error", Some(cut(&o.text)), Some(cut(&o.text))),
+            Ok(o) => ("ok", Some(cut(&o.text)), None),
+            Err(e) => ("error", None, Some(e.to_string())),
+        };
+        tool::record_tool_outcome(&span, outcome, error.as_deref());
+        self.shared.emit(EventKind::ToolCall {
+            task: self.task.clone(),
+            tool: name.to_owned(),
+            server: server.clone(),
+            attempt,
+            duration_ms,
+            outcome: outcome.into(),
+            error: error.clone(),
+        });
+        self.tool_calls.push(ToolCallRecord {
+            tool: name.to_owned(),
+            server,
+            attempt,
+            args,
+            duration_ms,
+            outcome: outcome.into(),
+            output,
+            error,
+        });
+        result
     }
 }
 

@@ -98,6 +98,13 @@ pub struct TaskRecord {
     /// The reflective loop's round and pass that wrote this task's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<planwave_llm::RoundTag>,
+    /// An optional step (seed 004): its failure blocked nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+    /// Parameter references that resolved to an empty string because the optional step
+    /// they name failed (`{{fetch.result}}` is recorded as `fetch`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub empty_refs: Vec<String>,
 }
 
 /// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.
@@ -140,8 +147,10 @@ impl RunStatus {
         }
     }
 
+    /// `total` counts the tasks that must complete: a failed optional step leaves the run
+    /// completed.
     pub fn from_counts(total: usize, completed: usize) -> RunStatus {
-        if completed == total {
+        if completed == total && (total > 0 || completed > 0) {
             RunStatus::Completed
         } else if completed == 0 {
             RunStatus::Failed
@@ -157,6 +166,9 @@ pub struct RunStats {
     pub completed: usize,
     pub failed: usize,
     pub blocked: usize,
+    /// Of `failed`, the optional steps (their dependents ran anyway).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub optional_failed: usize,
     pub waves: usize,
     pub critical_path: Vec<TaskId>,
     pub makespan_ms: f64,
@@ -172,6 +184,10 @@ pub struct RunStats {
     /// Estimated cost, when the config has prices.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostEstimate>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Why a run was cancelled before every task ended.
@@ -206,6 +222,9 @@ pub struct RunResult {
     #[serde(serialize_with = "timefmt::serialize")]
     pub finished_at: DateTime<Utc>,
     pub topic: String,
+    /// Why planning failed, when the plan is the planner's single-task fallback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_fallback: Option<String>,
     pub llm: ProviderInfoRecord,
     pub stats: RunStats,
     pub tasks: Vec<TaskRecord>,

@@ -149,6 +149,9 @@ pub fn render(input: &ReportInput<'_>) -> String {
     if input.provider.simulated {
         let _ = writeln!(out, "> {}\n", l.simulated);
     }
+    if let Some(why) = spec.about.fallback() {
+        let _ = writeln!(out, "> {}\n", fallback_note(lang, why));
+    }
     if !spec.objectives.is_empty() {
         let _ = writeln!(out, "## {}\n", l.objectives);
         for o in &spec.objectives {
@@ -196,6 +199,19 @@ pub fn render(input: &ReportInput<'_>) -> String {
 }
 
 /// A node label safe inside Mermaid double quotes, shortened to 40 characters.
+/// The note on a fallback plan: planning failed, so one task answered the goal directly.
+fn fallback_note(lang: Lang, why: &str) -> String {
+    let why = why.replace('\n', " ");
+    match lang {
+        Lang::Zh => {
+            format!("降级计划：规划未能生成有效计划（{why}），由单个任务直接回答研究目标。")
+        }
+        Lang::En => format!(
+            "Fallback plan: planning produced no valid plan ({why}), so a single task answered the goal directly."
+        ),
+    }
+}
+
 pub fn mermaid_label(text: &str) -> String {
     let short: String = text.chars().take(40).collect();
     let short = if short.len() < text.len() {

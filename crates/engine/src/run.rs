@@ -117,7 +117,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let status = if outcome.cancelled.is_some() {
         RunStatus::Cancelled
     } else {
-        RunStatus::from_counts(stats.tasks, stats.completed)
+        RunStatus::from_counts(stats.tasks - stats.optional_failed, stats.completed)
     };
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,
@@ -135,6 +135,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         started_at,
         finished_at: timefmt::now(),
         topic: shared.plan.spec().topic.clone(),
+        plan_fallback: shared.plan.spec().about.fallback().map(str::to_owned),
         llm: shared.provider.info().into(),
         stats,
         tasks: records,
@@ -315,6 +316,10 @@ fn run_stats(
         completed: count(TaskStatus::Completed),
         failed: count(TaskStatus::Failed),
         blocked: count(TaskStatus::Blocked),
+        optional_failed: records
+            .iter()
+            .filter(|r| r.optional && r.status == TaskStatus::Failed)
+            .count(),
         waves: plan.waves().len(),
         critical_path: plan
             .critical_path()

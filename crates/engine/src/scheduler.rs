@@ -104,6 +104,20 @@ impl Scheduler {
         if !self.finish(plan, i, TaskStatus::Completed) {
             return Vec::new();
         }
+        self.release(plan, i)
+    }
+
+    /// Marks a running optional step failed; its dependents go on as if it had completed
+    /// (seed 004). Returns the tasks that became ready because of it.
+    pub fn fail_optional(&mut self, plan: &ValidatedPlan, i: usize) -> Vec<usize> {
+        if !self.finish(plan, i, TaskStatus::Failed) {
+            return Vec::new();
+        }
+        self.release(plan, i)
+    }
+
+    /// One prerequisite fewer for each dependent of `i`; the ones left with none are ready.
+    fn release(&mut self, plan: &ValidatedPlan, i: usize) -> Vec<usize> {
         let mut newly = Vec::new();
         for &d in plan.dependents(i) {
             let d = d as usize;
@@ -237,6 +251,24 @@ mod tests {
         );
         assert!(s.is_done());
         assert_eq!(s.status(4), TaskStatus::Blocked);
+    }
+
+    #[test]
+    fn a_failed_optional_step_releases_its_dependents() {
+        let p = plan(&[(1, &[]), (2, &[1]), (3, &[2])]);
+        let mut s = Scheduler::new(&p, Schedule::Dataflow, None);
+        assert_eq!(s.next_task(), Some(0));
+        assert_eq!(
+            s.fail_optional(&p, 0),
+            vec![1],
+            "task 2 runs although 1 failed"
+        );
+        assert_eq!(s.status(0), TaskStatus::Failed);
+        assert_eq!(s.next_task(), Some(1));
+        assert_eq!(s.complete(&p, 1), vec![2]);
+        assert_eq!(s.next_task(), Some(2));
+        s.complete(&p, 2);
+        assert!(s.is_done());
     }
 
     #[test]

@@ -57,6 +57,8 @@ pub struct SubagentReport {
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
     pub written: Option<Result<String, String>>,
+    /// References that resolved to an empty string because their optional step failed.
+    pub empty_refs: Vec<String>,
 }
 
 impl Actor for Subagent {
@@ -107,6 +109,7 @@ impl Actor for Subagent {
                     tool_calls: Vec::new(),
                     // Slow, not wrong: a later pass may well finish in time.
                     failure_kind: Some(FailureKind::Transient),
+                    empty_refs: Vec::new(),
                 },
             },
         };
@@ -136,24 +139,49 @@ impl Actor for Subagent {
     }
 }
 
-/// A tool step: the tool runs directly, without a model (one attempt).
+/// A tool step: the tool runs directly, without a model, retried like a subagent's model
+/// call (`retry_count` of the step, else `--retries`) while the failure may pass.
 async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) -> SubagentReport {
     let index = state.index;
-    let outcome = crate::tool_step::run(&mut calls, index, tool).await;
+    let shared = &state.shared;
+    let own = shared.plan.task(index).retry_count;
+    let max_retries = own.unwrap_or(shared.config.retry.max_retries);
+    let mut attempt = 0u32;
     let mut failure_kind = None;
-    let result = match outcome {
-        Ok((section, json)) => {
-            state.shared.results.keep(index, || json);
-            Ok(Arc::<str>::from(section))
-        }
-        Err((e, kind)) => {
-            failure_kind = Some(kind);
-            Err(e)
+    let mut empty_refs = Vec::new();
+    let result = loop {
+        attempt += 1;
+        match crate::tool_step::run(&mut calls, index, tool, attempt, own.is_some()).await {
+            Ok(done) => {
+                shared.results.keep(index, || done.json);
+                empty_refs = done.empty_refs;
+                break Ok(Arc::<str>::from(done.section));
+            }
+            Err(failed) if failed.retry && attempt <= max_retries => {
+                let delay = backoff(
+                    &shared.config.retry,
+                    shared.config.seed,
+                    &calls.task.to_string(),
+                    attempt,
+                    None,
+                );
+                shared.emit(EventKind::TaskRetry {
+                    task: calls.task.clone(),
+                    attempt,
+                    error: failed.error,
+                    delay_ms: delay.as_millis() as u64,
+                });
+                tokio::time::sleep(delay).await;
+            }
+            Err(failed) => {
+                failure_kind = Some(failed.kind);
+                break Err(failed.error);
+            }
         }
     };
     SubagentReport {
         index,
-        attempts: 1,
+        attempts: attempt,
         finished_at: timefmt::now(),
         usage: calls.usage,
         context_cut: Vec::new(),
@@ -161,6 +189,7 @@ async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) 
         tool_calls: calls.tool_calls,
         written: None,
         failure_kind,
+        empty_refs,
     }
 }
 
@@ -210,7 +239,10 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     }
     let (messages, mut context, mut context_cut) = prompt(state);
     context.round = shared.config.round;
-    let retry = shared.config.retry;
+    let mut retry = shared.config.retry;
+    if let Some(n) = plan.task(index).retry_count {
+        retry.max_retries = n;
+    }
     let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
     let mut failure_kind = None;
@@ -274,6 +306,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         tool_calls: calls.tool_calls,
         failure_kind,
         written: None,
+        empty_refs: Vec::new(),
     }
 }
 

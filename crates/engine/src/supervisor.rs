@@ -115,6 +115,8 @@ impl Actor for Supervisor {
                 tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
+                optional: plan.task(i).optional,
+                empty_refs: Vec::new(),
             })
             .collect();
         let mut state = SupervisorState {
@@ -322,6 +324,7 @@ impl SupervisorState {
         rec.usage = report.usage;
         rec.context_cut = report.context_cut;
         rec.tool_calls = report.tool_calls;
+        rec.empty_refs = report.empty_refs;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         match report.result {
             Ok(section) => {
@@ -457,6 +460,19 @@ impl SupervisorState {
             attempts,
             error,
         });
+        if plan.task(index).optional {
+            // Seed 004: an optional step's failure blocks nothing.
+            let ready = self.sched.fail_optional(&plan, index);
+            if self.shared.wants_events() {
+                for ready in ready {
+                    self.shared.emit(EventKind::TaskReady {
+                        task: plan.id(ready).clone(),
+                        wave: plan.wave(ready),
+                    });
+                }
+            }
+            return;
+        }
         let failed_id = plan.id(index).clone();
         for b in self.sched.fail(&plan, index) {
             let rec = &mut self.records[b];

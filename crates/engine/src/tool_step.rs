@@ -2,6 +2,8 @@
 //! without a model; `llm_call` with a `prompt` is a direct model call. Parameters may
 //! reference earlier results (`planwave_plan::refs`).
 
+use std::cell::RefCell;
+
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest};
 use planwave_plan::{LLM_CALL, refs};
 use serde_json::Value;
@@ -10,40 +12,110 @@ use crate::calls::TaskCalls;
 use crate::outcome::FailureKind;
 use planwave_prompts::{TaskText, subagent_context};
 
-/// Runs tool step `index`: its section text and its JSON result, or why it failed and how.
+/// What one attempt of a tool step produced.
+pub(crate) struct StepDone {
+    pub section: String,
+    pub json: Value,
+    /// References that resolved to an empty string because their optional step failed.
+    pub empty_refs: Vec<String>,
+}
+
+/// Why one attempt of a tool step failed, and whether another attempt may help.
+pub(crate) struct StepFailed {
+    pub error: String,
+    pub kind: FailureKind,
+    /// Worth another attempt: a timeout, a broken connection, a retryable model error, or
+    /// (when the step asks for retries itself) an error the tool reported.
+    pub retry: bool,
+}
+
+/// Runs one attempt of tool step `index`. `explicit_retries` says the plan gave the step
+/// its own `retry_count`: the author expects the tool itself to fail now and then, so a
+/// tool-reported error is worth retrying too.
 pub(crate) async fn run(
     calls: &mut TaskCalls<'_>,
     index: usize,
     tool: &str,
-) -> Result<(String, Value), (String, FailureKind)> {
-    run_inner(calls, index, tool).await.map_err(|e| match e {
-        // Timeouts and broken connections were already retried once; a later pass may work.
-        Failure::Tool(e) if e.is_retryable() => (e.to_string(), FailureKind::Transient),
-        Failure::Model(e) if e.is_retryable() => (e.to_string(), FailureKind::Transient),
-        Failure::Tool(e) => (e.to_string(), FailureKind::Fatal),
-        Failure::Model(e) => (e.to_string(), FailureKind::Fatal),
-        Failure::Other(e) => (e, FailureKind::Fatal),
-    })
+    attempt: u32,
+    explicit_retries: bool,
+) -> Result<StepDone, StepFailed> {
+    run_inner(calls, index, tool, attempt)
+        .await
+        .map_err(|e| match e {
+            Failure::Tool(e) if e.is_retryable() => StepFailed {
+                error: e.to_string(),
+                kind: FailureKind::Transient,
+                retry: true,
+            },
+            Failure::Model(e) if e.is_retryable() => StepFailed {
+                error: e.to_string(),
+                kind: FailureKind::Transient,
+                retry: true,
+            },
+            Failure::Tool(e) => StepFailed {
+                error: e.to_string(),
+                kind: FailureKind::Fatal,
+                retry: false,
+            },
+            Failure::Model(e) => StepFailed {
+                error: e.to_string(),
+                kind: FailureKind::Fatal,
+                retry: false,
+            },
+            Failure::Reported(e) => StepFailed {
+                error: e,
+                kind: FailureKind::Fatal,
+                retry: explicit_retries,
+            },
+            Failure::Other(e) => StepFailed {
+                error: e,
+                kind: FailureKind::Fatal,
+                retry: false,
+            },
+        })
 }
 
 enum Failure {
     Tool(planwave_mcp::ToolError),
     Model(planwave_llm::LlmError),
+    /// The tool ran and answered with an error.
+    Reported(String),
     Other(String),
+}
+
+/// The parameters with every reference resolved: earlier results, `{{vars.NAME}}`,
+/// `{{meta.KEY}}`, and an empty string for a failed optional step (returned, to record).
+fn resolve_params(calls: &TaskCalls<'_>, index: usize) -> Result<(Value, Vec<String>), String> {
+    let shared = calls.shared;
+    let plan = &shared.plan;
+    let params = plan.task(index).params.clone().unwrap_or(Value::Null);
+    let empty = RefCell::new(Vec::new());
+    let resolved = refs::substitute(&params, &|id: &str| match plan.index_of_key(id) {
+        // Dependents of a failed optional step run; a completed step always has its result.
+        Some(i) => shared.results.get(i).or_else(|| {
+            plan.task(i).optional.then(|| {
+                empty.borrow_mut().push(id.to_owned());
+                Value::String(String::new())
+            })
+        }),
+        None => refs::namespace(&plan.spec().about, id),
+    })
+    .map_err(|e| format!("parameters: {e}"))?;
+    let mut empty = empty.into_inner();
+    empty.sort();
+    empty.dedup();
+    Ok((resolved, empty))
 }
 
 async fn run_inner(
     calls: &mut TaskCalls<'_>,
     index: usize,
     tool: &str,
-) -> Result<(String, Value), Failure> {
+    attempt: u32,
+) -> Result<StepDone, Failure> {
     let shared = calls.shared;
     let plan = &shared.plan;
-    let params = plan.task(index).params.clone().unwrap_or(Value::Null);
-    let params = refs::substitute(&params, &|id: &str| {
-        plan.index_of_key(id).and_then(|i| shared.results.get(i))
-    })
-    .map_err(|e| Failure::Other(format!("parameters: {e}")))?;
+    let (params, empty_refs) = resolve_params(calls, index).map_err(Failure::Other)?;
     if tool == LLM_CALL {
         let prompt = match params.get("prompt") {
             Some(Value::String(s)) => s.clone(),
@@ -54,31 +126,52 @@ async fn run_inner(
                 ));
             }
         };
+        // Seed 004: the step's expected output guides the model's answer.
+        let prompt = match plan.task(index).expected_output.as_deref().map(str::trim) {
+            Some(e) if !e.is_empty() => format!("{prompt}\n\n{}: {e}", expected_label(plan.lang())),
+            _ => prompt,
+        };
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(prompt)],
-            attempt: 1,
+            attempt,
             context: subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]),
             traceparent: None,
             tools: Vec::new(),
         };
         let answer = calls.model(request).await.map_err(Failure::Model)?;
-        return Ok((answer.content.clone(), Value::String(answer.content)));
+        return Ok(StepDone {
+            section: answer.content.clone(),
+            json: Value::String(answer.content),
+            empty_refs,
+        });
     }
     let params = if params.is_null() {
         Value::Object(Default::default())
     } else {
         params
     };
-    match calls.tool(tool, params).await {
-        Ok(out) if out.is_error => Err(Failure::Other(format!(
+    // One call per attempt: the step's retries are the tool's retries.
+    match calls.tool_attempt(tool, params, attempt).await {
+        Ok(out) if out.is_error => Err(Failure::Reported(format!(
             "tool {tool} returned an error: {}",
             out.text
         ))),
         Ok(out) => {
             let json = out.json();
-            Ok((out.text, json))
+            Ok(StepDone {
+                section: out.text,
+                json,
+                empty_refs,
+            })
         }
         Err(e) => Err(Failure::Tool(e)),
+    }
+}
+
+fn expected_label(lang: planwave_plan::Lang) -> &'static str {
+    match lang {
+        planwave_plan::Lang::Zh => "预期输出",
+        planwave_plan::Lang::En => "Expected output",
     }
 }

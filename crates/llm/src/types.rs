@@ -198,6 +198,9 @@ pub struct RequestContext {
     /// The reflective loop's round and execution pass this request belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<RoundTag>,
+    /// Planner requests: the plan format asked for, when not the research plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_format: Option<planwave_plan::PlanFormat>,
 }
 
 /// Which round of the reflective loop, and which execution pass inside it (1 = the round's

@@ -229,6 +229,8 @@ mod tests {
             tool_calls: Vec::new(),
             failure_kind: kind,
             round: None,
+            optional: false,
+            empty_refs: Vec::new(),
         }
     }
 

@@ -151,6 +151,8 @@ mod tests {
                 tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
+                optional: false,
+                empty_refs: Vec::new(),
             })
             .collect()
     }

@@ -15,7 +15,7 @@ mod tools;
 mod validate;
 mod validated;
 
-pub use model::{Hints, Lang, PlanFormat, PlanSpec, TaskId, TaskSpec};
+pub use model::{FALLBACK_KEY, Hints, Lang, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
 pub use tools::{LLM_CALL, ToolCatalog};
 pub use validate::{Problem, ValidationErrors, Warning};

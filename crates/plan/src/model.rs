@@ -102,6 +102,17 @@ pub struct TaskSpec {
     pub params: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_output: Option<String>,
+    /// An optional step's failure does not block its dependents (seed 004): they run, and
+    /// references to its result resolve to an empty string.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub optional: bool,
+    /// Retries of this step after its first attempt (`retryCount`); `None` follows `--retries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_count: Option<u32>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl TaskSpec {
@@ -116,6 +127,8 @@ impl TaskSpec {
             tool: None,
             params: None,
             expected_output: None,
+            optional: false,
+            retry_count: None,
         }
     }
 
@@ -153,6 +166,45 @@ pub struct PlanSpec {
     pub tasks: Vec<TaskSpec>,
     #[serde(default, skip_serializing_if = "is_research")]
     pub format: PlanFormat,
+    /// What a plan says about itself beyond its tasks (seeds 001, 003, 004), kept so
+    /// `plan.json` round-trips it and steps can use it.
+    #[serde(flatten)]
+    pub about: PlanAbout,
+}
+
+/// The `metadata` key that marks a fallback plan (seed 003 §4.2: planning failed and one
+/// task answers the goal directly); its value says why planning failed.
+pub const FALLBACK_KEY: &str = "planwave_fallback";
+
+impl PlanAbout {
+    /// Why planning failed, when this plan is the planner's fallback.
+    pub fn fallback(&self) -> Option<&str> {
+        self.metadata.get(FALLBACK_KEY).and_then(|v| v.as_str())
+    }
+}
+
+/// Plan-level fields besides the tasks: the planner's own bookkeeping, the variables steps
+/// may reference as `{{vars.NAME}}` and the job's metadata they may reference as
+/// `{{meta.KEY}}`. All optional; absent ones stay out of `plan.json`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PlanAbout {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    /// As the model wrote it: seed 003 writes a date-time string, seed 004 milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimated_duration_secs: Option<f64>,
+    /// The planner's metadata object (seed 004's `createdBy`, `complexity`, ...).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub metadata: serde_json::Map<String, serde_json::Value>,
+    /// `{{vars.NAME}}` in a step's parameters reads `global_variables.NAME`.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub global_variables: serde_json::Map<String, serde_json::Value>,
+    /// The job's metadata (`--meta KEY=VALUE`, a job line's `metadata`): shown to the planner
+    /// and read by `{{meta.KEY}}`. Set by the runner, not by the model.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub meta: std::collections::BTreeMap<String, String>,
 }
 
 fn is_research(f: &PlanFormat) -> bool {

@@ -5,8 +5,34 @@
 //! A string that is exactly one reference is replaced by the referenced JSON value (so a
 //! number stays a number); references inside longer strings are replaced by text.
 //! `{{input}}` is not a reference: it belongs to the tool loop's chaining rule.
+//!
+//! Two names are namespaces rather than tasks, unless a task has that id: `{{vars.NAME}}`
+//! reads the plan's `global_variables` (seed 004) and `{{meta.KEY}}` the job's metadata
+//! (seed 001, `--meta`).
 
 use serde_json::Value;
+
+use crate::model::PlanAbout;
+
+/// `{{vars.NAME}}`: the plan's `global_variables`.
+pub const VARS: &str = "vars";
+/// `{{meta.KEY}}`: the job's metadata.
+pub const META: &str = "meta";
+
+/// The value a namespace reference starts from, or `None` when `name` is no namespace.
+pub fn namespace(about: &PlanAbout, name: &str) -> Option<Value> {
+    match name {
+        VARS => Some(Value::Object(about.global_variables.clone())),
+        META => Some(Value::Object(
+            about
+                .meta
+                .iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )),
+        _ => None,
+    }
+}
 
 /// One `{{...}}` in a parameter string.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -260,6 +260,11 @@ fn check_references(
         let ancestors = graph::ancestors(deps, i);
         for r in refs {
             match index.get(&r.task) {
+                None if crate::refs::namespace(&spec.about, &r.task).is_some() => {
+                    if let Some(p) = namespace_problem(spec, &task.id, &r) {
+                        problems.push(p);
+                    }
+                }
                 None => problems.push(Problem::Other(format!(
                     "task {}: parameter references unknown task {}",
                     task.id, r.task
@@ -274,6 +279,27 @@ fn check_references(
             }
         }
     }
+}
+
+/// Why a `{{vars.NAME}}` or `{{meta.KEY}}` reference cannot resolve, if it cannot.
+fn namespace_problem(
+    spec: &PlanSpec,
+    task: &TaskId,
+    r: &crate::refs::Reference,
+) -> Option<Problem> {
+    let root = crate::refs::namespace(&spec.about, &r.task)?;
+    if !r.path.is_empty() && crate::refs::lookup(&root, &r.path).is_some() {
+        return None;
+    }
+    let name = format!("{{{{{}.{}}}}}", r.task, r.path.join("."));
+    let source = if r.task == crate::refs::VARS {
+        "the plan's global_variables do not define it".to_owned()
+    } else {
+        "the job's metadata does not define it (--meta KEY=VALUE)".to_owned()
+    };
+    Some(Problem::Other(format!(
+        "task {task}: parameter references {name}, but {source}"
+    )))
 }
 
 fn is_empty_id(id: &TaskId) -> bool {

@@ -16,8 +16,8 @@ mod planner;
 pub mod schema;
 
 pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
-pub use planner::{PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed};
-pub use schema::{plan_schema, plan_schema_text};
+pub use planner::{Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed};
+pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
 
 #[cfg(test)]
 mod tests;

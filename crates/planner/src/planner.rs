@@ -4,10 +4,14 @@
 use std::sync::Arc;
 
 use crate::ask::{Attempt, AttemptKind, Question, ask};
-use crate::schema::plan_schema_text;
+use crate::schema::plan_schema_text_for;
 use planwave_llm::{AgentRole, LlmError, LlmProvider, RequestContext, Usage};
-use planwave_plan::{Lang, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str};
-use planwave_prompts::{PlannerTool, PlannerVars, PromptError, RepairVars, Templates};
+use std::collections::BTreeMap;
+
+use planwave_plan::{
+    FALLBACK_KEY, LLM_CALL, Lang, PlanFormat, PlanSpec, ToolCatalog, ValidatedPlan, parse_plan_str,
+};
+use planwave_prompts::{MetaEntry, PlannerTool, PlannerVars, PromptError, RepairVars, Templates};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannerConfig {
@@ -17,6 +21,13 @@ pub struct PlannerConfig {
     pub max_tasks: usize,
     /// Forces the prompts' (and the plan's) language; `None` follows the goal.
     pub lang: Option<Lang>,
+    /// Which plan the model is asked for: research tasks, or tool steps (seeds 003, 004).
+    pub format: PlanFormat,
+    /// What happens after the last failed attempt (seed 003 §4.2).
+    pub fallback: Fallback,
+    /// The job's metadata (seed 001): shown in the planning prompt, kept in the plan for
+    /// `{{meta.KEY}}`.
+    pub meta: BTreeMap<String, String>,
 }
 
 impl Default for PlannerConfig {
@@ -26,6 +37,33 @@ impl Default for PlannerConfig {
             min_tasks: 4,
             max_tasks: 7,
             lang: None,
+            format: PlanFormat::Research,
+            fallback: Fallback::None,
+            meta: BTreeMap::new(),
+        }
+    }
+}
+
+/// What planning does when no attempt produced a valid plan.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fallback {
+    /// Planning fails (exit 2 from the command line).
+    #[default]
+    None,
+    /// A one-task plan that answers the goal directly, marked as a fallback.
+    SingleTask,
+}
+
+impl std::str::FromStr for Fallback {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "none" => Ok(Fallback::None),
+            "single_task" | "single-task" => Ok(Fallback::SingleTask),
+            other => Err(format!(
+                "unknown fallback {other:?} (expected none or single_task)"
+            )),
         }
     }
 }
@@ -137,7 +175,8 @@ impl Planner {
             return Err(PlannerError::EmptyGoal);
         }
         let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
-        let schema = plan_schema_text();
+        let steps = self.config.format == PlanFormat::Steps;
+        let schema = plan_schema_text_for(self.config.format);
         let first = self.templates.planner(
             lang,
             &PlannerVars {
@@ -147,20 +186,34 @@ impl Planner {
                 min_tasks: self.config.min_tasks,
                 max_tasks: self.config.max_tasks,
                 reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
+                meta: self
+                    .config
+                    .meta
+                    .iter()
+                    .map(|(key, value)| MetaEntry { key, value })
+                    .collect(),
+                steps,
             },
         )?;
         let context = RequestContext {
             lang,
             topic: goal.to_owned(),
-            // Names only: the prompt has the schemas, and the context header must stay small.
+            // Names only for a research plan: the prompt has the schemas, and the context
+            // header must stay small. A step plan fills in parameters, so the (simulated)
+            // model gets the schemas too.
             tools: self
                 .tools
                 .iter()
                 .map(|t| planwave_llm::ToolRef {
                     name: t.name.clone(),
-                    schema: serde_json::Value::Null,
+                    schema: if steps {
+                        serde_json::from_str(&t.input_schema).unwrap_or_default()
+                    } else {
+                        serde_json::Value::Null
+                    },
                 })
                 .collect(),
+            plan_format: steps.then_some(PlanFormat::Steps),
             ..RequestContext::default()
         };
         let repair = |n: u32, problems: &[String]| {
@@ -172,6 +225,7 @@ impl Planner {
                     problems,
                     min_tasks: self.config.min_tasks,
                     max_tasks: self.config.max_tasks,
+                    steps,
                 },
             )
         };
@@ -192,8 +246,15 @@ impl Planner {
             on_attempt,
         )
         .await?;
+        let plan = match asked.value {
+            None if asked.fatal.is_none() && self.config.fallback == Fallback::SingleTask => {
+                let why = failure(asked.attempts.clone(), None).to_string();
+                Some(self.fallback_plan(goal, lang, &why))
+            }
+            other => other,
+        };
         Ok(PlanOutcome {
-            plan: asked.value.map(|plan| match self.config.lang {
+            plan: plan.map(|plan| match self.config.lang {
                 Some(l) => plan.with_lang(l),
                 None => plan,
             }),
@@ -210,23 +271,13 @@ impl Planner {
         goal: &str,
     ) -> Result<(ValidatedPlan, Vec<String>), Vec<String>> {
         if raw.trim().is_empty() {
-            return Err(vec![
-                "the answer was empty; expected a JSON research plan".into(),
-            ]);
+            return Err(vec!["the answer was empty; expected a JSON plan".into()]);
         }
         let mut spec: PlanSpec = parse_plan_str(raw)
             .map_err(|e| e.to_string().lines().map(str::to_owned).collect::<Vec<_>>())?;
-        let mut problems = Vec::new();
-        for t in &spec.tasks {
-            if let Some(tool) = &t.tool
-                && !self.tools.iter().any(|x| &x.name == tool)
-            {
-                problems.push(format!(
-                    "task {}: tool {tool} is not available; research tasks are chapters for a subagent, without a tool",
-                    t.id
-                ));
-            }
-        }
+        let mut problems = self.format_problems(&spec);
+        // The job's metadata is the runner's, not the model's: `{{meta.KEY}}` reads it.
+        spec.about.meta = self.config.meta.clone();
         let mut warnings = Vec::new();
         if spec.topic.trim().is_empty() {
             spec.topic = goal.to_owned();
@@ -250,6 +301,66 @@ impl Planner {
             ));
         }
         Ok((plan, warnings))
+    }
+}
+
+impl Planner {
+    /// Seed 003 §4.2: after the last failed attempt, one task that answers the goal
+    /// directly, marked in its metadata so the run and its report say what happened.
+    fn fallback_plan(&self, goal: &str, lang: Lang, why: &str) -> ValidatedPlan {
+        let description = match lang {
+            Lang::Zh => format!("直接回答研究目标：{goal}"),
+            Lang::En => format!("Answer the research goal directly: {goal}"),
+        };
+        let mut spec = PlanSpec {
+            topic: goal.to_owned(),
+            tasks: vec![planwave_plan::TaskSpec::new(1, description, Vec::new())],
+            ..PlanSpec::default()
+        };
+        spec.about.meta = self.config.meta.clone();
+        spec.about.metadata.insert(
+            FALLBACK_KEY.into(),
+            serde_json::Value::String(why.to_owned()),
+        );
+        // One task without dependencies or tools cannot be invalid.
+        ValidatedPlan::new(spec).unwrap_or_else(|e| unreachable!("fallback plan: {e}"))
+    }
+
+    /// What the answer's shape gets wrong for the format asked for: a research plan's tasks
+    /// take no tool; a step plan's steps each run an available tool or `llm_call`.
+    fn format_problems(&self, spec: &PlanSpec) -> Vec<String> {
+        let known = |tool: &str| tool == LLM_CALL || self.tools.iter().any(|x| x.name == tool);
+        let mut problems = Vec::new();
+        match self.config.format {
+            PlanFormat::Research => {
+                for t in &spec.tasks {
+                    if let Some(tool) = &t.tool
+                        && !known(tool)
+                    {
+                        problems.push(format!(
+                            "task {}: tool {tool} is not available; research tasks are chapters for a subagent, without a tool",
+                            t.id
+                        ));
+                    }
+                }
+            }
+            PlanFormat::Steps => {
+                if spec.format != PlanFormat::Steps && !spec.tasks.is_empty() {
+                    problems.push(
+                        "expected an execution plan with \"steps\" (each with a tool and params), not research \"tasks\"".into(),
+                    );
+                }
+                for t in &spec.tasks {
+                    if t.tool.as_deref().is_none_or(|x| x.trim().is_empty()) {
+                        problems.push(format!(
+                            "step {}: no tool; every step names an available tool or llm_call",
+                            t.id
+                        ));
+                    }
+                }
+            }
+        }
+        problems
     }
 }
 

@@ -4,6 +4,7 @@
 //! These types only describe the output; parsing goes through the tolerant
 //! `planwave_plan::parse_plan`, which also accepts what models write instead.
 
+use planwave_plan::PlanFormat;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -55,12 +56,69 @@ pub struct PlanHints {
     pub suggested_tools: Vec<String>,
 }
 
-/// The plan's JSON Schema as a JSON value.
-pub fn plan_schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(ResearchPlan)).unwrap_or_default()
+/// A tool-step plan (seeds 003, 004): each step runs one tool, or `llm_call`, directly.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[schemars(title = "StepPlan")]
+pub struct StepPlan {
+    /// What the plan achieves.
+    pub goal: String,
+    /// Steps in any order; the dependencies decide when each runs.
+    pub steps: Vec<PlanStep>,
+    /// Values steps may use as `{{vars.NAME}}`.
+    #[serde(default)]
+    pub global_variables: serde_json::Map<String, serde_json::Value>,
+    /// A rough total, in seconds.
+    #[serde(default)]
+    pub estimated_duration_secs: Option<u32>,
 }
 
-/// The schema pretty-printed, for prompts.
+/// One tool call.
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+pub struct PlanStep {
+    /// Short, unique: letters, digits and underscores.
+    pub id: String,
+    pub description: String,
+    /// An available tool's name, or `llm_call` (parameter `prompt`) for a direct model call.
+    pub tool: String,
+    /// The tool's arguments, following its input schema. A string may refer to an earlier
+    /// step's result as `{{ID.result}}` (or a field of it, `{{ID.field}}`); that step must be
+    /// a (direct or indirect) dependency.
+    pub params: serde_json::Map<String, serde_json::Value>,
+    /// Ids of the steps whose results this one needs (direct dependencies only).
+    pub dependencies: Vec<String>,
+    /// What the step should produce.
+    pub expected_output: String,
+    /// True when the plan can go on without this step's result.
+    #[serde(default)]
+    pub optional: bool,
+    /// Retries after a failed first attempt (0-10).
+    #[serde(default)]
+    pub retry_count: Option<u32>,
+}
+
+/// The JSON Schema of the plan format the planner asks for, as a JSON value.
+pub fn plan_schema_for(format: PlanFormat) -> serde_json::Value {
+    match format {
+        PlanFormat::Research => {
+            serde_json::to_value(schemars::schema_for!(ResearchPlan)).unwrap_or_default()
+        }
+        PlanFormat::Steps => {
+            serde_json::to_value(schemars::schema_for!(StepPlan)).unwrap_or_default()
+        }
+    }
+}
+
+/// The research plan's JSON Schema as a JSON value.
+pub fn plan_schema() -> serde_json::Value {
+    plan_schema_for(PlanFormat::Research)
+}
+
+/// The schema of `format` pretty-printed, for prompts.
+pub fn plan_schema_text_for(format: PlanFormat) -> String {
+    serde_json::to_string_pretty(&plan_schema_for(format)).unwrap_or_default()
+}
+
+/// The research plan's schema pretty-printed, for prompts.
 pub fn plan_schema_text() -> String {
-    serde_json::to_string_pretty(&plan_schema()).unwrap_or_default()
+    plan_schema_text_for(PlanFormat::Research)
 }

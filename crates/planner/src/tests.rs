@@ -216,3 +216,79 @@ async fn a_reflection_goes_into_the_planning_prompt() {
         "{user}"
     );
 }
+
+#[tokio::test]
+async fn metadata_reaches_the_prompt_and_the_plan() {
+    let p = sim(vec![]);
+    let config = PlannerConfig {
+        meta: [("ticker".to_owned(), "TSLA".to_owned())].into(),
+        ..PlannerConfig::default()
+    };
+    let (out, _) = plan_with(p.clone(), config, "Deep analysis of Tesla").await;
+    let plan = out.plan.expect("plan");
+    assert_eq!(plan.spec().about.meta["ticker"], "TSLA");
+    let seen = p.seen.lock().expect("lock");
+    let user = &seen[0].messages[1].content;
+    assert!(
+        user.contains("# Task context (metadata)\n- ticker: TSLA\n"),
+        "{user}"
+    );
+}
+
+#[tokio::test]
+async fn a_step_plan_is_asked_for_with_its_own_prompt_and_llm_call_is_accepted() {
+    let p = sim(vec![PlannerFault::UnknownDependency]);
+    let config = PlannerConfig {
+        format: planwave_plan::PlanFormat::Steps,
+        ..PlannerConfig::default()
+    };
+    let (out, attempts) = plan_with(p.clone(), config, "Deep analysis of Tesla").await;
+    assert_eq!(attempts, vec![1, 2], "the unknown dependency was repaired");
+    let plan = out.plan.expect("plan");
+    assert_eq!(plan.spec().format, planwave_plan::PlanFormat::Steps);
+    assert!(
+        plan.tasks()
+            .iter()
+            .all(|t| t.tool.as_deref() == Some(planwave_plan::LLM_CALL)),
+        "llm_call steps pass the planner's checks"
+    );
+    let seen = p.seen.lock().expect("lock");
+    let first = &seen[0].messages[1].content;
+    assert!(first.contains("- llm_call: a direct model call"), "{first}");
+    assert!(first.contains("\"title\": \"StepPlan\""), "{first}");
+    let repair = &seen[1].messages.last().expect("repair").content;
+    assert!(
+        repair.starts_with("The execution plan you wrote above (attempt 1)"),
+        "{repair}"
+    );
+}
+
+#[tokio::test]
+async fn research_tasks_asked_for_but_steps_without_tools_are_refused() {
+    let p = sim(vec![]);
+    let planner = Planner::new(
+        p,
+        Arc::new(Templates::builtin()),
+        PlannerConfig {
+            format: planwave_plan::PlanFormat::Steps,
+            ..PlannerConfig::default()
+        },
+    );
+    let research =
+        r#"{"topic": "t", "tasks": [{"id": 1, "description": "a", "dependencies": []}]}"#;
+    let problems = planner
+        .judge(research, "goal")
+        .expect_err("not a step plan");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.starts_with("expected an execution plan")),
+        "{problems:?}"
+    );
+    let toolless = r#"{"steps": [{"id": "a", "description": "a", "dependencies": []}]}"#;
+    let problems = planner.judge(toolless, "goal").expect_err("no tool");
+    assert_eq!(
+        problems,
+        vec!["step a: no tool; every step names an available tool or llm_call"]
+    );
+}

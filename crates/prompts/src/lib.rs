@@ -19,7 +19,7 @@ pub use reflect::{
     AnswerRepairVars, EvaluatorVars, FailureNoteVars, ReflectionSummaryVars, ReflectorVars,
     ReplanTask, ReplanVars, RoundSection, RoundStats,
 };
-pub use render::{PlannerTool, PlannerVars, RepairVars};
+pub use render::{MetaEntry, PlannerTool, PlannerVars, RepairVars};
 pub use set::{
     PriorSection, PromptSet, SectionSummary, TaskText, ToolListing, integrator_context,
     subagent_context,

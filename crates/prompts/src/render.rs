@@ -29,6 +29,18 @@ pub struct PlannerVars<'a> {
     pub max_tasks: usize,
     /// The previous round's reflection summary (the reflective loop's rounds 2+).
     pub reflection: Option<&'a str>,
+    /// The job's metadata (seed 001's task context), in key order.
+    pub meta: Vec<MetaEntry<'a>>,
+    /// Ask for a tool-step plan (`planner_steps.j2`) instead of a research plan.
+    #[serde(skip)]
+    pub steps: bool,
+}
+
+/// One `KEY=VALUE` of the job's metadata.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetaEntry<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
 }
 
 /// Variables of `repair.j2`.
@@ -40,6 +52,8 @@ pub struct RepairVars<'a> {
     pub problems: &'a [String],
     pub min_tasks: usize,
     pub max_tasks: usize,
+    /// The plan asked for is a tool-step plan.
+    pub steps: bool,
 }
 
 const SYSTEM_MARK: &str = "=== system ===";
@@ -92,9 +106,14 @@ impl Templates {
         lang: Lang,
         vars: &PlannerVars<'_>,
     ) -> Result<Vec<ChatMessage>, PromptError> {
+        let name = if vars.steps {
+            "planner_steps"
+        } else {
+            "planner"
+        };
         Ok(messages(&self.render_raw(
             lang,
-            "planner",
+            name,
             Value::from(Serde(vars)),
         )?))
     }
@@ -282,9 +301,11 @@ fn builtin() -> &'static Templates {
 /// Sample variables for load-time checks of each template.
 pub(crate) fn sample(name: &str) -> Value {
     let v = match name {
-        "planner" => json!({"goal": "goal", "tools": [{"name": "t", "description": "d"}],
-                            "schema": "{}", "min_tasks": 4, "max_tasks": 7,
-                            "reflection": "r"}),
+        "planner" | "planner_steps" => {
+            json!({"goal": "goal", "tools": [{"name": "t", "description": "d"}],
+                   "schema": "{}", "min_tasks": 4, "max_tasks": 7, "reflection": "r",
+                   "meta": [{"key": "k", "value": "v"}]})
+        }
         "evaluator" | "reflector" | "replan" | "answer_repair" | "failure_note"
         | "reflection_summary" => {
             return crate::reflect::sample(name);

@@ -8,6 +8,7 @@ use planwave_plan::Lang;
 /// Every template, per language.
 pub const TEMPLATE_NAMES: &[&str] = &[
     "planner",
+    "planner_steps",
     "repair",
     "subagent",
     "integrator",
@@ -23,6 +24,16 @@ pub const TEMPLATE_NAMES: &[&str] = &[
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "zh",
+        "planner_steps",
+        include_str!("../../../prompts/zh/planner_steps.j2"),
+    ),
+    (
+        "en",
+        "planner_steps",
+        include_str!("../../../prompts/en/planner_steps.j2"),
+    ),
     (
         "zh",
         "planner",

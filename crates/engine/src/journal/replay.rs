@@ -215,6 +215,8 @@ impl Replay {
                     tool_calls: Vec::new(),
                     failure_kind: None,
                     round: None,
+                    optional: false,
+                    empty_refs: Vec::new(),
                 },
                 section: Arc::from(text),
             });

@@ -6,6 +6,7 @@
 mod latency;
 pub mod plan;
 pub mod reflect;
+pub mod steps;
 mod text;
 pub mod timer;
 mod tools;
@@ -90,6 +91,29 @@ impl SimConfig {
     }
 }
 
+impl SimProvider {
+    /// The planner's answer: a replacement for a partial replan, a step plan, or a research
+    /// plan, with this attempt's scripted fault applied.
+    fn planner_answer(&self, request: &ChatRequest) -> String {
+        let ctx = &request.context;
+        // Sections name the kept and replaced tasks of a partial replan.
+        if !ctx.sections.is_empty() {
+            return plan::replacement(ctx);
+        }
+        // `attempt` counts planning attempts (repairs included).
+        let fault = self
+            .config
+            .planner_faults
+            .get(request.attempt.saturating_sub(1) as usize)
+            .copied();
+        if ctx.plan_format == Some(planwave_plan::PlanFormat::Steps) {
+            return steps::answer(&ctx.topic, ctx.lang, fault, &ctx.tools);
+        }
+        // The goal is the topic.
+        plan::answer_with_tools(&ctx.topic, ctx.lang, fault, &ctx.tools)
+    }
+}
+
 #[async_trait]
 impl LlmProvider for SimProvider {
     fn info(&self) -> ProviderInfo {
@@ -161,20 +185,7 @@ impl LlmProvider for SimProvider {
             AgentRole::Reflector => {
                 reflect::reflection(&request.context, request.attempt, &self.config.reflect)
             }
-            // Sections name the kept and replaced tasks of a partial replan.
-            AgentRole::Planner if !request.context.sections.is_empty() => {
-                plan::replacement(&request.context)
-            }
-            // The goal is the topic; `attempt` counts planning attempts (repairs included).
-            AgentRole::Planner => plan::answer_with_tools(
-                &request.context.topic,
-                request.context.lang,
-                self.config
-                    .planner_faults
-                    .get(request.attempt.saturating_sub(1) as usize)
-                    .copied(),
-                &request.context.tools,
-            ),
+            AgentRole::Planner => self.planner_answer(&request),
         };
         let prompt_chars: usize = request
             .messages

@@ -10,7 +10,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::ParseError;
-use crate::model::{Hints, PlanFormat, PlanSpec, TaskId, TaskSpec};
+use crate::model::{Hints, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec};
 
 /// A 20,000-task plan with a systematic mistake would otherwise give a 20,000-line error.
 const MAX_PROBLEMS: usize = 100;
@@ -71,6 +71,7 @@ pub(super) fn plan_from_value(value: Value) -> Result<PlanSpec, ParseError> {
         None => {}
     }
 
+    let about = about(&mut top, &mut problems);
     problems.finish()?;
     Ok(PlanSpec {
         research_type,
@@ -78,7 +79,65 @@ pub(super) fn plan_from_value(value: Value) -> Result<PlanSpec, ParseError> {
         objectives,
         tasks,
         format,
+        about,
     })
+}
+
+/// The plan-level fields besides the tasks, under the names the seeds use.
+fn about(top: &mut Map<String, Value>, problems: &mut Problems) -> PlanAbout {
+    let plan_id = match take_any(top, &["plan_id", "planId"]) {
+        None => None,
+        Some((_, Value::String(s))) => Some(s),
+        Some((_, Value::Number(n))) => Some(n.to_string()),
+        Some((key, _)) => {
+            problems.push(format!("\"{key}\" must be a string"));
+            None
+        }
+    };
+    let created_at = take_any(
+        top,
+        &["created_at", "createdAt", "created_time", "createdTime"],
+    )
+    .map(|(_, v)| v);
+    let estimated_duration_secs =
+        match take_any(top, &["estimated_duration_secs", "estimatedDurationSecs"]) {
+            None => None,
+            Some((_, Value::Number(n))) => n.as_f64().filter(|f| f.is_finite() && *f >= 0.0),
+            Some((key, _)) => {
+                problems.push(format!("\"{key}\" must be a number of seconds"));
+                None
+            }
+        };
+    let mut object = |keys: &[&'static str]| match take_any(top, keys) {
+        None => Map::new(),
+        Some((_, Value::Object(m))) => m,
+        Some((key, _)) => {
+            problems.push(format!("\"{key}\" must be an object"));
+            Map::new()
+        }
+    };
+    let metadata = object(&["metadata"]);
+    let global_variables = object(&["global_variables", "globalVariables", "variables"]);
+    // `meta` is the job's metadata, set by the runner; a plan file may carry it from an
+    // earlier run (plan.json), so it is read back, as strings.
+    let meta = object(&["meta"])
+        .into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, text)
+        })
+        .collect();
+    PlanAbout {
+        plan_id,
+        created_at,
+        estimated_duration_secs,
+        metadata,
+        global_variables,
+        meta,
+    }
 }
 
 /// The fields of a task, each accepted under several names.
@@ -92,9 +151,11 @@ enum Field {
     Tool,
     Params,
     ExpectedOutput,
+    Optional,
+    RetryCount,
 }
 
-const FIELDS: usize = 8;
+const FIELDS: usize = 10;
 
 /// Which field `key` names, and its rank among that field's names (0 is preferred).
 fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
@@ -119,6 +180,11 @@ fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
         "parameters" => (Field::Params, 1),
         "tool_parameters" => (Field::Params, 2),
         "expected_output" => (Field::ExpectedOutput, 0),
+        "expectedOutput" => (Field::ExpectedOutput, 1),
+        "optional" => (Field::Optional, 0),
+        "retry_count" => (Field::RetryCount, 0),
+        "retryCount" => (Field::RetryCount, 1),
+        "retries" => (Field::RetryCount, 2),
         _ => return None,
     })
 }
@@ -204,6 +270,8 @@ fn task(
     let tool = string(take(Field::Tool), problems);
     let params = take(Field::Params).map(|(_, v)| v);
     let expected_output = string(take(Field::ExpectedOutput), problems);
+    let optional = optional_flag(take(Field::Optional), &label, problems);
+    let retry_count = retry_count(take(Field::RetryCount), &label, problems);
 
     Some(TaskSpec {
         id: id?,
@@ -215,7 +283,44 @@ fn task(
         tool,
         params,
         expected_output,
+        optional,
+        retry_count,
     })
+}
+
+/// Seed 004's `optional`: absent or false means a failure blocks the dependents.
+fn optional_flag(
+    slot: Option<(String, Value)>,
+    label: &Label<'_>,
+    problems: &mut Problems,
+) -> bool {
+    match slot {
+        None | Some((_, Value::Bool(false))) => false,
+        Some((_, Value::Bool(true))) => true,
+        Some((key, _)) => {
+            problems.push(format!("{label}\"{key}\" must be true or false"));
+            false
+        }
+    }
+}
+
+/// Seed 004's `retryCount`: retries after the first attempt.
+fn retry_count(
+    slot: Option<(String, Value)>,
+    label: &Label<'_>,
+    problems: &mut Problems,
+) -> Option<u32> {
+    let (key, v) = slot?;
+    match v.as_u64() {
+        // More than 10 retries of one step is a typo or a loop, not a policy.
+        Some(n) if n <= 10 => Some(n as u32),
+        _ => {
+            problems.push(format!(
+                "{label}\"{key}\" must be a whole number from 0 to 10"
+            ));
+            None
+        }
+    }
 }
 
 /// How messages name a task: by its id when usable, else by 1-based position. Formatted only

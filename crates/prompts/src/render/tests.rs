@@ -110,6 +110,8 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
         min_tasks: 4,
         max_tasks: 7,
         reflection: None,
+        meta: Vec::new(),
+        steps: false,
     };
     let zh = t.planner(Lang::Zh, &vars).expect("render");
     assert_eq!(zh[0].role, MessageRole::System);
@@ -144,7 +146,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
             Lang::En,
             &PlannerVars {
                 tools: &tools,
-                ..vars
+                ..vars.clone()
             },
         )
         .expect("render");
@@ -182,6 +184,7 @@ fn repair_lists_every_problem() {
                 problems: &problems,
                 min_tasks: 4,
                 max_tasks: 7,
+                steps: false,
             },
         )
         .expect("render");

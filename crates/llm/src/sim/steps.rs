@@ -1,0 +1,197 @@
+//! The simulator's planner for tool-step plans (`--plan-format steps`): up to two tool steps
+//! with parameters filled from the tools' input schemas, then an `llm_call` that answers the
+//! goal from their results, so a step plan runs end to end offline. Tools named in the goal
+//! are used, in the order named; otherwise the first two offered.
+
+use planwave_plan::Lang;
+use serde_json::{Map, Value, json};
+
+use super::plan::{PlannerFault, subject};
+use crate::ToolRef;
+
+/// The planner's answer for a step plan, with `fault` applied as for research plans.
+pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>, tools: &[ToolRef]) -> String {
+    let mut p = plan(goal, lang, tools);
+    let last = p["steps"].as_array().map_or(0, Vec::len).saturating_sub(1);
+    match fault {
+        None => {}
+        Some(PlannerFault::Truncated) => {
+            let full = pretty(&p);
+            let cut = full
+                .char_indices()
+                .nth(full.chars().count() * 3 / 5)
+                .map_or(full.len(), |(i, _)| i);
+            return full[..cut].to_owned();
+        }
+        Some(PlannerFault::Cycle) => p["steps"][0]["dependencies"] = json!(["answer"]),
+        Some(PlannerFault::UnknownDependency) => {
+            p["steps"][last]["dependencies"] = json!(["missing_step"])
+        }
+        Some(PlannerFault::NoTasks) => p["steps"] = json!([]),
+        Some(PlannerFault::Prose) => {
+            return match lang {
+                Lang::Zh => "好的，我会先调用工具收集数据，再写出结论。".into(),
+                Lang::En => "Sure: first I will call the tools, then write the answer.".into(),
+            };
+        }
+    }
+    pretty(&p)
+}
+
+fn plan(goal: &str, lang: Lang, tools: &[ToolRef]) -> Value {
+    let subject = subject(goal);
+    let lower = goal.to_lowercase();
+    let mut named: Vec<(usize, &ToolRef)> = tools
+        .iter()
+        .filter_map(|t| lower.find(&t.name.to_lowercase()).map(|at| (at, t)))
+        .collect();
+    named.sort_by_key(|(at, _)| *at);
+    let chosen: Vec<&ToolRef> = if named.is_empty() {
+        tools.iter().take(2).collect()
+    } else {
+        named.into_iter().map(|(_, t)| t).take(2).collect()
+    };
+    let mut steps = Vec::new();
+    let mut refs = Vec::new();
+    for (k, t) in chosen.iter().enumerate() {
+        let id = format!("step_{}", k + 1);
+        let (description, expected) = match lang {
+            Lang::Zh => (
+                format!("调用 {} 收集数据", t.name),
+                format!("{} 的结果", t.name),
+            ),
+            Lang::En => (
+                format!("Collect data with {}", t.name),
+                format!("what {} returns", t.name),
+            ),
+        };
+        steps.push(json!({
+            "id": id, "description": description, "tool": t.name,
+            "params": params(&t.schema, &subject, k), "dependencies": [],
+            "expected_output": expected,
+        }));
+        refs.push(id);
+    }
+    if refs.is_empty() {
+        let (description, prompt, expected) = match lang {
+            Lang::Zh => (
+                "列出关键问题".to_owned(),
+                format!("列出回答“{goal}”需要的关键问题。"),
+                "关键问题清单".to_owned(),
+            ),
+            Lang::En => (
+                "List the key questions".to_owned(),
+                format!("List the key questions to answer: {goal}"),
+                "a list of key questions".to_owned(),
+            ),
+        };
+        steps.push(json!({
+            "id": "outline", "description": description, "tool": "llm_call",
+            "params": {"prompt": prompt}, "dependencies": [], "expected_output": expected,
+        }));
+        refs.push("outline".to_owned());
+    }
+    let findings: String = refs
+        .iter()
+        .map(|r| format!("\n- {{{{{r}.result}}}}"))
+        .collect();
+    let (description, prompt, expected) = match lang {
+        Lang::Zh => (
+            "根据结果写出回答".to_owned(),
+            format!("根据以下结果回答“{goal}”：{findings}"),
+            format!("关于{subject}的结论"),
+        ),
+        Lang::En => (
+            "Write the answer from the results".to_owned(),
+            format!("Answer \"{goal}\" from these results:{findings}"),
+            format!("the conclusion on {subject}"),
+        ),
+    };
+    steps.push(json!({
+        "id": "answer", "description": description, "tool": "llm_call",
+        "params": {"prompt": prompt}, "dependencies": refs, "expected_output": expected,
+    }));
+    json!({"goal": goal, "steps": steps, "estimated_duration_secs": 10 * steps.len()})
+}
+
+/// A value for every required property the schema declares, by type.
+fn params(schema: &Value, subject: &str, k: usize) -> Value {
+    let mut out = Map::new();
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required = schema.get("required").and_then(Value::as_array);
+    for name in required.into_iter().flatten().filter_map(Value::as_str) {
+        let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+        let value = if let Some(first) = prop.get("enum").and_then(|e| e.get(0)) {
+            first.clone()
+        } else {
+            match prop.get("type").and_then(Value::as_str) {
+                Some("integer") | Some("number") => json!(20 + 2 * k),
+                Some("boolean") => json!(false),
+                Some("array") => json!([]),
+                Some("object") => json!({}),
+                _ => json!(subject),
+            }
+        };
+        out.insert(name.to_owned(), value);
+    }
+    Value::Object(out)
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tool(name: &str, schema: Value) -> ToolRef {
+        ToolRef {
+            name: name.into(),
+            schema,
+        }
+    }
+
+    #[test]
+    fn named_tools_come_first_and_params_follow_their_schemas() {
+        let tools = [
+            tool(
+                "echo",
+                json!({"properties": {"message": {"type": "string"}}, "required": ["message"]}),
+            ),
+            tool("other", json!({})),
+            tool(
+                "get-sum",
+                json!({"properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+            ),
+        ];
+        let v: Value = serde_json::from_str(&answer(
+            "Add with get-sum, then echo it",
+            Lang::En,
+            None,
+            &tools,
+        ))
+        .expect("json");
+        let steps = v["steps"].as_array().expect("steps");
+        assert_eq!(steps[0]["tool"], "get-sum");
+        assert_eq!(steps[0]["params"], json!({"a": 20, "b": 20}));
+        assert_eq!(steps[1]["tool"], "echo");
+        assert_eq!(steps[2]["tool"], "llm_call");
+        assert_eq!(steps[2]["dependencies"], json!(["step_1", "step_2"]));
+        let prompt = steps[2]["params"]["prompt"].as_str().expect("prompt");
+        assert!(prompt.contains("{{step_1.result}}") && prompt.contains("{{step_2.result}}"));
+    }
+
+    #[test]
+    fn without_tools_two_model_calls_answer_the_goal() {
+        let v: Value =
+            serde_json::from_str(&answer("研究比亚迪", Lang::Zh, None, &[])).expect("json");
+        let tools: Vec<&str> = v["steps"]
+            .as_array()
+            .expect("steps")
+            .iter()
+            .map(|s| s["tool"].as_str().expect("tool"))
+            .collect();
+        assert_eq!(tools, ["llm_call", "llm_call"]);
+    }
+}
