@@ -1,4 +1,4 @@
-mod aimock;
+pub(crate) mod aimock;
 pub(crate) mod batch;
 mod compose;
 pub(crate) mod durable;
@@ -14,5 +14,6 @@ mod reflect;
 mod research;
 mod run;
 mod show;
+mod tool_answers;
 mod traces;
 mod validate;
