@@ -14,13 +14,23 @@ const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_suc
 
 /// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
 fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
+    aimock_with(
+        dir,
+        serde_json::json!([
+            {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
+            {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
+            {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
+        ]),
+    )
+}
+
+/// Starts aimock serving `fixtures` (the first whose match fits answers; `userMessage` is a
+/// substring of the last user message); returns its base URL, or `None` when peer tests are
+/// skipped.
+pub(crate) fn aimock_with(dir: &Path, fixtures: serde_json::Value) -> Option<(String, ChildGuard)> {
     let cli = peer("npm/node_modules/@copilotkit/aimock/dist/cli.js")?;
+    let body = serde_json::json!({ "fixtures": fixtures });
     let fixtures = dir.join("fixtures.json");
-    let body = serde_json::json!({"fixtures": [
-        {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
-        {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
-        {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
-    ]});
     std::fs::write(&fixtures, body.to_string()).expect("fixtures");
     let mut child = Command::new("node")
         .arg(cli)

@@ -1,4 +1,4 @@
-mod aimock;
+pub(crate) mod aimock;
 pub(crate) mod batch;
 mod compose;
 pub(crate) mod durable;
@@ -15,5 +15,6 @@ mod research;
 mod run;
 mod show;
 mod steps;
+mod tool_answers;
 mod traces;
 mod validate;

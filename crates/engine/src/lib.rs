@@ -26,6 +26,7 @@ mod rundir;
 mod scheduler;
 mod shared;
 mod task_spans;
+mod tool_answer;
 mod tool_loop;
 mod tool_step;
 mod untrusted;

@@ -1,6 +1,10 @@
 //! The subagent's tool loop (the JSON tool protocol and native tool calls), in two protocols on one executor.
 //!
-//! **JSON:** the model answers `{"content": "...", "next": [{"mcp": "NAME", "args": {...}}]}`.
+//! **JSON:** the model answers `{"content": "...", "next": [{"mcp": "NAME", "args": {...}}]}`,
+//! read as tolerantly as a plan (`tool_answer.rs`: prose around the JSON, fences). An answer
+//! that is still unusable (broken or cut-off JSON, another shape) goes back to the model with
+//! its problems, at most twice (`tool_answer::MAX_REPAIRS`); then the task fails with those
+//! problems. Prose (no JSON, or a Markdown section merely quoting some) is the section.
 //! **Native:** OpenAI function calling, `tools` in the request and `tool_calls` back.
 //!
 //! Either way the requested calls run in order, and each call's output is chained into the
@@ -8,11 +12,13 @@
 //! and the loop ends when the model asks for nothing more: its content is the section. After
 //! `max_tool_rounds` rounds the model gets one last turn without tools.
 //!
-//! **Chaining rule:** the previous call's output text is passed to the next call as the
-//! argument `input` when that tool's input schema declares an `input` property (and the
-//! model did not set it); for tools without `input`, the model writes `{{input}}` inside any
-//! string argument and it is replaced by that text. Tools taking neither do not receive it.
-//! A call that fails ends the chain (later calls would get no input); the error is reported.
+//! **Chaining rule:** a chain's input starts as the task's title (its name, else the first
+//! line of its description), so the first call gets the task's context; after each call it is
+//! that call's output text. The input is passed as the argument `input` when the tool's input
+//! schema declares an `input` property (and the model did not set it); for tools without
+//! `input`, the model writes `{{input}}` inside any string argument and it is replaced by the
+//! input. Tools taking neither do not receive it. A call that fails ends the chain (later
+//! calls would get no input); the error is reported.
 
 use planwave_llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, ToolRef, ToolResultRef, ToolSpec,
@@ -24,6 +30,7 @@ use serde_json::{Value, json};
 use crate::calls::TaskCalls;
 use crate::config::ToolProtocol;
 use crate::context::{CutPart, SectionCut};
+use crate::tool_answer::{Step, decide};
 
 /// Tool output given back to the model per call (longer outputs are cut).
 const OUTPUT_CHARS: usize = 8000;
@@ -84,21 +91,19 @@ pub(crate) async fn converse(
                     (c.function.name.clone(), args)
                 })
                 .collect(),
-            ToolProtocol::Json => match parse_json_answer(&answer.content) {
-                Some((content, next)) => {
-                    if next.is_empty() || last_turn {
-                        answer.content = content;
-                    }
-                    next
-                }
-                None => Vec::new(),
-            },
+            ToolProtocol::Json => {
+                // Boxed like the chain below: plain tasks do not carry the repair's future.
+                let (read, next) =
+                    Box::pin(read_or_repair(calls, &mut request, answer, last_turn)).await?;
+                answer = read;
+                next
+            }
         };
         if next.is_empty() || last_turn {
             return Ok(answer);
         }
         // Boxed so plain tasks (no tool calls) do not carry this future's size.
-        let results = Box::pin(run_chain(calls, &tools, &next)).await;
+        let results = Box::pin(run_chain(calls, &tools, &next, &request.context.task_title)).await;
         match protocol {
             ToolProtocol::Native => {
                 request.messages.push(ChatMessage::assistant_calls(
@@ -128,14 +133,60 @@ pub(crate) async fn converse(
     }
 }
 
-/// Runs the calls in order with the chaining rule; stops at the first call without a result.
+/// A JSON-protocol answer read (module docs), repaired by the model while it is unusable.
+/// Returns the answer, its content replaced by the section when the loop ends with it, and
+/// the calls it asks for; when repairs are used up, the error the task fails with.
+async fn read_or_repair(
+    calls: &mut TaskCalls<'_>,
+    request: &mut ChatRequest,
+    mut answer: ChatResponse,
+    last_turn: bool,
+) -> Result<(ChatResponse, Vec<(String, Value)>), LlmError> {
+    let lang = calls.shared.plan.lang();
+    let mut repairs = 0;
+    loop {
+        match decide(&answer.content, last_turn, repairs) {
+            Step::Use { content, next } => {
+                if next.is_empty() || last_turn {
+                    answer.content = content;
+                }
+                return Ok((answer, next));
+            }
+            // Not retryable: the model was already asked to fix the format MAX_REPAIRS times.
+            Step::GiveUp(message) => {
+                return Err(LlmError::Fatal {
+                    provider: calls.shared.provider.info().provider,
+                    model: answer.model,
+                    message,
+                });
+            }
+            Step::Repair(problems) => {
+                repairs += 1;
+                let prompt = calls
+                    .shared
+                    .prompts
+                    .tool_answer_repair(lang, repairs + 1, &problems);
+                request
+                    .messages
+                    .push(ChatMessage::assistant(answer.content.clone()));
+                request.messages.push(ChatMessage::user(prompt));
+                answer = calls.model(request.clone()).await?;
+            }
+        }
+    }
+}
+
+/// Runs the calls in order with the chaining rule, the chain's input starting as `context`
+/// (the task's title: one bounded line, fit to be an argument, where the description may be
+/// pages); stops at the first call without a result.
 async fn run_chain(
     calls: &mut TaskCalls<'_>,
     tools: &[ToolInfo],
     next: &[(String, Value)],
+    context: &str,
 ) -> Vec<ToolResultRef> {
     let mut results = Vec::with_capacity(next.len());
-    let mut input: Option<String> = None;
+    let mut input = Some(context.to_owned()).filter(|c| !c.trim().is_empty());
     for (name, args) in next {
         let info = tools
             .iter()
@@ -188,46 +239,6 @@ fn replace_input(v: Value, input: &str) -> Value {
         ),
         other => other,
     }
-}
-
-/// `Some((content, next))` when the text is a JSON-protocol object (possibly in a ```json
-/// fence); `None` for plain text, which is the section itself.
-pub(crate) fn parse_json_answer(text: &str) -> Option<(String, Vec<(String, Value)>)> {
-    let t = text.trim();
-    let t = t
-        .strip_prefix("```json")
-        .or_else(|| t.strip_prefix("```"))
-        .and_then(|r| r.trim_end().strip_suffix("```"))
-        .unwrap_or(t)
-        .trim();
-    if !t.starts_with('{') {
-        return None;
-    }
-    let v: Value = serde_json::from_str(t).ok()?;
-    let obj = v.as_object()?;
-    if !obj.contains_key("content") && !obj.contains_key("next") {
-        return None;
-    }
-    let content = match obj.get("content") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => String::new(),
-        Some(other) => other.to_string(),
-    };
-    let next = obj
-        .get("next")
-        .and_then(Value::as_array)
-        .map(|calls| {
-            calls
-                .iter()
-                .filter_map(|c| {
-                    let name = c.get("mcp").or_else(|| c.get("tool"))?.as_str()?;
-                    let args = c.get("args").cloned().unwrap_or_else(|| json!({}));
-                    Some((name.to_owned(), args))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Some((content, next))
 }
 
 fn spec(t: &ToolInfo) -> ToolSpec {
@@ -320,21 +331,5 @@ mod tests {
             json!({"message": "x"})
         );
         assert_eq!(chain_args(Some(&with_input), json!({}), None), json!({}));
-    }
-
-    #[test]
-    fn json_answers() {
-        let (c, next) = parse_json_answer(
-            "```json\n{\"content\": \"\", \"next\": [{\"mcp\": \"get-sum\", \"args\": {\"a\": 1}}]}\n```",
-        )
-        .expect("protocol");
-        assert_eq!(c, "");
-        assert_eq!(next, vec![("get-sum".to_owned(), json!({"a": 1}))]);
-        assert_eq!(
-            parse_json_answer("{\"content\": \"## S\"}"),
-            Some(("## S".to_owned(), vec![]))
-        );
-        assert_eq!(parse_json_answer("## Plain section"), None);
-        assert_eq!(parse_json_answer("{\"other\": 1}"), None);
     }
 }

@@ -272,6 +272,14 @@ impl PromptSet for Templates {
     fn tools_exhausted(&self, lang: Lang) -> String {
         self.render_or_builtin(lang, "tools_exhausted", json!({}))
     }
+
+    fn tool_answer_repair(&self, lang: Lang, attempt: u32, problems: &[String]) -> String {
+        // The loop's answer_repair.j2, so one wording asks for repaired JSON everywhere.
+        let vars = json!({"what": "answer", "attempt": attempt, "problems": problems});
+        self.render_or_builtin(lang, "answer_repair", vars)
+            .trim()
+            .to_owned()
+    }
 }
 
 impl Templates {

@@ -71,6 +71,10 @@ pub trait PromptSet: Send + Sync {
 
     /// The message of the last tool round: no more calls, write the section.
     fn tools_exhausted(&self, lang: Lang) -> String;
+
+    /// The message sending an unusable JSON-protocol answer back with its problems;
+    /// `attempt` is the one being asked for (2 for the first repair).
+    fn tool_answer_repair(&self, lang: Lang, attempt: u32, problems: &[String]) -> String;
 }
 
 /// The structured description of a subagent request (see [`RequestContext`]).

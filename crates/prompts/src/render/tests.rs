@@ -288,39 +288,8 @@ fn overrides_replace_single_files_and_broken_ones_fail_at_load() {
     assert!(Templates::load(Some(&dir.path().join("missing"))).is_err());
 }
 
-/// The wording the engine hard-coded before these templates existed, kept as the reference
-/// the templates must reproduce exactly.
-fn old_tool_protocol(tools: &[(&str, &str, serde_json::Value)], lang: Lang) -> String {
-    let mut s = String::from(match lang {
-        Lang::Zh => {
-            "## 工具\n\n你可以调用以下 MCP 工具获取数据。只输出一个 JSON 对象：\
-         {\"content\": \"<Markdown 章节>\", \"next\": [{\"mcp\": \"<工具名>\", \"args\": {...}}]}。\
-         需要数据时 content 留空并在 next 中列出调用；它们按顺序执行，每个调用的输出作为下一个调用的 `input` 参数\
-         （参数中没有 `input` 的工具，可在字符串参数中写 {{input}}）。随后你会收到这些输出。\
-         完成后在 content 中给出章节，并且不再给出 next。\n\n"
-        }
-        Lang::En => {
-            "## Tools\n\nYou can call these MCP tools to gather data. Answer with one JSON object only: \
-         {\"content\": \"<the section in Markdown>\", \"next\": [{\"mcp\": \"<tool name>\", \"args\": {...}}]}. \
-         While you need data, leave content empty and list the calls in next; they run in order, \
-         and each call's output is passed to the next call as its `input` argument (for tools \
-         without `input`, write {{input}} inside a string argument). You then get the outputs. \
-         When you are done, answer with the section in content and no next.\n\n"
-        }
-    });
-    for (name, description, schema) in tools {
-        s.push_str(&format!(
-            "- `{}`: {}\n  schema: {}\n",
-            name,
-            description.trim(),
-            schema
-        ));
-    }
-    s
-}
-
 #[test]
-fn tool_templates_keep_the_protocol_wording_and_give_results_as_data() {
+fn tool_templates_show_the_protocol_with_examples_and_give_results_as_data() {
     let t = Templates::builtin();
     let tools = [
         (
@@ -355,10 +324,56 @@ fn tool_templates_keep_the_protocol_wording_and_give_results_as_data() {
         },
     ];
     for lang in [Lang::Zh, Lang::En] {
-        assert_eq!(
-            t.tool_protocol(lang, &listed),
-            old_tool_protocol(&tools, lang)
+        let text = t.tool_protocol(lang, &listed);
+        let (only_keys, first_input, placeholder, correct, wrong) = match lang {
+            Lang::Zh => (
+                "它只能有 `content` 和 `next` 两个键",
+                "第一个调用以任务标题作为 `input` 参数",
+                "在字符串参数中写 {{input}}",
+                "正确",
+                "错误",
+            ),
+            Lang::En => (
+                "whose only keys are `content` and `next`",
+                "The first call gets the task's title as its `input` argument",
+                "write {{input}} inside a string argument",
+                "Correct",
+                "Wrong",
+            ),
+        };
+        for needle in [only_keys, first_input, placeholder] {
+            assert!(text.contains(needle), "{needle:?} in\n{text}");
+        }
+        // The example lines are real answers: the correct ones parse as the protocol with a
+        // listed tool, the wrong one does not.
+        let example = |label: &str| {
+            let at = text.find(&format!("\n{label}")).expect(label);
+            text[at..]
+                .lines()
+                .skip(2)
+                .next()
+                .expect("example line")
+                .to_owned()
+        };
+        let ask: serde_json::Value =
+            serde_json::from_str(&example(correct)).expect("the correct example is JSON");
+        assert_eq!(ask["next"][0]["mcp"], "everything_get-sum");
+        let at = text.find(&format!("\n{correct}")).expect("correct");
+        let done: serde_json::Value =
+            serde_json::from_str(text[at..].lines().nth(3).expect("second correct line"))
+                .expect("the finished example is JSON");
+        assert!(
+            done["content"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("## "))
         );
+        assert!(done.get("next").is_none());
+        assert!(example(wrong).contains("\"thought\""), "{text}");
+        let listing = format!(
+            "- `everything_get-sum`: Adds two numbers.\n  schema: {}\n- `everything_echo`: Echoes {{{{input}}}} back\n  schema: {{}}\n",
+            tools[0].2
+        );
+        assert!(text.ends_with(&listing), "{text}");
         // Each output in its own <data> block, after the rule not to follow what is inside.
         let text = t.tool_results(lang, &results);
         let rule = match lang {
@@ -376,6 +391,18 @@ fn tool_templates_keep_the_protocol_wording_and_give_results_as_data() {
             "{text}"
         );
     }
+    // An unusable tool-protocol answer goes back through answer_repair.j2.
+    let problems = ["JSON is truncated at line 1 column 9: EOF".to_owned()];
+    assert_eq!(
+        t.tool_answer_repair(Lang::En, 2, &problems),
+        "The answer you wrote above (attempt 1) has these problems:\n- JSON is truncated at line 1 column 9: EOF\n\nFix every problem and output the complete JSON in the required format (not a description of changes), and JSON only."
+    );
+    assert!(
+        t.tool_answer_repair(Lang::Zh, 3, &problems)
+            .starts_with("你上面输出的回答（第 2 次尝试）有以下问题：\n- JSON is truncated"),
+        "{}",
+        t.tool_answer_repair(Lang::Zh, 3, &problems)
+    );
     assert_eq!(
         t.tools_exhausted(Lang::Zh),
         "不能再调用工具了。请根据已有信息直接写出本章节。"
