@@ -241,3 +241,45 @@ fn failed_planning_falls_back_to_one_task_when_configured() {
         .run();
     plain.expect_code(2);
 }
+
+#[test]
+fn a_batch_job_line_metadata_reaches_its_planner_and_its_step_references() {
+    let dir = tempdir();
+    let jobs = crate::cases::batch::jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[
+            json!({"id": "byd", "goal": "Deep analysis of BYD", "metadata": {"ticker": "002594.SZ", "year": 2024}}).to_string(),
+            json!({"id": "steps", "plan": {"steps": [{"step_id": "a", "description": "Quote",
+                   "tool": "llm_call", "params": {"prompt": "Quote {{meta.ticker}} for {{meta.desk}}"}}]},
+                   "metadata": {"ticker": "TSLA"}}).to_string(),
+            json!({"id": "missing", "plan": {"steps": [{"step_id": "a", "description": "Quote",
+                   "tool": "llm_call", "params": {"prompt": "Quote {{meta.ticker}}"}}]}}).to_string(),
+        ],
+    );
+    let out = dir.path().join("b");
+    let r = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--meta", "desk=research")
+        .run();
+    // The skipped line makes the batch partial.
+    r.expect_code(3);
+    // The job's own metadata over the batch's --meta, kept in each plan.json.
+    let byd = read_json(&out.join("jobs/byd/plan.json"));
+    assert_eq!(
+        byd["meta"],
+        json!({"desk": "research", "ticker": "002594.SZ", "year": "2024"})
+    );
+    let steps = read_json(&out.join("jobs/steps/run.json"));
+    assert_eq!(steps["status"], "completed", "{steps}");
+    // A reference to metadata the job lacks is that line's problem, with its number.
+    assert!(
+        r.stderr.contains("line 3: job \"missing\": ")
+            && r.stderr.contains("parameter references {{meta.ticker}}, but the job's metadata does not define it"),
+        "{}",
+        r.stderr
+    );
+}

@@ -1,6 +1,6 @@
 //! Parsing a job file: one JSON object per line.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
@@ -32,6 +32,8 @@ pub struct Job {
     /// 1-based line number in the job file.
     pub line: usize,
     pub source: JobSource,
+    /// The job's metadata (seed 001): shown to its planner, referable as `{{meta.KEY}}`.
+    pub metadata: BTreeMap<String, String>,
 }
 
 /// A line that is not a job; the batch reports it and goes on.
@@ -53,7 +55,7 @@ pub struct JobFile {
     pub bad: Vec<BadLine>,
 }
 
-const FIELDS: &str = "id, goal, plan, plan_file";
+const FIELDS: &str = "id, goal, plan, plan_file, metadata";
 
 /// Parses every line; blank lines are skipped. Never fails as a whole and never panics.
 pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
@@ -76,7 +78,7 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
         }
         match parse_line(raw) {
             Err(error) => out.bad.push(BadLine { line, error }),
-            Ok((id, source)) => {
+            Ok((id, source, metadata)) => {
                 if let Some(first) = first_line.get(&id) {
                     out.bad.push(BadLine {
                         line,
@@ -85,14 +87,21 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
                     continue;
                 }
                 first_line.insert(id.clone(), line);
-                out.jobs.push(Job { id, line, source });
+                out.jobs.push(Job {
+                    id,
+                    line,
+                    source,
+                    metadata,
+                });
             }
         }
     }
     out
 }
 
-fn parse_line(raw: &str) -> Result<(String, JobSource), String> {
+type Line = (String, JobSource, BTreeMap<String, String>);
+
+fn parse_line(raw: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(raw).map_err(|e| {
         // serde_json says "at line 1 column N": within one line only the column helps.
         let msg = e.to_string();
@@ -108,7 +117,7 @@ fn parse_line(raw: &str) -> Result<(String, JobSource), String> {
     let mut unknown: Vec<&str> = obj
         .keys()
         .map(String::as_str)
-        .filter(|k| !matches!(*k, "id" | "goal" | "plan" | "plan_file"))
+        .filter(|k| !matches!(*k, "id" | "goal" | "plan" | "plan_file" | "metadata"))
         .collect();
     unknown.sort_unstable();
     if let Some(k) = unknown.first() {
@@ -150,7 +159,42 @@ fn parse_line(raw: &str) -> Result<(String, JobSource), String> {
             ));
         }
     };
-    Ok((id, source))
+    let metadata = match obj.get("metadata") {
+        None | Some(Value::Null) => BTreeMap::new(),
+        Some(v) => metadata(v).map_err(|e| format!("job {id:?}: metadata {e}"))?,
+    };
+    Ok((id, source, metadata))
+}
+
+/// `{"ticker": "002594.SZ", "year": 2024}`: a flat object; numbers and booleans become text.
+fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
+    let Value::Object(m) = v else {
+        return Err(format!("must be a JSON object, found {}", kind_of(v)));
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        if k.is_empty()
+            || !k
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(format!(
+                "key {k:?}: use letters, digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
+            ));
+        }
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(_) | Value::Bool(_) => v.to_string(),
+            other => {
+                return Err(format!(
+                    "{k:?} must be a string, a number or a boolean, found {}",
+                    kind_of(other)
+                ));
+            }
+        };
+        out.insert(k.clone(), text);
+    }
+    Ok(out)
 }
 
 fn job_id(obj: &Map<String, Value>) -> Result<String, String> {
@@ -197,24 +241,32 @@ mod tests {
             "{\"id\": \"f\", \"plan\": \"not an object\"}\n",
             "{\"id\": \"g\", \"goal\": \"  \"}\n",
             "{\"id\": 1.5, \"goal\": \"g\"}\n",
+            "{\"id\": \"m\", \"goal\": \"g\", \"metadata\": {\"a b\": 1}}\n",
+            "{\"id\": \"n\", \"goal\": \"g\", \"metadata\": {\"year\": 2024, \"ok\": true, \"t\": \"x\"}}\n",
         );
         let f = parse_jobs(text);
         let ids: Vec<(&str, usize)> = f.jobs.iter().map(|j| (j.id.as_str(), j.line)).collect();
-        assert_eq!(ids, vec![("a", 1), ("7", 7)]);
+        assert_eq!(ids, vec![("a", 1), ("7", 7), ("n", 15)]);
+        let n = &f.jobs[2].metadata;
+        assert_eq!(
+            (n["year"].as_str(), n["ok"].as_str(), n["t"].as_str()),
+            ("2024", "true", "x")
+        );
         let bad: Vec<String> = f.bad.iter().map(ToString::to_string).collect();
         assert_eq!(
             bad,
             vec![
                 "line 2: invalid JSON at column 19: EOF while parsing a value",
-                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file)",
+                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, metadata)",
                 "line 5: duplicate job id \"a\" (first on line 1)",
                 "line 6: missing \"id\"",
                 "line 8: job \"d\": has goal and plan_file (give exactly one of goal, plan or plan_file)",
                 "line 9: job \"e\": needs one of goal, plan or plan_file",
-                "line 10: expected a JSON object with id, goal, plan, plan_file, found an array",
+                "line 10: expected a JSON object with id, goal, plan, plan_file, metadata, found an array",
                 "line 11: job \"f\": plan must be a JSON object, found a string",
                 "line 12: job \"g\": the goal is empty",
                 "line 13: \"id\" must be a non-empty string or an integer, found a number",
+                "line 14: job \"m\": metadata key \"a b\": use letters, digits, '_' or '-' (it is referenced as {{meta.KEY}})",
             ]
         );
     }

@@ -24,6 +24,9 @@ pub struct ResolvedJob {
     /// `goal`, `plan` or `plan_file`.
     pub kind: &'static str,
     pub input: JobInput,
+    /// The batch's `--meta` with the job line's `metadata` over it: the planner's task
+    /// context for a goal job (a given plan has it already, as its `meta`).
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
@@ -34,14 +37,21 @@ pub fn resolve_jobs(
     file: JobFile,
     base: &Path,
     tools: Option<&ToolCatalog>,
+    meta: &std::collections::BTreeMap<String, String>,
     read_plan: &dyn Fn(&Path) -> Result<Vec<u8>, String>,
 ) -> (Vec<ResolvedJob>, Vec<BadLine>) {
-    let validate = |spec| validate(spec, tools);
     let mut bad = file.bad;
     let mut jobs = Vec::new();
     let mut dirs = HashSet::new();
     for job in file.jobs {
         let kind = job.source.kind();
+        let mut metadata = meta.clone();
+        metadata.extend(job.metadata);
+        // A plan's `{{meta.KEY}}` references are checked against the job's metadata.
+        let validate = |mut spec: planwave_plan::PlanSpec| {
+            spec.about.meta.extend(metadata.clone());
+            validate(spec, tools)
+        };
         let input = match job.source {
             JobSource::Goal(g) => Ok(JobInput::Goal(g)),
             JobSource::Plan(v) => plan_from_value(v)
@@ -66,6 +76,7 @@ pub fn resolve_jobs(
                     dir,
                     kind,
                     input,
+                    metadata,
                 });
             }
             Err(e) => bad.push(BadLine {
@@ -148,9 +159,13 @@ mod tests {
             "{\"id\": \"A\", \"goal\": \"g\"}\n",
             "{\"id\": \"a\", \"goal\": \"g\"}\n",
         );
-        let (jobs, bad) = resolve_jobs(parse_jobs(text), dir.path(), None, &|p| {
-            std::fs::read(p).map_err(|e| e.to_string())
-        });
+        let (jobs, bad) = resolve_jobs(
+            parse_jobs(text),
+            dir.path(),
+            None,
+            &Default::default(),
+            &|p| std::fs::read(p).map_err(|e| e.to_string()),
+        );
         let dirs: Vec<&str> = jobs.iter().map(|j| j.dir.as_str()).collect();
         assert_eq!(dirs.len(), 3);
         assert!(dirs[0].starts_with("______etc-"), "{dirs:?}");

@@ -102,7 +102,7 @@ async fn batch_in(
         .await;
     resources
         .scope(async |resources| {
-            let jobs = resolve_batch(&jobs, resources, &Stderr)?;
+            let jobs = resolve_batch(&jobs, resources, &settings.planner.meta, &Stderr)?;
             let progress = Arc::new(BatchProgress::new(jobs.jobs.len(), Mode::detect(quiet)));
             let done = run_batch(Batch {
                 jobs,

@@ -190,7 +190,10 @@ impl JobContext<'_> {
                 goal,
                 reflection: None,
                 resources: &self.resources,
-                config: self.planner.clone(),
+                config: PlannerConfig {
+                    meta: job.metadata.clone(),
+                    ..self.planner.clone()
+                },
                 quiet: true,
                 cancel: &self.cancel,
                 notes: self.notes,

@@ -65,13 +65,18 @@ pub struct BatchJobs {
 pub fn resolve_batch(
     file: &JobFileText,
     resources: &Resources,
+    meta: &std::collections::BTreeMap<String, String>,
     notes: &dyn Notes,
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
     let tools = resources.catalog();
-    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.bytes), &file.base, Some(&tools), &|p| {
-        crate::input_size::read_input(p).map_err(|e| e.to_string())
-    });
+    let (jobs, bad_lines) = resolve_jobs(
+        parse_jobs(&file.bytes),
+        &file.base,
+        Some(&tools),
+        meta,
+        &|p| crate::input_size::read_input(p).map_err(|e| e.to_string()),
+    );
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
     }
