@@ -61,6 +61,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         .scope(async |resources| {
             planwave_runner::research(Research {
                 goal: args.goal.clone(),
+                plan: None,
                 out: out.clone(),
                 resources: resources.clone(),
                 settings: &settings,
@@ -74,11 +75,12 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             .await
         })
         .await?;
-    Ok(report(&done, &out))
+    Ok(report(&done, &out, true))
 }
 
-/// The best round's summary, a line per round and why the loop stopped.
-fn report(done: &ResearchOutcome, out: &RunDir) -> Outcome {
+/// The best round's summary, a line per round and why the loop stopped; `planned`: the
+/// plan came from the planner (not from `run --recover`'s plan file).
+pub(super) fn report(done: &ResearchOutcome, out: &RunDir, planned: bool) -> Outcome {
     let looped = &done.looped;
     let interrupted = looped.stop_reason == planwave_orchestrator::StopReason::Interrupted;
     let Some(best) = done.shown_round() else {
@@ -86,12 +88,14 @@ fn report(done: &ResearchOutcome, out: &RunDir) -> Outcome {
         return Outcome(INTERRUPTED);
     };
     let mut h = human();
-    let _ = writeln!(
-        h,
-        "planned in {} attempt(s): {} tasks",
-        done.attempts.get(&best.round).copied().unwrap_or(0),
-        best.result.stats.tasks
-    );
+    if planned {
+        let _ = writeln!(
+            h,
+            "planned in {} attempt(s): {} tasks",
+            done.attempts.get(&best.round).copied().unwrap_or(0),
+            best.result.stats.tasks
+        );
+    }
     print_summary(&best.result, out);
     for r in &looped.rounds {
         let score = match (r.overall_score, r.correctness) {

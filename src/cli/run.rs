@@ -5,14 +5,15 @@ use std::sync::Arc;
 
 use clap::Args;
 use planwave_runner::{
-    CtrlC, Execution, Invocation, Stderr, claim_out_dir, lock_run_dir, open_journal, open_run_dir,
-    parse_plan_source, validate_plan,
+    CtrlC, Execution, Invocation, Research, Stderr, claim_out_dir, lock_run_dir, open_journal,
+    open_run_dir, parse_plan_source, validate_plan,
 };
 
 use super::events::{EventsOptions, open_stream};
 use super::exit::Outcome;
 use super::job::JobOptions;
 use super::llm;
+use super::progress::Terminal;
 use super::summary::execute_and_summarize;
 
 #[derive(Debug, Args)]
@@ -29,6 +30,10 @@ pub struct RunArgs {
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Recover failed tasks as `research` does (retry, partial replan, complete replan,
+    /// with the plan's topic as the goal); passes are kept under DIR/rounds/1/.
+    #[arg(long)]
+    pub recover: bool,
 }
 
 pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
@@ -47,6 +52,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
     resources
         .scope(async |resources| {
             let plan = validate_plan(&source, spec, Some(&resources.catalog()), &Stderr)?;
+            if args.recover {
+                return recover(&args, plan, resources, &settings, &interrupt).await;
+            }
             let out = open_run_dir(&args.out)?;
             let _lock = lock_run_dir(&out)?;
             Invocation::current()?.record(&out)?;
@@ -73,4 +81,41 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             .await
         })
         .await
+}
+
+/// `run --recover`: the plan as the reflective loop's one round, its failures recovered.
+async fn recover(
+    args: &RunArgs,
+    plan: planwave_plan::ValidatedPlan,
+    resources: &planwave_runner::Resources,
+    settings: &planwave_config::Settings,
+    interrupt: &CtrlC,
+) -> anyhow::Result<Outcome> {
+    let out = open_run_dir(&args.out)?;
+    let _lock = lock_run_dir(&out)?;
+    Invocation::current()?.record(&out)?;
+    let run_id = uuid::Uuid::new_v4();
+    let stream = open_stream(run_id, &args.events)?;
+    let spec = plan.spec();
+    // A step plan may have no topic; its first task still says what it is about.
+    let goal = if spec.topic.trim().is_empty() {
+        plan.task(0).title().to_owned()
+    } else {
+        spec.topic.clone()
+    };
+    let done = planwave_runner::research(Research {
+        goal,
+        plan: Some(plan),
+        out: out.clone(),
+        resources: resources.clone(),
+        settings,
+        run_id,
+        stream,
+        quiet: args.quiet,
+        cancel: interrupt.token(),
+        watch: &Terminal { quiet: args.quiet },
+        notes: &Stderr,
+    })
+    .await?;
+    Ok(super::research::report(&done, &out, false))
 }

@@ -10,6 +10,7 @@ mod hardening_rundir;
 mod http;
 mod loadtest;
 pub(crate) mod mcp;
+mod recover;
 mod reflect;
 mod research;
 mod run;

@@ -278,7 +278,9 @@ fn a_batch_job_line_metadata_reaches_its_planner_and_its_step_references() {
     // A reference to metadata the job lacks is that line's problem, with its number.
     assert!(
         r.stderr.contains("line 3: job \"missing\": ")
-            && r.stderr.contains("parameter references {{meta.ticker}}, but the job's metadata does not define it"),
+            && r.stderr.contains(
+                "parameter references {{meta.ticker}}, but the job's metadata does not define it"
+            ),
         "{}",
         r.stderr
     );

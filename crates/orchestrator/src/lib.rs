@@ -20,7 +20,7 @@ pub mod replan;
 pub use judge::{parse_evaluation, parse_reflection};
 pub use looping::{
     LoopContext, LoopError, LoopOutcome, PassRecord, Planned, RoundRecord, Rounds, best_round,
-    run_loop,
+    recover_plan, run_loop,
 };
 pub use model::{Dimensions, Evaluation, Reflection, Suggestion};
 pub use policy::{LoopPolicy, StopReason, Strategy};

@@ -411,6 +411,38 @@ pub async fn run_loop<R: Rounds>(
     })
 }
 
+/// `run --recover`: one round on a given plan, its failed tasks recovered by the loop's
+/// policy (retry, partial or complete replan, with `cx.goal` as the goal), neither evaluated
+/// nor reflected on.
+pub async fn recover_plan<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    plan: ValidatedPlan,
+) -> Result<LoopOutcome, LoopError<R::Error>> {
+    let run = run_passes(cx, driver, 1, Arc::new(plan)).await?;
+    let stop_reason = if run.interrupted {
+        StopReason::Interrupted
+    } else {
+        StopReason::RunFinished
+    };
+    let record = RoundRecord {
+        round: 1,
+        status: run.result.status,
+        passes: run.passes,
+        overall_score: None,
+        correctness: None,
+        is_successful: None,
+        should_replan: None,
+        evaluation: None,
+        result: run.result,
+    };
+    Ok(LoopOutcome {
+        rounds: vec![record],
+        best_round: Some(1),
+        stop_reason,
+    })
+}
+
 /// A round's passes: its execution, then recovery while the policy finds a strategy.
 struct Passes {
     /// The plan the last pass ran (a recovery may have replaced it).

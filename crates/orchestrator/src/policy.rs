@@ -37,6 +37,8 @@ pub enum StopReason {
     /// Ctrl-C, or planning failed for a later round.
     Interrupted,
     PlanningFailed,
+    /// `run --recover`: the one round ran and recovered; there is no loop to go on with.
+    RunFinished,
 }
 
 impl StopReason {
@@ -51,6 +53,7 @@ impl StopReason {
             StopReason::ReflectionFailed => "reflection_failed",
             StopReason::Interrupted => "interrupted",
             StopReason::PlanningFailed => "planning_failed",
+            StopReason::RunFinished => "run_finished",
         }
     }
 }

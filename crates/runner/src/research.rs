@@ -8,8 +8,9 @@ use crate::error::Context;
 use planwave_config::Settings;
 use planwave_engine::{JsonlSink, RunDir, RunResult};
 use planwave_orchestrator::{
-    LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, run_loop,
+    LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, recover_plan, run_loop,
 };
+use planwave_plan::ValidatedPlan;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -33,6 +34,9 @@ pub struct LoopRun<'a> {
 
 pub struct Research<'a> {
     pub goal: String,
+    /// `run --recover`: this plan instead of a planned one, one round, recovered by the
+    /// loop's policy but neither evaluated nor reflected on.
+    pub plan: Option<ValidatedPlan>,
     /// Opened and locked by the caller.
     pub out: RunDir,
     /// With the MCP servers started: the planner lists their tools, every round calls them.
@@ -92,7 +96,10 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         watch: r.watch,
         notes: r.notes,
     });
-    let looped = run_loop(&cx, &mut driver).await;
+    let looped = match r.plan {
+        Some(plan) => recover_plan(&cx, &mut driver, plan).await,
+        None => run_loop(&cx, &mut driver).await,
+    };
     let attempts = std::mem::take(&mut driver.attempts);
     drop(driver);
     if let Some(s) = &stream {

@@ -1,0 +1,104 @@
+//! `run --recover` (seed 004's adaptive controller for any plan): failed tasks of a plan
+//! file are recovered with the same policy `research` uses, the plan's topic as the goal.
+
+use crate::support::{planwave, read_json, tempdir, write_json};
+
+/// Model calls of the subagent writing task `id` in a run record.
+fn subagent_calls(run: &serde_json::Value, id: &str) -> usize {
+    run["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        // Integer ids are numbers in the record.
+        .filter(|c| c["role"] == "subagent" && c["task"].to_string().trim_matches('"') == id)
+        .count()
+}
+
+fn plan(dir: &std::path::Path) -> std::path::PathBuf {
+    write_json(
+        dir,
+        "plan.json",
+        &serde_json::json!({"topic": "Acme review", "tasks": [
+            {"id": 1, "description": "Business", "dependencies": []},
+            {"id": 2, "description": "Finances", "dependencies": []},
+            {"id": 3, "description": "Outlook", "dependencies": [1, 2]}
+        ]}),
+    )
+}
+
+#[test]
+fn run_recover_retries_a_failed_task_keeping_completed_sections() {
+    let dir = tempdir();
+    let plan = plan(dir.path());
+    let out = dir.path().join("r");
+    let r = planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--recover", "")
+        .run();
+    // `--recover` is a switch: an empty value is an error, so this is the wrong call.
+    r.expect_code(2);
+
+    let r = planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--sim-task-fail", "1:2:transient")
+        .opt("--retries", "0")
+        .run();
+    r.expect_ok();
+    assert!(r.stdout.contains("recovered by retry_step"), "{}", r.stdout);
+    assert!(!r.stdout.contains("planned in"), "{}", r.stdout);
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["loop_stop_reason"], "run_finished");
+    let passes = run["rounds"][0]["passes"].as_array().expect("passes");
+    assert_eq!(passes.len(), 2);
+    assert_eq!(passes[0]["recovery"], "retry_step");
+    // No evaluation or reflection: recovery only.
+    assert!(run["rounds"][0].get("overall_score").is_none(), "{run}");
+    assert!(!out.join("rounds/1/evaluation.json").exists());
+    let round = read_json(&out.join("rounds/1/run.json"));
+    assert_eq!(subagent_calls(&round, "1"), 1, "completed tasks are kept");
+    assert_eq!(subagent_calls(&round, "2"), 2);
+    assert!(
+        round["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .all(|c| c["role"] == "subagent" || c["role"] == "integrator"),
+        "no planner, evaluator or reflector call: {round}"
+    );
+}
+
+#[test]
+fn run_recover_replans_around_a_fatal_failure_with_the_topic_as_goal() {
+    let dir = tempdir();
+    let plan = plan(dir.path());
+    let out = dir.path().join("r");
+    let r = planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--sim-task-fail", "1:2:fatal")
+        .run();
+    r.expect_ok();
+    let run = read_json(&out.join("run.json"));
+    let passes = run["rounds"][0]["passes"].as_array().expect("passes");
+    assert_eq!(passes[0]["recovery"], "replan_from_failure", "{run}");
+    assert_eq!(run["status"], "completed", "{run}");
+    // The replanner was asked about the plan's topic.
+    let round = read_json(&out.join("rounds/1/run.json"));
+    assert!(
+        round["calls"]
+            .as_array()
+            .expect("calls")
+            .iter()
+            .any(|c| c["role"] == "planner"),
+        "{round}"
+    );
+}
