@@ -82,7 +82,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
 /// plan came from the planner (not from `run --recover`'s plan file).
 pub(super) fn report(done: &ResearchOutcome, out: &RunDir, planned: bool) -> Outcome {
     let looped = &done.looped;
-    let interrupted = looped.stop_reason == planwave_orchestrator::StopReason::Interrupted;
+    let interrupted = looped.stop_reason.cut_short();
     let Some(best) = done.shown_round() else {
         // Interrupted while planning the first round.
         return Outcome(INTERRUPTED);

@@ -29,6 +29,10 @@ pub struct SimReflectOptions {
     /// transient or fatal (comma-separated), e.g. 1:2:transient.
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub sim_task_fail: Vec<TaskFault>,
+    /// The strategy the simulated step-level reflection recommends (retry_step,
+    /// replan_from_failure or complete_replan; default: by the failures' kind).
+    #[arg(long, value_name = "STRATEGY", value_parser = ["retry_step", "replan_from_failure", "complete_replan"])]
+    pub sim_step_strategy: Option<String>,
 }
 
 impl SimReflectOptions {
@@ -66,6 +70,7 @@ impl SimReflectOptions {
             replan: self.sim_replan.clone(),
             invalid,
             task_faults: self.sim_task_fail.clone(),
+            step_strategy: self.sim_step_strategy.clone(),
         })
     }
 }

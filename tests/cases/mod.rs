@@ -14,6 +14,7 @@ mod recover;
 mod reflect;
 mod research;
 mod run;
+mod seed_config;
 mod show;
 mod steps;
 mod tool_answers;

@@ -145,6 +145,10 @@ pub struct OrchestratorSection {
     pub success_threshold: Option<f64>,
     /// This many rounds in a row with failed tasks ends the loop.
     pub max_consecutive_failures: Option<u32>,
+    /// The whole loop's time limit, in seconds (default 3600).
+    pub task_timeout_secs: Option<f64>,
+    /// `false`: rounds are evaluated but not reflected on (default true).
+    pub enable_auto_reflection: Option<bool>,
 }
 
 /// `[reflection]`: how much recovery a failed task gets within a round.
@@ -155,6 +159,8 @@ pub struct ReflectionSection {
     pub max_step_retries: Option<u32>,
     /// `replan_from_failure` / `complete_replan` passes per round.
     pub max_task_replanning_attempts: Option<u32>,
+    /// Ask the reflector about failed tasks before choosing their recovery (default false).
+    pub enable_step_level_reflection: Option<bool>,
 }
 
 /// `[mcp]`: MCP servers for subagents and tool steps, and the tool loop's limits. Servers

@@ -10,13 +10,18 @@ use crate::flags::Flags;
 
 /// The loop's defaults (the orchestrator has none of its own): five rounds, success at an
 /// overall score of 80, three failed rounds in a row stop the loop, three step retries and
-/// one replanning per round.
+/// one replanning per round, every round reflected on, no step-level reflection, and an
+/// hour for the whole loop (seed 001's `config.toml`, except step-level reflection: it adds
+/// a model call to every recovery, so it is asked for, not assumed).
 pub const DEFAULT_LOOP_POLICY: LoopPolicy = LoopPolicy {
     max_rounds: 5,
     success_threshold: 80.0,
     max_consecutive_failures: 3,
     max_step_retries: 3,
     max_task_replanning_attempts: 1,
+    auto_reflection: true,
+    step_reflection: false,
+    timeout: Some(std::time::Duration::from_secs(3600)),
 };
 
 pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<LoopPolicy, SettingsError> {
@@ -59,5 +64,9 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<LoopPolicy, Se
         max_task_replanning_attempts: r
             .max_task_replanning_attempts
             .unwrap_or(d.max_task_replanning_attempts),
+        auto_reflection: o.enable_auto_reflection.unwrap_or(d.auto_reflection),
+        step_reflection: r.enable_step_level_reflection.unwrap_or(d.step_reflection),
+        timeout: crate::secs::file_secs("[orchestrator] task_timeout_secs", o.task_timeout_secs)?
+            .or(d.timeout),
     })
 }

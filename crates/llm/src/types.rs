@@ -201,6 +201,10 @@ pub struct RequestContext {
     /// Planner requests: the plan format asked for, when not the research plan.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_format: Option<planwave_plan::PlanFormat>,
+    /// Reflector requests: a step-level reflection on failed tasks (`sections` holds them,
+    /// `failed:<kind>` in `status`), not a round's reflection.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub step_reflection: bool,
 }
 
 /// Which round of the reflective loop, and which execution pass inside it (1 = the round's

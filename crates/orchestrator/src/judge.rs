@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value};
 
-use crate::model::{Dimensions, Evaluation, Reflection, Suggestion};
+use crate::model::{Dimensions, Evaluation, Reflection, StepReflection, Suggestion};
+use crate::policy::Strategy;
 
 type Problems = Vec<String>;
 
@@ -133,6 +134,16 @@ fn text(m: &Map<String, Value>, key: &str, path: &str, p: &mut Problems) -> Stri
     }
 }
 
+/// An id the model gave (a string or a number); empty when it gave none, for the loop to
+/// fill in. Never a problem: seed 001's answers carry one, others need not.
+fn id(m: &Map<String, Value>, key: &str) -> String {
+    match m.get(key) {
+        Some(Value::String(s)) => s.trim().to_owned(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
 /// An evaluation, or every problem with the answer.
 pub fn parse_evaluation(raw: &str) -> Result<Evaluation, Problems> {
     let m = root(raw)?;
@@ -159,6 +170,7 @@ pub fn parse_evaluation(raw: &str) -> Result<Evaluation, Problems> {
         }
     };
     let e = Evaluation {
+        evaluation_id: id(&m, "evaluation_id"),
         overall_score,
         is_successful,
         dimensions,
@@ -213,6 +225,7 @@ pub fn parse_reflection(raw: &str) -> Result<Reflection, Problems> {
         )),
     }
     let r = Reflection {
+        reflection_id: id(&m, "reflection_id"),
         root_causes: strings(&m, "root_causes", &mut p),
         incorrect_assumptions: strings(&m, "incorrect_assumptions", &mut p),
         alternative_approaches: strings(&m, "alternative_approaches", &mut p),
@@ -221,6 +234,51 @@ pub fn parse_reflection(raw: &str) -> Result<Reflection, Problems> {
         should_replan: boolean(&m, "should_replan", &mut p),
     };
     if p.is_empty() { Ok(r) } else { Err(p) }
+}
+
+/// A step-level reflection, or every problem with the answer. `allowed` are the strategies
+/// the reflector was offered; another one is a problem, so the repair can say which.
+pub fn parse_step_reflection(raw: &str, allowed: &[Strategy]) -> Result<StepReflection, Problems> {
+    let m = root(raw)?;
+    let mut p = Vec::new();
+    let analysis = text(&m, "analysis", "analysis", &mut p);
+    let names: Vec<&str> = allowed.iter().map(|s| s.as_str()).collect();
+    let strategy = match m.get("strategy") {
+        Some(Value::String(s)) => {
+            let s = s.trim();
+            let found = allowed.iter().copied().find(|a| a.as_str() == s);
+            if found.is_none() {
+                p.push(format!(
+                    "strategy: {s:?} is not one of {}",
+                    names.join(", ")
+                ));
+            }
+            found
+        }
+        Some(v) => {
+            p.push(format!("strategy: expected a string, got {}", kind(v)));
+            None
+        }
+        None => {
+            p.push(format!(
+                "strategy: missing; expected one of {}",
+                names.join(", ")
+            ));
+            None
+        }
+    };
+    let reason = match m.get("reason") {
+        Some(Value::String(s)) => s.clone(),
+        _ => String::new(),
+    };
+    match strategy {
+        Some(strategy) if p.is_empty() => Ok(StepReflection {
+            analysis,
+            strategy,
+            reason,
+        }),
+        _ => Err(p),
+    }
 }
 
 #[cfg(test)]

@@ -16,16 +16,16 @@ use planwave_engine::{CallRecord, Preset, RunResult, RunStatus, TaskStatus};
 use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{
-    EvaluatorVars, FailureNoteVars, PromptError, ReflectorVars, ReplanVars, RoundSection,
-    RoundStats, Templates,
+    EvaluatorVars, FailedStep, FailureNoteVars, PromptError, ReflectorVars, ReplanVars,
+    RoundSection, RoundStats, StepReflectionVars, Templates,
 };
 use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::ask::{LoopQuestion, ask, with_raw};
-use crate::judge::{parse_evaluation, parse_reflection};
-use crate::model::{Evaluation, Reflection};
+use crate::judge::{parse_evaluation, parse_reflection, parse_step_reflection};
+use crate::model::{Evaluation, Reflection, StepReflection};
 use crate::policy::{
     LoopPolicy, StopReason, Strategy, Used, choose_strategy, stop_after_reflection,
     stop_before_reflection,
@@ -105,6 +105,25 @@ pub struct LoopContext {
     /// Ctrl-C: ends the loop between phases and cuts short a pending evaluation, reflection
     /// or replacement (planning and execution watch for it themselves).
     pub interrupt: CancellationToken,
+    /// When the loop's time is up (`task_timeout_secs`, `--deadline`): no round starts after
+    /// it, and an execution the driver cuts short for it ends the loop as `timeout`.
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl LoopContext {
+    fn timed_out(&self) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+
+    /// Why a round that ended cancelled stopped: Ctrl-C, else the loop's time limit.
+    fn cut_short(&self) -> StopReason {
+        if self.interrupt.is_cancelled() || !self.timed_out() {
+            StopReason::Interrupted
+        } else {
+            StopReason::Timeout
+        }
+    }
 }
 
 /// `ask`, unless interrupted first (`Ok(None)`).
@@ -161,6 +180,9 @@ pub struct PassRecord {
     /// Why recovery was not possible (no valid replacement, say).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery_error: Option<String>,
+    /// The reflector's analysis and recommended strategy (step-level reflection).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_reflection: Option<StepReflection>,
 }
 
 /// One round, as summarised in `run.json` `rounds[]`.
@@ -177,6 +199,10 @@ pub struct RoundRecord {
     pub is_successful: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub should_replan: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evaluation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reflection_id: Option<String>,
     #[serde(skip)]
     pub evaluation: Option<Evaluation>,
     #[serde(skip)]
@@ -230,6 +256,7 @@ fn pass_record(pass: u32, r: &RunResult) -> PassRecord {
             .collect(),
         recovery: None,
         recovery_error: None,
+        step_reflection: None,
     }
 }
 
@@ -337,6 +364,9 @@ pub async fn run_loop<R: Rounds>(
         if cx.interrupt.is_cancelled() {
             break StopReason::Interrupted;
         }
+        if cx.timed_out() {
+            break StopReason::Timeout;
+        }
         let k = rounds.len() as u32 + 1;
         let first = RoundTag { round: k, pass: 1 };
         let plan = match driver
@@ -357,12 +387,14 @@ pub async fn run_loop<R: Rounds>(
             correctness: None,
             is_successful: None,
             should_replan: None,
+            evaluation_id: None,
+            reflection_id: None,
             evaluation: None,
             result: run.result,
         };
         if run.interrupted {
             rounds.push(record);
-            break StopReason::Interrupted;
+            break cx.cut_short();
         }
         consecutive_failed = if record.result.stats.failed > 0 {
             consecutive_failed + 1
@@ -377,10 +409,13 @@ pub async fn run_loop<R: Rounds>(
                     break reason;
                 }
             };
-        if let Some(reason) = stop_before_reflection(p, k, &evaluation, consecutive_failed) {
+        let stop = stop_before_reflection(p, k, &evaluation, consecutive_failed);
+        if !p.auto_reflection {
             rounds.push(record);
-            break reason;
+            break stop.unwrap_or(StopReason::AutoReflectionOff);
         }
+        // The last round is reflected on too: its reflection is the run's lessons, kept in
+        // `reflection.json` even though no round follows.
         let reflected = reflect(
             cx,
             driver,
@@ -391,6 +426,9 @@ pub async fn run_loop<R: Rounds>(
         )
         .await?;
         rounds.push(record);
+        if let Some(reason) = stop {
+            break reason;
+        }
         let reflection = match reflected {
             Ok(r) => r,
             Err(reason) => break reason,
@@ -421,7 +459,7 @@ pub async fn recover_plan<R: Rounds>(
 ) -> Result<LoopOutcome, LoopError<R::Error>> {
     let run = run_passes(cx, driver, 1, Arc::new(plan)).await?;
     let stop_reason = if run.interrupted {
-        StopReason::Interrupted
+        cx.cut_short()
     } else {
         StopReason::RunFinished
     };
@@ -433,6 +471,8 @@ pub async fn recover_plan<R: Rounds>(
         correctness: None,
         is_successful: None,
         should_replan: None,
+        evaluation_id: None,
+        reflection_id: None,
         evaluation: None,
         result: run.result,
     };
@@ -469,7 +509,7 @@ async fn run_passes<R: Rounds>(
     let mut preset = Vec::new();
     let mut fresh = true;
     let (result, interrupted) = loop {
-        let result = driver
+        let mut result = driver
             .execute(tag, plan.clone(), std::mem::take(&mut preset), fresh)
             .await
             .map_err(LoopError::Driver)?;
@@ -477,10 +517,17 @@ async fn run_passes<R: Rounds>(
         if result.status == RunStatus::Cancelled {
             break (result, true);
         }
-        let Some(strategy) = choose_strategy(&cx.policy, &result.tasks, used) else {
+        let Some(rule) = choose_strategy(&cx.policy, &result.tasks, used) else {
             break (result, false);
         };
         let last = passes.len() - 1;
+        let Some((strategy, reflected)) =
+            choose(cx, driver, (&plan, lang), tag, &mut result, (rule, used)).await?
+        else {
+            break (result, true);
+        };
+        let analysis = reflected.as_ref().map(|r| r.analysis.clone());
+        passes[last].step_reflection = reflected;
         passes[last].recovery = Some(strategy);
         driver.progress(&format!(
             "round {k}: {} task(s) failed; recovering with {}",
@@ -499,7 +546,7 @@ async fn run_passes<R: Rounds>(
             }
             Strategy::ReplanFromFailure => {
                 used.replans += 1;
-                match replacement(cx, driver, &plan, &result, next).await? {
+                match replacement(cx, driver, &plan, &result, next, analysis.as_deref()).await? {
                     Ok(merged) => {
                         preset = carry_over(&plan, &result, &merged);
                         plan = Arc::new(merged);
@@ -514,7 +561,10 @@ async fn run_passes<R: Rounds>(
             }
             Strategy::CompleteReplan => {
                 used.replans += 1;
-                let why = failure_note(cx, lang, &result)?;
+                let mut why = failure_note(cx, lang, &result)?;
+                if let Some(a) = &analysis {
+                    why = format!("{why}\n{a}");
+                }
                 let stopped = match driver
                     .plan(next, Some(&why))
                     .await
@@ -584,6 +634,14 @@ async fn evaluate<R: Rounds>(
             sections: &sections,
         },
     )?;
+    let judge = |raw: &str| {
+        parse_evaluation(raw).map(|mut e| {
+            if e.evaluation_id.is_empty() {
+                e.evaluation_id = format!("eval_r{k}");
+            }
+            e
+        })
+    };
     let question = LoopQuestion {
         role: AgentRole::Evaluator,
         lang,
@@ -591,7 +649,7 @@ async fn evaluate<R: Rounds>(
         context: context.clone(),
         what: "evaluation",
         attempts: cx.answer_attempts,
-        judge: &parse_evaluation,
+        judge: &judge,
     };
     let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "evaluation").await?;
     let Some(asked) = asked else {
@@ -617,6 +675,7 @@ async fn evaluate<R: Rounds>(
     record.overall_score = Some(evaluation.overall_score);
     record.correctness = Some(evaluation.dimensions.correctness);
     record.is_successful = Some(evaluation.is_successful);
+    record.evaluation_id = Some(evaluation.evaluation_id.clone());
     record.evaluation = Some(evaluation.clone());
     Ok(Ok((evaluation, context)))
 }
@@ -643,6 +702,14 @@ async fn reflect<R: Rounds>(
             evaluation: &eval_json,
         },
     )?;
+    let judge = |raw: &str| {
+        parse_reflection(raw).map(|mut r| {
+            if r.reflection_id.is_empty() {
+                r.reflection_id = format!("refl_r{k}");
+            }
+            r
+        })
+    };
     let question = LoopQuestion {
         role: AgentRole::Reflector,
         lang,
@@ -650,7 +717,7 @@ async fn reflect<R: Rounds>(
         context,
         what: "reflection",
         attempts: cx.answer_attempts,
-        judge: &parse_reflection,
+        judge: &judge,
     };
     let asked = ask_and_keep(cx, driver, k, &mut record.result, question, "reflection").await?;
     let Some(asked) = asked else {
@@ -664,7 +731,108 @@ async fn reflect<R: Rounds>(
         return Ok(Err(StopReason::ReflectionFailed));
     };
     record.should_replan = Some(reflection.should_replan);
+    record.reflection_id = Some(reflection.reflection_id.clone());
     Ok(Ok(reflection))
+}
+
+/// The recovery of a pass: the rule's choice, or with step-level reflection the
+/// reflector's (with its analysis) when it gives a valid one. `None` when interrupted.
+async fn choose<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    plan: (&ValidatedPlan, Lang),
+    tag: RoundTag,
+    result: &mut RunResult,
+    (rule, used): (Strategy, Used),
+) -> Result<Option<(Strategy, Option<StepReflection>)>, LoopError<R::Error>> {
+    if !cx.policy.step_reflection {
+        return Ok(Some((rule, None)));
+    }
+    let offered = crate::policy::available(&cx.policy, used, rule);
+    Ok(
+        match step_reflect(cx, driver, plan, tag, result, &offered).await? {
+            Some(r) => Some((r.strategy, Some(r))),
+            None if cx.interrupt.is_cancelled() => None,
+            None => Some((rule, None)),
+        },
+    )
+}
+
+/// Seed 001's step-level reflection: the reflector analyses the pass's failed tasks and
+/// recommends one of `offered` (kept as `rounds/<k>/step-reflection-pass-<p>.json`).
+/// `None` when no valid answer came (the rule's choice stands) or when interrupted.
+async fn step_reflect<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    (plan, lang): (&ValidatedPlan, Lang),
+    tag: RoundTag,
+    result: &mut RunResult,
+    offered: &[Strategy],
+) -> Result<Option<StepReflection>, LoopError<R::Error>> {
+    let failed: Vec<FailedStep> = result
+        .tasks
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.status == TaskStatus::Failed && !t.optional)
+        .map(|(i, t)| FailedStep {
+            id: t.id.to_string(),
+            title: plan.task(i).title().to_owned(),
+            kind: t.failure_kind.map_or("fatal", |k| k.as_str()).to_owned(),
+            error: t.error.clone().unwrap_or_default(),
+        })
+        .collect();
+    let allowed: Vec<&str> = offered.iter().map(|s| s.as_str()).collect();
+    let messages = cx.templates.step_reflection(
+        lang,
+        &StepReflectionVars {
+            goal: &cx.goal,
+            round: tag.round,
+            pass: tag.pass,
+            failed: &failed,
+            completed: result.stats.completed,
+            blocked: result.stats.blocked,
+            total: result.stats.tasks,
+            allowed: &allowed,
+        },
+    )?;
+    let context = RequestContext {
+        lang,
+        topic: cx.goal.clone(),
+        // The failed tasks, their kind in the status (the simulator reads it).
+        sections: failed
+            .iter()
+            .map(|f| SectionRef {
+                id: f.id.clone(),
+                title: f.title.clone(),
+                status: format!("failed:{}", f.kind),
+            })
+            .collect(),
+        round: Some(tag),
+        step_reflection: true,
+        ..RequestContext::default()
+    };
+    let judge = |raw: &str| parse_step_reflection(raw, offered);
+    let question = LoopQuestion {
+        role: AgentRole::Reflector,
+        lang,
+        messages,
+        context,
+        what: "step reflection",
+        attempts: cx.answer_attempts,
+        judge: &judge,
+    };
+    let name = format!("step-reflection-pass-{}", tag.pass);
+    let Some(asked) = ask_and_keep(cx, driver, tag.round, result, question, &name).await? else {
+        return Ok(None);
+    };
+    if asked.value.is_none() {
+        driver.progress(&format!(
+            "round {}: step reflection failed ({}); the rule's strategy is used",
+            tag.round,
+            asked.why_not()
+        ));
+    }
+    Ok(asked.value)
 }
 
 /// Asks the planner for replacements of the failed tasks and their blocked descendants;
@@ -675,6 +843,7 @@ async fn replacement<R: Rounds>(
     plan: &ValidatedPlan,
     result: &RunResult,
     tag: RoundTag,
+    analysis: Option<&str>,
 ) -> Result<Result<ValidatedPlan, String>, LoopError<R::Error>> {
     let lang = plan.lang();
     let (kept, replace) = replan::split(plan, &result.tasks);
@@ -685,6 +854,7 @@ async fn replacement<R: Rounds>(
             kept: &kept,
             replace: &replace,
             next_id: replan::next_id(plan),
+            analysis,
         },
     )?;
     let judge = |raw: &str| replan::merge(plan, &result.tasks, raw);

@@ -15,6 +15,9 @@ pub struct Dimensions {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evaluation {
+    /// The model's id for this evaluation (seed 001's `eval_xxx`), else `eval_r<round>`.
+    #[serde(default)]
+    pub evaluation_id: String,
     pub overall_score: f64,
     pub is_successful: bool,
     pub dimensions: Dimensions,
@@ -33,6 +36,9 @@ pub struct Suggestion {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reflection {
+    /// The model's id for this reflection (seed 001's `refl_xxx`), else `refl_r<round>`.
+    #[serde(default)]
+    pub reflection_id: String,
     pub root_causes: Vec<String>,
     pub incorrect_assumptions: Vec<String>,
     pub alternative_approaches: Vec<String>,
@@ -79,4 +85,14 @@ impl Reflection {
         };
         templates.reflection_summary(lang, &vars)
     }
+}
+
+/// Seed 001's step-level reflection: why the failed tasks failed, and the recovery the
+/// reflector recommends.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StepReflection {
+    pub analysis: String,
+    pub strategy: crate::policy::Strategy,
+    #[serde(default)]
+    pub reason: String,
 }

@@ -15,6 +15,14 @@ pub struct LoopPolicy {
     pub max_consecutive_failures: u32,
     pub max_step_retries: u32,
     pub max_task_replanning_attempts: u32,
+    /// Seed 001's `enable_auto_reflection`: `false` evaluates each round but never reflects,
+    /// so the loop ends after the first round the stop rules do not end earlier.
+    pub auto_reflection: bool,
+    /// Seed 001's `enable_step_level_reflection`: before a recovery pass the reflector
+    /// analyses the failed tasks and recommends the strategy.
+    pub step_reflection: bool,
+    /// Seed 001's `task_timeout_secs`: the whole loop's time limit.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// Why the loop stopped (`run.json` `stop_reason`).
@@ -39,9 +47,19 @@ pub enum StopReason {
     PlanningFailed,
     /// `run --recover`: the one round ran and recovered; there is no loop to go on with.
     RunFinished,
+    /// `[orchestrator] enable_auto_reflection = false`: evaluated, not reflected on.
+    AutoReflectionOff,
+    /// The loop's time limit (`[orchestrator] task_timeout_secs`, `--deadline`) passed.
+    Timeout,
 }
 
 impl StopReason {
+    /// The loop was cut short (Ctrl-C, its time limit): the round in progress is the one to
+    /// show and to resume.
+    pub fn cut_short(self) -> bool {
+        matches!(self, StopReason::Interrupted | StopReason::Timeout)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Correctness => "correctness",
@@ -54,6 +72,8 @@ impl StopReason {
             StopReason::Interrupted => "interrupted",
             StopReason::PlanningFailed => "planning_failed",
             StopReason::RunFinished => "run_finished",
+            StopReason::AutoReflectionOff => "auto_reflection_off",
+            StopReason::Timeout => "timeout",
         }
     }
 }
@@ -124,9 +144,10 @@ pub struct Used {
 /// replanning passes (`replan_from_failure`, `complete_replan`) share
 /// `max_task_replanning_attempts`, retries have `max_step_retries`.
 pub fn choose_strategy(p: &LoopPolicy, records: &[TaskRecord], used: Used) -> Option<Strategy> {
+    // A failed optional step blocked nothing: there is nothing to recover.
     let failed: Vec<&TaskRecord> = records
         .iter()
-        .filter(|r| r.status == TaskStatus::Failed)
+        .filter(|r| r.status == TaskStatus::Failed && !r.optional)
         .collect();
     if failed.is_empty() {
         return None;
@@ -152,6 +173,25 @@ pub fn choose_strategy(p: &LoopPolicy, records: &[TaskRecord], used: Used) -> Op
     }
 }
 
+/// The strategies whose budget is not spent, `first` (the rule's choice) leading.
+pub fn available(p: &LoopPolicy, used: Used, first: Strategy) -> Vec<Strategy> {
+    let mut out = vec![first];
+    for s in [
+        Strategy::RetryStep,
+        Strategy::ReplanFromFailure,
+        Strategy::CompleteReplan,
+    ] {
+        let budget = match s {
+            Strategy::RetryStep => used.retries < p.max_step_retries,
+            _ => used.replans < p.max_task_replanning_attempts,
+        };
+        if budget && s != first {
+            out.push(s);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +205,9 @@ mod tests {
             max_consecutive_failures: 2,
             max_step_retries: 1,
             max_task_replanning_attempts: 1,
+            auto_reflection: true,
+            step_reflection: false,
+            timeout: None,
         }
     }
 

@@ -16,8 +16,8 @@ mod set;
 mod templates;
 
 pub use reflect::{
-    AnswerRepairVars, EvaluatorVars, FailureNoteVars, ReflectionSummaryVars, ReflectorVars,
-    ReplanTask, ReplanVars, RoundSection, RoundStats,
+    AnswerRepairVars, EvaluatorVars, FailedStep, FailureNoteVars, ReflectionSummaryVars,
+    ReflectorVars, ReplanTask, ReplanVars, RoundSection, RoundStats, StepReflectionVars,
 };
 pub use render::{MetaEntry, PlannerTool, PlannerVars, RepairVars};
 pub use set::{

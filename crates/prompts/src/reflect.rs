@@ -51,6 +51,30 @@ pub struct ReflectorVars<'a> {
     pub evaluation: &'a serde_json::Value,
 }
 
+/// A failed task as `step_reflection.j2` names it.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FailedStep {
+    pub id: String,
+    pub title: String,
+    /// `transient`, `fatal` or `crashed`.
+    pub kind: String,
+    pub error: String,
+}
+
+/// Variables of `step_reflection.j2` (seed 001's step-level reflection).
+#[derive(Clone, Debug, Serialize)]
+pub struct StepReflectionVars<'a> {
+    pub goal: &'a str,
+    pub round: u32,
+    pub pass: u32,
+    pub failed: &'a [FailedStep],
+    pub completed: usize,
+    pub blocked: usize,
+    pub total: usize,
+    /// The strategies whose budget is not spent, the rule's choice first.
+    pub allowed: &'a [&'a str],
+}
+
 /// A task named in `replan.j2`.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct ReplanTask {
@@ -69,6 +93,8 @@ pub struct ReplanVars<'a> {
     pub replace: &'a [ReplanTask],
     /// The first id the replacements should use (one past the largest integer id).
     pub next_id: u64,
+    /// The step-level reflection's analysis of the failures, when one was asked for.
+    pub analysis: Option<&'a str>,
 }
 
 /// Variables of `answer_repair.j2`.
@@ -102,6 +128,18 @@ impl Templates {
         Ok(messages(&self.render_raw(
             lang,
             "reflector",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    pub fn step_reflection(
+        &self,
+        lang: Lang,
+        vars: &StepReflectionVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "step_reflection",
             Value::from(Serde(vars)),
         )?))
     }
@@ -193,7 +231,11 @@ pub(crate) fn sample(name: &str) -> Value {
         "replan" => json!({"goal": "g",
             "kept": [{"id": "1", "title": "t", "status": "completed", "deps": [], "error": null}],
             "replace": [{"id": "2", "title": "u", "status": "failed", "deps": ["1"], "error": "e"}],
-            "next_id": 3}),
+            "next_id": 3, "analysis": "a"}),
+        "step_reflection" => json!({"goal": "g", "round": 1, "pass": 1,
+            "failed": [{"id": "2", "title": "u", "kind": "fatal", "error": "e"}],
+            "completed": 1, "blocked": 0, "total": 2,
+            "allowed": ["replan_from_failure", "retry_step"]}),
         "failure_note" => json!({"failed": ["t (e)"]}),
         "reflection_summary" => json!({"evaluation": ["e"], "root_causes": ["r"],
             "incorrect_assumptions": [], "suggestions": ["s"], "alternative_approaches": [],

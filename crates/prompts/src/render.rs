@@ -314,8 +314,8 @@ pub(crate) fn sample(name: &str) -> Value {
                    "schema": "{}", "min_tasks": 4, "max_tasks": 7, "reflection": "r",
                    "meta": [{"key": "k", "value": "v"}]})
         }
-        "evaluator" | "reflector" | "replan" | "answer_repair" | "failure_note"
-        | "reflection_summary" => {
+        "evaluator" | "reflector" | "replan" | "step_reflection" | "answer_repair"
+        | "failure_note" | "reflection_summary" => {
             return crate::reflect::sample(name);
         }
         "repair" => {

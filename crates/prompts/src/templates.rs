@@ -15,6 +15,7 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "evaluator",
     "reflector",
     "replan",
+    "step_reflection",
     "answer_repair",
     "failure_note",
     "reflection_summary",
@@ -24,6 +25,16 @@ pub const TEMPLATE_NAMES: &[&str] = &[
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "zh",
+        "step_reflection",
+        include_str!("../../../prompts/zh/step_reflection.j2"),
+    ),
+    (
+        "en",
+        "step_reflection",
+        include_str!("../../../prompts/en/step_reflection.j2"),
+    ),
     (
         "zh",
         "planner_steps",

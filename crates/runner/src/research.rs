@@ -71,6 +71,12 @@ impl ResearchOutcome {
 /// Runs the loop to its stop condition and publishes the shown round.
 pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     clear_old_rounds(&r.out, r.notes)?;
+    // The loop's own limit and the command's, whichever ends first.
+    let limit = match (r.settings.deadline, r.settings.policy.timeout) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let deadline = limit.map(|d| std::time::Instant::now() + d);
     let cx = LoopContext {
         goal: r.goal.clone(),
         policy: r.settings.policy.clone(),
@@ -78,6 +84,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         templates: r.resources.templates.clone(),
         answer_attempts: ANSWER_ATTEMPTS,
         interrupt: r.cancel.clone(),
+        deadline,
     };
     let out = r.out.clone();
     let stream = r.stream.clone();
@@ -89,7 +96,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         root: out.root().to_path_buf(),
         durable: out.is_durable(),
         quiet: r.quiet,
-        deadline: r.settings.deadline.map(|d| std::time::Instant::now() + d),
+        deadline,
         run_id: r.run_id,
         stream: r.stream,
         cancel: r.cancel,
@@ -122,7 +129,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     };
     // Interrupted, the round in progress is published instead, so resuming finishes its
     // tasks; otherwise the best round is the result.
-    let shown = if looped.stop_reason == StopReason::Interrupted {
+    let shown = if looped.stop_reason.cut_short() {
         looped.rounds.last().map(|r| r.round)
     } else {
         looped.best_round

@@ -182,6 +182,9 @@ impl LlmProvider for SimProvider {
             AgentRole::Evaluator => {
                 reflect::evaluation(&request.context, request.attempt, &self.config.reflect)
             }
+            AgentRole::Reflector if request.context.step_reflection => {
+                reflect::step_reflection(&request.context, &self.config.reflect)
+            }
             AgentRole::Reflector => {
                 reflect::reflection(&request.context, request.attempt, &self.config.reflect)
             }

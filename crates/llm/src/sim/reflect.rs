@@ -72,6 +72,9 @@ pub struct ReflectScript {
     /// Roles whose first answer of each request is invalid (out of range, wrong types).
     pub invalid: Vec<AgentRole>,
     pub task_faults: Vec<TaskFault>,
+    /// The strategy the step-level reflection recommends (default: `retry_step` when every
+    /// failure was transient, else `replan_from_failure`, as the loop's own rule).
+    pub step_strategy: Option<String>,
 }
 
 fn per_round<T: Copy>(list: &[T], round: u32) -> Option<T> {
@@ -187,6 +190,27 @@ pub fn reflection(ctx: &RequestContext, attempt: u32, script: &ReflectScript) ->
         }],
         "lessons_learned": [format!("(simulated) lesson of round {round}")],
         "should_replan": should_replan,
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// A step-level reflection on the failed tasks in `ctx.sections` (`failed:<kind>`).
+pub fn step_reflection(ctx: &RequestContext, script: &ReflectScript) -> String {
+    let transient = ctx.sections.iter().all(|s| s.status == "failed:transient");
+    let strategy = script.step_strategy.clone().unwrap_or_else(|| {
+        if transient {
+            "retry_step"
+        } else {
+            "replan_from_failure"
+        }
+        .to_owned()
+    });
+    let names: Vec<&str> = ctx.sections.iter().map(|s| s.title.as_str()).collect();
+    let v = json!({
+        "analysis": format!("(simulated) {} failed {}", names.join(", "),
+                            if transient { "for a passing reason" } else { "as phrased" }),
+        "strategy": strategy,
+        "reason": "(simulated) the failures' kind decides",
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }

@@ -130,11 +130,15 @@ fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {
             max_consecutive_failures: 3,
             max_step_retries: 1,
             max_task_replanning_attempts: 1,
+            auto_reflection: true,
+            step_reflection: false,
+            timeout: None,
         },
         provider,
         templates: Arc::new(Templates::builtin()),
         answer_attempts: 2,
         interrupt: CancellationToken::new(),
+        deadline: None,
     }
 }
 

@@ -348,12 +348,7 @@ fn tool_templates_show_the_protocol_with_examples_and_give_results_as_data() {
         // listed tool, the wrong one does not.
         let example = |label: &str| {
             let at = text.find(&format!("\n{label}")).expect(label);
-            text[at..]
-                .lines()
-                .skip(2)
-                .next()
-                .expect("example line")
-                .to_owned()
+            text[at..].lines().nth(2).expect("example line").to_owned()
         };
         let ask: serde_json::Value =
             serde_json::from_str(&example(correct)).expect("the correct example is JSON");
