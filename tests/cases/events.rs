@@ -238,3 +238,43 @@ fn task_started_says_what_the_task_is_and_which_tool_a_step_runs() {
     assert_eq!(of("write")["description"], "Write it up");
     assert!(of("write").get("tool").is_none());
 }
+
+#[test]
+fn task_completed_carries_a_one_line_preview_of_the_output_on_the_events_stream() {
+    let dir = crate::support::tempdir();
+    let plan = crate::support::write_json(
+        dir.path(),
+        "plan.json",
+        &serde_json::json!({"topic": "Acme", "tasks": [
+            {"id": 1, "description": "Business model", "dependencies": []}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = crate::support::run_plan(&plan, &out)
+        .quiet()
+        .opt("--events", "-")
+        .run();
+    r.expect_ok();
+    let streamed: serde_json::Value = r
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["type"] == "task_completed")
+        .expect("task_completed on the stream");
+    let preview = streamed["preview"].as_str().expect("preview");
+    let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
+    // The section's first words, on one line, bounded.
+    assert!(
+        !preview.contains('\n') && preview.chars().count() <= 161,
+        "{preview}"
+    );
+    let first_words: Vec<&str> = section
+        .split_whitespace()
+        .filter(|w| !w.starts_with('#'))
+        .take(3)
+        .collect();
+    assert!(
+        preview.starts_with(&first_words.join(" ")),
+        "{preview:?} vs {section:?}"
+    );
+}

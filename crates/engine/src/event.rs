@@ -84,6 +84,10 @@ pub enum EventKind {
         /// file did not survive a crash.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         section: Option<std::sync::Arc<str>>,
+        /// The start of the output on one line (seed 004's step result), at most
+        /// [`PREVIEW_CHARS`] characters: what a progress view shows, with or without a journal.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<String>,
     },
     TaskFailed {
         task: TaskId,
@@ -272,5 +276,59 @@ impl EventSink for JsonlSink {
 impl Drop for JsonlSink {
     fn drop(&mut self) {
         let _ = self.close();
+    }
+}
+
+/// The longest `task_completed` preview, in characters.
+pub const PREVIEW_CHARS: usize = 160;
+
+/// A section's first words on one line: headings' `#` marks dropped, whitespace collapsed,
+/// at most [`PREVIEW_CHARS`] characters (then `…`).
+pub fn preview(section: &str) -> String {
+    let mut out = String::new();
+    let mut count = 0;
+    let words = section
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches('#'))
+        .flat_map(str::split_whitespace);
+    for w in words {
+        let len = w.chars().count();
+        if count > 0 {
+            if count + 1 + len > PREVIEW_CHARS {
+                out.push('…');
+                return out;
+            }
+            out.push(' ');
+            count += 1;
+        }
+        if len > PREVIEW_CHARS - count {
+            out.extend(w.chars().take(PREVIEW_CHARS - count));
+            out.push('…');
+            return out;
+        }
+        out.push_str(w);
+        count += len;
+    }
+    out
+}
+
+#[cfg(test)]
+mod preview_tests {
+    use super::*;
+
+    #[test]
+    fn a_preview_is_one_bounded_line() {
+        assert_eq!(
+            preview("## Title\n\nRevenue grew   12%.\n"),
+            "Title Revenue grew 12%."
+        );
+        let long = "word ".repeat(100);
+        let p = preview(&long);
+        assert!(
+            p.chars().count() <= PREVIEW_CHARS + 1 && p.ends_with('…'),
+            "{p}"
+        );
+        let one = "x".repeat(500);
+        assert_eq!(preview(&one).chars().count(), PREVIEW_CHARS + 1);
     }
 }

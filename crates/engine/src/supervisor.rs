@@ -345,6 +345,7 @@ impl SupervisorState {
                     section_file: section_file.clone(),
                     section_hash: section_hash.clone(),
                     section: body,
+                    preview: Some(crate::event::preview(&section)),
                 };
                 // The task counts as completed (dependents start, progress shows it) only
                 // once the journal has it on disk.
