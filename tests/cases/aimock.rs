@@ -10,7 +10,7 @@ const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", 
 
 /// The evaluator's answer, matched on the evaluator prompt's closing line: correct enough
 /// that the reflective loop stops after one round.
-const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_successful": true, "dimensions": {"completeness": 100, "correctness": 97, "efficiency": 85, "reliability": 90}, "successes": ["all sections"], "failures": [], "improvement_suggestions": []}"#;
+pub(crate) const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_successful": true, "dimensions": {"completeness": 100, "correctness": 97, "efficiency": 85, "reliability": 90}, "successes": ["all sections"], "failures": [], "improvement_suggestions": []}"#;
 
 /// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
 fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {

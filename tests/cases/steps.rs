@@ -285,3 +285,46 @@ fn a_batch_job_line_metadata_reaches_its_planner_and_its_step_references() {
         r.stderr
     );
 }
+
+#[test]
+fn expected_output_reaches_the_step_prompt_and_the_evaluator() {
+    let dir = tempdir();
+    let plan = json!({"goal": "plan-steps-aimock", "steps": [
+        {"id": "a", "description": "Get the figure", "tool": "llm_call",
+         "params": {"prompt": "Give the figure"}, "expected_output": "alpha figure"},
+        {"id": "b", "description": "Summarise it", "tool": "llm_call",
+         "params": {"prompt": "Summarise {{a.result}}"}, "dependencies": ["a"],
+         "expected_output": "beta summary"}
+    ]});
+    // Matched on the last user message, first fixture first. Only the evaluator's prompt has
+    // "beta summary" followed by a line break (a step's prompt ends with its expected
+    // output), so a valid evaluation proves the evaluator was told; step a's answer proves
+    // its prompt carried "alpha figure".
+    let Some((base, _server)) = crate::cases::aimock::aimock_with(
+        dir.path(),
+        json!([
+            {"match": {"userMessage": "Expected output: beta summary\n"},
+             "response": {"content": crate::cases::aimock::EVALUATION}},
+            {"match": {"userMessage": "Expected output: alpha figure"},
+             "response": {"content": "ALPHA-SAW-EXPECTED"}},
+            {"match": {"userMessage": "plan-steps-aimock"}, "response": {"content": plan.to_string()}},
+            {"match": {}, "response": {"content": "Nothing to add."}}
+        ]),
+    ) else {
+        return;
+    };
+    let out = dir.path().join("r");
+    let r = planwave(["research", "plan-steps-aimock"])
+        .out(&out)
+        .quiet()
+        .opt("--plan-format", "steps")
+        .opt("--llm-base-url", &base)
+        .opt("--model", "gpt-4o")
+        .opt("--max-rounds", "1")
+        .run();
+    r.expect_ok();
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["loop_stop_reason"], "correctness", "{run}");
+    let a = std::fs::read_to_string(out.join("sections/a.md")).expect("section a");
+    assert_eq!(a.trim(), "ALPHA-SAW-EXPECTED");
+}

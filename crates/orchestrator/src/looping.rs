@@ -309,6 +309,13 @@ fn round_sections(plan: &ValidatedPlan, result: &RunResult, with_text: bool) -> 
                     None
                 },
                 error: rec.and_then(|r| r.error.clone()),
+                expected: plan
+                    .task(i)
+                    .expected_output
+                    .as_deref()
+                    .map(str::trim)
+                    .filter(|e| !e.is_empty())
+                    .map(str::to_owned),
             }
         })
         .collect()

@@ -21,6 +21,9 @@ pub struct RoundSection {
     /// The section (possibly shortened), for completed tasks.
     pub text: Option<String>,
     pub error: Option<String>,
+    /// What the plan said the task should produce (a step's `expected_output`).
+    #[serde(default)]
+    pub expected: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -258,6 +261,7 @@ mod tests {
                 title: "Overview".into(),
                 status: "completed".into(),
                 text: Some("## Overview\n\nbody".into()),
+                expected: Some("the business model".into()),
                 ..Default::default()
             },
             RoundSection {
@@ -294,6 +298,10 @@ mod tests {
             "{user}"
         );
         assert!(user.contains("## Overview\n\nbody"), "{user}");
+        assert!(
+            user.contains("(completed)\nExpected output: the business model\n## Overview"),
+            "{user}"
+        );
     }
 
     #[test]
