@@ -12,12 +12,17 @@ const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", 
 /// that the reflective loop stops after one round.
 pub(crate) const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_successful": true, "dimensions": {"completeness": 100, "correctness": 97, "efficiency": 85, "reliability": 90}, "successes": ["all sections"], "failures": [], "improvement_suggestions": []}"#;
 
+/// The reflector's answer, matched on the reflector prompt's closing line (the last round
+/// is reflected on too).
+const REFLECTION: &str = r#"{"reflection_id": "refl_aimock", "root_causes": ["none"], "incorrect_assumptions": [], "alternative_approaches": [], "optimization_suggestions": [], "lessons_learned": ["keep the plan"], "should_replan": false}"#;
+
 /// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
 fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
     aimock_with(
         dir,
         serde_json::json!([
             {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
+            {"match": {"userMessage": "Reflect on the round"}, "response": {"content": REFLECTION}},
             {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
             {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
         ]),
@@ -95,8 +100,8 @@ fn research_against_aimock_streaming_and_not() {
         let calls = run["calls"].as_array().expect("calls");
         assert_eq!(
             calls.len(),
-            6,
-            "planner + 3 sections + summary + evaluation"
+            7,
+            "planner + 3 sections + summary + evaluation + reflection"
         );
         assert_eq!(calls[5]["role"], "evaluator");
         assert_eq!(run["loop_stop_reason"], "correctness");

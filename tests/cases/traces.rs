@@ -183,8 +183,9 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
     // Every request carried a traceparent; the key is in no span, attribute or resource.
     let stats = server.stats();
     assert_eq!(stats["traced"], stats["requests"], "{stats}");
-    // Sections, 2 planning attempts, the summary and the reflective loop's one evaluation.
-    assert_eq!(stats["requests"], deps.len() + 4, "{stats}");
+    // Sections, 2 planning attempts, the summary and the reflective loop's one evaluation
+    // and one reflection.
+    assert_eq!(stats["requests"], deps.len() + 5, "{stats}");
     assert_eq!(stats["roles"]["evaluator"], 1, "{stats}");
     for needle in [FAKE_KEY, "3b9d2f"] {
         assert!(
