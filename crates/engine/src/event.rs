@@ -141,6 +141,47 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<CancelReason>,
     },
+    /// The reflective loop starts round `round` (before its planning).
+    RoundStarted {
+        round: u32,
+        /// The planner is told the previous round's reflection.
+        reflected: bool,
+    },
+    /// A pass of round `round` had failed tasks; `strategy` recovers them.
+    Recovery {
+        round: u32,
+        pass: u32,
+        strategy: String,
+        /// The failed tasks being recovered.
+        tasks: Vec<TaskId>,
+    },
+    /// The round's evaluation, once valid.
+    Evaluation {
+        round: u32,
+        evaluation_id: String,
+        overall_score: f64,
+        correctness: f64,
+        is_successful: bool,
+    },
+    /// The round's reflection, once valid.
+    Reflection {
+        round: u32,
+        reflection_id: String,
+        should_replan: bool,
+    },
+    /// Round `round` is over: its last pass's status, evaluated or not.
+    RoundFinished {
+        round: u32,
+        status: String,
+        passes: u32,
+    },
+    /// The loop stopped: why, and which round is the result.
+    LoopFinished {
+        stop_reason: String,
+        rounds: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        best_round: Option<u32>,
+    },
     /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
     /// the other `pending` ones run (again).
     RunResumed {

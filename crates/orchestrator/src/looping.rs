@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{CallRecord, Preset, RunResult, RunStatus, TaskStatus};
+use planwave_engine::{CallRecord, EventKind, Preset, RunResult, RunStatus, TaskStatus};
 use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{
@@ -89,6 +89,9 @@ pub trait Rounds: Send {
         calls: Vec<CallRecord>,
         result: Option<&mut RunResult>,
     ) -> Result<(), Self::Error>;
+    /// A loop event (`round_started`, `recovery`, `evaluation`, `reflection`,
+    /// `round_finished`) for round `round`'s journal and the live stream; best effort.
+    fn event(&mut self, round: u32, kind: EventKind);
     /// A progress line.
     fn progress(&mut self, line: &str);
     /// A line the person must see even when progress is quiet.
@@ -376,6 +379,13 @@ pub async fn run_loop<R: Rounds>(
         }
         let k = rounds.len() as u32 + 1;
         let first = RoundTag { round: k, pass: 1 };
+        driver.event(
+            k,
+            EventKind::RoundStarted {
+                round: k,
+                reflected: note.is_some(),
+            },
+        );
         let plan = match driver
             .plan(first, note.as_deref())
             .await
@@ -400,7 +410,7 @@ pub async fn run_loop<R: Rounds>(
             result: run.result,
         };
         if run.interrupted {
-            rounds.push(record);
+            finished(driver, &mut rounds, record);
             break cx.cut_short();
         }
         consecutive_failed = if record.result.stats.failed > 0 {
@@ -412,13 +422,13 @@ pub async fn run_loop<R: Rounds>(
             match evaluate(cx, driver, (&run.plan, run.lang), run.tag, &mut record).await? {
                 Ok(e) => e,
                 Err(reason) => {
-                    rounds.push(record);
+                    finished(driver, &mut rounds, record);
                     break reason;
                 }
             };
         let stop = stop_before_reflection(p, k, &evaluation, consecutive_failed);
         if !p.auto_reflection {
-            rounds.push(record);
+            finished(driver, &mut rounds, record);
             break stop.unwrap_or(StopReason::AutoReflectionOff);
         }
         // The last round is reflected on too: its reflection is the run's lessons, kept in
@@ -432,7 +442,7 @@ pub async fn run_loop<R: Rounds>(
             &mut record,
         )
         .await?;
-        rounds.push(record);
+        finished(driver, &mut rounds, record);
         if let Some(reason) = stop {
             break reason;
         }
@@ -456,6 +466,19 @@ pub async fn run_loop<R: Rounds>(
     })
 }
 
+/// Round `record` is over: `round_finished`, then it joins the loop's rounds.
+fn finished<R: Rounds>(driver: &mut R, rounds: &mut Vec<RoundRecord>, record: RoundRecord) {
+    driver.event(
+        record.round,
+        EventKind::RoundFinished {
+            round: record.round,
+            status: record.status.as_str().into(),
+            passes: record.passes.len() as u32,
+        },
+    );
+    rounds.push(record);
+}
+
 /// `run --recover`: one round on a given plan, its failed tasks recovered by the loop's
 /// policy (retry, partial or complete replan, with `cx.goal` as the goal), neither evaluated
 /// nor reflected on.
@@ -464,6 +487,13 @@ pub async fn recover_plan<R: Rounds>(
     driver: &mut R,
     plan: ValidatedPlan,
 ) -> Result<LoopOutcome, LoopError<R::Error>> {
+    driver.event(
+        1,
+        EventKind::RoundStarted {
+            round: 1,
+            reflected: false,
+        },
+    );
     let run = run_passes(cx, driver, 1, Arc::new(plan)).await?;
     let stop_reason = if run.interrupted {
         cx.cut_short()
@@ -483,8 +513,10 @@ pub async fn recover_plan<R: Rounds>(
         evaluation: None,
         result: run.result,
     };
+    let mut rounds = Vec::new();
+    finished(driver, &mut rounds, record);
     Ok(LoopOutcome {
-        rounds: vec![record],
+        rounds,
         best_round: Some(1),
         stop_reason,
     })
@@ -535,6 +567,20 @@ async fn run_passes<R: Rounds>(
         };
         let analysis = reflected.as_ref().map(|r| r.analysis.clone());
         passes[last].step_reflection = reflected;
+        driver.event(
+            k,
+            EventKind::Recovery {
+                round: k,
+                pass: tag.pass,
+                strategy: strategy.as_str().into(),
+                tasks: result
+                    .tasks
+                    .iter()
+                    .filter(|t| t.status == TaskStatus::Failed && !t.optional)
+                    .map(|t| t.id.clone())
+                    .collect(),
+            },
+        );
         passes[last].recovery = Some(strategy);
         driver.progress(&format!(
             "round {k}: {} task(s) failed; recovering with {}",
@@ -683,6 +729,16 @@ async fn evaluate<R: Rounds>(
     record.correctness = Some(evaluation.dimensions.correctness);
     record.is_successful = Some(evaluation.is_successful);
     record.evaluation_id = Some(evaluation.evaluation_id.clone());
+    driver.event(
+        k,
+        EventKind::Evaluation {
+            round: k,
+            evaluation_id: evaluation.evaluation_id.clone(),
+            overall_score: evaluation.overall_score,
+            correctness: evaluation.dimensions.correctness,
+            is_successful: evaluation.is_successful,
+        },
+    );
     record.evaluation = Some(evaluation.clone());
     Ok(Ok((evaluation, context)))
 }
@@ -739,6 +795,14 @@ async fn reflect<R: Rounds>(
     };
     record.should_replan = Some(reflection.should_replan);
     record.reflection_id = Some(reflection.reflection_id.clone());
+    driver.event(
+        k,
+        EventKind::Reflection {
+            round: k,
+            reflection_id: reflection.reflection_id.clone(),
+            should_replan: reflection.should_replan,
+        },
+    );
     Ok(Ok(reflection))
 }
 

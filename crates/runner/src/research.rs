@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_config::Settings;
-use planwave_engine::{JsonlSink, RunDir, RunResult};
+use planwave_engine::{Event, EventKind, EventSink, JsonlSink, RunDir, RunResult};
 use planwave_orchestrator::{
     LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, recover_plan, run_loop,
 };
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::execute::Watch;
 use crate::rounds::{RoundsDriver, RoundsSetup};
-use crate::{Notes, Resources, RunnerError};
+use crate::{Notes, Resources, RunnerError, open_journal};
 
 /// Answer attempts per evaluation, reflection or replacement, repairs included.
 const ANSWER_ATTEMPTS: u32 = 3;
@@ -88,6 +88,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     };
     let out = r.out.clone();
     let stream = r.stream.clone();
+    let r_run_id = r.run_id;
     let mut driver = RoundsDriver::new(RoundsSetup {
         goal: r.goal,
         resources: r.resources,
@@ -109,15 +110,15 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     };
     let attempts = std::mem::take(&mut driver.attempts);
     drop(driver);
-    if let Some(s) = &stream {
-        s.close().context("writing the --events stream")?;
-    }
     let looped = match looped {
         Ok(l) => l,
         Err(e) => {
             // Nothing is lost: what the first round got to (its planning attempts, say) is
             // also where a single run would have put it.
             let _ = publish(&out, 1);
+            if let Some(s) = &stream {
+                s.close().context("writing the --events stream")?;
+            }
             return Err(match e {
                 LoopError::Driver(e) => e,
                 LoopError::Prompt(p) => RunnerError::Failed {
@@ -141,6 +142,18 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     };
     if let Some(best) = outcome.shown_round() {
         publish(&out, best.round)?;
+        // The loop's end closes the published journal (and the live stream).
+        let finished = Event::now(EventKind::LoopFinished {
+            stop_reason: outcome.looped.stop_reason.as_str().into(),
+            rounds: outcome.looped.rounds.len() as u32,
+            best_round: outcome.looped.best_round,
+        });
+        let journal = open_journal(&out, "events.jsonl", r_run_id)?;
+        journal.emit(&finished);
+        journal.close().context("writing loop_finished")?;
+        if let Some(s) = &stream {
+            s.emit(&finished);
+        }
         out.write_json(
             "run.json",
             &LoopRun {
@@ -150,6 +163,9 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
                 rounds: &outcome.looped.rounds,
             },
         )?;
+    }
+    if let Some(s) = &stream {
+        s.close().context("writing the --events stream")?;
     }
     Ok(outcome)
 }

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_engine::{
-    CallRecord, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir, RunResult,
+    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
+    RunResult,
 };
 use planwave_llm::{AgentRole, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
@@ -285,6 +286,25 @@ impl Rounds for RoundsDriver<'_> {
 
     fn save(&mut self, round: u32, name: &str, value: &serde_json::Value) -> crate::Result<()> {
         Ok(self.round_dir(round)?.write_json(name, value)?)
+    }
+
+    fn event(&mut self, round: u32, kind: EventKind) {
+        let event = Event::now(kind);
+        if let Some(s) = &self.setup.stream {
+            s.emit(&event);
+        }
+        // Appended to the round's journal (which `resume` reads past: it only acts on the
+        // run's own lines); a failure to record costs the record, never the loop.
+        let written = self.round_dir(round).and_then(|out| {
+            let journal = open_journal(&out, "events.jsonl", self.setup.run_id)?;
+            journal.emit(&event);
+            journal.close().context("writing a loop event")
+        });
+        if let Err(e) = written {
+            self.setup
+                .notes
+                .note(&format!("warning: round {round}: loop event not journaled: {e}"));
+        }
     }
 
     fn progress(&mut self, line: &str) {
