@@ -57,6 +57,7 @@ pub fn render(run: &RunResult) -> String {
     totals(&mut out, run);
     tokens_by_role(&mut out, run);
     problems(&mut out, run);
+    section_warnings(&mut out, run);
     out
 }
 
@@ -206,6 +207,23 @@ fn problems(out: &mut String, run: &RunResult) {
                 None => t.error.clone().unwrap_or_default(),
             };
             let _ = writeln!(out, "task {} {}: {}", t.id, t.status.as_str(), why);
+        }
+    }
+}
+
+/// Sections accepted with a data-quality warning (short, no figures), one line each.
+fn section_warnings(out: &mut String, run: &RunResult) {
+    let flagged: Vec<&TaskRecord> = run
+        .tasks
+        .iter()
+        .filter(|t| !t.warnings.is_empty())
+        .collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(out);
+        for t in flagged {
+            for w in &t.warnings {
+                let _ = writeln!(out, "task {} warning: {w}", t.id);
+            }
         }
     }
 }

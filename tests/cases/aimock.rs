@@ -14,13 +14,25 @@ const EVALUATION: &str = r#"Here is my evaluation: {"overall_score": 90, "is_suc
 
 /// Starts aimock on 127.0.0.1 with a free port; returns its base URL.
 fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
+    aimock_with(
+        dir,
+        serde_json::json!([
+            {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
+            {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
+            {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
+        ]),
+    )
+}
+
+/// aimock answering from `fixtures` (the first whose `match` fits wins); `None` when peer
+/// tests are skipped.
+pub(crate) fn aimock_with(
+    dir: &Path,
+    fixtures_list: serde_json::Value,
+) -> Option<(String, ChildGuard)> {
     let cli = peer("npm/node_modules/@copilotkit/aimock/dist/cli.js")?;
     let fixtures = dir.join("fixtures.json");
-    let body = serde_json::json!({"fixtures": [
-        {"match": {"userMessage": "Evaluate the round above"}, "response": {"content": EVALUATION}},
-        {"match": {"userMessage": "plan-acme-aimock"}, "response": {"content": PLAN}},
-        {"match": {}, "response": {"content": "## Aimock section\n\nWritten by aimock: revenue grew 12% in 2024 (source: annual report)."}}
-    ]});
+    let body = serde_json::json!({ "fixtures": fixtures_list });
     std::fs::write(&fixtures, body.to_string()).expect("fixtures");
     let mut child = Command::new("node")
         .arg(cli)
@@ -104,4 +116,10 @@ fn research_against_aimock_streaming_and_not() {
         assert!(report.starts_with("# Acme Corp review\n"), "{report}");
         assert!(!report.contains("simulated LLM"));
     }
+}
+
+/// Every request aimock received, as its journal (`GET /__aimock/journal`) records them.
+pub(crate) fn aimock_requests(base_url: &str) -> Vec<serde_json::Value> {
+    let journal = crate::support::http_get_json(&base_url.replace("/v1", "/__aimock/journal"));
+    journal.as_array().cloned().unwrap_or_default()
 }

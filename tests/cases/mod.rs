@@ -1,4 +1,4 @@
-mod aimock;
+pub(crate) mod aimock;
 pub(crate) mod batch;
 mod compose;
 pub(crate) mod durable;
@@ -10,6 +10,7 @@ mod hardening_rundir;
 mod http;
 mod loadtest;
 pub(crate) mod mcp;
+mod quality;
 mod reflect;
 mod research;
 mod run;

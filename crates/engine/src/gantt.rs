@@ -106,6 +106,7 @@ mod tests {
             tool_calls: Vec::new(),
             failure_kind: None,
             round: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -159,6 +159,7 @@ impl IntegratorState {
                 index: *i,
                 status: records[*i].status.as_str(),
                 text: text.as_deref(),
+                no_figures: records[*i].warnings.iter().any(|w| w.is_no_figures()),
             })
             .collect();
         let messages = shared.prompts.integrator(plan, &summaries);

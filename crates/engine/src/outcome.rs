@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Schedule;
 use crate::context::SectionCut;
+use crate::quality::SectionWarning;
 use crate::timefmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,6 +99,10 @@ pub struct TaskRecord {
     /// The reflective loop's round and pass that wrote this task's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<planwave_llm::RoundTag>,
+    /// Data-quality warnings of a completed section (short, no figures): accepted, but the
+    /// report's appendix, `show` and the integrator's prompt name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<SectionWarning>,
 }
 
 /// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.

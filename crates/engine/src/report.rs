@@ -192,6 +192,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
     out.push_str(&crate::gantt::mermaid_gantt(plan, input.records));
     let _ = writeln!(out, "\n### {}\n", l.stats);
     out.push_str(&stats_table(input, lang));
+    out.push_str(&crate::quality::appendix(plan, input.records));
     out
 }
 

@@ -115,6 +115,7 @@ impl Actor for Supervisor {
                 tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
+                warnings: Vec::new(),
             })
             .collect();
         let mut state = SupervisorState {

@@ -229,6 +229,7 @@ mod tests {
             tool_calls: Vec::new(),
             failure_kind: kind,
             round: None,
+            warnings: Vec::new(),
         }
     }
 

@@ -151,6 +151,7 @@ mod tests {
                 tool_calls: Vec::new(),
                 failure_kind: None,
                 round: None,
+                warnings: Vec::new(),
             })
             .collect()
     }

@@ -215,6 +215,7 @@ impl Replay {
                     tool_calls: Vec::new(),
                     failure_kind: None,
                     round: None,
+                    warnings: Vec::new(),
                 },
                 section: Arc::from(text),
             });

@@ -173,6 +173,20 @@ fn section_en(out: &mut String, ctx: &RequestContext, id: &str, title: &str, rng
     );
 }
 
+/// A section of one sentence and no figures (`--sim-terse`): short and unquantified, as the
+/// seed's data-quality rules describe.
+pub fn terse_section(ctx: &RequestContext) -> String {
+    let title = ctx.task_title.trim();
+    match ctx.lang {
+        Lang::Zh => {
+            format!("## {title}\n\n关于「{title}」，现有资料不足，暂无可靠结论（模拟）。\n")
+        }
+        Lang::En => format!(
+            "## {title}\n\nOn \"{title}\", the sources at hand allow no firm conclusion yet (simulated).\n"
+        ),
+    }
+}
+
 /// An executive summary over the sections the integrator was given.
 pub fn summary(ctx: &RequestContext, seed: u64) -> String {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5u64);
@@ -294,6 +308,17 @@ mod tests {
             let f = t as f64 / 10.0;
             assert_eq!(Tenths::signed(t).to_string(), format!("{f:+.1}"), "{t}");
             assert_eq!(Tenths::plain(t).to_string(), format!("{f:.1}"), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_terse_section_is_one_sentence_without_figures() {
+        for lang in [Lang::Zh, Lang::En] {
+            let s = terse_section(&ctx(lang));
+            let body = s.lines().skip(1).collect::<String>();
+            assert!(s.starts_with("## 综合评估与投资建议\n"), "{s}");
+            assert!(body.chars().count() < 100, "{s}");
+            assert!(!s.chars().any(|c| c.is_ascii_digit()), "{s}");
         }
     }
 
