@@ -29,6 +29,7 @@ mod shared;
 mod task_spans;
 mod tool_loop;
 mod tool_step;
+mod transitions;
 mod untrusted;
 mod writer_thread;
 

@@ -228,6 +228,9 @@ pub fn summary(ctx: &RequestContext, seed: u64) -> String {
                 );
             }
             let _ = write!(out, "\n（模拟 LLM 生成的摘要，数据为示例）");
+            transitions(&mut out, &done, "\n\n### 章节衔接\n", |a, b| {
+                format!("「{}」在「{}」的基础上继续展开。", b.title, a.title)
+            });
         }
         Lang::En => {
             let _ = write!(
@@ -266,9 +269,35 @@ pub fn summary(ctx: &RequestContext, seed: u64) -> String {
                 out,
                 "\n(Summary written by the simulated LLM; figures are illustrative.)"
             );
+            transitions(&mut out, &done, "\n\n### Transitions\n", |a, b| {
+                format!("\"{}\" builds on \"{}\".", b.title, a.title)
+            });
         }
     }
     out
+}
+
+/// One line per pair of adjacent completed sections, in the `- (A → B) sentence` form the
+/// integrator prompts ask for (the engine places each before section B).
+fn transitions(
+    out: &mut String,
+    done: &[&SectionRef],
+    heading: &str,
+    sentence: impl Fn(&SectionRef, &SectionRef) -> String,
+) {
+    if done.len() < 2 {
+        return;
+    }
+    out.push_str(heading);
+    for pair in done.windows(2) {
+        let _ = write!(
+            out,
+            "\n- ({} → {}) {}",
+            pair[0].id,
+            pair[1].id,
+            sentence(pair[0], pair[1])
+        );
+    }
 }
 
 #[cfg(test)]
