@@ -80,6 +80,9 @@ pub struct SimOptions {
     /// Task ids whose subagent panics.
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub sim_panic: Vec<String>,
+    /// Task ids answered with a one-sentence section without figures (short, unquantified).
+    #[arg(long, value_name = "IDS", value_delimiter = ',')]
+    pub sim_terse: Vec<String>,
     /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency.
     #[arg(long, value_name = "FILE")]
     pub sim_latency_file: Option<PathBuf>,
@@ -110,6 +113,7 @@ impl SimOptions {
             fail: set(&self.sim_fail),
             flaky: set(&self.sim_flaky),
             panic: set(&self.sim_panic),
+            terse: set(&self.sim_terse),
             latency_overrides,
             planner_faults: self.sim_planner_faults.clone(),
             reflect: self.reflect.script()?,

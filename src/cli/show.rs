@@ -1,22 +1,28 @@
-//! `planwave show DIR`: a finished run's summary table from its `run.json`.
+//! `planwave show DIR`: a finished run's summary table from its `run.json`, or a batch's
+//! table and success metrics from its `batch.json`.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use planwave_batch::{BatchSummary, render_batch_table};
 use planwave_engine::{RunResult, TaskRecord};
 
 use super::exit::{InvalidInput, OK, Outcome};
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A run directory written by `run` or `research`.
+    /// A run directory written by `run` or `research`, or a batch directory (`batch`).
     pub dir: PathBuf,
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
     let path = args.dir.join("run.json");
+    // A batch directory has batch.json and no run.json of its own.
+    if !path.exists() && args.dir.join("batch.json").exists() {
+        return show_batch(&args.dir.join("batch.json"));
+    }
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -35,6 +41,29 @@ pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
         problems: vec![format!("not a planwave run record: {e}")],
     })?;
     print!("{}", render(&run));
+    Ok(Outcome(OK))
+}
+
+/// A batch's table (as printed when it ended, success metrics included) and why each job
+/// that failed as a whole failed.
+fn show_batch(path: &Path) -> anyhow::Result<Outcome> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let summary: BatchSummary = serde_json::from_str(&text).map_err(|e| InvalidInput {
+        source_name: path.display().to_string(),
+        problems: vec![format!("not a planwave batch record: {e}")],
+    })?;
+    let mut out = render_batch_table(&summary);
+    for j in summary.jobs.iter().filter(|j| j.error.is_some()) {
+        let _ = writeln!(
+            out,
+            "job {} {}: {}",
+            j.id,
+            j.state.as_str(),
+            j.error.as_deref().unwrap_or("")
+        );
+    }
+    print!("{out}");
     Ok(Outcome(OK))
 }
 
@@ -57,6 +86,7 @@ pub fn render(run: &RunResult) -> String {
     totals(&mut out, run);
     tokens_by_role(&mut out, run);
     problems(&mut out, run);
+    section_warnings(&mut out, run);
     out
 }
 
@@ -206,6 +236,23 @@ fn problems(out: &mut String, run: &RunResult) {
                 None => t.error.clone().unwrap_or_default(),
             };
             let _ = writeln!(out, "task {} {}: {}", t.id, t.status.as_str(), why);
+        }
+    }
+}
+
+/// Sections accepted with a data-quality warning (short, no figures), one line each.
+fn section_warnings(out: &mut String, run: &RunResult) {
+    let flagged: Vec<&TaskRecord> = run
+        .tasks
+        .iter()
+        .filter(|t| !t.warnings.is_empty())
+        .collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(out);
+        for t in flagged {
+            for w in &t.warnings {
+                let _ = writeln!(out, "task {} warning: {w}", t.id);
+            }
         }
     }
 }

@@ -29,13 +29,15 @@ fn aimock(dir: &Path) -> Option<(String, ChildGuard)> {
     )
 }
 
-/// Starts aimock serving `fixtures` (the first whose match fits answers; `userMessage` is a
-/// substring of the last user message); returns its base URL, or `None` when peer tests are
-/// skipped.
-pub(crate) fn aimock_with(dir: &Path, fixtures: serde_json::Value) -> Option<(String, ChildGuard)> {
+/// aimock answering from `fixtures` (the first whose `match` fits wins); `None` when peer
+/// tests are skipped.
+pub(crate) fn aimock_with(
+    dir: &Path,
+    fixtures_list: serde_json::Value,
+) -> Option<(String, ChildGuard)> {
     let cli = peer("npm/node_modules/@copilotkit/aimock/dist/cli.js")?;
-    let body = serde_json::json!({ "fixtures": fixtures });
     let fixtures = dir.join("fixtures.json");
+    let body = serde_json::json!({ "fixtures": fixtures_list });
     std::fs::write(&fixtures, body.to_string()).expect("fixtures");
     let mut child = Command::new("node")
         .arg(cli)
@@ -119,4 +121,10 @@ fn research_against_aimock_streaming_and_not() {
         assert!(report.starts_with("# Acme Corp review\n"), "{report}");
         assert!(!report.contains("simulated LLM"));
     }
+}
+
+/// Every request aimock received, as its journal (`GET /__aimock/journal`) records them.
+pub(crate) fn aimock_requests(base_url: &str) -> Vec<serde_json::Value> {
+    let journal = crate::support::http_get_json(&base_url.replace("/v1", "/__aimock/journal"));
+    journal.as_array().cloned().unwrap_or_default()
 }

@@ -343,3 +343,130 @@ fn ctrl_c_stops_a_batch_gracefully_and_batch_resume_finishes_it() {
     assert_eq!(k1_done, 1, "k1 completed once");
     assert!(ev.iter().any(|e| e["type"] == "run_resumed"));
 }
+
+/// The sum of a goal job's planning attempts' model time, from its `planner/attempts.json`.
+fn planning_ms(out: &Path, job: &str) -> f64 {
+    read_json(&out.join("jobs").join(job).join("planner/attempts.json"))
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| a["duration_ms"].as_f64().expect("duration_ms"))
+        .sum()
+}
+
+/// Seed 003 §8.2: planning success rate, mean planning time and plan execution success rate,
+/// in batch.json and in `planwave show BATCH_DIR`.
+#[test]
+fn batch_json_and_show_give_planning_and_execution_success_rates() {
+    let dir = tempdir();
+    let jobs = jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[
+            r#"{"id": "g1", "goal": "Analyze Acme"}"#.into(),
+            r#"{"id": "g2", "goal": "Analyze Beta"}"#.into(),
+            format!(r#"{{"id": "p", "plan": {}}}"#, chain("p", 2)),
+        ],
+    );
+    let out = dir.path().join("planned");
+    // p2 fails every attempt: job p executes but only partially.
+    planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .fast_retries()
+        .opt("--sim-fail", "p2")
+        .quiet()
+        .run()
+        .expect_code(3);
+    let summary = read_json(&out.join("batch.json"));
+    let job = |id: &str| {
+        summary["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .find(|j| j["id"] == id)
+            .unwrap_or_else(|| panic!("no job {id}: {summary}"))
+            .clone()
+    };
+    let (ms1, ms2) = (planning_ms(&out, "g1"), planning_ms(&out, "g2"));
+    assert_eq!(
+        job("g1")["planning"],
+        serde_json::json!({"valid": true, "attempts": 1, "ms": ms1})
+    );
+    assert!(
+        job("p").get("planning").is_none(),
+        "a given plan is not planned"
+    );
+    let m = &summary["metrics"];
+    assert_eq!(
+        (m["planned"].as_u64(), m["plans_valid"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(m["planning_success_rate"], 1.0);
+    let mean = m["mean_planning_ms"].as_f64().expect("mean");
+    assert!((mean - (ms1 + ms2) / 2.0).abs() < 1e-9, "{m}");
+    assert_eq!(
+        (m["executed"].as_u64(), m["executed_completed"].as_u64()),
+        (Some(3), Some(2))
+    );
+    assert!((m["execution_success_rate"].as_f64().expect("rate") - 2.0 / 3.0).abs() < 1e-12);
+    let shown = planwave(["show"]).arg(&out).run();
+    shown.expect_ok();
+    assert!(
+        shown.stdout.contains(&format!(
+            "planning: 2/2 goal job(s) got a valid plan (100.0%), mean planning time {mean:.1} ms\nexecution: 2/3 executed job(s) completed (66.7%)\n"
+        )),
+        "{}",
+        shown.stdout
+    );
+
+    // Planning that never yields a valid plan: the goal job fails without executing.
+    let jobs = jsonl(
+        dir.path(),
+        "failing.jsonl",
+        &[
+            r#"{"id": "g", "goal": "Analyze Gamma"}"#.into(),
+            format!(r#"{{"id": "q", "plan": {}}}"#, chain("q", 1)),
+        ],
+    );
+    let out = dir.path().join("unplanned");
+    planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--sim-planner-faults", "prose")
+        .opt("--planner-attempts", "1")
+        .quiet()
+        .run()
+        .expect_code(3);
+    let summary = read_json(&out.join("batch.json"));
+    let g = &summary["jobs"][0];
+    assert_eq!(
+        (g["id"].as_str(), g["state"].as_str()),
+        (Some("g"), Some("failed"))
+    );
+    assert_eq!(g["planning"]["valid"], false, "{g}");
+    let m = &summary["metrics"];
+    assert_eq!(m["planning_success_rate"], 0.0, "{m}");
+    assert_eq!(m["mean_planning_ms"].as_f64(), Some(planning_ms(&out, "g")));
+    assert_eq!(
+        (m["executed"].as_u64(), m["executed_completed"].as_u64()),
+        (Some(1), Some(1))
+    );
+    let shown = planwave(["show"]).arg(&out).run();
+    shown.expect_ok();
+    assert!(
+        shown
+            .stdout
+            .contains("planning: 0/1 goal job(s) got a valid plan (0.0%)")
+            && shown
+                .stdout
+                .contains("execution: 1/1 executed job(s) completed (100.0%)")
+            && shown.stdout.contains("job g failed: planning failed"),
+        "{}",
+        shown.stdout
+    );
+}

@@ -11,6 +11,7 @@ mod http;
 mod loadtest;
 pub(crate) mod mcp;
 mod recover;
+mod quality;
 mod reflect;
 mod research;
 mod run;

@@ -431,3 +431,34 @@ fn the_same_seed_replays_the_same_sections() {
         std::fs::read_to_string(c.join("sections/1.md")).expect("c")
     );
 }
+
+/// Seed 002, Step 5: the integrator's transition paragraphs go between the sections they
+/// connect, not in a list under the summary.
+#[test]
+fn each_transition_sits_between_the_two_sections_it_connects() {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    quick(&five(dir.path()), &out).quiet().run().expect_ok();
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    let pos = |needle: &str| {
+        report
+            .find(needle)
+            .unwrap_or_else(|| panic!("report lacks {needle:?}:\n{report}"))
+    };
+    // Report order 1, 2, 3, 4, 5: one sentence per adjacent pair.
+    let titles = ["one", "two", "three", "four", "five"];
+    for pair in titles.windows(2) {
+        let sentence = pos(&format!("\n\"{}\" builds on \"{}\".\n", pair[1], pair[0]));
+        assert!(pos(&format!("\n## {}\n", pair[0])) < sentence, "{pair:?}");
+        assert!(
+            sentence < pos(&format!("\n## {}\n", pair[1])),
+            "{pair:?}:\n{report}"
+        );
+    }
+    let summary = &report[pos("## Executive summary")..pos("\n## one\n")];
+    assert!(
+        !summary.contains("Transitions") && !summary.contains("\" builds on \""),
+        "{summary}"
+    );
+    assert_eq!(report.matches("\" builds on \"").count(), 4, "{report}");
+}

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use serde::{Deserialize, Serialize};
 
 use crate::jobs::BadLine;
+use crate::metrics::{BatchMetrics, JobPlanning};
 
 /// How a job ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +58,10 @@ pub struct JobSummary {
     /// Why the job failed as a whole (not a task's reason: those are in its run.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A goal job's planning; absent for jobs given a plan, and for a goal job cancelled
+    /// before its planning ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planning: Option<JobPlanning>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -75,6 +80,9 @@ pub struct BatchSummary {
     /// Transport retries of the shared model client in this session, per cause.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub transport_retries: std::collections::BTreeMap<String, u64>,
+    /// Planning and execution success rates, mean planning time.
+    #[serde(default)]
+    pub metrics: BatchMetrics,
 }
 
 impl BatchSummary {
@@ -84,6 +92,7 @@ impl BatchSummary {
         let count = |s: JobState| jobs.iter().filter(|j| j.state == s).count();
         let costs: Vec<f64> = jobs.iter().filter_map(|j| j.cost).collect();
         BatchSummary {
+            metrics: BatchMetrics::of(&jobs),
             completed: count(JobState::Completed),
             partial: count(JobState::Partial),
             failed: count(JobState::Failed),
@@ -165,6 +174,7 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
     if let Some(line) = transport_retries_line(&s.transport_retries) {
         let _ = writeln!(out, "{line}");
     }
+    out.push_str(&s.metrics.lines());
     out
 }
 

@@ -108,6 +108,7 @@ mod tests {
             round: None,
             optional: false,
             empty_refs: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

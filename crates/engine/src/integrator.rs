@@ -14,6 +14,7 @@ use crate::outcome::{RunStats, TaskRecord, TaskStatus};
 use crate::report::{self, ReportInput};
 use crate::rundir::RunDir;
 use crate::shared::RunShared;
+use crate::transitions;
 use planwave_prompts::{SectionSummary, integrator_context};
 
 pub struct Integrator;
@@ -116,12 +117,14 @@ impl IntegratorState {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;
         let (summary, summary_usage, summary_error) = self.summary(&req.records).await;
+        let placed = transitions::place(&summary, plan);
         let info = shared.provider.info().into();
         let text = report::render(&ReportInput {
             plan,
             records: &req.records,
             sections: &self.sections,
-            summary: &summary,
+            summary: &placed.summary,
+            transitions: &placed.before,
             summary_error: summary_error.as_deref(),
             stats: &req.stats,
             provider: &info,
@@ -159,6 +162,7 @@ impl IntegratorState {
                 index: *i,
                 status: records[*i].status.as_str(),
                 text: text.as_deref(),
+                no_figures: records[*i].warnings.iter().any(|w| w.is_no_figures()),
             })
             .collect();
         let messages = shared.prompts.integrator(plan, &summaries);

@@ -19,6 +19,7 @@ mod gantt;
 mod journal;
 mod mcp_events;
 mod outcome;
+mod quality;
 mod report;
 mod results;
 mod run;
@@ -29,6 +30,7 @@ mod task_spans;
 mod tool_answer;
 mod tool_loop;
 mod tool_step;
+mod transitions;
 mod untrusted;
 mod writer_thread;
 
@@ -49,6 +51,7 @@ pub use outcome::{
 };
 pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
+pub use quality::{MIN_SECTION_CHARS, SectionWarning};
 pub use report::mermaid_label;
 pub use run::{EngineError, RunRequest, execute};
 pub use rundir::{RunDir, RunDirError, is_leftover_temp, sanitize_file_stem};

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Schedule;
 use crate::context::SectionCut;
+use crate::quality::SectionWarning;
 use crate::timefmt;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -105,6 +106,10 @@ pub struct TaskRecord {
     /// they name failed (`{{fetch.result}}` is recorded as `fetch`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub empty_refs: Vec<String>,
+    /// Data-quality warnings of a completed section (short, no figures): accepted, but the
+    /// report's appendix, `show` and the integrator's prompt name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<SectionWarning>,
 }
 
 /// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.

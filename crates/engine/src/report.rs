@@ -16,7 +16,10 @@ pub struct ReportInput<'a> {
     pub plan: &'a ValidatedPlan,
     pub records: &'a [TaskRecord],
     pub sections: &'a [Option<Arc<str>>],
+    /// The summary without its transitions list (see `transitions.rs`).
     pub summary: &'a str,
+    /// Transition sentences to put just before each task's section (index = plan order).
+    pub transitions: &'a [Vec<String>],
     pub summary_error: Option<&'a str>,
     pub stats: &'a RunStats,
     pub provider: &'a ProviderInfoRecord,
@@ -173,6 +176,10 @@ pub fn render(input: &ReportInput<'_>) -> String {
     for i in dependency_order(plan) {
         let task = plan.task(i);
         let rec = &input.records[i];
+        // Between the two sections they connect, closing the one before this.
+        for t in input.transitions.get(i).into_iter().flatten() {
+            let _ = writeln!(out, "{}\n", t.trim());
+        }
         match (&input.sections[i], rec.status) {
             (Some(text), TaskStatus::Completed) => {
                 let text = text.trim();
@@ -195,6 +202,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
     out.push_str(&crate::gantt::mermaid_gantt(plan, input.records));
     let _ = writeln!(out, "\n### {}\n", l.stats);
     out.push_str(&stats_table(input, lang));
+    out.push_str(&crate::quality::appendix(plan, input.records));
     out
 }
 

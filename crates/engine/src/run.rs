@@ -77,8 +77,11 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     // The scheduling makespan: first dispatch to last task settled, before integration.
     let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
 
+    let mut records = outcome.records;
+    // Before integration: the integrator's prompt and the report's appendix name them.
+    crate::quality::flag_sections(&mut records, &outcome.sections);
     // Shared with the integrator for the report, not deep-copied (10,000 records are a few MB).
-    let records = Arc::new(outcome.records);
+    let records = Arc::new(records);
     let mut stats = run_stats(&shared.plan, &records, &req.config, makespan_ms);
     stats.retries = outcome.retries;
     let integration = integrate(

@@ -117,6 +117,7 @@ impl Actor for Supervisor {
                 round: None,
                 optional: plan.task(i).optional,
                 empty_refs: Vec::new(),
+                warnings: Vec::new(),
             })
             .collect();
         let mut state = SupervisorState {

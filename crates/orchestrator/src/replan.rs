@@ -153,6 +153,7 @@ mod tests {
                 round: None,
                 optional: false,
                 empty_refs: Vec::new(),
+                warnings: Vec::new(),
             })
             .collect()
     }

@@ -180,6 +180,11 @@ impl Templates {
                 .filter(|s| s.text.is_none())
                 .map(|s| plan.task(s.index).title())
                 .collect(),
+            no_figures: sections
+                .iter()
+                .filter(|s| s.text.is_some() && s.no_figures)
+                .map(|s| plan.task(s.index).title())
+                .collect(),
         }
     }
 }
@@ -216,6 +221,8 @@ struct IntegratorVars<'a> {
     objectives: &'a [String],
     sections: Vec<SectionVars<'a>>,
     missing: Vec<&'a str>,
+    /// Titles of completed sections without quantitative data.
+    no_figures: Vec<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -332,7 +339,7 @@ pub(crate) fn sample(name: &str) -> Value {
         _ => json!({"topic": "x", "objectives": ["o"],
                     "sections": [{"id": "1", "title": "t", "status": "completed", "text": "## t"},
                                  {"id": "2", "title": "u", "status": "failed", "text": null}],
-                    "missing": ["u"]}),
+                    "missing": ["u"], "no_figures": ["t"]}),
     };
     Value::from(Serde(v))
 }

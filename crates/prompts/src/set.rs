@@ -37,6 +37,9 @@ pub struct SectionSummary<'a> {
     pub index: usize,
     pub status: &'a str,
     pub text: Option<&'a str>,
+    /// The section gives no figures (the engine's data-quality check); the prompt names it
+    /// so the summary can say so.
+    pub no_figures: bool,
 }
 
 /// A tool as the JSON tool protocol lists it for a subagent.

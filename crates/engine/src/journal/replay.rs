@@ -217,6 +217,7 @@ impl Replay {
                     round: None,
                     optional: false,
                     empty_refs: Vec::new(),
+                    warnings: Vec::new(),
                 },
                 section: Arc::from(text),
             });

@@ -33,6 +33,9 @@ pub struct SimConfig {
     pub flaky: HashSet<String>,
     /// Tasks whose subagent panics inside the model call.
     pub panic: HashSet<String>,
+    /// Tasks answered with a short section without figures (one sentence), as a terse model
+    /// would write: exercises the engine's data-quality warnings.
+    pub terse: HashSet<String>,
     /// Fixed latency for particular tasks, overriding `latency` (replayable workloads).
     pub latency_overrides: HashMap<String, Duration>,
     /// Planner faults by planning attempt: entry k applies to attempt k + 1; attempts past
@@ -176,6 +179,12 @@ impl LlmProvider for SimProvider {
                     String::new()
                 }
                 Some(calls) => tools::json_answer(&calls),
+                None if task
+                    .as_deref()
+                    .is_some_and(|id| self.config.terse.contains(id)) =>
+                {
+                    text::terse_section(&request.context)
+                }
                 None => text::section(&request.context, seed) + &tools::findings(&request.context),
             },
             AgentRole::Integrator => text::summary(&request.context, seed),

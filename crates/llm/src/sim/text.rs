@@ -173,6 +173,20 @@ fn section_en(out: &mut String, ctx: &RequestContext, id: &str, title: &str, rng
     );
 }
 
+/// A section of one sentence and no figures (`--sim-terse`): short and unquantified, as the
+/// seed's data-quality rules describe.
+pub fn terse_section(ctx: &RequestContext) -> String {
+    let title = ctx.task_title.trim();
+    match ctx.lang {
+        Lang::Zh => {
+            format!("## {title}\n\n关于「{title}」，现有资料不足，暂无可靠结论（模拟）。\n")
+        }
+        Lang::En => format!(
+            "## {title}\n\nOn \"{title}\", the sources at hand allow no firm conclusion yet (simulated).\n"
+        ),
+    }
+}
+
 /// An executive summary over the sections the integrator was given.
 pub fn summary(ctx: &RequestContext, seed: u64) -> String {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5u64);
@@ -214,6 +228,9 @@ pub fn summary(ctx: &RequestContext, seed: u64) -> String {
                 );
             }
             let _ = write!(out, "\n（模拟 LLM 生成的摘要，数据为示例）");
+            transitions(&mut out, &done, "\n\n### 章节衔接\n", |a, b| {
+                format!("「{}」在「{}」的基础上继续展开。", b.title, a.title)
+            });
         }
         Lang::En => {
             let _ = write!(
@@ -252,9 +269,35 @@ pub fn summary(ctx: &RequestContext, seed: u64) -> String {
                 out,
                 "\n(Summary written by the simulated LLM; figures are illustrative.)"
             );
+            transitions(&mut out, &done, "\n\n### Transitions\n", |a, b| {
+                format!("\"{}\" builds on \"{}\".", b.title, a.title)
+            });
         }
     }
     out
+}
+
+/// One line per pair of adjacent completed sections, in the `- (A → B) sentence` form the
+/// integrator prompts ask for (the engine places each before section B).
+fn transitions(
+    out: &mut String,
+    done: &[&SectionRef],
+    heading: &str,
+    sentence: impl Fn(&SectionRef, &SectionRef) -> String,
+) {
+    if done.len() < 2 {
+        return;
+    }
+    out.push_str(heading);
+    for pair in done.windows(2) {
+        let _ = write!(
+            out,
+            "\n- ({} → {}) {}",
+            pair[0].id,
+            pair[1].id,
+            sentence(pair[0], pair[1])
+        );
+    }
 }
 
 #[cfg(test)]
@@ -294,6 +337,17 @@ mod tests {
             let f = t as f64 / 10.0;
             assert_eq!(Tenths::signed(t).to_string(), format!("{f:+.1}"), "{t}");
             assert_eq!(Tenths::plain(t).to_string(), format!("{f:.1}"), "{t}");
+        }
+    }
+
+    #[test]
+    fn a_terse_section_is_one_sentence_without_figures() {
+        for lang in [Lang::Zh, Lang::En] {
+            let s = terse_section(&ctx(lang));
+            let body = s.lines().skip(1).collect::<String>();
+            assert!(s.starts_with("## 综合评估与投资建议\n"), "{s}");
+            assert!(body.chars().count() < 100, "{s}");
+            assert!(!s.chars().any(|c| c.is_ascii_digit()), "{s}");
         }
     }
 

@@ -239,11 +239,13 @@ fn integrator_prompt_asks_for_contradictions_and_transitions_and_names_missing_s
                 index: 0,
                 status: "completed",
                 text: Some("## 公司概况\n\n甲"),
+                no_figures: true,
             },
             SectionSummary {
                 index: 1,
                 status: "failed",
                 text: None,
+                no_figures: false,
             },
         ],
     );
@@ -254,6 +256,9 @@ fn integrator_prompt_asks_for_contradictions_and_transitions_and_names_missing_s
         "原样保留",
         "财务表现与关键指标分析",
         "## 公司概况",
+        "[任务 1]\n## 公司概况",
+        "缺少定量数据（没有数字、百分比或金额）：公司概况与业务模式分析，",
+        "(前一章的任务编号 → 后一章的任务编号)",
     ] {
         assert!(p.contains(needle), "lacks {needle}:\n{p}");
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Context;
-use planwave_batch::{JobInput, JobState, JobSummary, ResolvedJob};
+use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
 use planwave_engine::{Event, EventSink, Journal, Replay, RunConfig, RunDir, RunResult, RunStatus};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
@@ -79,6 +79,7 @@ impl JobContext<'_> {
             currency: None,
             wall_ms: 0.0,
             error: None,
+            planning: None,
         };
         if self.cancel.is_cancelled() {
             summary.state = JobState::Cancelled;
@@ -100,8 +101,35 @@ impl JobContext<'_> {
             Ok(None) => summary.state = JobState::Cancelled,
             Err(e) => summary.error = Some(format!("{e:#}")),
         }
+        if matches!(job.input, JobInput::Goal(_)) {
+            summary.planning = self.planning_of(&job);
+        }
         summary.wall_ms = clock.elapsed().as_secs_f64() * 1000.0;
         summary
+    }
+
+    /// A goal job's planning, read back from its `planner/attempts.json` (written whether
+    /// planning succeeded or not), so a job that planned in an earlier session of a resumed
+    /// batch counts the same as one that planned now. `None` when planning never ended.
+    fn planning_of(&self, job: &ResolvedJob) -> Option<JobPlanning> {
+        #[derive(serde::Deserialize)]
+        struct AttemptTime {
+            duration_ms: f64,
+            valid: bool,
+        }
+        let path = self
+            .root
+            .root()
+            .join("jobs")
+            .join(&job.dir)
+            .join("planner/attempts.json");
+        let text = std::fs::read_to_string(path).ok()?;
+        let attempts: Vec<AttemptTime> = serde_json::from_str(&text).ok()?;
+        (!attempts.is_empty()).then(|| JobPlanning {
+            valid: attempts.iter().any(|a| a.valid),
+            attempts: attempts.len(),
+            ms: attempts.iter().map(|a| a.duration_ms).sum(),
+        })
     }
 
     /// `None` when cancelled before the run started.
