@@ -161,11 +161,106 @@ fn research_events_to_a_file_carry_the_run_id_from_the_first_planner_call() {
         .collect();
     let written = events(&out);
     assert_eq!(sorted(&streamed), sorted(&written));
-    assert_eq!(written[0]["type"], "llm_call");
-    assert_eq!(written[0]["role"], "planner");
+    // The loop frames the round; the planner's first call comes next.
+    assert_eq!(written[0]["type"], "round_started");
+    assert_eq!(written[1]["type"], "llm_call");
+    assert_eq!(written[1]["role"], "planner");
+    let types: Vec<&str> = written.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types[types.len() - 4..],
+        [
+            "evaluation",
+            "reflection",
+            "round_finished",
+            "loop_finished"
+        ]
+    );
     let run_json = read_json(&out.join("run.json"));
     let schema = documented();
     for ev in &written {
+        check_line(ev, &run_json["run_id"], &schema);
+    }
+}
+
+#[test]
+fn the_loop_streams_its_rounds_recoveries_and_end() {
+    let dir = tempdir();
+    let out = dir.path().join("out");
+    let stream = dir.path().join("stream.jsonl");
+    planwave(["research", "Deep analysis of Tesla"])
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--events", &stream)
+        .opt("--sim-scores", "40,96")
+        .opt("--sim-task-fail", "1:2:transient")
+        .opt("--retries", "0")
+        .run()
+        .expect_ok();
+    let loop_lines: Vec<Value> = std::fs::read_to_string(&stream)
+        .expect("stream file")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .filter(|e| {
+            matches!(
+                e["type"].as_str(),
+                Some(
+                    "round_started"
+                        | "recovery"
+                        | "evaluation"
+                        | "reflection"
+                        | "round_finished"
+                        | "loop_finished"
+                )
+            )
+        })
+        .collect();
+    let brief: Vec<String> = loop_lines
+        .iter()
+        .map(|e| match e["type"].as_str().unwrap_or("") {
+            "round_started" => format!("round_started {} {}", e["round"], e["reflected"]),
+            "recovery" => format!(
+                "recovery {}.{} {} {}",
+                e["round"], e["pass"], e["strategy"], e["tasks"]
+            ),
+            "evaluation" => format!("evaluation {} {}", e["round"], e["correctness"]),
+            "reflection" => format!("reflection {} {}", e["round"], e["reflection_id"]),
+            "round_finished" => format!("round_finished {} {}", e["round"], e["passes"]),
+            _ => format!(
+                "loop_finished {} {} {}",
+                e["stop_reason"], e["rounds"], e["best_round"]
+            ),
+        })
+        .collect();
+    assert_eq!(
+        brief,
+        [
+            "round_started 1 false",
+            "recovery 1.1 \"retry_step\" [2]",
+            "evaluation 1 40.0",
+            "reflection 1 \"sim-refl-1\"",
+            "round_finished 1 2",
+            "round_started 2 true",
+            "evaluation 2 96.0",
+            "reflection 2 \"sim-refl-2\"",
+            "round_finished 2 1",
+            "loop_finished \"correctness\" 2 2",
+        ]
+    );
+    // Each round's journal holds its own loop lines; the top level ends with loop_finished.
+    let round1: Vec<Value> = std::fs::read_to_string(out.join("rounds/1/events.jsonl"))
+        .expect("round 1 journal")
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
+        .collect();
+    assert!(round1.iter().any(|e| e["type"] == "recovery"));
+    assert_eq!(
+        events(&out).last().expect("events")["type"],
+        "loop_finished"
+    );
+    let schema = documented();
+    let run_json = read_json(&out.join("run.json"));
+    for ev in &events(&out) {
         check_line(ev, &run_json["run_id"], &schema);
     }
 }

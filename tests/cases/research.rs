@@ -86,9 +86,10 @@ fn research_offline_plans_runs_and_integrates_with_the_simulator() {
     assert!(report.contains("## 执行摘要") && report.contains("## 综合评估与投资建议"));
 
     let ev = events(&out);
-    assert_eq!(ev[0]["type"], "llm_call");
-    assert_eq!(ev[0]["role"], "planner");
-    assert_eq!(ev[1]["type"], "run_started");
+    assert_eq!(ev[0]["type"], "round_started");
+    assert_eq!(ev[1]["type"], "llm_call");
+    assert_eq!(ev[1]["role"], "planner");
+    assert_eq!(ev[2]["type"], "run_started");
 }
 
 #[test]

@@ -466,6 +466,30 @@ pub async fn run_loop<R: Rounds>(
     })
 }
 
+/// `recovery`: the strategy a pass's failed tasks get.
+fn recovery_event<R: Rounds>(
+    driver: &mut R,
+    tag: RoundTag,
+    strategy: Strategy,
+    result: &RunResult,
+) {
+    let tasks = result
+        .tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Failed && !t.optional)
+        .map(|t| t.id.clone())
+        .collect();
+    driver.event(
+        tag.round,
+        EventKind::Recovery {
+            round: tag.round,
+            pass: tag.pass,
+            strategy: strategy.as_str().into(),
+            tasks,
+        },
+    );
+}
+
 /// Round `record` is over: `round_finished`, then it joins the loop's rounds.
 fn finished<R: Rounds>(driver: &mut R, rounds: &mut Vec<RoundRecord>, record: RoundRecord) {
     driver.event(
@@ -567,20 +591,7 @@ async fn run_passes<R: Rounds>(
         };
         let analysis = reflected.as_ref().map(|r| r.analysis.clone());
         passes[last].step_reflection = reflected;
-        driver.event(
-            k,
-            EventKind::Recovery {
-                round: k,
-                pass: tag.pass,
-                strategy: strategy.as_str().into(),
-                tasks: result
-                    .tasks
-                    .iter()
-                    .filter(|t| t.status == TaskStatus::Failed && !t.optional)
-                    .map(|t| t.id.clone())
-                    .collect(),
-            },
-        );
+        recovery_event(driver, tag, strategy, &result);
         passes[last].recovery = Some(strategy);
         driver.progress(&format!(
             "round {k}: {} task(s) failed; recovering with {}",

@@ -301,9 +301,9 @@ impl Rounds for RoundsDriver<'_> {
             journal.close().context("writing a loop event")
         });
         if let Err(e) = written {
-            self.setup
-                .notes
-                .note(&format!("warning: round {round}: loop event not journaled: {e}"));
+            self.setup.notes.note(&format!(
+                "warning: round {round}: loop event not journaled: {e}"
+            ));
         }
     }
 
