@@ -74,7 +74,7 @@ pub struct SimOptions {
     /// Task ids whose every attempt fails (comma-separated).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub sim_fail: Vec<String>,
-    /// Task ids whose first attempt fails.
+    /// Task ids whose first attempt fails (with tools: after its tool calls have run).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub sim_flaky: Vec<String>,
     /// Task ids whose subagent panics.

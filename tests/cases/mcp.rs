@@ -130,6 +130,51 @@ fn json_protocol_chain_carries_the_sum_into_the_next_call() {
 }
 
 #[test]
+fn a_model_retry_reuses_the_tool_results_of_the_failed_attempt() {
+    let dir = tempdir();
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let plan = chain_plan(dir.path());
+    let out = dir.path().join("out");
+    // Task 1's first attempt fails after its get-sum -> echo chain has run.
+    let r = run_plan(&plan, &out)
+        .opt("--mcp-config", &cfg)
+        .opt("--sim-flaky", "1")
+        .opt("--retry-backoff-ms", "1")
+        .run();
+    r.expect_ok();
+    let run = read_json(&out.join("run.json"));
+    let t = task(&run, "1");
+    assert_eq!(t["attempts"], 2, "{t}");
+    let calls: Vec<(String, String)> = t["tool_calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            (
+                c["tool"].as_str().unwrap_or("").to_owned(),
+                c["outcome"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    let pair = |t: &str, o: &str| (t.to_owned(), o.to_owned());
+    assert_eq!(
+        calls,
+        vec![
+            pair("get-sum", "ok"),
+            pair("echo", "ok"),
+            pair("get-sum", "reused"),
+            pair("echo", "reused"),
+        ],
+        "the retry asked for the same calls and got the first attempt's results"
+    );
+    let reused = &t["tool_calls"][2];
+    assert_eq!(reused["output"], t["tool_calls"][0]["output"]);
+    assert_eq!(reused["duration_ms"], 0.0);
+}
+
+#[test]
 fn a_chinese_plan_chains_the_same_way() {
     let dir = tempdir();
     let Some(cfg) = everything_config(dir.path(), "everything") else {

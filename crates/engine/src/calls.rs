@@ -26,6 +26,11 @@ pub(crate) struct TaskCalls<'a> {
     pub tool_calls: Vec<ToolCallRecord>,
     /// Tool outputs shortened before the model saw them.
     pub cuts: Vec<SectionCut>,
+    /// The task's attempt in progress (its model retries), set by the subagent.
+    pub attempt: u32,
+    /// Successful tool calls by (tool, arguments), with the attempt that made them: a later
+    /// attempt asking for the same call gets the same result without calling again.
+    done: std::collections::HashMap<(String, String), (u32, ToolOutput)>,
 }
 
 impl<'a> TaskCalls<'a> {
@@ -36,6 +41,8 @@ impl<'a> TaskCalls<'a> {
             usage: Usage::default(),
             tool_calls: Vec::new(),
             cuts: Vec::new(),
+            attempt: 1,
+            done: std::collections::HashMap::new(),
         }
     }
 
@@ -69,11 +76,57 @@ impl<'a> TaskCalls<'a> {
 
     /// One tool call through the run's MCP registry, tried once more after a timeout or a
     /// broken connection (retry once). Each attempt is a `tool_call` event and a record.
+    ///
+    /// A call an earlier attempt of the task already made successfully, with the same
+    /// arguments, is not made again: its result is reused and recorded as `reused`.
     pub async fn tool(&mut self, name: &str, args: Value) -> Result<ToolOutput, ToolError> {
-        match self.tool_attempt(name, args.clone(), 1).await {
+        let key = (name.to_owned(), args.to_string());
+        if let Some((made_in, out)) = self.done.get(&key)
+            && *made_in < self.attempt
+        {
+            let out = out.clone();
+            self.reused(name, args, &out);
+            return Ok(out);
+        }
+        let result = match self.tool_attempt(name, args.clone(), 1).await {
             Err(e) if e.is_retryable() => self.tool_attempt(name, args, 2).await,
             other => other,
+        };
+        if let Ok(out) = &result
+            && !out.is_error
+        {
+            self.done.insert(key, (self.attempt, out.clone()));
         }
+        result
+    }
+
+    /// Records a reused result like a call, with outcome `reused` and no duration.
+    fn reused(&mut self, name: &str, args: Value, out: &ToolOutput) {
+        let server = self
+            .shared
+            .mcp
+            .as_ref()
+            .and_then(|m| m.tool(name).map(|t| t.server.clone()))
+            .unwrap_or_default();
+        self.shared.emit(EventKind::ToolCall {
+            task: self.task.clone(),
+            tool: name.to_owned(),
+            server: server.clone(),
+            attempt: 0,
+            duration_ms: 0.0,
+            outcome: "reused".into(),
+            error: None,
+        });
+        self.tool_calls.push(ToolCallRecord {
+            tool: name.to_owned(),
+            server,
+            attempt: 0,
+            args,
+            duration_ms: 0.0,
+            outcome: "reused".into(),
+            output: Some(cut(&out.text)),
+            error: None,
+        });
     }
 
     /// One attempt of a tool call, numbered `attempt` in its event and record. Tool steps

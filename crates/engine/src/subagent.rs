@@ -248,6 +248,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let mut failure_kind = None;
     let result = loop {
         attempt += 1;
+        calls.attempt = attempt;
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: messages.clone(),

@@ -163,7 +163,11 @@ impl LlmProvider for SimProvider {
                 }
                 None => {}
             }
-            if self.config.flaky.contains(id) && request.attempt <= 1 {
+            // A task with tools fails once its calls have run (a model that gives out
+            // mid-task), so a retry shows which tool results it reuses.
+            let after_tools =
+                request.context.tools.is_empty() || !request.context.tool_results.is_empty();
+            if self.config.flaky.contains(id) && request.attempt <= 1 && after_tools {
                 return Err(self.transient(format!(
                     "simulated transient failure of task {id} (first attempt)"
                 )));
