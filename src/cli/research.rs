@@ -62,6 +62,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             planwave_runner::research(Research {
                 goal: args.goal.clone(),
                 plan: None,
+                resume: false,
                 out: out.clone(),
                 resources: resources.clone(),
                 settings: &settings,
@@ -128,7 +129,7 @@ pub(super) fn report(done: &ResearchOutcome, out: &RunDir, planned: bool) -> Out
     if interrupted {
         let _ = writeln!(
             h,
-            "round {} is in {}; `planwave resume {}` finishes its tasks",
+            "round {} is in {}; `planwave resume {}` finishes its tasks and goes on with the loop",
             best.round,
             out.root().display(),
             out.root().display()

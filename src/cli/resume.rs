@@ -8,11 +8,15 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use planwave_runner::{CtrlC, Execution, InvalidInput, Stderr};
+use planwave_runner::{
+    CtrlC, Execution, InvalidInput, Research, Stderr, lock_run_dir, open_run_dir,
+};
 
 use super::exit::Outcome;
 use super::job::JobOptions;
-use super::llm::{self, PlannerOptions};
+use super::llm::{self, MaxRounds};
+use super::progress::Terminal;
+use super::research::ResearchArgs;
 use super::summary::execute_and_summarize;
 use super::{Command, recorded_command};
 
@@ -25,10 +29,10 @@ pub struct ResumeArgs {
     pub quiet: bool,
 }
 
-/// The options of the command that started a run.
-struct Recorded {
-    job: JobOptions,
-    planner: Option<PlannerOptions>,
+/// The command that started the run, as far as resuming needs it.
+enum Recorded {
+    Run(Box<JobOptions>),
+    Research(Box<ResearchArgs>),
 }
 
 /// Parses the recorded command line again; also moves to its working directory so relative
@@ -43,14 +47,8 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
         );
     }
     match command {
-        Command::Run(a) => Ok(Recorded {
-            job: a.job,
-            planner: None,
-        }),
-        Command::Research(a) => Ok(Recorded {
-            job: a.job,
-            planner: Some(a.planner),
-        }),
+        Command::Run(a) => Ok(Recorded::Run(Box::new(a.job))),
+        Command::Research(a) => Ok(Recorded::Research(Box::new(a))),
         _ => Err(bad(
             "invocation.json does not record a run or research command".into(),
         )),
@@ -58,10 +56,27 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
-    let dir = planwave_runner::resumable_dir(&args.dir)?;
-    let rec = recorded(&dir)?;
-    let settings = llm::settings(&[&rec.job, &rec.planner])?;
-    let resources = rec.job.resources(&settings)?;
+    let dir = args.dir.canonicalize().map_err(|e| {
+        InvalidInput::one(
+            args.dir.display().to_string(),
+            format!("cannot open the run directory: {e}"),
+        )
+    })?;
+    // A research keeps its rounds under rounds/: its loop goes on from there, even when
+    // killed before anything was published at the top.
+    if dir.join("invocation.json").is_file()
+        && dir.join("rounds").is_dir()
+        && let Recorded::Research(a) = recorded(&dir)?
+    {
+        return resume_research(&dir, *a, args.quiet).await;
+    }
+    let dir = planwave_runner::resumable_dir(&dir)?;
+    let job = match recorded(&dir)? {
+        Recorded::Run(job) => *job,
+        Recorded::Research(a) => a.job,
+    };
+    let settings = llm::settings(&[&job])?;
+    let resources = job.resources(&settings)?;
     let mut point = planwave_runner::resume(&dir, &Stderr)?;
     println!(
         "resuming run {}: {} of {} tasks already completed",
@@ -95,4 +110,37 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
             .await
         })
         .await
+}
+
+/// The rest of an interrupted `research`: its round in progress (tasks completed kept), then
+/// the loop to its stop condition, with the recorded settings.
+async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Result<Outcome> {
+    let settings = llm::settings(&[&a.job, &a.planner, &MaxRounds(a.max_rounds)])?;
+    let resources = a.job.resources(&settings)?;
+    let out = open_run_dir(dir)?;
+    let _lock = lock_run_dir(&out)?;
+    let interrupt = CtrlC::listen();
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
+        .await;
+    let done = resources
+        .scope(async |resources| {
+            planwave_runner::research(Research {
+                goal: a.goal.clone(),
+                plan: None,
+                resume: true,
+                out: out.clone(),
+                resources: resources.clone(),
+                settings: &settings,
+                run_id: uuid::Uuid::new_v4(),
+                stream: None,
+                quiet,
+                cancel: interrupt.token(),
+                watch: &Terminal { quiet },
+                notes: &Stderr,
+            })
+            .await
+        })
+        .await?;
+    Ok(super::research::report(&done, &out, true))
 }

@@ -106,6 +106,7 @@ async fn recover(
     let done = planwave_runner::research(Research {
         goal,
         plan: Some(plan),
+        resume: false,
         out: out.clone(),
         resources: resources.clone(),
         settings,

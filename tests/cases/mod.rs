@@ -14,6 +14,7 @@ mod quality;
 mod recover;
 mod reflect;
 mod research;
+mod resume_loop;
 mod run;
 mod seed_config;
 mod show;

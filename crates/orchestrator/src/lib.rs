@@ -19,8 +19,8 @@ pub mod replan;
 
 pub use judge::{parse_evaluation, parse_reflection};
 pub use looping::{
-    LoopContext, LoopError, LoopOutcome, PassRecord, Planned, RoundRecord, Rounds, best_round,
-    recover_plan, run_loop,
+    LoopContext, LoopError, LoopOutcome, LoopStart, PassRecord, Planned, RoundRecord, Rounds,
+    best_round, recover_plan, run_loop, run_loop_from,
 };
 pub use model::{Dimensions, Evaluation, Reflection, Suggestion};
 pub use policy::{LoopPolicy, StopReason, Strategy};

@@ -168,7 +168,7 @@ async fn ask_and_keep<R: Rounds, T: Serialize>(
 }
 
 /// One execution pass of a round.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct PassRecord {
     pub pass: u32,
     pub status: RunStatus,
@@ -366,11 +366,50 @@ pub async fn run_loop<R: Rounds>(
     cx: &LoopContext,
     driver: &mut R,
 ) -> Result<LoopOutcome, LoopError<R::Error>> {
+    run_loop_from(cx, driver, LoopStart::default()).await
+}
+
+/// Where a loop starts: from nothing, or (`planwave resume`) after the rounds an earlier
+/// process finished, with the round it was in the middle of.
+#[derive(Default)]
+pub struct LoopStart {
+    /// Rounds already finished (their results as recorded, sections not loaded).
+    pub rounds: Vec<RoundRecord>,
+    /// The last finished round's reflection summary, for the next round's planner.
+    pub note: Option<String>,
+    /// The interrupted round's plan and the tasks its journal shows completed: the first
+    /// round runs it (no planning) with those kept.
+    pub resume: Option<(ValidatedPlan, Vec<Preset>)>,
+}
+
+/// The loop from `start`: `run_loop` from nothing, or the rest of an interrupted one.
+pub async fn run_loop_from<R: Rounds>(
+    cx: &LoopContext,
+    driver: &mut R,
+    start: LoopStart,
+) -> Result<LoopOutcome, LoopError<R::Error>> {
     let p = &cx.policy;
-    let mut rounds: Vec<RoundRecord> = Vec::new();
-    let mut note: Option<String> = None;
-    let mut consecutive_failed = 0u32;
+    let LoopStart {
+        mut rounds,
+        mut note,
+        mut resume,
+    } = start;
+    // Rounds in a row, up to the last finished one, that ended with failed tasks.
+    let mut consecutive_failed = rounds
+        .iter()
+        .rev()
+        .take_while(|r| r.result.stats.failed > r.result.stats.optional_failed)
+        .count() as u32;
+    // A loop stopped after its last finished round (and cut off before it could say so)
+    // stays stopped.
+    let already = match (resume.is_none(), rounds.last()) {
+        (true, Some(last)) => stopped_after(p, last, consecutive_failed),
+        _ => None,
+    };
     let stop_reason = loop {
+        if let Some(reason) = already {
+            break reason;
+        }
         if cx.interrupt.is_cancelled() {
             break StopReason::Interrupted;
         }
@@ -386,34 +425,21 @@ pub async fn run_loop<R: Rounds>(
                 reflected: note.is_some(),
             },
         );
-        let plan = match driver
-            .plan(first, note.as_deref())
-            .await
-            .map_err(LoopError::Driver)?
-        {
-            Planned::Plan(plan) => Arc::new(*plan),
-            Planned::Stop(reason) => break reason,
-            Planned::Failed(e) => break planning_failed(driver, first, e)?,
+        let (plan, preset) = match resume.take() {
+            Some((plan, preset)) => (Arc::new(plan), preset),
+            None => match round_plan(driver, first, note.as_deref()).await? {
+                Ok(plan) => (plan, Vec::new()),
+                Err(reason) => break reason,
+            },
         };
-        let run = run_passes(cx, driver, k, plan).await?;
-        let mut record = RoundRecord {
-            round: k,
-            status: run.result.status,
-            passes: run.passes,
-            overall_score: None,
-            correctness: None,
-            is_successful: None,
-            should_replan: None,
-            evaluation_id: None,
-            reflection_id: None,
-            evaluation: None,
-            result: run.result,
-        };
+        let run = run_passes(cx, driver, k, plan, preset).await?;
+        let (mut record, run) = round_record(k, run);
         if run.interrupted {
-            finished(driver, &mut rounds, record);
+            // Not finished: no round.json, so a resume runs this round on.
+            rounds.push(record);
             break cx.cut_short();
         }
-        consecutive_failed = if record.result.stats.failed > 0 {
+        consecutive_failed = if record.result.stats.failed > record.result.stats.optional_failed {
             consecutive_failed + 1
         } else {
             0
@@ -466,6 +492,53 @@ pub async fn run_loop<R: Rounds>(
     })
 }
 
+/// A round's fresh plan, or why the loop stops instead.
+async fn round_plan<R: Rounds>(
+    driver: &mut R,
+    tag: RoundTag,
+    note: Option<&str>,
+) -> Result<Result<Arc<ValidatedPlan>, StopReason>, LoopError<R::Error>> {
+    Ok(
+        match driver.plan(tag, note).await.map_err(LoopError::Driver)? {
+            Planned::Plan(plan) => Ok(Arc::new(*plan)),
+            Planned::Stop(reason) => Err(reason),
+            Planned::Failed(e) => Err(planning_failed(driver, tag, e)?),
+        },
+    )
+}
+
+/// Round `k`'s record from its passes (not yet evaluated), and what is left of them.
+fn round_record(k: u32, run: Passes) -> (RoundRecord, PassesLeft) {
+    let record = RoundRecord {
+        round: k,
+        status: run.result.status,
+        passes: run.passes,
+        overall_score: None,
+        correctness: None,
+        is_successful: None,
+        should_replan: None,
+        evaluation_id: None,
+        reflection_id: None,
+        evaluation: None,
+        result: run.result,
+    };
+    let left = PassesLeft {
+        plan: run.plan,
+        lang: run.lang,
+        interrupted: run.interrupted,
+        tag: run.tag,
+    };
+    (record, left)
+}
+
+/// What evaluation and reflection need of a round's passes once its record is made.
+struct PassesLeft {
+    plan: Arc<ValidatedPlan>,
+    lang: Lang,
+    interrupted: bool,
+    tag: RoundTag,
+}
+
 /// `recovery`: the strategy a pass's failed tasks get.
 fn recovery_event<R: Rounds>(
     driver: &mut R,
@@ -490,8 +563,37 @@ fn recovery_event<R: Rounds>(
     );
 }
 
+/// Whether the loop stopped after finished round `last`, by the rules it went by then.
+fn stopped_after(
+    p: &LoopPolicy,
+    last: &RoundRecord,
+    consecutive_failed: u32,
+) -> Option<StopReason> {
+    let Some(evaluation) = &last.evaluation else {
+        return Some(StopReason::EvaluationFailed);
+    };
+    if let Some(reason) = stop_before_reflection(p, last.round, evaluation, consecutive_failed) {
+        return Some(reason);
+    }
+    if !p.auto_reflection {
+        return Some(StopReason::AutoReflectionOff);
+    }
+    match last.should_replan {
+        Some(false) => Some(StopReason::NoReplan),
+        Some(true) => None,
+        None => Some(StopReason::ReflectionFailed),
+    }
+}
+
 /// Round `record` is over: `round_finished`, then it joins the loop's rounds.
 fn finished<R: Rounds>(driver: &mut R, rounds: &mut Vec<RoundRecord>, record: RoundRecord) {
+    // `round.json` lets a resume rebuild this round's record; losing it costs that only.
+    if let Err(e) = driver.save(record.round, "round.json", &json!(record)) {
+        driver.warn(&format!(
+            "round {}: round.json not written: {e}",
+            record.round
+        ));
+    }
     driver.event(
         record.round,
         EventKind::RoundFinished {
@@ -518,7 +620,7 @@ pub async fn recover_plan<R: Rounds>(
             reflected: false,
         },
     );
-    let run = run_passes(cx, driver, 1, Arc::new(plan)).await?;
+    let run = run_passes(cx, driver, 1, Arc::new(plan), Vec::new()).await?;
     let stop_reason = if run.interrupted {
         cx.cut_short()
     } else {
@@ -538,7 +640,11 @@ pub async fn recover_plan<R: Rounds>(
         result: run.result,
     };
     let mut rounds = Vec::new();
-    finished(driver, &mut rounds, record);
+    if stop_reason == StopReason::RunFinished {
+        finished(driver, &mut rounds, record);
+    } else {
+        rounds.push(record);
+    }
     Ok(LoopOutcome {
         rounds,
         best_round: Some(1),
@@ -559,18 +665,20 @@ struct Passes {
     tag: RoundTag,
 }
 
+/// `preset`: tasks an interrupted earlier process completed in this round (resume).
 async fn run_passes<R: Rounds>(
     cx: &LoopContext,
     driver: &mut R,
     k: u32,
     mut plan: Arc<ValidatedPlan>,
+    mut preset: Vec<Preset>,
 ) -> Result<Passes, LoopError<R::Error>> {
     let lang = plan.lang();
     let mut passes: Vec<PassRecord> = Vec::new();
     let mut used = Used::default();
     let mut tag = RoundTag { round: k, pass: 1 };
-    let mut preset = Vec::new();
-    let mut fresh = true;
+    // A resumed round keeps its sections; a fresh one starts clean.
+    let mut fresh = preset.is_empty();
     let (result, interrupted) = loop {
         let mut result = driver
             .execute(tag, plan.clone(), std::mem::take(&mut preset), fresh)

@@ -89,7 +89,7 @@ impl Reflection {
 
 /// Seed 001's step-level reflection: why the failed tasks failed, and the recovery the
 /// reflector recommends.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepReflection {
     pub analysis: String,
     pub strategy: crate::policy::Strategy,

@@ -103,7 +103,7 @@ pub fn stop_after_reflection(r: &Reflection) -> Option<StopReason> {
 }
 
 /// The recovery strategies of adaptive recovery.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Run the failed tasks (and what they blocked) again, completed sections kept.

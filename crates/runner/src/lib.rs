@@ -27,6 +27,7 @@ mod planning;
 mod research;
 mod resources;
 mod resume;
+mod resume_loop;
 mod rounds;
 mod trace_fields;
 mod workdir;

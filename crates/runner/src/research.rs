@@ -9,6 +9,7 @@ use planwave_config::Settings;
 use planwave_engine::{Event, EventKind, EventSink, JsonlSink, RunDir, RunResult};
 use planwave_orchestrator::{
     LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, recover_plan, run_loop,
+    run_loop_from,
 };
 use planwave_plan::ValidatedPlan;
 use serde::Serialize;
@@ -37,6 +38,9 @@ pub struct Research<'a> {
     /// `run --recover`: this plan instead of a planned one, one round, recovered by the
     /// loop's policy but neither evaluated nor reflected on.
     pub plan: Option<ValidatedPlan>,
+    /// `planwave resume`: go on from the rounds under `out` (the interrupted round's tasks
+    /// kept) to the loop's stop condition, with the loop's own run id.
+    pub resume: bool,
     /// Opened and locked by the caller.
     pub out: RunDir,
     /// With the MCP servers started: the planner lists their tools, every round calls them.
@@ -70,7 +74,12 @@ impl ResearchOutcome {
 
 /// Runs the loop to its stop condition and publishes the shown round.
 pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
-    clear_old_rounds(&r.out, r.notes)?;
+    let run_id = if r.resume {
+        crate::resume_loop::run_id(&r.out)?.unwrap_or(r.run_id)
+    } else {
+        clear_old_rounds(&r.out, r.notes)?;
+        r.run_id
+    };
     // The loop's own limit and the command's, whichever ends first.
     let limit = match (r.settings.deadline, r.settings.policy.timeout) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -88,7 +97,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     };
     let out = r.out.clone();
     let stream = r.stream.clone();
-    let r_run_id = r.run_id;
+    let r_run_id = run_id;
     let mut driver = RoundsDriver::new(RoundsSetup {
         goal: r.goal,
         resources: r.resources,
@@ -98,7 +107,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         durable: out.is_durable(),
         quiet: r.quiet,
         deadline,
-        run_id: r.run_id,
+        run_id,
         stream: r.stream,
         cancel: r.cancel,
         watch: r.watch,
@@ -106,6 +115,10 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     });
     let looped = match r.plan {
         Some(plan) => recover_plan(&cx, &mut driver, plan).await,
+        None if r.resume => {
+            let start = crate::resume_loop::loop_start(&out, &mut driver, r.notes)?;
+            run_loop_from(&cx, &mut driver, start).await
+        }
         None => run_loop(&cx, &mut driver).await,
     };
     let attempts = std::mem::take(&mut driver.attempts);
@@ -141,33 +154,45 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         attempts,
     };
     if let Some(best) = outcome.shown_round() {
-        publish(&out, best.round)?;
-        // The loop's end closes the published journal (and the live stream).
-        let finished = Event::now(EventKind::LoopFinished {
-            stop_reason: outcome.looped.stop_reason.as_str().into(),
-            rounds: outcome.looped.rounds.len() as u32,
-            best_round: outcome.looped.best_round,
-        });
-        let journal = open_journal(&out, "events.jsonl", r_run_id)?;
-        journal.emit(&finished);
-        journal.close().context("writing loop_finished")?;
-        if let Some(s) = &stream {
-            s.emit(&finished);
-        }
-        out.write_json(
-            "run.json",
-            &LoopRun {
-                run: &best.result,
-                best_round: outcome.looped.best_round,
-                loop_stop_reason: outcome.looped.stop_reason,
-                rounds: &outcome.looped.rounds,
-            },
-        )?;
+        publish_result(&out, &outcome, best, r_run_id, stream.as_deref())?;
     }
     if let Some(s) = &stream {
         s.close().context("writing the --events stream")?;
     }
     Ok(outcome)
+}
+
+/// The shown round at the top of the run directory, closed by `loop_finished` (also on the
+/// live stream), with the loop's `run.json`.
+fn publish_result(
+    out: &RunDir,
+    outcome: &ResearchOutcome,
+    shown: &RoundRecord,
+    run_id: uuid::Uuid,
+    stream: Option<&JsonlSink>,
+) -> crate::Result<()> {
+    publish(out, shown.round)?;
+    let finished = Event::now(EventKind::LoopFinished {
+        stop_reason: outcome.looped.stop_reason.as_str().into(),
+        rounds: outcome.looped.rounds.len() as u32,
+        best_round: outcome.looped.best_round,
+    });
+    let journal = open_journal(out, "events.jsonl", run_id)?;
+    journal.emit(&finished);
+    journal.close().context("writing loop_finished")?;
+    if let Some(s) = stream {
+        s.emit(&finished);
+    }
+    out.write_json(
+        "run.json",
+        &LoopRun {
+            run: &shown.result,
+            best_round: outcome.looped.best_round,
+            loop_stop_reason: outcome.looped.stop_reason,
+            rounds: &outcome.looped.rounds,
+        },
+    )?;
+    Ok(())
 }
 
 /// Rounds of an earlier research here would pass for this one's (and their journals would

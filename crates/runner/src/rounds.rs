@@ -75,6 +75,32 @@ impl<'a> RoundsDriver<'a> {
         }
     }
 
+    /// A resumed round: its reopened journal continues with the pass, and the calls its
+    /// `run.json` already lists stay in it.
+    pub(crate) fn seed_round(
+        &mut self,
+        tag: RoundTag,
+        journal: Arc<Journal>,
+        dir: &std::path::Path,
+    ) {
+        self.events.insert(tag, journal);
+        let calls = std::fs::read(dir.join("run.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<RunResult>(&b).ok())
+            .map(|r| r.calls)
+            .unwrap_or_default();
+        self.calls.insert(tag.round, calls);
+    }
+
+    /// The planning attempts a round made before, from its `planner/attempts.json`.
+    pub(crate) fn seed_attempts(&mut self, round: u32, dir: &std::path::Path) {
+        let n = std::fs::read(dir.join("planner/attempts.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Vec<serde_json::Value>>(&b).ok())
+            .map_or(0, |a| a.len());
+        self.attempts.insert(round, n);
+    }
+
     pub fn round_dir(&self, round: u32) -> crate::Result<RunDir> {
         let path = self.setup.root.join("rounds").join(round.to_string());
         let root = RunDir::create(&self.setup.root)
