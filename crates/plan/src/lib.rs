@@ -16,6 +16,7 @@ mod validate;
 mod validated;
 
 pub use model::{FALLBACK_KEY, Hints, Lang, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec};
+pub use parse::stream::{StreamedTask, TaskStream};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
 pub use tools::{LLM_CALL, ToolCatalog};
 pub use validate::{Problem, ValidationErrors, Warning};

@@ -7,6 +7,7 @@
 mod extract;
 mod keys;
 mod normalize;
+pub mod stream;
 
 use crate::model::PlanSpec;
 

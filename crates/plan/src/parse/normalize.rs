@@ -189,6 +189,20 @@ fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
     })
 }
 
+/// One task object on its own (a streamed plan's), or its problems.
+pub(super) fn one_task(
+    m: Map<String, Value>,
+    position: usize,
+    format: PlanFormat,
+) -> Result<TaskSpec, Vec<String>> {
+    let mut problems = Problems::default();
+    let task = task(m, position, format, &mut problems);
+    match (task, problems.messages.is_empty()) {
+        (Some(t), true) => Ok(t),
+        _ => Err(problems.messages),
+    }
+}
+
 /// One task or step; `None` when its id is unusable (the problem is already recorded).
 fn task(
     m: Map<String, Value>,
