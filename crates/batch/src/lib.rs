@@ -2,7 +2,8 @@
 //!
 //! [`parse_jobs`] turns the text of a job file into jobs plus bad lines, each bad line with
 //! its number and a clear reason, so one bad line never stops the others. [`resolve_jobs`]
-//! reads `plan_file`s and validates plans (still per line). [`BatchSummary`] is what
+//! reads `plan_file`s, renders `template`s with their `vars` ([`template`](crate::template),
+//! minijinja, strict) and validates plans (still per line). [`BatchSummary`] is what
 //! `batch.json` records, and [`render_batch_table`] the table the command prints.
 //!
 //! This crate knows nothing of actors, models or the command line: running jobs is the
@@ -11,6 +12,7 @@
 mod jobs;
 mod resolve;
 mod summary;
+mod template;
 
 pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
 pub use resolve::{JobInput, ResolvedJob, resolve_jobs};

@@ -92,6 +92,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         goal: r.goal,
         resources: r.resources,
         planner: r.settings.planner.clone(),
+        cache: r.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         config: r.settings.run.clone(),
         root: out.root().to_path_buf(),
         durable: out.is_durable(),
@@ -104,7 +105,10 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         notes: r.notes,
     });
     let looped = match r.plan {
-        Some(plan) => recover_plan(&cx, &mut driver, plan).await,
+        Some(plan) => {
+            driver.given_plan(1, planwave_engine::PlanSource::File);
+            recover_plan(&cx, &mut driver, plan).await
+        }
         None => run_loop(&cx, &mut driver).await,
     };
     let attempts = std::mem::take(&mut driver.attempts);
