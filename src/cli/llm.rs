@@ -73,6 +73,30 @@ pub struct PlannerOptions {
     pub plan_format: Option<PlanFormatArg>,
 }
 
+/// The plan cache of the commands that plan and run (`research`, `batch`).
+#[derive(Debug, Args)]
+pub struct PlanCacheOptions {
+    /// Keep plans the planner writes in DIR and reuse one for the same goal, model, planning
+    /// prompt, tools and metadata, without a planner call (also [planner] plan_cache).
+    /// `research` reuses only its first plan.
+    #[arg(long, value_name = "DIR")]
+    pub plan_cache: Option<PathBuf>,
+    /// No plan cache, even if planwave.toml names one.
+    #[arg(long, conflicts_with = "plan_cache")]
+    pub no_plan_cache: bool,
+    /// Most plans the cache keeps; the least recently used go first (default 1000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub plan_cache_max_entries: Option<u64>,
+}
+
+impl FlagGroup for PlanCacheOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.plan_cache = self.plan_cache.clone();
+        flags.no_plan_cache = self.no_plan_cache;
+        flags.plan_cache_max_entries = self.plan_cache_max_entries.map(|n| n as usize);
+    }
+}
+
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum PlanFormatArg {
     Tasks,

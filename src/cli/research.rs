@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use planwave_engine::{RunDir, RunStatus};
+use planwave_engine::{PlanSource, RunDir, RunStatus};
 use planwave_runner::{
     CtrlC, Invocation, Research, ResearchOutcome, Stderr, claim_out_dir, lock_run_dir, open_run_dir,
 };
@@ -15,7 +15,7 @@ use planwave_runner::{
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};
 use super::job::JobOptions;
-use super::llm::{self, MaxRounds, PlannerOptions};
+use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::progress::Terminal;
 use super::summary::{outcome, print_summary};
 
@@ -34,6 +34,8 @@ pub struct ResearchArgs {
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
+    pub plan_cache: PlanCacheOptions,
+    #[command(flatten)]
     pub job: JobOptions,
     #[command(flatten)]
     pub events: EventsOptions,
@@ -43,7 +45,12 @@ pub struct ResearchArgs {
 }
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&args.job, &args.planner, &MaxRounds(args.max_rounds)])?;
+    let settings = llm::settings(&[
+        &args.job,
+        &args.planner,
+        &args.plan_cache,
+        &MaxRounds(args.max_rounds),
+    ])?;
     let resources = args.job.resources(&settings)?;
     claim_out_dir(&args.out, &[], args.job.force)?;
     args.events.check(&args.out)?;
@@ -89,7 +96,9 @@ pub(super) fn report(done: &ResearchOutcome, out: &RunDir, planned: bool) -> Out
         return Outcome(INTERRUPTED);
     };
     let mut h = human();
-    if planned {
+    if best.result.plan_source == Some(PlanSource::Cache) {
+        let _ = writeln!(h, "plan from the cache: {} tasks", best.result.stats.tasks);
+    } else if planned {
         let _ = writeln!(
             h,
             "planned in {} attempt(s): {} tasks",

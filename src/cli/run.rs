@@ -65,7 +65,10 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 Execution {
                     plan: Arc::new(plan),
                     resources: resources.clone(),
-                    config: settings.run.clone(),
+                    config: planwave_engine::RunConfig {
+                        plan_source: Some(planwave_engine::PlanSource::File),
+                        ..settings.run.clone()
+                    },
                     deadline: settings.deadline,
                     out,
                     events,

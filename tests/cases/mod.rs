@@ -1,5 +1,6 @@
 pub(crate) mod aimock;
 pub(crate) mod batch;
+mod batch_templates;
 mod compose;
 pub(crate) mod durable;
 mod events;
@@ -10,6 +11,7 @@ mod hardening_rundir;
 mod http;
 mod loadtest;
 pub(crate) mod mcp;
+mod plan_cache;
 mod quality;
 mod recover;
 mod reflect;

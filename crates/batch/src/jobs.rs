@@ -14,6 +14,11 @@ pub enum JobSource {
     Plan(Value),
     /// A plan file, relative to the job file's directory.
     PlanFile(PathBuf),
+    /// A plan template file (relative like a plan file) rendered with the job's `vars`.
+    Template {
+        path: PathBuf,
+        vars: BTreeMap<String, Value>,
+    },
 }
 
 impl JobSource {
@@ -22,6 +27,7 @@ impl JobSource {
             JobSource::Goal(_) => "goal",
             JobSource::Plan(_) => "plan",
             JobSource::PlanFile(_) => "plan_file",
+            JobSource::Template { .. } => "template",
         }
     }
 }
@@ -55,7 +61,9 @@ pub struct JobFile {
     pub bad: Vec<BadLine>,
 }
 
-const FIELDS: &str = "id, goal, plan, plan_file, metadata";
+const FIELDS: &str = "id, goal, plan, plan_file, template, vars, metadata";
+/// The fields that say where a job's plan comes from: exactly one per line.
+const SOURCES: [&str; 4] = ["goal", "plan", "plan_file", "template"];
 
 /// Parses every line; blank lines are skipped. Never fails as a whole and never panics.
 pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
@@ -117,29 +125,36 @@ fn parse_line(raw: &str) -> Result<Line, String> {
     let mut unknown: Vec<&str> = obj
         .keys()
         .map(String::as_str)
-        .filter(|k| !matches!(*k, "id" | "goal" | "plan" | "plan_file" | "metadata"))
+        .filter(|k| !SOURCES.contains(k) && !matches!(*k, "id" | "vars" | "metadata"))
         .collect();
     unknown.sort_unstable();
     if let Some(k) = unknown.first() {
         return Err(format!("unknown field {k:?} (expected {FIELDS})"));
     }
     let id = job_id(&obj)?;
-    let sources: Vec<&str> = ["goal", "plan", "plan_file"]
+    let sources: Vec<&str> = SOURCES
         .into_iter()
         .filter(|k| obj.contains_key(*k))
         .collect();
     let source = match sources.as_slice() {
         [] => {
-            return Err(format!("job {id:?}: needs one of goal, plan or plan_file"));
+            return Err(format!(
+                "job {id:?}: needs one of goal, plan, plan_file or template"
+            ));
         }
         [one] => *one,
         many => {
             return Err(format!(
-                "job {id:?}: has {} (give exactly one of goal, plan or plan_file)",
+                "job {id:?}: has {} (give exactly one of goal, plan, plan_file or template)",
                 many.join(" and ")
             ));
         }
     };
+    if source != "template" && obj.contains_key("vars") {
+        return Err(format!(
+            "job {id:?}: vars go with a template (this job has {source})"
+        ));
+    }
     let v = &obj[source];
     let source = match (source, v) {
         ("goal", Value::String(g)) if !g.trim().is_empty() => JobSource::Goal(g.clone()),
@@ -148,6 +163,13 @@ fn parse_line(raw: &str) -> Result<Line, String> {
         ("plan_file", Value::String(p)) if !p.trim().is_empty() => {
             JobSource::PlanFile(PathBuf::from(p))
         }
+        ("template", Value::String(p)) if !p.trim().is_empty() => JobSource::Template {
+            path: PathBuf::from(p),
+            vars: match obj.get("vars") {
+                None | Some(Value::Null) => BTreeMap::new(),
+                Some(v) => template_vars(v).map_err(|e| format!("job {id:?}: vars {e}"))?,
+            },
+        },
         (field, v) => {
             let want = match field {
                 "plan" => "a JSON object",
@@ -193,6 +215,35 @@ fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
             }
         };
         out.insert(k.clone(), text);
+    }
+    Ok(out)
+}
+
+/// `{"company": "比亚迪", "year": 2024}`: a flat object of strings, numbers and booleans,
+/// each name usable as `{{ NAME }}` (a dotted name would read as a plan reference).
+fn template_vars(v: &Value) -> Result<BTreeMap<String, Value>, String> {
+    let Value::Object(m) = v else {
+        return Err(format!("must be a JSON object, found {}", kind_of(v)));
+    };
+    let mut out = BTreeMap::new();
+    for (k, v) in m {
+        let mut chars = k.chars();
+        let name_ok = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !name_ok {
+            return Err(format!(
+                "key {k:?}: use letters, digits and '_', not starting with a digit (it is written {{{{ NAME }}}})"
+            ));
+        }
+        if !matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
+            return Err(format!(
+                "{k:?} must be a string, a number or a boolean, found {}",
+                kind_of(v)
+            ));
+        }
+        out.insert(k.clone(), v.clone());
     }
     Ok(out)
 }
@@ -243,10 +294,26 @@ mod tests {
             "{\"id\": 1.5, \"goal\": \"g\"}\n",
             "{\"id\": \"m\", \"goal\": \"g\", \"metadata\": {\"a b\": 1}}\n",
             "{\"id\": \"n\", \"goal\": \"g\", \"metadata\": {\"year\": 2024, \"ok\": true, \"t\": \"x\"}}\n",
+            "{\"id\": \"t\", \"template\": \"c.json\", \"vars\": {\"company\": \"比亚迪\", \"n\": 3}}\n",
+            "{\"id\": \"u\", \"goal\": \"g\", \"vars\": {\"company\": \"x\"}}\n",
+            "{\"id\": \"v\", \"template\": \"c.json\", \"vars\": {\"a.b\": \"x\"}}\n",
+            "{\"id\": \"w\", \"template\": \"c.json\", \"vars\": {\"c\": [1]}}\n",
+            "{\"id\": \"x\", \"template\": \"c.json\", \"plan_file\": \"p.json\"}\n",
         );
         let f = parse_jobs(text);
         let ids: Vec<(&str, usize)> = f.jobs.iter().map(|j| (j.id.as_str(), j.line)).collect();
-        assert_eq!(ids, vec![("a", 1), ("7", 7), ("n", 15)]);
+        assert_eq!(ids, vec![("a", 1), ("7", 7), ("n", 15), ("t", 16)]);
+        assert_eq!(
+            f.jobs[3].source,
+            JobSource::Template {
+                path: "c.json".into(),
+                vars: [
+                    ("company".to_owned(), Value::from("比亚迪")),
+                    ("n".to_owned(), Value::from(3))
+                ]
+                .into()
+            }
+        );
         let n = &f.jobs[2].metadata;
         assert_eq!(
             (n["year"].as_str(), n["ok"].as_str(), n["t"].as_str()),
@@ -257,16 +324,20 @@ mod tests {
             bad,
             vec![
                 "line 2: invalid JSON at column 19: EOF while parsing a value",
-                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, metadata)",
+                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata)",
                 "line 5: duplicate job id \"a\" (first on line 1)",
                 "line 6: missing \"id\"",
-                "line 8: job \"d\": has goal and plan_file (give exactly one of goal, plan or plan_file)",
-                "line 9: job \"e\": needs one of goal, plan or plan_file",
-                "line 10: expected a JSON object with id, goal, plan, plan_file, metadata, found an array",
+                "line 8: job \"d\": has goal and plan_file (give exactly one of goal, plan, plan_file or template)",
+                "line 9: job \"e\": needs one of goal, plan, plan_file or template",
+                "line 10: expected a JSON object with id, goal, plan, plan_file, template, vars, metadata, found an array",
                 "line 11: job \"f\": plan must be a JSON object, found a string",
                 "line 12: job \"g\": the goal is empty",
                 "line 13: \"id\" must be a non-empty string or an integer, found a number",
                 "line 14: job \"m\": metadata key \"a b\": use letters, digits, '_' or '-' (it is referenced as {{meta.KEY}})",
+                "line 17: job \"u\": vars go with a template (this job has goal)",
+                "line 18: job \"v\": vars key \"a.b\": use letters, digits and '_', not starting with a digit (it is written {{ NAME }})",
+                "line 19: job \"w\": vars \"c\" must be a string, a number or a boolean, found an array",
+                "line 20: job \"x\": has plan_file and template (give exactly one of goal, plan, plan_file or template)",
             ]
         );
     }

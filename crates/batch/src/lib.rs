@@ -2,7 +2,8 @@
 //!
 //! [`parse_jobs`] turns the text of a job file into jobs plus bad lines, each bad line with
 //! its number and a clear reason, so one bad line never stops the others. [`resolve_jobs`]
-//! reads `plan_file`s and validates plans (still per line). [`BatchSummary`] is what
+//! reads `plan_file`s, renders `template`s with their `vars` ([`template`](crate::template),
+//! minijinja, strict) and validates plans (still per line). [`BatchSummary`] is what
 //! `batch.json` records (with [`BatchMetrics`], the planning and execution success rates),
 //! and [`render_batch_table`] the table the command prints.
 //!
@@ -13,6 +14,7 @@ mod jobs;
 mod metrics;
 mod resolve;
 mod summary;
+mod template;
 
 pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
 pub use metrics::{BatchMetrics, JobPlanning};

@@ -1,12 +1,13 @@
 //! From parsed jobs to runnable ones: plan files read, plans validated, run directory names
 //! chosen. Every problem stays attached to its line.
 
-use std::collections::HashSet;
-use std::path::Path;
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use planwave_plan::{ToolCatalog, ValidatedPlan, parse_plan, plan_from_value};
 
 use crate::jobs::{BadLine, JobFile, JobSource};
+use crate::template::Renderer;
 
 #[derive(Debug)]
 pub enum JobInput {
@@ -21,7 +22,7 @@ pub struct ResolvedJob {
     /// The job's run directory under `OUT/jobs/`: the id made safe for a file name,
     /// unique within the batch.
     pub dir: String,
-    /// `goal`, `plan` or `plan_file`.
+    /// `goal`, `plan`, `plan_file` or `template`.
     pub kind: &'static str,
     pub input: JobInput,
     /// The batch's `--meta` with the job line's `metadata` over it: the planner's task
@@ -32,7 +33,8 @@ pub struct ResolvedJob {
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
 /// plans (against the batch's tools when it has MCP servers); a job that fails becomes a bad
 /// line with every problem listed.
-/// Plan files are read by `read_plan` (the front end's bounded reader).
+/// Plan files and templates are read by `read_plan` (the front end's bounded reader); a
+/// template shared by many jobs is read and parsed once, then rendered per job.
 pub fn resolve_jobs(
     file: JobFile,
     base: &Path,
@@ -43,6 +45,8 @@ pub fn resolve_jobs(
     let mut bad = file.bad;
     let mut jobs = Vec::new();
     let mut dirs = HashSet::new();
+    let renderer = Renderer::new();
+    let mut templates: HashMap<PathBuf, Result<serde_json::Value, String>> = HashMap::new();
     for job in file.jobs {
         let kind = job.source.kind();
         let mut metadata = meta.clone();
@@ -66,6 +70,17 @@ pub fn resolve_jobs(
                     })
                     .and_then(validate)
             }
+            JobSource::Template { path, vars } => {
+                let name = path.display().to_string();
+                templates
+                    .entry(path)
+                    .or_insert_with_key(|p| read_template(&base.join(p), read_plan))
+                    .clone()
+                    .and_then(|t| renderer.render(&t, &vars))
+                    .and_then(|v| plan_from_value(v).map_err(|e| e.to_string()))
+                    .map_err(|e| format!("template {name}: {e}"))
+                    .and_then(validate)
+            }
         };
         match input {
             Ok(input) => {
@@ -87,6 +102,16 @@ pub fn resolve_jobs(
     }
     bad.sort_by_key(|b| b.line);
     (jobs, bad)
+}
+
+/// A template is a plan in JSON (not wrapped in prose: its strings are rendered before the
+/// plan is parsed).
+fn read_template(
+    path: &Path,
+    read: &dyn Fn(&Path) -> Result<Vec<u8>, String>,
+) -> Result<serde_json::Value, String> {
+    let bytes = read(path)?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("not a JSON plan: {e}"))
 }
 
 fn validate(

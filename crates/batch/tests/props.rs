@@ -13,6 +13,8 @@ fn job_line() -> impl Strategy<Value = (String, serde_json::Value)> {
             .prop_map(|g| json!({"goal": g})),
         "[a-z]{1,8}\\.json".prop_map(|p| json!({"plan_file": p})),
         Just(json!({"plan": {"topic": "t", "tasks": []}})),
+        ("[a-z]{1,8}\\.json", "[^\\n]{0,20}")
+            .prop_map(|(p, c)| json!({"template": p, "vars": {"company": c}})),
     ];
     (id, source).prop_map(|(id, mut src)| {
         src["id"] = json!(id);
@@ -64,6 +66,10 @@ proptest! {
                 JobSource::Goal(g) => v["goal"] == json!(g),
                 JobSource::PlanFile(p) => v["plan_file"] == json!(p.to_string_lossy()),
                 JobSource::Plan(p) => &v["plan"] == p,
+                JobSource::Template { path, vars } => {
+                    v["template"] == json!(path.to_string_lossy())
+                        && v["vars"] == json!(vars)
+                }
             };
             prop_assert!(ok, "{:?} vs {}", job.source, v);
         }

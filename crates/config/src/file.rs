@@ -114,6 +114,10 @@ pub struct PlannerSection {
     pub format: Option<String>,
     /// `none` (the default) or `single_task`.
     pub fallback: Option<String>,
+    /// The plan cache's directory, relative to this file.
+    pub plan_cache: Option<PathBuf>,
+    /// Most plans the cache keeps (oldest evicted first).
+    pub plan_cache_max_entries: Option<usize>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

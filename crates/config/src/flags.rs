@@ -35,6 +35,12 @@ pub struct Flags {
     pub plan_format: Option<planwave_plan::PlanFormat>,
     /// `--meta KEY=VALUE`, in the order given (a later key wins).
     pub meta: Vec<(String, String)>,
+    /// `--plan-cache DIR`: reuse plans the planner wrote for the same goal and prompt.
+    pub plan_cache: Option<PathBuf>,
+    /// `--no-plan-cache`: no cache, whatever the file says.
+    pub no_plan_cache: bool,
+    /// `--plan-cache-max-entries N`.
+    pub plan_cache_max_entries: Option<usize>,
 
     // Execution (unset: the engine's defaults).
     pub schedule: Option<Schedule>,

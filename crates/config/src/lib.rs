@@ -22,6 +22,7 @@ mod file;
 mod flags;
 mod llm;
 mod mcp;
+mod plan_cache;
 mod planner;
 mod reflect;
 mod resolve;
@@ -41,7 +42,7 @@ pub use llm::DEFAULT_BASE_URL;
 pub use reflect::DEFAULT_LOOP_POLICY;
 pub use resolve::{load_file, load_settings, resolve_settings};
 pub use secs::{parse_positive_secs, positive_secs};
-pub use settings::{LlmChoice, McpServers, Settings};
+pub use settings::{LlmChoice, McpServers, PlanCacheSettings, Settings};
 
 #[cfg(test)]
 mod tests;

@@ -6,7 +6,7 @@ use crate::env::{ENV_CONFIG, EnvSource};
 use crate::file::ConfigFile;
 use crate::flags::Flags;
 use crate::settings::Settings;
-use crate::{SettingsError, llm, mcp, planner, reflect, run};
+use crate::{SettingsError, llm, mcp, plan_cache, planner, reflect, run};
 
 /// Finds the config file: `explicit` (must exist), else `$PLANWAVE_CONFIG` (must exist),
 /// else `./planwave.toml` if present, else none.
@@ -51,6 +51,7 @@ pub fn resolve_settings(
     let policy = reflect::resolve(file, flags)?;
     let deadline = run::resolve(&mut run, file, flags)?;
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
+    let plan_cache = plan_cache::resolve(file, flags)?;
     Ok(Settings {
         llm,
         planner,
@@ -60,5 +61,6 @@ pub fn resolve_settings(
         policy,
         mcp,
         config_path: file.path.clone(),
+        plan_cache,
     })
 }

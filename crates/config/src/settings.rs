@@ -35,6 +35,20 @@ pub struct Settings {
     pub mcp: Option<McpServers>,
     /// The config file used, if any.
     pub config_path: Option<PathBuf>,
+    /// Where plans the planner wrote are kept for reuse (`--plan-cache`); `None`: off.
+    pub plan_cache: Option<PlanCacheSettings>,
+}
+
+/// The plan cache: a directory of plans by key, at most `max_entries` of them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanCacheSettings {
+    pub dir: PathBuf,
+    /// The oldest entries (by modification time, refreshed on a hit) go beyond this.
+    pub max_entries: usize,
+}
+
+impl PlanCacheSettings {
+    pub const DEFAULT_MAX_ENTRIES: usize = 1000;
 }
 
 /// Which model answers.

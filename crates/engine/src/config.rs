@@ -117,6 +117,9 @@ pub struct RunConfig {
     /// Set by the reflective loop: requests carry it, and completed tasks record it.
     #[serde(default)]
     pub round: Option<planwave_llm::RoundTag>,
+    /// Where the plan came from, set by whoever chose it; `run.json` records it.
+    #[serde(default)]
+    pub plan_source: Option<crate::outcome::PlanSource>,
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,
@@ -143,6 +146,7 @@ impl Default for RunConfig {
             tool_protocol: ToolProtocol::Json,
             max_tool_rounds: DEFAULT_MAX_TOOL_ROUNDS,
             round: None,
+            plan_source: None,
             task_timeout: None,
             summary_budget_tokens: default_summary_budget(),
         }

@@ -46,8 +46,8 @@ pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
 pub use journal::{Journal, JournalError, LockError, Replay, ReplayError, RunLock};
 pub use outcome::{
-    CancelReason, FailureKind, ProviderInfoRecord, RunResult, RunStats, RunStatus, TaskRecord,
-    TaskStatus, ToolCallRecord,
+    CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,
+    TaskRecord, TaskStatus, ToolCallRecord,
 };
 pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;

@@ -12,6 +12,22 @@ use crate::context::SectionCut;
 use crate::quality::SectionWarning;
 use crate::timefmt;
 
+/// Where a run's plan came from (`run.json` `plan_source`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanSource {
+    /// The planner wrote it for this run.
+    Planner,
+    /// A plan the planner wrote earlier for the same goal and prompt, from `--plan-cache`.
+    Cache,
+    /// A plan file (`run PLAN`, a batch job's `plan_file`).
+    File,
+    /// A batch job's inline `plan`.
+    Inline,
+    /// A batch job's `template`, rendered with its `vars`.
+    Template,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TaskStatus {
@@ -230,6 +246,9 @@ pub struct RunResult {
     /// Why planning failed, when the plan is the planner's single-task fallback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_fallback: Option<String>,
+    /// Where the plan came from, when the caller said (see [`PlanSource`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_source: Option<PlanSource>,
     pub llm: ProviderInfoRecord,
     pub stats: RunStats,
     pub tasks: Vec<TaskRecord>,

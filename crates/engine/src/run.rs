@@ -139,6 +139,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         finished_at: timefmt::now(),
         topic: shared.plan.spec().topic.clone(),
         plan_fallback: shared.plan.spec().about.fallback().map(str::to_owned),
+        plan_source: req.config.plan_source,
         llm: shared.provider.info().into(),
         stats,
         tasks: records,

@@ -75,6 +75,13 @@ fn scan(s: &str) -> Vec<Found> {
     out
 }
 
+/// Whether the text between `{{` and `}}` is the plan's own: a reference (`ID.result`,
+/// `vars.NAME`, `meta.KEY`, `steps.ID.result`) or the chaining rule's `input`. Other text
+/// engines (a batch's plan templates) must leave such expressions alone.
+pub fn is_plan_expression(inner: &str) -> bool {
+    inner.trim() == "input" || parse(inner.trim()).is_some()
+}
+
 fn parse(inner: &str) -> Option<Reference> {
     let inner = inner.strip_prefix("steps.").unwrap_or(inner);
     let mut parts = inner.split('.').map(str::trim);

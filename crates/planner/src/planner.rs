@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::ask::{Attempt, AttemptKind, Question, ask};
 use crate::schema::plan_schema_text_for;
-use planwave_llm::{AgentRole, LlmError, LlmProvider, RequestContext, Usage};
+use planwave_llm::{AgentRole, ChatMessage, LlmError, LlmProvider, RequestContext, Usage};
 use std::collections::BTreeMap;
 
 use planwave_plan::{
@@ -171,30 +171,8 @@ impl Planner {
         on_attempt: &mut (dyn FnMut(&Attempt) + Send),
     ) -> Result<PlanOutcome, PlannerError> {
         let goal = goal.trim();
-        if goal.is_empty() {
-            return Err(PlannerError::EmptyGoal);
-        }
-        let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
+        let (first, lang) = self.first_prompt(goal, reflection)?;
         let steps = self.config.format == PlanFormat::Steps;
-        let schema = plan_schema_text_for(self.config.format);
-        let first = self.templates.planner(
-            lang,
-            &PlannerVars {
-                goal,
-                tools: &self.tools,
-                schema: &schema,
-                min_tasks: self.config.min_tasks,
-                max_tasks: self.config.max_tasks,
-                reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
-                meta: self
-                    .config
-                    .meta
-                    .iter()
-                    .map(|(key, value)| MetaEntry { key, value })
-                    .collect(),
-                steps,
-            },
-        )?;
         let context = RequestContext {
             lang,
             topic: goal.to_owned(),
@@ -262,6 +240,50 @@ impl Planner {
             fatal: asked.fatal,
             lang,
         })
+    }
+
+    /// The first planning request's messages and the plan's language: what the model is
+    /// asked before any repair. A plan cache keys on it (the template's text, the goal, the
+    /// tools with their schemas, the metadata and the format are all in it).
+    pub fn first_prompt(
+        &self,
+        goal: &str,
+        reflection: Option<&str>,
+    ) -> Result<(Vec<ChatMessage>, Lang), PlannerError> {
+        let goal = goal.trim();
+        if goal.is_empty() {
+            return Err(PlannerError::EmptyGoal);
+        }
+        let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
+        let schema = plan_schema_text_for(self.config.format);
+        let messages = self.templates.planner(
+            lang,
+            &PlannerVars {
+                goal,
+                tools: &self.tools,
+                schema: &schema,
+                min_tasks: self.config.min_tasks,
+                max_tasks: self.config.max_tasks,
+                reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
+                meta: self
+                    .config
+                    .meta
+                    .iter()
+                    .map(|(key, value)| MetaEntry { key, value })
+                    .collect(),
+                steps: self.config.format == PlanFormat::Steps,
+            },
+        )?;
+        Ok((messages, lang))
+    }
+
+    pub fn config(&self) -> &PlannerConfig {
+        &self.config
+    }
+
+    /// The tools the prompt lists.
+    pub fn tools(&self) -> &[PlannerTool] {
+        &self.tools
     }
 
     /// Parse and validate one answer: the plan with warnings, or every problem found.

@@ -1,11 +1,12 @@
 //! A goal to a plan: the planner's loop with a note per attempt, cancellable, and what its
 //! failure means for the job (bad input, or a model that never answered).
 
-use planwave_engine::{Event, EventKind};
+use planwave_engine::{Event, EventKind, PlanSource};
 use planwave_llm::AgentRole;
 use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
 use tokio_util::sync::CancellationToken;
 
+use crate::plan_cache::PlanCache;
 use crate::{InvalidInput, Notes, Resources, RunnerError};
 
 pub struct PlanRequest<'a> {
@@ -51,15 +52,91 @@ pub async fn plan_goal(
     req: PlanRequest<'_>,
     on_attempt: &mut (dyn FnMut(&Attempt) + Send),
 ) -> crate::Result<Option<PlanOutcome>> {
+    let planner = planner_for(&req)?;
+    run_planner(&planner, &req, on_attempt).await
+}
+
+/// A goal's plan and where it came from.
+pub struct GoalPlan {
+    /// A cache hit has the plan and no attempt.
+    pub outcome: PlanOutcome,
+    /// [`PlanSource::Cache`] or [`PlanSource::Planner`].
+    pub source: PlanSource,
+}
+
+/// [`plan_goal`] through the plan cache: a hit makes no model call; a valid plan from the
+/// planner (not the single-task fallback) is stored. A request told a reflection is never
+/// cached: its prompt is about one earlier round.
+pub async fn plan_goal_cached(
+    req: PlanRequest<'_>,
+    cache: Option<&PlanCache>,
+    on_attempt: &mut (dyn FnMut(&Attempt) + Send),
+) -> crate::Result<Option<GoalPlan>> {
+    let planner = planner_for(&req)?;
+    let cache = cache.filter(|_| req.reflection.is_none());
+    let model = req.resources.provider.model_for(AgentRole::Planner);
+    let key = cache.and_then(|_| PlanCache::key(&planner, req.goal, &model));
+    if let (Some(cache), Some(key)) = (cache, &key) {
+        let tools = req.resources.catalog();
+        if let Some(mut plan) = cache.load(key, req.goal, &tools, &req.config.meta, req.notes) {
+            // As the planner does: a forced language is the plan's, not its text's.
+            if let Some(l) = req.config.lang {
+                plan = plan.with_lang(l);
+            }
+            if !req.quiet {
+                req.notes.note(&format!(
+                    "plan from the cache: {} tasks ({})",
+                    plan.len(),
+                    cache.dir().join(format!("{}.json", key.as_str())).display()
+                ));
+            }
+            let lang = req
+                .config
+                .lang
+                .unwrap_or_else(|| planwave_plan::Lang::detect(req.goal.trim()));
+            let outcome = PlanOutcome {
+                plan: Some(plan),
+                attempts: Vec::new(),
+                fatal: None,
+                lang,
+            };
+            return Ok(Some(GoalPlan {
+                outcome,
+                source: PlanSource::Cache,
+            }));
+        }
+    }
+    let Some(outcome) = run_planner(&planner, &req, on_attempt).await? else {
+        return Ok(None);
+    };
+    if let (Some(cache), Some(key), Some(plan)) = (cache, &key, &outcome.plan)
+        && plan.spec().about.fallback().is_none()
+    {
+        cache.store(key, req.goal, &model, plan, req.notes);
+    }
+    Ok(Some(GoalPlan {
+        outcome,
+        source: PlanSource::Planner,
+    }))
+}
+
+fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
     if req.goal.trim().is_empty() {
         return Err(InvalidInput::one("goal", "the goal is empty").into());
     }
-    let planner = Planner::new(
+    Ok(Planner::new(
         req.resources.provider.clone(),
         req.resources.templates.clone(),
-        req.config,
+        req.config.clone(),
     )
-    .with_tools(req.resources.planner_tools());
+    .with_tools(req.resources.planner_tools()))
+}
+
+async fn run_planner(
+    planner: &Planner,
+    req: &PlanRequest<'_>,
+    on_attempt: &mut (dyn FnMut(&Attempt) + Send),
+) -> crate::Result<Option<PlanOutcome>> {
     let (quiet, notes) = (req.quiet, req.notes);
     let mut report = |a: &Attempt| {
         if !quiet {

@@ -102,6 +102,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         goal: r.goal,
         resources: r.resources,
         planner: r.settings.planner.clone(),
+        cache: r.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         config: r.settings.run.clone(),
         root: out.root().to_path_buf(),
         durable: out.is_durable(),
@@ -114,7 +115,10 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         notes: r.notes,
     });
     let looped = match r.plan {
-        Some(plan) => recover_plan(&cx, &mut driver, plan).await,
+        Some(plan) => {
+            driver.given_plan(1, planwave_engine::PlanSource::File);
+            recover_plan(&cx, &mut driver, plan).await
+        }
         None if r.resume => {
             let start = crate::resume_loop::loop_start(&out, &mut driver, r.notes)?;
             run_loop_from(&cx, &mut driver, start).await

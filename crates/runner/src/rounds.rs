@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_engine::{
-    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, Preset, RunConfig, RunDir,
-    RunResult,
+    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, PlanSource, Preset, RunConfig,
+    RunDir, RunResult,
 };
 use planwave_llm::{AgentRole, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
@@ -22,7 +22,10 @@ use tokio_util::sync::CancellationToken;
 use crate::RunnerError;
 use crate::execute::Watch;
 use crate::planning::planner_call_event;
-use crate::{Execution, Notes, PlanRequest, Resources, execute_plan, open_journal, plan_goal};
+use crate::{
+    Execution, Notes, PlanCache, PlanRequest, Resources, execute_plan, open_journal,
+    plan_goal_cached,
+};
 
 /// One line of `planner/attempts.json`.
 #[derive(Serialize)]
@@ -38,6 +41,9 @@ pub struct RoundsSetup<'a> {
     pub goal: String,
     pub resources: Resources,
     pub planner: PlannerConfig,
+    /// `--plan-cache`: only the first round's first plan goes through it (later plans are
+    /// told a reflection or a failure, and must be planned afresh).
+    pub cache: Option<PlanCache>,
     /// The engine's settings (prices included) for every pass.
     pub config: RunConfig,
     pub root: PathBuf,
@@ -63,6 +69,8 @@ pub struct RoundsDriver<'a> {
     pub attempts: HashMap<u32, usize>,
     /// Journals opened by planning, continued by the same pass's execution.
     events: HashMap<RoundTag, Arc<Journal>>,
+    /// Per round: where the plan in use came from.
+    sources: HashMap<u32, PlanSource>,
 }
 
 impl<'a> RoundsDriver<'a> {
@@ -72,6 +80,7 @@ impl<'a> RoundsDriver<'a> {
             calls: HashMap::new(),
             attempts: HashMap::new(),
             events: HashMap::new(),
+            sources: HashMap::new(),
         }
     }
 
@@ -99,6 +108,11 @@ impl<'a> RoundsDriver<'a> {
             .and_then(|b| serde_json::from_slice::<Vec<serde_json::Value>>(&b).ok())
             .map_or(0, |a| a.len());
         self.attempts.insert(round, n);
+    }
+
+    /// Where round `round`'s plan came from, when the caller gave it (`run --recover`).
+    pub fn given_plan(&mut self, round: u32, source: PlanSource) {
+        self.sources.insert(round, source);
     }
 
     pub fn round_dir(&self, round: u32) -> crate::Result<RunDir> {
@@ -193,7 +207,8 @@ impl Rounds for RoundsDriver<'_> {
         let planned = {
             let mut record = self.attempt_recorder(&out, &dir, &events, &mut write_errors);
             let s = &self.setup;
-            plan_goal(
+            let first = tag == RoundTag { round: 1, pass: 1 };
+            plan_goal_cached(
                 PlanRequest {
                     goal: &s.goal,
                     reflection: note,
@@ -203,6 +218,7 @@ impl Rounds for RoundsDriver<'_> {
                     cancel: &s.cancel,
                     notes: s.notes,
                 },
+                s.cache.as_ref().filter(|_| first),
                 &mut record,
             )
             .await
@@ -210,13 +226,13 @@ impl Rounds for RoundsDriver<'_> {
         for e in &write_errors {
             self.setup.notes.note(&format!("warning: {e}"));
         }
-        if !matches!(planned, Ok(Some(ref o)) if o.plan.is_some())
+        if !matches!(planned, Ok(Some(ref o)) if o.outcome.plan.is_some())
             && let Some(sink) = self.events.remove(&tag)
         {
             let _ = sink.close();
         }
-        let outcome = match planned {
-            Ok(Some(o)) => o,
+        let (outcome, source) = match planned {
+            Ok(Some(o)) => (o.outcome, o.source),
             Ok(None) => {
                 self.setup.notes.note("interrupted while planning");
                 return Ok(Planned::Stop(StopReason::Interrupted));
@@ -225,6 +241,13 @@ impl Rounds for RoundsDriver<'_> {
             Err(e) => return Ok(Planned::Failed(e)),
         };
         self.keep_attempts(tag, &out, &dir, &outcome.attempts)?;
+        if source == PlanSource::Cache {
+            out.write_json(
+                &format!("{dir}/cache.json"),
+                &serde_json::json!({"plan_source": "cache"}),
+            )?;
+        }
+        self.sources.insert(tag.round, source);
         match outcome.into_plan() {
             Ok(plan) => Ok(Planned::Plan(Box::new(plan))),
             Err(e) => Ok(Planned::Failed(e.into())),
@@ -259,6 +282,7 @@ impl Rounds for RoundsDriver<'_> {
                 resources: s.resources.clone(),
                 config: RunConfig {
                     round: Some(tag),
+                    plan_source: self.sources.get(&tag.round).copied(),
                     ..s.config.clone()
                 },
                 deadline: s

@@ -17,7 +17,7 @@ use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::JobOptions;
-use super::llm::{self, PlannerOptions};
+use super::llm::{self, PlanCacheOptions, PlannerOptions};
 use super::progress::Mode;
 use super::{Command, recorded_command};
 use progress::{BatchProgress, BatchView};
@@ -25,8 +25,9 @@ use progress::{BatchProgress, BatchView};
 #[derive(Debug, Args)]
 pub struct BatchArgs {
     /// Job file: one JSON object per line, `{"id": ..., "goal": "..."}`,
-    /// `{"id": ..., "plan": {...}}` or `{"id": ..., "plan_file": "..."}` (relative to the
-    /// job file). Bad lines are reported with their number and skipped.
+    /// `{"id": ..., "plan": {...}}`, `{"id": ..., "plan_file": "..."}` or
+    /// `{"id": ..., "template": "...", "vars": {...}}` (files relative to the job file).
+    /// Bad lines are reported with their number and skipped.
     #[arg(value_name = "JOBS.jsonl", required_unless_present = "resume")]
     pub job_file: Option<PathBuf>,
     /// Batch directory: batch.json and jobs/<id>/ (one run directory per job).
@@ -43,6 +44,8 @@ pub struct BatchArgs {
     pub max_subagents: Option<u64>,
     #[command(flatten)]
     pub planner: PlannerOptions,
+    #[command(flatten)]
+    pub plan_cache: PlanCacheOptions,
     #[command(flatten)]
     pub job: JobOptions,
     /// No progress output; only the final table.
@@ -90,7 +93,7 @@ async fn batch_in(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     let quiet = args.quiet || quiet_override;
-    let settings = llm::settings(&[&args.job, &args.planner])?;
+    let settings = llm::settings(&[&args.job, &args.planner, &args.plan_cache])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let jobs = read_job_file(&job_file)?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.

@@ -265,3 +265,45 @@ fn run_limits_come_from_the_run_section_and_must_be_positive() {
 
 mod flags;
 mod mcp;
+
+#[test]
+fn plan_cache_comes_from_the_flag_over_the_file_and_no_plan_cache_turns_it_off() {
+    let file = ConfigFile::parse(
+        "[planner]\nplan_cache = \"cache\"\nplan_cache_max_entries = 5\n",
+        Some(std::path::Path::new("/etc/pw/planwave.toml")),
+    )
+    .expect("file");
+    let resolve = |flags: Flags| resolve_settings(&file, &env(&[]), &flags).map(|s| s.plan_cache);
+    assert_eq!(
+        resolve(Flags::default()).expect("file"),
+        Some(PlanCacheSettings {
+            dir: "/etc/pw/cache".into(),
+            max_entries: 5
+        })
+    );
+    let flag = Flags {
+        plan_cache: Some("here".into()),
+        plan_cache_max_entries: Some(9),
+        ..Flags::default()
+    };
+    assert_eq!(
+        resolve(flag).expect("flag"),
+        Some(PlanCacheSettings {
+            dir: "here".into(),
+            max_entries: 9
+        })
+    );
+    let off = Flags {
+        no_plan_cache: true,
+        ..Flags::default()
+    };
+    assert_eq!(resolve(off).expect("off"), None);
+    let none =
+        resolve_settings(&ConfigFile::default(), &env(&[]), &Flags::default()).expect("defaults");
+    assert_eq!(none.plan_cache, None);
+    let zero = Flags {
+        plan_cache_max_entries: Some(0),
+        ..Flags::default()
+    };
+    assert!(resolve(zero).is_err());
+}

@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
-use planwave_engine::{Event, EventSink, Journal, Replay, RunConfig, RunDir, RunResult, RunStatus};
+use planwave_engine::{
+    Event, EventSink, Journal, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
+};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
 use tokio_util::sync::CancellationToken;
@@ -15,9 +17,12 @@ use tokio_util::sync::CancellationToken;
 use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
-    Execution, Notes, PlanRequest, Resources, RunnerError, Watcher, execute_plan, load_plan,
-    open_journal, plan_goal, resume_presets,
+    Execution, Notes, PlanCache, PlanRequest, Resources, RunnerError, Watcher, execute_plan,
+    load_plan, open_journal, plan_goal_cached, resume_presets,
 };
+
+/// Written next to a job's plan when it came from the cache, so a resumed job still says so.
+const CACHE_NOTE: &str = "planner/cache.json";
 
 /// What every job of a batch shares.
 pub(super) struct JobContext<'a> {
@@ -25,6 +30,8 @@ pub(super) struct JobContext<'a> {
     pub resources: Resources,
     pub planner: PlannerConfig,
     pub config: RunConfig,
+    /// `--plan-cache`: goal jobs reuse plans planned before.
+    pub cache: Option<PlanCache>,
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
     pub cancel: CancellationToken,
     pub watch: &'a dyn BatchWatch,
@@ -156,8 +163,8 @@ impl JobContext<'_> {
             .unwrap_or_else(uuid::Uuid::new_v4);
         let events = open_journal(&out, "events.jsonl", run_id)?;
         let resumable = out.root().join("plan.json").is_file();
-        let plan = match self.plan_for(job, &out, &events).await {
-            Ok(Some(p)) => Arc::new(p),
+        let (plan, source) = match self.plan_for(job, &out, &events).await {
+            Ok(Some((p, source))) => (Arc::new(p), source),
             // The run never started: its journal is closed here (execution closes it).
             Ok(None) => {
                 events.close().context("writing events.jsonl")?;
@@ -177,7 +184,10 @@ impl JobContext<'_> {
             Execution {
                 plan,
                 resources: self.resources.clone(),
-                config: self.config.clone(),
+                config: RunConfig {
+                    plan_source: Some(source),
+                    ..self.config.clone()
+                },
                 deadline: None,
                 out,
                 events,
@@ -194,26 +204,39 @@ impl JobContext<'_> {
         Ok(Some(result))
     }
 
-    /// The job's plan: given, or planned from its goal (once: a resumed job reuses plan.json).
+    /// The job's plan and where it came from: given, or planned from its goal (once: a
+    /// resumed job reuses plan.json), through the plan cache when there is one.
     async fn plan_for(
         &self,
         job: &ResolvedJob,
         out: &RunDir,
         events: &Arc<Journal>,
-    ) -> crate::Result<Option<ValidatedPlan>> {
+    ) -> crate::Result<Option<(ValidatedPlan, PlanSource)>> {
         let goal = match &job.input {
-            JobInput::Plan(p) => return Ok(Some((**p).clone())),
+            JobInput::Plan(p) => {
+                let source = match job.kind {
+                    "plan_file" => PlanSource::File,
+                    "template" => PlanSource::Template,
+                    _ => PlanSource::Inline,
+                };
+                return Ok(Some(((**p).clone(), source)));
+            }
             JobInput::Goal(g) => g,
         };
         let saved = out.root().join("plan.json");
         if saved.is_file() {
-            return Ok(Some(load_plan(&saved, self.notes)?));
+            let source = if out.root().join(CACHE_NOTE).is_file() {
+                PlanSource::Cache
+            } else {
+                PlanSource::Planner
+            };
+            return Ok(Some((load_plan(&saved, self.notes)?, source)));
         }
         let journal = events.clone();
         let mut on_attempt = move |a: &Attempt| {
             journal.emit(&crate::planning::planner_call_event(a));
         };
-        let planned = plan_goal(
+        let planned = plan_goal_cached(
             PlanRequest {
                 goal,
                 reflection: None,
@@ -226,16 +249,20 @@ impl JobContext<'_> {
                 cancel: &self.cancel,
                 notes: self.notes,
             },
+            self.cache.as_ref(),
             &mut on_attempt,
         )
         .await?;
-        let Some(outcome) = planned else {
+        let Some(planned) = planned else {
             return Ok(None);
         };
         std::fs::create_dir_all(out.root().join("planner")).context("creating planner/")?;
-        out.write_json("planner/attempts.json", &outcome.attempts)?;
-        match outcome.into_plan() {
-            Ok(p) => Ok(Some(p)),
+        out.write_json("planner/attempts.json", &planned.outcome.attempts)?;
+        if planned.source == PlanSource::Cache {
+            out.write_json(CACHE_NOTE, &serde_json::json!({"plan_source": "cache"}))?;
+        }
+        match planned.outcome.into_plan() {
+            Ok(p) => Ok(Some((p, planned.source))),
             Err(e) => Err(RunnerError::message(format!(
                 "planning failed: {}",
                 crate::planning::failure_detail(&e)

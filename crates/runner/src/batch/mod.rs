@@ -153,6 +153,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         resources: b.resources.clone(),
         planner: b.settings.planner.clone(),
         config: b.settings.run.clone(),
+        cache: b.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         slots: b
             .max_subagents
             .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
