@@ -79,6 +79,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 cancel: interrupt.token(),
                 watch: &Terminal { quiet: args.quiet },
                 notes: &Stderr,
+                slots: None,
             })
             .await
         })

@@ -138,6 +138,7 @@ async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Re
                 cancel: interrupt.token(),
                 watch: &Terminal { quiet },
                 notes: &Stderr,
+                slots: None,
             })
             .await
         })

@@ -119,6 +119,7 @@ async fn recover(
         cancel: interrupt.token(),
         watch: &Terminal { quiet: args.quiet },
         notes: &Stderr,
+        slots: None,
     })
     .await?;
     Ok(super::research::report(&done, &out, false))

@@ -470,3 +470,57 @@ fn batch_json_and_show_give_planning_and_execution_success_rates() {
         shown.stdout
     );
 }
+
+#[test]
+fn goal_jobs_run_the_reflective_loop_each_under_its_own_run_directory() {
+    let dir = tempdir();
+    let jobs = jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[
+            r#"{"id": "tesla", "goal": "Deep analysis of Tesla"}"#.into(),
+            r#"{"id": "byd", "goal": "深度分析比亚迪"}"#.into(),
+            format!(r#"{{"id": "p", "plan": {}}}"#, chain("p", 2)),
+        ],
+    );
+    let out = dir.path().join("b");
+    planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--sim-scores", "40,96")
+        .quiet()
+        .run()
+        .expect_ok();
+    for id in ["tesla", "byd"] {
+        let job = out.join("jobs").join(id);
+        let run = read_json(&job.join("run.json"));
+        assert_eq!(run["loop_stop_reason"], "correctness", "{id}: {run}");
+        assert_eq!(run["best_round"], 2, "{id}");
+        for k in ["1", "2"] {
+            assert!(
+                job.join("rounds").join(k).join("evaluation.json").is_file(),
+                "{id}: round {k} evaluated"
+            );
+        }
+    }
+    // A given plan is run as it is: no rounds.
+    assert!(!out.join("jobs/p/rounds").exists());
+
+    // --max-rounds bounds each goal job's loop.
+    let one = dir.path().join("one");
+    planwave(["batch"])
+        .arg(&jobs)
+        .out(&one)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--sim-scores", "40,96")
+        .opt("--max-rounds", "1")
+        .quiet()
+        .run()
+        .expect_ok();
+    let run = read_json(&one.join("jobs/tesla/run.json"));
+    assert_eq!(run["loop_stop_reason"], "max_rounds", "{run}");
+    assert!(!one.join("jobs/tesla/rounds/2").exists());
+}

@@ -167,11 +167,3 @@ impl From<PlanningFailed> for RunnerError {
         }
     }
 }
-
-/// What a planning failure says on one line: every problem of bad input, or the error.
-pub fn failure_detail(e: &PlanningFailed) -> String {
-    match e {
-        PlanningFailed::Invalid { problems, .. } => problems.join("; "),
-        other => other.to_string(),
-    }
-}

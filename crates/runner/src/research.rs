@@ -54,6 +54,8 @@ pub struct Research<'a> {
     pub cancel: CancellationToken,
     pub watch: &'a dyn Watch,
     pub notes: &'a dyn Notes,
+    /// A batch's cap on subagents in flight across its jobs; `None` for a command's own loop.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 pub struct ResearchOutcome {
@@ -108,6 +110,9 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         durable: out.is_durable(),
         quiet: r.quiet,
         deadline,
+        // A batch job (it has slots) shares the batch's root span.
+        root_span: r.slots.is_none(),
+        slots: r.slots,
         run_id,
         stream: r.stream,
         cancel: r.cancel,

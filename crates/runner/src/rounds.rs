@@ -51,6 +51,11 @@ pub struct RoundsSetup<'a> {
     pub quiet: bool,
     /// `--deadline` for the whole loop, not per round.
     pub deadline: Option<std::time::Instant>,
+    /// A batch's cap on subagents in flight across its jobs.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Each pass fills in the front end's root span (one loop per command); a batch's
+    /// jobs share theirs, so they do not.
+    pub root_span: bool,
     /// One run id for the whole loop: every round's journal and the `--events` stream
     /// carry it.
     pub run_id: uuid::Uuid,
@@ -293,9 +298,9 @@ impl Rounds for RoundsDriver<'_> {
                 run_id: s.run_id,
                 stream: s.stream.clone(),
                 preset,
-                slots: None,
+                slots: s.slots.clone(),
                 cancel: s.cancel.child_token(),
-                root_span: true,
+                root_span: s.root_span,
             },
             s.watch,
         )

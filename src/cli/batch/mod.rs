@@ -17,7 +17,7 @@ use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::JobOptions;
-use super::llm::{self, PlanCacheOptions, PlannerOptions};
+use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::progress::Mode;
 use super::{Command, recorded_command};
 use progress::{BatchProgress, BatchView};
@@ -42,6 +42,10 @@ pub struct BatchArgs {
     /// Most subagents in flight across all jobs (default: no cap beyond --concurrency per job).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subagents: Option<u64>,
+    /// Rounds of plan -> run -> evaluate -> reflect for each goal job, as `research` runs
+    /// them (default: [orchestrator] max_reflection_rounds, else 5).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: Option<u32>,
     #[command(flatten)]
     pub planner: PlannerOptions,
     #[command(flatten)]
@@ -93,7 +97,12 @@ async fn batch_in(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     let quiet = args.quiet || quiet_override;
-    let settings = llm::settings(&[&args.job, &args.planner, &args.plan_cache])?;
+    let settings = llm::settings(&[
+        &args.job,
+        &args.planner,
+        &args.plan_cache,
+        &MaxRounds(args.max_rounds),
+    ])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let jobs = read_job_file(&job_file)?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.

@@ -8,30 +8,24 @@ use std::time::Instant;
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
 use planwave_engine::{
-    Event, EventSink, Journal, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
+    Event, EventSink, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
 };
 use planwave_plan::ValidatedPlan;
-use planwave_planner::{Attempt, PlannerConfig};
 use tokio_util::sync::CancellationToken;
 
 use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
-    Execution, Notes, PlanCache, PlanRequest, Resources, RunnerError, Watcher, execute_plan,
-    load_plan, open_journal, plan_goal_cached, resume_presets,
+    Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal, resume_presets,
 };
-
-/// Written next to a job's plan when it came from the cache, so a resumed job still says so.
-const CACHE_NOTE: &str = "planner/cache.json";
 
 /// What every job of a batch shares.
 pub(super) struct JobContext<'a> {
     pub root: RunDir,
+    /// The batch's settings: a goal job runs the reflective loop with its policy.
+    pub settings: &'a planwave_config::Settings,
     pub resources: Resources,
-    pub planner: PlannerConfig,
     pub config: RunConfig,
-    /// `--plan-cache`: goal jobs reuse plans planned before.
-    pub cache: Option<PlanCache>,
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
     pub cancel: CancellationToken,
     pub watch: &'a dyn BatchWatch,
@@ -54,6 +48,19 @@ struct JobWatch(Arc<dyn EventSink>);
 impl Watch for JobWatch {
     fn open(&self, _plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
         Arc::new(JobView(self.0.clone()))
+    }
+}
+
+/// A goal job's view: each pass of its loop adds its plan's tasks to the batch's progress.
+struct LoopJobWatch<'a> {
+    sink: Arc<dyn EventSink>,
+    batch: &'a dyn BatchWatch,
+}
+
+impl Watch for LoopJobWatch<'_> {
+    fn open(&self, plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
+        self.batch.add_tasks(plan.len(), 0);
+        Arc::new(JobView(self.sink.clone()))
     }
 }
 
@@ -153,6 +160,9 @@ impl JobContext<'_> {
         if let Some(done) = finished_run(&out) {
             return Ok(Some(done));
         }
+        if let JobInput::Goal(goal) = &job.input {
+            return self.research(job, goal, out).await;
+        }
         // A job that ran before (crash, Ctrl-C) goes on as the same run, from its journal.
         let replay = Replay::read(&out.root().join("events.jsonl"))
             .ok()
@@ -163,18 +173,11 @@ impl JobContext<'_> {
             .unwrap_or_else(uuid::Uuid::new_v4);
         let events = open_journal(&out, "events.jsonl", run_id)?;
         let resumable = out.root().join("plan.json").is_file();
-        let (plan, source) = match self.plan_for(job, &out, &events).await {
-            Ok(Some((p, source))) => (Arc::new(p), source),
-            // The run never started: its journal is closed here (execution closes it).
-            Ok(None) => {
-                events.close().context("writing events.jsonl")?;
-                return Ok(None);
-            }
-            Err(e) => {
-                let _ = events.close();
-                return Err(e);
-            }
+        let Some((plan, source)) = Self::given_plan(job) else {
+            let _ = events.close();
+            return Err(RunnerError::message("a goal job runs the reflective loop"));
         };
+        let plan = Arc::new(plan);
         let preset = match replay {
             Some(replay) if resumable => resume_presets(&replay, &plan, &out, &events, run_id).0,
             _ => Vec::new(),
@@ -204,70 +207,60 @@ impl JobContext<'_> {
         Ok(Some(result))
     }
 
-    /// The job's plan and where it came from: given, or planned from its goal (once: a
-    /// resumed job reuses plan.json), through the plan cache when there is one.
-    async fn plan_for(
+    /// A goal job: the reflective loop, as `research` runs it, its rounds under the job's
+    /// run directory (a job that ran before goes on from them). `None` when cancelled before
+    /// its first round ran.
+    async fn research(
         &self,
         job: &ResolvedJob,
-        out: &RunDir,
-        events: &Arc<Journal>,
-    ) -> crate::Result<Option<(ValidatedPlan, PlanSource)>> {
-        let goal = match &job.input {
-            JobInput::Plan(p) => {
-                let source = match job.kind {
-                    "plan_file" => PlanSource::File,
-                    "template" => PlanSource::Template,
-                    _ => PlanSource::Inline,
-                };
-                return Ok(Some(((**p).clone(), source)));
-            }
-            JobInput::Goal(g) => g,
-        };
-        let saved = out.root().join("plan.json");
-        if saved.is_file() {
-            let source = if out.root().join(CACHE_NOTE).is_file() {
-                PlanSource::Cache
-            } else {
-                PlanSource::Planner
-            };
-            return Ok(Some((load_plan(&saved, self.notes)?, source)));
-        }
-        let journal = events.clone();
-        let mut on_attempt = move |a: &Attempt| {
-            journal.emit(&crate::planning::planner_call_event(a));
-        };
-        let planned = plan_goal_cached(
-            PlanRequest {
-                goal,
-                reflection: None,
-                resources: &self.resources,
-                config: PlannerConfig {
-                    meta: job.metadata.clone(),
-                    ..self.planner.clone()
-                },
-                quiet: true,
-                cancel: &self.cancel,
-                notes: self.notes,
+        goal: &str,
+        out: RunDir,
+    ) -> crate::Result<Option<RunResult>> {
+        let mut settings = self.settings.clone();
+        settings.planner.meta = job.metadata.clone();
+        // The batch's deadline cancels every job; a job has none of its own.
+        settings.deadline = None;
+        let resume = out.root().join("rounds").is_dir();
+        let done = crate::research(crate::Research {
+            goal: goal.to_owned(),
+            plan: None,
+            resume,
+            out,
+            resources: self.resources.clone(),
+            settings: &settings,
+            run_id: uuid::Uuid::new_v4(),
+            stream: None,
+            quiet: true,
+            cancel: self.cancel.child_token(),
+            watch: &LoopJobWatch {
+                sink: self.watch.for_job(&job.id),
+                batch: self.watch,
             },
-            self.cache.as_ref(),
-            &mut on_attempt,
-        )
-        .await?;
-        let Some(planned) = planned else {
-            return Ok(None);
+            notes: self.notes,
+            slots: self.slots.clone(),
+        })
+        .await
+        .map_err(|e| match e {
+            // The job's verdict names what failed, as for a job planned on its own.
+            RunnerError::Invalid(i) if i.source_name == "planner" => {
+                RunnerError::message(format!("planning failed: {}", i.problems.join("; ")))
+            }
+            other => other,
+        })?;
+        Ok(done.shown_round().map(|r| r.result.clone()))
+    }
+
+    /// A given plan and where it came from (goal jobs run the loop instead).
+    fn given_plan(job: &ResolvedJob) -> Option<(ValidatedPlan, PlanSource)> {
+        let JobInput::Plan(p) = &job.input else {
+            return None;
         };
-        std::fs::create_dir_all(out.root().join("planner")).context("creating planner/")?;
-        out.write_json("planner/attempts.json", &planned.outcome.attempts)?;
-        if planned.source == PlanSource::Cache {
-            out.write_json(CACHE_NOTE, &serde_json::json!({"plan_source": "cache"}))?;
-        }
-        match planned.outcome.into_plan() {
-            Ok(p) => Ok(Some((p, planned.source))),
-            Err(e) => Err(RunnerError::message(format!(
-                "planning failed: {}",
-                crate::planning::failure_detail(&e)
-            ))),
-        }
+        let source = match job.kind {
+            "plan_file" => PlanSource::File,
+            "template" => PlanSource::Template,
+            _ => PlanSource::Inline,
+        };
+        Some(((**p).clone(), source))
     }
 }
 

@@ -150,10 +150,9 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
     });
     let ctx = JobContext {
         root: root.clone(),
+        settings: b.settings,
         resources: b.resources.clone(),
-        planner: b.settings.planner.clone(),
         config: b.settings.run.clone(),
-        cache: b.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         slots: b
             .max_subagents
             .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
