@@ -15,6 +15,7 @@ mod plan_cache;
 mod quality;
 mod recover;
 mod reflect;
+mod report_html;
 mod research;
 mod resume_loop;
 mod run;

@@ -129,10 +129,15 @@ impl IntegratorState {
             stats: &req.stats,
             provider: &info,
         });
-        if let Some(out) = &self.args.output
-            && let Err(e) = out.write("report.md", text.as_bytes())
-        {
-            self.write_errors.push(e.to_string());
+        if let Some(out) = &self.args.output {
+            if let Err(e) = out.write("report.md", text.as_bytes()) {
+                self.write_errors.push(e.to_string());
+            }
+            // The same report as a self-contained page (inline CSS and SVG, nothing fetched).
+            let page = crate::html::render(&text, plan, &req.records);
+            if let Err(e) = out.write("report.html", page.as_bytes()) {
+                self.write_errors.push(e.to_string());
+            }
         }
         Integration {
             report: text,

@@ -16,6 +16,7 @@ mod context;
 mod digest;
 mod event;
 mod gantt;
+mod html;
 mod journal;
 mod mcp_events;
 mod outcome;

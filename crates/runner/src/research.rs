@@ -224,7 +224,7 @@ fn clear_old_rounds(out: &RunDir, notes: &dyn Notes) -> crate::Result<()> {
 /// earlier run there left.
 fn publish(top: &RunDir, round: u32) -> crate::Result<()> {
     let from = top.path(&format!("rounds/{round}"))?;
-    for f in ["report.md", "plan.json", "events.jsonl"] {
+    for f in ["report.md", "report.html", "plan.json", "events.jsonl"] {
         copy_file(top, &from, f)?;
     }
     for d in ["sections", "planner"] {

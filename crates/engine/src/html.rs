@@ -1,0 +1,214 @@
+//! `report.html`: the Markdown report as one self-contained page. The CSS is inline, the DAG
+//! and the timeline are inline SVG drawn here instead of Mermaid (which needs a script), and
+//! there is nothing to fetch, so the page opens offline and prints. Model text is data: raw
+//! HTML in it is shown as text and images become their text, so no section can run a script
+//! or make a request.
+
+mod svg;
+
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd, html};
+
+use planwave_plan::{Lang, ValidatedPlan};
+
+use crate::outcome::TaskRecord;
+
+/// The page for `markdown` (the rendered `report.md`) of a run of `plan`.
+pub fn render(markdown: &str, plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
+    let mut body = String::with_capacity(markdown.len() * 2);
+    html::push_html(&mut body, Rewrite::new(markdown, plan, records));
+    let lang = match plan.lang() {
+        Lang::Zh => "zh",
+        Lang::En => "en",
+    };
+    let title = plan.spec().topic.trim();
+    let title = if title.is_empty() {
+        "Research report"
+    } else {
+        title
+    };
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"{lang}\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n{body}</main>\n</body>\n</html>\n",
+        escape(title)
+    )
+}
+
+/// The Markdown events, with Mermaid blocks drawn as SVG, raw HTML as text and images as
+/// their alternative text.
+struct Rewrite<'a> {
+    parser: Parser<'a>,
+    plan: &'a ValidatedPlan,
+    records: &'a [TaskRecord],
+}
+
+impl<'a> Rewrite<'a> {
+    fn new(markdown: &'a str, plan: &'a ValidatedPlan, records: &'a [TaskRecord]) -> Self {
+        Rewrite {
+            parser: Parser::new_ext(markdown, Options::ENABLE_TABLES),
+            plan,
+            records,
+        }
+    }
+
+    /// The text of a code block up to its end.
+    fn block_text(&mut self) -> String {
+        let mut text = String::new();
+        for ev in self.parser.by_ref() {
+            match ev {
+                Event::Text(t) => text.push_str(&t),
+                Event::End(TagEnd::CodeBlock) => break,
+                _ => {}
+            }
+        }
+        text
+    }
+
+    /// An image's alternative text and address, shown as text (never fetched).
+    fn image_text(&mut self, url: &str) -> String {
+        let mut alt = String::new();
+        for ev in self.parser.by_ref() {
+            match ev {
+                Event::Text(t) | Event::Code(t) => alt.push_str(&t),
+                Event::End(TagEnd::Image) => break,
+                _ => {}
+            }
+        }
+        format!("[{alt}]({url})")
+    }
+}
+
+impl<'a> Iterator for Rewrite<'a> {
+    type Item = Event<'a>;
+
+    fn next(&mut self) -> Option<Event<'a>> {
+        let ev = self.parser.next()?;
+        Some(match ev {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))) if &*lang == "mermaid" => {
+                let text = self.block_text();
+                let svg = if text.trim_start().starts_with("gantt") {
+                    svg::gantt(self.plan, self.records)
+                } else {
+                    svg::dag(self.plan, self.records)
+                };
+                Event::Html(svg.into())
+            }
+            Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                let url = dest_url.to_string();
+                Event::Text(self.image_text(&url).into())
+            }
+            other => other,
+        })
+    }
+}
+
+/// Text for HTML content and attribute values.
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const CSS: &str = "
+body{margin:0;background:#fff;color:#1f2328;font:16px/1.6 -apple-system,'Segoe UI',Helvetica,Arial,'PingFang SC','Noto Sans CJK SC',sans-serif}
+main{max-width:980px;margin:0 auto;padding:24px}
+h1{font-size:2em;border-bottom:1px solid #d0d7de;padding-bottom:.3em}
+h2{font-size:1.5em;border-bottom:1px solid #d0d7de;padding-bottom:.3em;margin-top:1.6em}
+blockquote{margin:0;padding:0 1em;color:#57606a;border-left:.25em solid #d0d7de}
+table{border-collapse:collapse;margin:1em 0;display:block;overflow:auto}
+th,td{border:1px solid #d0d7de;padding:4px 10px}
+th{background:#f6f8fa}
+pre{background:#f6f8fa;padding:12px;overflow:auto}
+code{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.9em}
+svg{max-width:100%;height:auto;display:block;margin:1em 0}
+svg text{font:12px -apple-system,'Segoe UI',Helvetica,Arial,sans-serif;fill:#1f2328}
+svg .edge{stroke:#8c959f;stroke-width:1.2;fill:none}
+svg .node rect{stroke:#57606a;stroke-width:1}
+svg .completed rect{fill:#dafbe1}
+svg .failed rect{fill:#ffebe9;stroke:#cf222e}
+svg .blocked rect{fill:#eaeef2;stroke-dasharray:4 3}
+svg .pending rect,svg .running rect{fill:#fff8c5}
+svg .bar.completed{fill:#2da44e}
+svg .bar.failed{fill:#cf222e}
+svg .bar.other{fill:#bf8700}
+@media print{main{max-width:none;padding:0}h2{break-after:avoid}svg,table,pre{break-inside:avoid}}
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::TaskStatus;
+    use planwave_plan::{PlanSpec, TaskId, TaskSpec};
+
+    fn plan() -> ValidatedPlan {
+        ValidatedPlan::new(PlanSpec {
+            topic: "Acme <review>".into(),
+            tasks: vec![
+                TaskSpec::new(1, "Business", vec![]),
+                TaskSpec::new(2, "Outlook", vec![TaskId::Int(1)]),
+            ],
+            ..Default::default()
+        })
+        .expect("valid")
+    }
+
+    fn records(p: &ValidatedPlan) -> Vec<TaskRecord> {
+        use chrono::TimeZone;
+        (0..p.len())
+            .map(|i| TaskRecord {
+                id: p.id(i).clone(),
+                description: p.task(i).description.clone(),
+                status: if i == 0 {
+                    TaskStatus::Completed
+                } else {
+                    TaskStatus::Blocked
+                },
+                wave: p.wave(i),
+                attempts: 1,
+                started_at: (i == 0).then(|| chrono::Utc.timestamp_millis_opt(1_000).unwrap()),
+                finished_at: (i == 0).then(|| chrono::Utc.timestamp_millis_opt(2_000).unwrap()),
+                error: None,
+                blocked_by: (i == 1).then_some(TaskId::Int(1)),
+                context_from: Vec::new(),
+                section_file: None,
+                usage: Default::default(),
+                context_cut: Vec::new(),
+                tool_calls: Vec::new(),
+                failure_kind: None,
+                round: None,
+                optional: false,
+                empty_refs: Vec::new(),
+                warnings: Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn model_text_cannot_script_or_fetch_and_mermaid_becomes_svg() {
+        let p = plan();
+        let md = "# Acme\n\n## Business\n\n<script>alert(1)</script> ok ![chart](https://example.com/x.png)\n\n```mermaid\ngraph TD\n  t1 --> t2\n```\n";
+        let page = render(md, &p, &records(&p));
+        assert!(!page.contains("<script"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{page}"
+        );
+        assert!(!page.contains("<img") && page.contains("[chart](https://example.com/x.png)"));
+        assert!(page.contains("<title>Acme &lt;review&gt;</title>"));
+        assert!(page.contains("data-task=\"1\"") && page.contains("data-task=\"2\""));
+        assert!(!page.contains("```") && !page.contains("graph TD"));
+        for needle in ["src=\"http", "href=\"http", "@import", "url("] {
+            assert!(!page.contains(needle), "{needle}");
+        }
+    }
+}
