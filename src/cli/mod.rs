@@ -9,6 +9,7 @@ mod llm;
 mod loadtest;
 mod mcp;
 mod options;
+mod pdf;
 mod plan;
 pub(crate) mod progress;
 mod research;

@@ -39,6 +39,8 @@ pub struct ResearchArgs {
     pub job: JobOptions,
     #[command(flatten)]
     pub events: EventsOptions,
+    #[command(flatten)]
+    pub pdf: super::pdf::PdfOptions,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -84,7 +86,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             .await
         })
         .await?;
-    Ok(report(&done, &out, true))
+    let outcome = report(&done, &out, true);
+    args.pdf.print(&out).await?;
+    Ok(outcome)
 }
 
 /// The best round's summary, a line per round and why the loop stopped; `planned`: the

@@ -30,6 +30,8 @@ pub struct RunArgs {
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub pdf: super::pdf::PdfOptions,
     /// Recover failed tasks as `research` does (retry, partial replan, complete replan,
     /// with the plan's topic as the goal); passes are kept under DIR/rounds/1/.
     #[arg(long)]
@@ -61,7 +63,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
             let run_id = uuid::Uuid::new_v4();
             let events = open_journal(&out, "events.jsonl", run_id)?;
             let stream = open_stream(run_id, &args.events)?;
-            execute_and_summarize(
+            let outcome = execute_and_summarize(
                 Execution {
                     plan: Arc::new(plan),
                     resources: resources.clone(),
@@ -70,7 +72,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                         ..settings.run.clone()
                     },
                     deadline: settings.deadline,
-                    out,
+                    out: out.clone(),
                     events,
                     stream,
                     run_id,
@@ -81,7 +83,9 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                 },
                 args.quiet,
             )
-            .await
+            .await?;
+            args.pdf.print(&out).await?;
+            Ok(outcome)
         })
         .await
 }
@@ -122,5 +126,7 @@ async fn recover(
         slots: None,
     })
     .await?;
-    Ok(super::research::report(&done, &out, false))
+    let outcome = super::research::report(&done, &out, false);
+    args.pdf.print(&out).await?;
+    Ok(outcome)
 }

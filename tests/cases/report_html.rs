@@ -83,3 +83,141 @@ fn research_publishes_the_html_report_of_its_shown_round() {
     assert_eq!(page(&out), page(&out.join("rounds/1")));
     assert_self_contained(&page(&out));
 }
+
+/// Headless Chromium from `.ci/peers` (Debian's `chromium`).
+fn chromium() -> Option<std::path::PathBuf> {
+    crate::support::peer("bin/chromium")
+}
+
+/// Loads `page` in headless Chromium with every request sent to a proxy on loopback that
+/// records what was asked for; returns the DOM and the hosts the page itself asked for.
+/// Chromium's own background traffic (its clock, accounts and update services at Google)
+/// goes through the proxy too and is left out: it is the browser's, not the page's.
+fn load_recording_requests(
+    chromium: &std::path::Path,
+    page: &std::path::Path,
+) -> (String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let trap = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = trap.local_addr().expect("addr").port();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for conn in trap.incoming() {
+            let Ok(conn) = conn else { break };
+            let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+            let mut line = String::new();
+            let _ = BufReader::new(&conn).read_line(&mut line);
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let profile = tempdir();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--virtual-time-budget=3000",
+            &format!("--proxy-server=127.0.0.1:{port}"),
+            "--proxy-bypass-list=<-loopback>",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--dump-dom",
+        ])
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs");
+    // Chromium has exited: every connection it made was accepted and read (or timed out).
+    let own = ["google.com", "gvt1.com", "googleapis.com", "gstatic.com"];
+    let hosts = rx
+        .try_iter()
+        .filter_map(|line| {
+            let target = line.split_whitespace().nth(1)?.to_owned();
+            let host = target
+                .trim_start_matches("http://")
+                .trim_start_matches("https://")
+                .split(['/', ':'])
+                .next()?
+                .to_owned();
+            (!own
+                .iter()
+                .any(|o| host == *o || host.ends_with(&format!(".{o}"))))
+            .then_some(host)
+        })
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), hosts)
+}
+
+#[test]
+fn the_html_report_loads_in_chromium_without_a_request_and_prints_to_pdf() {
+    let Some(chromium) = chromium() else {
+        return;
+    };
+    let dir = tempdir();
+    let plan = write_json(
+        dir.path(),
+        "plan.json",
+        &serde_json::json!({"topic": "Acme review", "tasks": [
+            {"id": 1, "description": "Business model", "dependencies": []},
+            {"id": 2, "description": "Outlook", "dependencies": [1]}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = run_plan(&plan, &out).quiet().opt("--pdf", "").run();
+    // `--pdf` is a switch: a value is refused.
+    r.expect_code(2);
+    let r = planwave(["run", "--pdf"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "0")
+        .quiet()
+        .env("PLANWAVE_CHROMIUM", &chromium)
+        .run();
+    r.expect_ok();
+    let pdf = std::fs::read(out.join("report.pdf")).expect("report.pdf");
+    assert!(pdf.starts_with(b"%PDF-"), "not a PDF");
+    assert!(pdf.len() > 1000, "an empty page? {} bytes", pdf.len());
+
+    // The page loads with nothing fetched, and the browser sees the DAG.
+    let (dom, hosts) = load_recording_requests(&chromium, &out.join("report.html"));
+    assert!(dom.contains("data-task=\"2\""), "{dom}");
+    assert!(hosts.is_empty(), "report.html asked for {hosts:?}");
+    // The trap works: a page that does fetch is caught.
+    let fetching = dir.path().join("fetching.html");
+    std::fs::write(&fetching, "<img src=\"http://example.invalid/x.png\">").expect("page");
+    assert_eq!(
+        load_recording_requests(&chromium, &fetching).1,
+        ["example.invalid"]
+    );
+}
+
+#[test]
+fn pdf_without_a_browser_says_so_after_saving_the_run() {
+    let dir = tempdir();
+    let plan = write_json(
+        dir.path(),
+        "plan.json",
+        &serde_json::json!({"topic": "Acme", "tasks": [
+            {"id": 1, "description": "Business model", "dependencies": []}
+        ]}),
+    );
+    let out = dir.path().join("out");
+    let r = planwave(["run", "--pdf"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "0")
+        .quiet()
+        .env("PLANWAVE_CHROMIUM", dir.path().join("no-such-browser"))
+        .run();
+    r.expect_code(1);
+    assert!(
+        r.stderr.contains("--pdf: PLANWAVE_CHROMIUM=") && r.stderr.contains("is not a file"),
+        "{}",
+        r.stderr
+    );
+    assert!(out.join("report.html").is_file() && out.join("run.json").is_file());
+    assert!(!out.join("report.pdf").exists());
+}
