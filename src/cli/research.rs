@@ -72,6 +72,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 goal: args.goal.clone(),
                 plan: None,
                 resume: false,
+                recover: false,
                 out: out.clone(),
                 resources: resources.clone(),
                 settings: &settings,

@@ -13,10 +13,10 @@ use planwave_runner::{
 };
 
 use super::exit::Outcome;
-use super::job::JobOptions;
 use super::llm::{self, MaxRounds};
 use super::progress::Terminal;
 use super::research::ResearchArgs;
+use super::run::RunArgs;
 use super::summary::execute_and_summarize;
 use super::{Command, recorded_command};
 
@@ -31,7 +31,7 @@ pub struct ResumeArgs {
 
 /// The command that started the run, as far as resuming needs it.
 enum Recorded {
-    Run(Box<JobOptions>),
+    Run(Box<RunArgs>),
     Research(Box<ResearchArgs>),
 }
 
@@ -47,7 +47,7 @@ fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
         );
     }
     match command {
-        Command::Run(a) => Ok(Recorded::Run(Box::new(a.job))),
+        Command::Run(a) => Ok(Recorded::Run(Box::new(a))),
         Command::Research(a) => Ok(Recorded::Research(Box::new(a))),
         _ => Err(bad(
             "invocation.json does not record a run or research command".into(),
@@ -64,15 +64,16 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     })?;
     // A research keeps its rounds under rounds/: its loop goes on from there, even when
     // killed before anything was published at the top.
-    if dir.join("invocation.json").is_file()
-        && dir.join("rounds").is_dir()
-        && let Recorded::Research(a) = recorded(&dir)?
-    {
-        return resume_research(&dir, *a, args.quiet).await;
+    if dir.join("invocation.json").is_file() && dir.join("rounds").is_dir() {
+        match recorded(&dir)? {
+            Recorded::Research(a) => return resume_research(&dir, *a, args.quiet).await,
+            Recorded::Run(a) if a.recover => return resume_recover(&dir, *a, args.quiet).await,
+            Recorded::Run(_) => {}
+        }
     }
     let dir = planwave_runner::resumable_dir(&dir)?;
     let job = match recorded(&dir)? {
-        Recorded::Run(job) => *job,
+        Recorded::Run(a) => a.job,
         Recorded::Research(a) => a.job,
     };
     let settings = llm::settings(&[&job])?;
@@ -129,6 +130,7 @@ async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Re
                 goal: a.goal.clone(),
                 plan: None,
                 resume: true,
+                recover: false,
                 out: out.clone(),
                 resources: resources.clone(),
                 settings: &settings,
@@ -144,4 +146,46 @@ async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Re
         })
         .await?;
     Ok(super::research::report(&done, &out, true))
+}
+
+/// The rest of an interrupted `run --recover`: its round goes on (tasks completed kept) and
+/// recovers as before; no evaluation, no reflection.
+async fn resume_recover(dir: &Path, a: RunArgs, quiet: bool) -> anyhow::Result<Outcome> {
+    let settings = llm::settings(&[&a.job])?;
+    let resources = a.job.resources(&settings)?;
+    let out = open_run_dir(dir)?;
+    let _lock = lock_run_dir(&out)?;
+    let plan = planwave_runner::load_plan(&dir.join("rounds/1/plan.json"), &Stderr)?;
+    let spec = plan.spec();
+    let goal = if spec.topic.trim().is_empty() {
+        plan.task(0).title().to_owned()
+    } else {
+        spec.topic.clone()
+    };
+    let interrupt = CtrlC::listen();
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
+        .await;
+    let done = resources
+        .scope(async |resources| {
+            planwave_runner::research(Research {
+                goal: goal.clone(),
+                plan: None,
+                resume: true,
+                recover: true,
+                out: out.clone(),
+                resources: resources.clone(),
+                settings: &settings,
+                run_id: uuid::Uuid::new_v4(),
+                stream: None,
+                quiet,
+                cancel: interrupt.token(),
+                watch: &Terminal { quiet },
+                notes: &Stderr,
+                slots: None,
+            })
+            .await
+        })
+        .await?;
+    Ok(super::research::report(&done, &out, false))
 }

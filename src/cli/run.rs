@@ -114,6 +114,7 @@ async fn recover(
         goal,
         plan: Some(plan),
         resume: false,
+        recover: false,
         out: out.clone(),
         resources: resources.clone(),
         settings,

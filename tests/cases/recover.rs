@@ -102,3 +102,57 @@ fn run_recover_replans_around_a_fatal_failure_with_the_topic_as_goal() {
         "{round}"
     );
 }
+
+#[test]
+fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
+    let dir = tempdir();
+    let plan = plan(dir.path());
+    // Task 3 never ends while the first process runs.
+    let latency = write_json(
+        dir.path(),
+        "latency.json",
+        &serde_json::json!({"3": 600000}),
+    );
+    let out = dir.path().join("r");
+    let mut child = planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--llm", "sim")
+        .opt("--sim-latency-ms", "0")
+        .opt("--sim-latency-file", &latency)
+        .opt("--sim-task-fail", "1:2:transient")
+        .opt("--retries", "0")
+        .spawn();
+    // Task 1 completes in the first pass, task 2 in the retry_step pass.
+    child.wait_for(" completed in ", 2);
+    child.kill_9();
+    std::fs::write(&latency, "{}").expect("latency");
+
+    let r = planwave(["resume"]).arg(&out).run();
+    r.expect_ok();
+    assert!(
+        r.stderr
+            .contains("resuming round 1: 2 of 3 tasks already completed"),
+        "{}",
+        r.stderr
+    );
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["loop_stop_reason"], "run_finished");
+    assert!(
+        !out.join("rounds/1/evaluation.json").exists(),
+        "no evaluation"
+    );
+    let journal = crate::support::events(&out.join("rounds/1"));
+    let calls = |id: &str| {
+        journal
+            .iter()
+            .filter(|e| {
+                e["type"] == "llm_call"
+                    && e["role"] == "subagent"
+                    && crate::support::id_text(&e["task"]) == id
+            })
+            .count()
+    };
+    assert_eq!((calls("1"), calls("2"), calls("3")), (1, 2, 1));
+}

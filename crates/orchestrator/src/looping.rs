@@ -608,10 +608,13 @@ fn finished<R: Rounds>(driver: &mut R, rounds: &mut Vec<RoundRecord>, record: Ro
 /// `run --recover`: one round on a given plan, its failed tasks recovered by the loop's
 /// policy (retry, partial or complete replan, with `cx.goal` as the goal), neither evaluated
 /// nor reflected on.
+///
+/// `preset`: the tasks an interrupted earlier process completed (`planwave resume`).
 pub async fn recover_plan<R: Rounds>(
     cx: &LoopContext,
     driver: &mut R,
     plan: ValidatedPlan,
+    preset: Vec<Preset>,
 ) -> Result<LoopOutcome, LoopError<R::Error>> {
     driver.event(
         1,
@@ -620,7 +623,7 @@ pub async fn recover_plan<R: Rounds>(
             reflected: false,
         },
     );
-    let run = run_passes(cx, driver, 1, Arc::new(plan), Vec::new()).await?;
+    let run = run_passes(cx, driver, 1, Arc::new(plan), preset).await?;
     let stop_reason = if run.interrupted {
         cx.cut_short()
     } else {

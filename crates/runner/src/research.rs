@@ -41,6 +41,9 @@ pub struct Research<'a> {
     /// `planwave resume`: go on from the rounds under `out` (the interrupted round's tasks
     /// kept) to the loop's stop condition, with the loop's own run id.
     pub resume: bool,
+    /// With `resume`: the loop was `run --recover`'s one round, which goes on recovering
+    /// and is neither evaluated nor reflected on.
+    pub recover: bool,
     /// Opened and locked by the caller.
     pub out: RunDir,
     /// With the MCP servers started: the planner lists their tools, every round calls them.
@@ -122,8 +125,9 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     let looped = match r.plan {
         Some(plan) => {
             driver.given_plan(1, planwave_engine::PlanSource::File);
-            recover_plan(&cx, &mut driver, plan).await
+            recover_plan(&cx, &mut driver, plan, Vec::new()).await
         }
+        None if r.resume && r.recover => resume_recover(&cx, &mut driver, &out, r.notes).await?,
         None if r.resume => {
             let start = crate::resume_loop::loop_start(&out, &mut driver, r.notes)?;
             run_loop_from(&cx, &mut driver, start).await
@@ -169,6 +173,26 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         s.close().context("writing the --events stream")?;
     }
     Ok(outcome)
+}
+
+/// The rest of an interrupted `run --recover`: its round on with the tasks completed kept,
+/// recovered as before; a round that had finished has nothing left to recover.
+async fn resume_recover(
+    cx: &LoopContext,
+    driver: &mut RoundsDriver<'_>,
+    out: &RunDir,
+    notes: &dyn Notes,
+) -> crate::Result<Result<LoopOutcome, LoopError<RunnerError>>> {
+    driver.given_plan(1, planwave_engine::PlanSource::File);
+    let start = crate::resume_loop::loop_start(out, driver, notes)?;
+    Ok(match start.resume {
+        Some((plan, preset)) => recover_plan(cx, driver, plan, preset).await,
+        None => Ok(LoopOutcome {
+            best_round: start.rounds.last().map(|r| r.round),
+            rounds: start.rounds,
+            stop_reason: StopReason::RunFinished,
+        }),
+    })
 }
 
 /// The shown round at the top of the run directory, closed by `loop_finished` (also on the

@@ -225,6 +225,7 @@ impl JobContext<'_> {
             goal: goal.to_owned(),
             plan: None,
             resume,
+            recover: false,
             out,
             resources: self.resources.clone(),
             settings: &settings,
