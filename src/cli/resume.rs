@@ -13,6 +13,7 @@ use planwave_runner::{
 };
 
 use super::exit::Outcome;
+use super::job::JobOptions;
 use super::llm::{self, MaxRounds};
 use super::progress::Terminal;
 use super::research::ResearchArgs;
@@ -117,51 +118,30 @@ pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
 /// the loop to its stop condition, with the recorded settings.
 async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&[&a.job, &a.planner, &MaxRounds(a.max_rounds)])?;
-    let resources = a.job.resources(&settings)?;
-    let out = open_run_dir(dir)?;
-    let _lock = lock_run_dir(&out)?;
-    let interrupt = CtrlC::listen();
-    let resources = resources
-        .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
-        .await;
-    let done = resources
-        .scope(async |resources| {
-            planwave_runner::research(Research {
-                goal: a.goal.clone(),
-                plan: None,
-                resume: true,
-                recover: false,
-                out: out.clone(),
-                resources: resources.clone(),
-                settings: &settings,
-                run_id: uuid::Uuid::new_v4(),
-                stream: None,
-                quiet,
-                cancel: interrupt.token(),
-                watch: &Terminal { quiet },
-                notes: &Stderr,
-                slots: None,
-            })
-            .await
-        })
-        .await?;
-    Ok(super::research::report(&done, &out, true))
+    go_on(dir, &a.job, &settings, a.goal.clone(), false, quiet).await
 }
 
 /// The rest of an interrupted `run --recover`: its round goes on (tasks completed kept) and
 /// recovers as before; no evaluation, no reflection.
 async fn resume_recover(dir: &Path, a: RunArgs, quiet: bool) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&[&a.job])?;
-    let resources = a.job.resources(&settings)?;
+    let plan = planwave_runner::load_plan(&dir.join("rounds/1/plan.json"), &Stderr)?;
+    let goal = super::run::recover_goal(&plan);
+    go_on(dir, &a.job, &settings, goal, true, quiet).await
+}
+
+/// A reflective loop (`recover`: `run --recover`'s one round) resumed from its rounds.
+async fn go_on(
+    dir: &Path,
+    job: &JobOptions,
+    settings: &planwave_config::Settings,
+    goal: String,
+    recover: bool,
+    quiet: bool,
+) -> anyhow::Result<Outcome> {
+    let resources = job.resources(settings)?;
     let out = open_run_dir(dir)?;
     let _lock = lock_run_dir(&out)?;
-    let plan = planwave_runner::load_plan(&dir.join("rounds/1/plan.json"), &Stderr)?;
-    let spec = plan.spec();
-    let goal = if spec.topic.trim().is_empty() {
-        plan.task(0).title().to_owned()
-    } else {
-        spec.topic.clone()
-    };
     let interrupt = CtrlC::listen();
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
@@ -172,10 +152,10 @@ async fn resume_recover(dir: &Path, a: RunArgs, quiet: bool) -> anyhow::Result<O
                 goal: goal.clone(),
                 plan: None,
                 resume: true,
-                recover: true,
+                recover,
                 out: out.clone(),
                 resources: resources.clone(),
-                settings: &settings,
+                settings,
                 run_id: uuid::Uuid::new_v4(),
                 stream: None,
                 quiet,
@@ -187,5 +167,5 @@ async fn resume_recover(dir: &Path, a: RunArgs, quiet: bool) -> anyhow::Result<O
             .await
         })
         .await?;
-    Ok(super::research::report(&done, &out, false))
+    Ok(super::research::report(&done, &out, !recover))
 }

@@ -103,13 +103,7 @@ async fn recover(
     Invocation::current()?.record(&out)?;
     let run_id = uuid::Uuid::new_v4();
     let stream = open_stream(run_id, &args.events)?;
-    let spec = plan.spec();
-    // A step plan may have no topic; its first task still says what it is about.
-    let goal = if spec.topic.trim().is_empty() {
-        plan.task(0).title().to_owned()
-    } else {
-        spec.topic.clone()
-    };
+    let goal = recover_goal(&plan);
     let done = planwave_runner::research(Research {
         goal,
         plan: Some(plan),
@@ -130,4 +124,15 @@ async fn recover(
     let outcome = super::research::report(&done, &out, false);
     args.pdf.print(&out).await?;
     Ok(outcome)
+}
+
+/// The goal `--recover` replans for: the plan's topic. A step plan may have none; its first
+/// task still says what it is about.
+pub(super) fn recover_goal(plan: &planwave_plan::ValidatedPlan) -> String {
+    let topic = &plan.spec().topic;
+    if topic.trim().is_empty() {
+        plan.task(0).title().to_owned()
+    } else {
+        topic.clone()
+    }
 }

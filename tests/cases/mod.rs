@@ -14,7 +14,7 @@ pub(crate) mod mcp;
 mod plan_cache;
 mod quality;
 mod recover;
-mod reflect;
+pub(crate) mod reflect;
 mod report_html;
 mod research;
 mod resume_loop;

@@ -1,18 +1,8 @@
 //! `run --recover` (seed 004's adaptive controller for any plan): failed tasks of a plan
 //! file are recovered with the same policy `research` uses, the plan's topic as the goal.
 
+use crate::cases::reflect::subagent_calls;
 use crate::support::{planwave, read_json, tempdir, write_json};
-
-/// Model calls of the subagent writing task `id` in a run record.
-fn subagent_calls(run: &serde_json::Value, id: &str) -> usize {
-    run["calls"]
-        .as_array()
-        .expect("calls")
-        .iter()
-        // Integer ids are numbers in the record.
-        .filter(|c| c["role"] == "subagent" && c["task"].to_string().trim_matches('"') == id)
-        .count()
-}
 
 fn plan(dir: &std::path::Path) -> std::path::PathBuf {
     write_json(

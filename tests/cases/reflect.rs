@@ -44,7 +44,7 @@ fn ids(plan: &serde_json::Value) -> Vec<String> {
 }
 
 /// Subagent calls per task id in a round's `run.json`.
-fn subagent_calls(run: &serde_json::Value, id: &str) -> usize {
+pub(crate) fn subagent_calls(run: &serde_json::Value, id: &str) -> usize {
     run["calls"]
         .as_array()
         .expect("calls")

@@ -629,19 +629,7 @@ pub async fn recover_plan<R: Rounds>(
     } else {
         StopReason::RunFinished
     };
-    let record = RoundRecord {
-        round: 1,
-        status: run.result.status,
-        passes: run.passes,
-        overall_score: None,
-        correctness: None,
-        is_successful: None,
-        should_replan: None,
-        evaluation_id: None,
-        reflection_id: None,
-        evaluation: None,
-        result: run.result,
-    };
+    let (record, _) = round_record(1, run);
     let mut rounds = Vec::new();
     if stop_reason == StopReason::RunFinished {
         finished(driver, &mut rounds, record);
