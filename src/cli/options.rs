@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Args, ValueEnum};
 use planwave_config::{Flags, parse_positive_secs};
 use planwave_engine::Schedule;
-use planwave_llm::sim::{Latency, PlannerFault, SimConfig};
+use planwave_llm::sim::{Latency, PlannerFault, SimConfig, TokenRate};
 
 use super::exit::InvalidInput;
 
@@ -71,6 +71,11 @@ pub struct SimOptions {
     /// Sigma of the lognormal latency (0 = every call takes exactly the mean).
     #[arg(long, value_name = "S", default_value_t = 1.0)]
     pub sim_sigma: f64,
+    /// Stream answers at this many output tokens per second, for every role (`40`) or per
+    /// role (`planner=40,subagent=20`, or `30,planner=40`); the latency is then the time to
+    /// the first token. 0 (default): each answer arrives at once.
+    #[arg(long, value_name = "RATE", value_parser = parse_token_rate, default_value = "0")]
+    pub sim_tokens_per_sec: TokenRate,
     /// Task ids whose every attempt fails (comma-separated).
     #[arg(long, value_name = "IDS", value_delimiter = ',')]
     pub sim_fail: Vec<String>,
@@ -117,8 +122,13 @@ impl SimOptions {
             latency_overrides,
             planner_faults: self.sim_planner_faults.clone(),
             reflect: self.reflect.script()?,
+            token_rate: self.sim_tokens_per_sec.clone(),
         })
     }
+}
+
+fn parse_token_rate(text: &str) -> Result<TokenRate, String> {
+    TokenRate::parse(text)
 }
 
 /// `{"<task id>": ms}`; ms may be fractional, never negative.

@@ -183,6 +183,7 @@ impl IntegratorState {
                 context: context.clone(),
                 traceparent: None,
                 tools: Vec::new(),
+                on_delta: None,
             };
             let answer = shared.provider.chat(request).await;
             let (u, model, error) = match &answer {

@@ -256,6 +256,7 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             context: context.clone(),
             traceparent: None,
             tools: Vec::new(),
+            on_delta: None,
         };
         let answer = crate::tool_loop::converse(&mut calls, request, suggested).await;
         let err = match answer {

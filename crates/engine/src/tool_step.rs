@@ -138,6 +138,7 @@ async fn run_inner(
             context: subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]),
             traceparent: None,
             tools: Vec::new(),
+            on_delta: None,
         };
         let answer = calls.model(request).await.map_err(Failure::Model)?;
         return Ok(StepDone {

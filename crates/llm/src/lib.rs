@@ -15,6 +15,7 @@ mod provider;
 mod record;
 mod secret;
 pub mod sim;
+mod stream;
 pub mod timefmt;
 mod tokens;
 mod types;
@@ -25,6 +26,7 @@ pub use pricing::{CostEstimate, ModelPrice, PriceTable};
 pub use provider::{LlmProvider, ProviderInfo};
 pub use record::CallRecord;
 pub use secret::{ApiKey, scrub};
+pub use stream::{CallTiming, DeltaSink, StreamEvent};
 pub use tokens::{char_tokens, estimate_tokens, is_cjk};
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,

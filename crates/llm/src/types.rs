@@ -229,6 +229,10 @@ pub struct ChatRequest {
     /// Native tool calling: the tools offered (sent as the OpenAI `tools`). Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// Where the answer's text goes as it arrives (streamed planning, serving metrics). Not
+    /// part of what is asked: never serialized, equal whatever it holds.
+    #[serde(skip)]
+    pub on_delta: Option<crate::DeltaSink>,
 }
 
 /// Token counts of one call (or summed over many).
@@ -265,4 +269,8 @@ pub struct ChatResponse {
     /// Native tool calling: the calls the model asked for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,
+    /// Client-side timing of the call, from providers that measure it (the HTTP client, the
+    /// simulator). Not recorded in run files.
+    #[serde(skip)]
+    pub timing: Option<crate::CallTiming>,
 }

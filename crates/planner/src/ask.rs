@@ -259,6 +259,7 @@ async fn call<T>(
             context: q.context.clone(),
             traceparent: None,
             tools: Vec::new(),
+            on_delta: None,
         })
         .instrument(span.clone())
         .await;

@@ -30,6 +30,7 @@ fn request(i: usize) -> ChatRequest {
         },
         traceparent: None,
         tools: Vec::new(),
+        on_delta: None,
     }
 }
 

@@ -430,6 +430,7 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
             .iter()
             .filter_map(|t| serde_json::from_value(t.get("function")?.clone()).ok())
             .collect(),
+        on_delta: None,
     }
 }
 

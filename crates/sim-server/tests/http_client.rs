@@ -63,6 +63,7 @@ fn section_request() -> ChatRequest {
         },
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
         tools: Vec::new(),
+        on_delta: None,
     }
 }
 
@@ -213,6 +214,7 @@ async fn the_planner_role_gets_a_plan_in_the_goals_language() {
             },
             traceparent: None,
             tools: Vec::new(),
+            on_delta: None,
         })
         .await
         .expect("plan");
@@ -234,4 +236,46 @@ async fn a_late_first_byte_is_cut_by_the_idle_timeout_and_retried() {
     assert_eq!(sleeper.recorded().len(), 1, "one retry");
     assert_eq!(srv.stats().requests, 2);
     srv.shutdown(Duration::from_millis(200)).await;
+}
+
+/// The request's sink sees the answer as it streams; a stream cut short is voided with a
+/// Restart before the retry, so what the sink holds at the end is exactly the answer.
+#[tokio::test]
+async fn deltas_reassemble_the_answer_and_a_retry_restarts_them() {
+    use planwave_llm::{DeltaSink, StreamEvent};
+    use std::sync::Mutex;
+    let srv = server(vec![Fault::Truncated, Fault::Ok], None).await;
+    for stream in [true, false] {
+        let (c, _) = client(&srv.base_url(), stream);
+        let text = Arc::new(Mutex::new(String::new()));
+        let (restarts, deltas) = (Arc::new(Mutex::new(0)), Arc::new(Mutex::new(0)));
+        let (t, r, d) = (text.clone(), restarts.clone(), deltas.clone());
+        let mut request = section_request();
+        request.on_delta = Some(DeltaSink::new(move |e| match e {
+            StreamEvent::Delta(s) => {
+                t.lock().unwrap().push_str(s);
+                *d.lock().unwrap() += 1;
+            }
+            StreamEvent::Restart => {
+                t.lock().unwrap().clear();
+                *d.lock().unwrap() = 0;
+                *r.lock().unwrap() += 1;
+            }
+        }));
+        let answer = c.chat(request).await.expect("answer");
+        assert_eq!(*text.lock().unwrap(), answer.content);
+        let timing = answer.timing.expect("the HTTP client times its calls");
+        assert_eq!(timing.streamed, stream);
+        assert!(timing.ttft <= timing.e2e, "{timing:?}");
+        if stream {
+            // The first request of the script was truncated: one retry, voided once.
+            assert_eq!((*restarts.lock().unwrap(), timing.retries), (1, 1));
+            assert!(*deltas.lock().unwrap() > 1, "streamed in pieces");
+            assert_eq!(timing.chunks.len() + 1, *deltas.lock().unwrap());
+        } else {
+            assert_eq!((*restarts.lock().unwrap(), timing.retries), (0, 0));
+            assert_eq!(*deltas.lock().unwrap(), 1, "one body, one delta");
+        }
+    }
+    srv.shutdown(Duration::from_secs(1)).await;
 }

@@ -27,7 +27,10 @@ use super::sse::{ChunkError, SseDecoder, StreamAnswer};
 use super::wire::{self, ChatBody, Completion};
 use crate::secret::scrub;
 use crate::tokens::estimate_tokens;
-use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
+use crate::{
+    AgentRole, CallTiming, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
+    ProviderInfo, StreamEvent, Usage,
+};
 
 /// Largest error body read (the message is in the first bytes anyway).
 const MAX_ERROR_BODY: usize = 16 * 1024;
@@ -270,9 +273,10 @@ impl OpenAiProvider {
         estimate: u64,
         retry: u32,
     ) -> Result<ChatResponse, Failure> {
-        let permit = self.limiter.acquire(estimate).await;
-        self.requests.fetch_add(1, Ordering::Relaxed);
         let t0 = Instant::now();
+        let permit = self.limiter.acquire(estimate).await;
+        let queued = t0.elapsed();
+        self.requests.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::time::timeout(self.cfg.timeouts.request, self.attempt(request, model))
             .await
             .unwrap_or_else(|_| {
@@ -284,6 +288,13 @@ impl OpenAiProvider {
                     ),
                 ))
             });
+        let mut outcome = outcome;
+        if let Ok(r) = &mut outcome
+            && let Some(t) = &mut r.timing
+        {
+            t.queued = queued;
+            t.retries = retry;
+        }
         let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
         self.limiter.settle(permit.charged, used);
         drop(permit);
@@ -312,6 +323,7 @@ impl OpenAiProvider {
             response_format: self.response_format(request.role),
             tools: wire::tools(&request.tools),
         };
+        let sent = Instant::now();
         let resp = self.send(request, &body).await?;
         // A stream unless the server says it sent one JSON body (some servers ignore
         // `stream: true`; some stream without a content type).
@@ -321,11 +333,25 @@ impl OpenAiProvider {
                 .get(CONTENT_TYPE)
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|ct| ct.starts_with("application/json"));
-        let a = if is_sse {
-            self.read_stream(resp).await?
+        let sink = request.on_delta.as_ref();
+        let (a, mut timing) = if is_sse {
+            self.read_stream(resp, sent, sink).await?
         } else {
-            self.read_body(resp).await?
+            let a = self.read_body(resp).await?;
+            if let Some(sink) = sink
+                && !a.content.is_empty()
+            {
+                sink.emit(StreamEvent::Delta(&a.content));
+            }
+            let at = sent.elapsed();
+            let timing = CallTiming {
+                ttft: at,
+                e2e: at,
+                ..CallTiming::default()
+            };
+            (a, timing)
         };
+        timing.e2e = sent.elapsed();
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
         Ok(ChatResponse {
             content: a.content,
@@ -333,6 +359,7 @@ impl OpenAiProvider {
             model: a.model.unwrap_or_else(|| model.to_owned()),
             finish_reason: a.finish_reason,
             tool_calls: a.tool_calls,
+            timing: Some(timing),
         })
     }
 
@@ -409,13 +436,40 @@ impl OpenAiProvider {
         })
     }
 
-    async fn read_stream(&self, resp: reqwest::Response) -> Result<StreamAnswer, Failure> {
+    /// Reads an SSE answer, passing new content to `sink` and timing every chunk that
+    /// carried output (content, reasoning or tool-call fragments) from `sent`.
+    async fn read_stream(
+        &self,
+        resp: reqwest::Response,
+        sent: Instant,
+        sink: Option<&DeltaSink>,
+    ) -> Result<(StreamAnswer, CallTiming), Failure> {
         let idle = self.cfg.timeouts.idle;
         let mut body = resp.bytes_stream();
         let mut dec = SseDecoder::default();
         let mut ans = StreamAnswer::default();
-        let apply = |ans: &mut StreamAnswer, data: &str| {
-            ans.apply(data).map_err(|e| match e {
+        let mut timing = CallTiming {
+            streamed: true,
+            ..CallTiming::default()
+        };
+        let mut first = true;
+        let mut apply = |ans: &mut StreamAnswer, data: &str| {
+            let (content_before, output_before) = (ans.content.len(), output_len(ans));
+            let applied = ans.apply(data);
+            if output_len(ans) > output_before {
+                let at = sent.elapsed();
+                if std::mem::take(&mut first) {
+                    timing.ttft = at;
+                } else {
+                    timing.chunks.push(at);
+                }
+            }
+            if let Some(sink) = sink
+                && ans.content.len() > content_before
+            {
+                sink.emit(StreamEvent::Delta(&ans.content[content_before..]));
+            }
+            applied.map_err(|e| match e {
                 ChunkError::Malformed(m) => {
                     retryable(RetryCause::Malformed, format!("malformed stream: {m}"))
                 }
@@ -467,7 +521,7 @@ impl OpenAiProvider {
                 "stream ended before the answer was complete (no finish_reason, no [DONE])",
             ));
         }
-        Ok(ans)
+        Ok((ans, timing))
     }
 
     async fn status_failure(&self, resp: reqwest::Response, sent_format: bool) -> Failure {
@@ -633,6 +687,10 @@ impl LlmProvider for OpenAiProvider {
             }
             retry += 1;
             self.retries.fetch_add(1, Ordering::Relaxed);
+            // Whatever the failed attempt streamed is void.
+            if let Some(sink) = &request.on_delta {
+                sink.emit(StreamEvent::Restart);
+            }
             if let Some(i) = RetryCause::ALL.iter().position(|c| *c == cause) {
                 self.retry_causes[i].fetch_add(1, Ordering::Relaxed);
             }
@@ -652,6 +710,17 @@ impl LlmProvider for OpenAiProvider {
             self.cfg.sleeper.sleep(delay).await;
         }
     }
+}
+
+/// How much output an answer holds so far, to tell chunks that carried tokens from
+/// bookkeeping chunks (role, finish, usage).
+fn output_len(a: &StreamAnswer) -> usize {
+    a.content.len()
+        + a.reasoning.len()
+        + a.tool_calls
+            .iter()
+            .map(|c| c.id.len() + c.function.name.len() + c.function.arguments.len())
+            .sum::<usize>()
 }
 
 /// The usage the server reported (reasoning split out of completion when it gave no

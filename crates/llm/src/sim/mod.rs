@@ -4,6 +4,7 @@
 //! plan's language, and says in its text that its figures are simulated.
 
 mod latency;
+mod pace;
 pub mod plan;
 pub mod reflect;
 pub mod steps;
@@ -19,6 +20,7 @@ use async_trait::async_trait;
 use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
 
 pub use latency::{Latency, stable_hash};
+pub use pace::TokenRate;
 pub use plan::PlannerFault;
 pub use reflect::{FaultKind, ReflectScript, TaskFault};
 
@@ -43,6 +45,9 @@ pub struct SimConfig {
     pub planner_faults: Vec<PlannerFault>,
     /// Scores, replan decisions, invalid answers and task failures of the reflective loop.
     pub reflect: ReflectScript,
+    /// Output tokens per second (per role); with a rate the latency above is the time to
+    /// the first token and the answer streams after it. Default: all at once.
+    pub token_rate: TokenRate,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -213,7 +218,10 @@ impl LlmProvider for SimProvider {
             completion_tokens: text::estimate_tokens(content.chars().count()),
             reasoning_tokens: 0,
         };
+        let rate = self.config.token_rate.for_role(request.role);
+        let timing = pace::deliver(&content, rate, start, request.on_delta.as_ref()).await;
         Ok(ChatResponse {
+            timing: Some(timing),
             content,
             usage,
             model: SIM_MODEL.into(),
