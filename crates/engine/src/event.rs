@@ -175,6 +175,29 @@ pub enum EventKind {
         status: String,
         passes: u32,
     },
+    /// A streamed plan's task object arrived complete (`research` without `--no-stream-plan`):
+    /// `token` counts the answer's streamed pieces so far, `chars` its characters.
+    PlanTaskReceived {
+        task: TaskId,
+        token: usize,
+        chars: usize,
+    },
+    /// A streamed plan's answer ended and the whole plan was validated (and repaired if it
+    /// had to be). `kept`: tasks that ran while the plan streamed and count for the final
+    /// plan; `cancelled`: running ones whose definition changed (stopped); `discarded`:
+    /// finished ones whose definition changed (run again from the final plan).
+    PlanCompleted {
+        valid: bool,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<String>,
+        tasks: usize,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<TaskId>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        cancelled: Vec<TaskId>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        discarded: Vec<TaskId>,
+    },
     /// The loop stopped: why, and which round is the result.
     LoopFinished {
         stop_reason: String,

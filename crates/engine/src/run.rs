@@ -74,6 +74,40 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
         return Err(EngineError::Lost("supervisor"));
     };
     let _ = actors.supervisor_join.await;
+    let ended = Ended {
+        started_at,
+        clock,
+        retries_before,
+        integrator: actors.integrator,
+        integrator_join: actors.integrator_join,
+    };
+    conclude(&req, &shared, &files, outcome, ended).await
+}
+
+/// What [`conclude`] needs of a run whose tasks have all ended.
+pub(crate) struct Ended {
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub clock: Instant,
+    pub retries_before: std::collections::BTreeMap<String, u64>,
+    pub integrator: ActorRef<IntegratorMsg>,
+    pub integrator_join: JoinHandle<()>,
+}
+
+/// Integration, the run's record and `run.json`, once every task has ended.
+pub(crate) async fn conclude(
+    req: &RunRequest,
+    shared: &Arc<RunShared>,
+    files: &[String],
+    outcome: SupervisorOutcome,
+    ended: Ended,
+) -> Result<RunResult, EngineError> {
+    let Ended {
+        started_at,
+        clock,
+        retries_before,
+        integrator,
+        integrator_join,
+    } = ended;
     // The scheduling makespan: first dispatch to last task settled, before integration.
     let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
 
@@ -84,14 +118,7 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
     let records = Arc::new(records);
     let mut stats = run_stats(&shared.plan, &records, &req.config, makespan_ms);
     stats.retries = outcome.retries;
-    let integration = integrate(
-        &shared,
-        actors.integrator,
-        actors.integrator_join,
-        &records,
-        &stats,
-    )
-    .await?;
+    let integration = integrate(shared, integrator, integrator_join, &records, &stats).await?;
     // The integrator dropped its handle when it answered; cloning is only a fallback.
     let mut records = Arc::try_unwrap(records).unwrap_or_else(|shared| (*shared).clone());
     for (i, rec) in records.iter_mut().enumerate() {
@@ -157,14 +184,32 @@ pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {
             )
             .collect(),
     };
-    finish(&req, result)
+    finish(req, result)
 }
 
 /// The run's shared state and section file names, its presets kept, `plan.json` written and
 /// `run_started` emitted.
 fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineError> {
-    let plan = req.plan.clone();
-    let info = req.provider.info();
+    let (shared, files) = prepare(req, req.plan.clone());
+    for p in &req.preset {
+        shared.results.keep(p.index, || {
+            serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
+        });
+    }
+    if let Some(out) = &req.output {
+        out.write_json("plan.json", shared.plan.spec())?;
+    }
+    announce(req, &shared);
+    Ok((shared, files))
+}
+
+/// The shared state of a run of `plan` (which is `req.plan`, or a streamed plan so far) and
+/// its section file names.
+pub(crate) fn prepare(
+    req: &RunRequest,
+    plan: Arc<ValidatedPlan>,
+) -> (Arc<RunShared>, Arc<Vec<String>>) {
     // File names only matter with a run directory: without one (load tests, embedding) the
     // per-task naming was 2 % of a zero-latency run, all before the first dispatch.
     let files = Arc::new(match &req.output {
@@ -193,15 +238,13 @@ fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineE
         results: crate::results::Results::for_plan(&plan),
         span: tracing::Span::current(),
     });
-    for p in &req.preset {
-        shared.results.keep(p.index, || {
-            serde_json::from_str(&p.section)
-                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
-        });
-    }
-    if let Some(out) = &req.output {
-        out.write_json("plan.json", plan.spec())?;
-    }
+    (shared, files)
+}
+
+/// `run_started`, synced.
+pub(crate) fn announce(req: &RunRequest, shared: &RunShared) {
+    let plan = &shared.plan;
+    let info = req.provider.info();
     shared.emit(EventKind::RunStarted {
         run_id: req.run_id,
         topic: plan.spec().topic.clone(),
@@ -220,7 +263,6 @@ fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineE
     {
         tracing::warn!("events.jsonl: {e}");
     }
-    Ok((shared, files))
 }
 
 /// The run's two long-lived actors.
@@ -238,7 +280,27 @@ async fn spawn_actors(
     files: &Arc<Vec<String>>,
     preset: Vec<Preset>,
 ) -> Result<Actors, EngineError> {
-    let (integrator, integrator_join) = Actor::spawn(
+    let (integrator, integrator_join) = spawn_integrator(shared, files).await?;
+    match spawn_supervisor(shared, Some(integrator.clone()), preset, false).await {
+        Ok((supervisor, supervisor_join, done)) => Ok(Actors {
+            integrator,
+            integrator_join,
+            supervisor,
+            supervisor_join,
+            done,
+        }),
+        Err(e) => {
+            integrator.stop(None);
+            Err(e)
+        }
+    }
+}
+
+pub(crate) async fn spawn_integrator(
+    shared: &Arc<RunShared>,
+    files: &Arc<Vec<String>>,
+) -> Result<(ActorRef<IntegratorMsg>, JoinHandle<()>), EngineError> {
+    Actor::spawn(
         None,
         Integrator,
         IntegratorArgs {
@@ -251,39 +313,45 @@ async fn spawn_actors(
     .map_err(|e| EngineError::Spawn {
         actor: "integrator",
         reason: e.to_string(),
-    })?;
+    })
+}
+
+/// The supervisor; `open` for a streamed plan (no integrator until the plan closes).
+pub(crate) async fn spawn_supervisor(
+    shared: &Arc<RunShared>,
+    integrator: Option<ActorRef<IntegratorMsg>>,
+    preset: Vec<Preset>,
+    open: bool,
+) -> Result<
+    (
+        ActorRef<SupervisorMsg>,
+        JoinHandle<()>,
+        oneshot::Receiver<SupervisorOutcome>,
+    ),
+    EngineError,
+> {
     let (done_tx, done) = oneshot::channel();
-    let spawned = Actor::spawn(
+    let (supervisor, join) = Actor::spawn(
         None,
         Supervisor,
         SupervisorArgs {
             shared: shared.clone(),
-            integrator: integrator.clone(),
+            integrator,
             done: done_tx,
             preset,
+            open,
         },
     )
-    .await;
-    match spawned {
-        Ok((supervisor, supervisor_join)) => Ok(Actors {
-            integrator,
-            integrator_join,
-            supervisor,
-            supervisor_join,
-            done,
-        }),
-        Err(e) => {
-            integrator.stop(None);
-            Err(EngineError::Spawn {
-                actor: "supervisor",
-                reason: e.to_string(),
-            })
-        }
-    }
+    .await
+    .map_err(|e| EngineError::Spawn {
+        actor: "supervisor",
+        reason: e.to_string(),
+    })?;
+    Ok((supervisor, join, done))
 }
 
 /// Tells the supervisor to stop on the caller's cancellation or at the deadline.
-fn watch_for_stop(
+pub(crate) fn watch_for_stop(
     cancel: CancellationToken,
     deadline: Option<std::time::Duration>,
     supervisor: &ActorRef<SupervisorMsg>,

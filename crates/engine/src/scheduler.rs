@@ -66,6 +66,20 @@ impl Scheduler {
         self.complete(plan, i);
     }
 
+    /// Marks a task running without it having been picked by [`Scheduler::next_task`]: a
+    /// subagent that was already at work when the plan it belongs to was rebuilt (a streamed
+    /// plan growing or closing).
+    pub fn mark_running(&mut self, i: usize) {
+        self.ready.retain(|Reverse((_, t))| *t as usize != i);
+        self.status[i] = TaskStatus::Running;
+        self.in_flight += 1;
+    }
+
+    /// Whether task `i` waits for nothing but a slot.
+    pub fn is_ready(&self, i: usize) -> bool {
+        self.status[i] == TaskStatus::Pending && self.waiting_on[i] == 0
+    }
+
     pub fn status(&self, i: usize) -> TaskStatus {
         self.status[i]
     }

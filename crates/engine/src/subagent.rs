@@ -36,6 +36,9 @@ pub struct SubagentArgs {
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The task's span: model calls made while writing the section are its children.
     pub span: tracing::Span,
+    /// The supervisor's plan generation when this subagent started (its `index` is that
+    /// generation's).
+    pub generation: u32,
 }
 
 pub type SubagentState = SubagentArgs;
@@ -133,7 +136,7 @@ impl Actor for Subagent {
         // If the supervisor is gone the run is over; nothing useful to do with the report.
         let _ = state
             .supervisor
-            .send_message(SupervisorMsg::Finished(Box::new(report)));
+            .send_message(SupervisorMsg::Finished(state.generation, Box::new(report)));
         myself.stop(Some(DONE.to_owned()));
         Ok(())
     }

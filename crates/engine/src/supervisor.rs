@@ -22,14 +22,22 @@ use crate::subagent::{DONE, Subagent, SubagentArgs, SubagentReport};
 use crate::task_spans::TaskSpans;
 use crate::timefmt;
 
+mod rebase;
+
+pub use rebase::{Close, Rebase};
+
 pub struct Supervisor;
 
 pub enum SupervisorMsg {
     /// Start up to one batch of ready tasks (sent to itself).
     Dispatch,
-    Finished(Box<SubagentReport>),
-    /// The journal made task `index`'s completion durable (or could not).
-    Committed(usize, Result<(), JournalError>),
+    /// A subagent's report; the number is the plan generation it was started in (see
+    /// [`SupervisorMsg::Rebase`]), its report's index is that generation's.
+    Finished(u32, Box<SubagentReport>),
+    /// The journal made task `index` (of the generation given) durable (or could not).
+    Committed(u32, usize, Result<(), JournalError>),
+    /// The plan grew or closed while running (a streamed plan): a new generation.
+    Rebase(Box<Rebase>),
     /// Stop starting tasks, kill running subagents, and finish the run now.
     Cancel(CancelReason),
 }
@@ -44,9 +52,13 @@ pub struct Preset {
 
 pub struct SupervisorArgs {
     pub shared: Arc<RunShared>,
-    pub integrator: ActorRef<IntegratorMsg>,
+    /// `None` while a streamed plan is open: the integrator comes with the final plan.
+    pub integrator: Option<ActorRef<IntegratorMsg>>,
     pub done: oneshot::Sender<SupervisorOutcome>,
     pub preset: Vec<Preset>,
+    /// The plan may still grow: the run does not end when its tasks have, only once a
+    /// closing [`Rebase`] has come.
+    pub open: bool,
 }
 
 /// The run as the supervisor saw it end.
@@ -76,7 +88,7 @@ pub struct SupervisorState {
     records: Vec<TaskRecord>,
     sections: Vec<Option<Arc<str>>>,
     children: HashMap<ActorId, usize>,
-    integrator: ActorRef<IntegratorMsg>,
+    integrator: Option<ActorRef<IntegratorMsg>>,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     dispatch_queued: bool,
     retries: u64,
@@ -84,6 +96,12 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
+    /// The plan may still grow (streamed plan not closed).
+    open: bool,
+    /// How many times the plan was rebuilt; `maps[g]` takes generation `g`'s task indices
+    /// to generation `g + 1`'s.
+    generation: u32,
+    maps: Vec<Vec<Option<usize>>>,
 }
 
 impl Actor for Supervisor {
@@ -97,29 +115,7 @@ impl Actor for Supervisor {
         args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
         let plan = &args.shared.plan;
-        let records = (0..plan.len())
-            .map(|i| TaskRecord {
-                id: plan.id(i).clone(),
-                description: plan.task(i).description.clone(),
-                status: TaskStatus::Pending,
-                wave: plan.wave(i),
-                attempts: 0,
-                started_at: None,
-                finished_at: None,
-                error: None,
-                blocked_by: None,
-                context_from: Vec::new(),
-                section_file: None,
-                usage: Usage::default(),
-                context_cut: Vec::new(),
-                tool_calls: Vec::new(),
-                failure_kind: None,
-                round: None,
-                optional: plan.task(i).optional,
-                empty_refs: Vec::new(),
-                warnings: Vec::new(),
-            })
-            .collect();
+        let records = (0..plan.len()).map(|i| pending_record(plan, i)).collect();
         let mut state = SupervisorState {
             sched: Scheduler::new(
                 plan,
@@ -142,11 +138,14 @@ impl Actor for Supervisor {
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
+            open: args.open,
+            generation: 0,
+            maps: Vec::new(),
         };
         for p in args.preset {
             state.retries += u64::from(p.record.attempts.saturating_sub(1));
             state.sched.preset_completed(&args.shared.plan, p.index);
-            let _ = state.integrator.send_message(IntegratorMsg::Section {
+            state.to_integrator(IntegratorMsg::Section {
                 index: p.index,
                 text: p.section.clone(),
                 write: false,
@@ -194,13 +193,27 @@ impl Actor for Supervisor {
                 state.dispatch_queued = false;
                 state.dispatch_batch(&myself).await;
             }
-            SupervisorMsg::Finished(report) => {
+            SupervisorMsg::Finished(generation, mut report) => {
+                // A task dropped when the plan was rebuilt: its work no longer counts.
+                let Some(index) = state.current_index(generation, report.index) else {
+                    return Ok(());
+                };
+                report.index = index;
                 state.on_report(&myself, *report);
                 state.dispatch_now(&myself).await;
             }
-            SupervisorMsg::Committed(index, result) => {
+            SupervisorMsg::Committed(generation, index, result) => {
+                let Some(index) = state.current_index(generation, index) else {
+                    return Ok(());
+                };
                 state.on_committed(&myself, index, result);
                 state.dispatch_now(&myself).await;
+            }
+            SupervisorMsg::Rebase(rebase) => {
+                if state.cancelled.is_none() {
+                    state.rebase(&myself, *rebase);
+                    state.dispatch_now(&myself).await;
+                }
             }
             SupervisorMsg::Cancel(reason) => {
                 if state.cancelled.is_none() {
@@ -250,6 +263,12 @@ impl Actor for Supervisor {
 }
 
 impl SupervisorState {
+    fn to_integrator(&self, msg: IntegratorMsg) {
+        if let Some(i) = &self.integrator {
+            let _ = i.send_message(msg);
+        }
+    }
+
     fn queue_dispatch(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if !self.dispatch_queued && self.cancelled.is_none() && self.sched.ready_len() > 0 {
             self.dispatch_queued = true;
@@ -299,6 +318,7 @@ impl SupervisorState {
                 prior,
                 supervisor: myself.clone(),
                 span,
+                generation: self.generation,
             };
             match Actor::spawn_linked(None, Subagent, args, myself.get_cell()).await {
                 Ok((child, _join)) => {
@@ -352,10 +372,11 @@ impl SupervisorState {
                 // once the journal has it on disk.
                 if self.shared.journal.is_some() {
                     let me = myself.clone();
+                    let generation = self.generation;
                     let journaled = self.shared.emit_durable(
                         kind(journaled),
                         Box::new(move |r| {
-                            let _ = me.send_message(SupervisorMsg::Committed(index, r));
+                            let _ = me.send_message(SupervisorMsg::Committed(generation, index, r));
                         }),
                     );
                     let event = self.shared.sink.enabled().then_some(journaled);
@@ -417,7 +438,7 @@ impl SupervisorState {
         if let Some(event) = p.event {
             self.shared.publish(event);
         }
-        let _ = self.integrator.send_message(IntegratorMsg::Section {
+        self.to_integrator(IntegratorMsg::Section {
             index,
             text: p.section.clone(),
             write: p.write,
@@ -489,7 +510,7 @@ impl SupervisorState {
     }
 
     fn finish_if_done(&mut self, myself: &ActorRef<SupervisorMsg>) {
-        if self.sched.is_done() {
+        if !self.open && self.sched.is_done() {
             self.finish(myself);
         }
     }
@@ -518,6 +539,31 @@ impl SupervisorState {
             let _ = done.send(outcome);
             myself.stop(None);
         }
+    }
+}
+
+/// Task `i` of `plan` before it runs.
+fn pending_record(plan: &planwave_plan::ValidatedPlan, i: usize) -> TaskRecord {
+    TaskRecord {
+        id: plan.id(i).clone(),
+        description: plan.task(i).description.clone(),
+        status: TaskStatus::Pending,
+        wave: plan.wave(i),
+        attempts: 0,
+        started_at: None,
+        finished_at: None,
+        error: None,
+        blocked_by: None,
+        context_from: Vec::new(),
+        section_file: None,
+        usage: Usage::default(),
+        context_cut: Vec::new(),
+        tool_calls: Vec::new(),
+        failure_kind: None,
+        round: None,
+        optional: plan.task(i).optional,
+        empty_refs: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

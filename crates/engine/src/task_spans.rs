@@ -107,6 +107,29 @@ impl TaskSpans {
         self.targets[index] = link_target(&span);
     }
 
+    /// The spans of a plan rebuilt while it runs (a streamed plan growing or closing): task
+    /// `i` becomes task `map[i]` of a plan of `tasks`; a task mapped to nothing was stopped.
+    pub fn remap(&mut self, map: &[Option<usize>], tasks: usize) {
+        let mut open = vec![None; tasks];
+        let mut targets = vec![None; tasks];
+        for (i, to) in map.iter().enumerate() {
+            match to {
+                Some(j) => {
+                    open[*j] = self.open.get_mut(i).and_then(Option::take);
+                    targets[*j] = self.targets.get_mut(i).and_then(Option::take);
+                }
+                None => {
+                    if let Some(span) = self.open.get_mut(i).and_then(Option::take) {
+                        span.record("planwave.task.status", "cancelled");
+                        set_error(&span, "its definition changed when the plan was repaired");
+                    }
+                }
+            }
+        }
+        self.open = open;
+        self.targets = targets;
+    }
+
     /// Tasks still running when the run is cancelled.
     pub fn cancel_open(&mut self) {
         for span in self.open.iter_mut().filter_map(Option::take) {

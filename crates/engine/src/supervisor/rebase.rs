@@ -1,0 +1,224 @@
+//! A plan rebuilt under a running supervisor: a streamed plan grows as its tasks arrive, then
+//! closes with the whole validated (perhaps repaired) plan. Each rebuild is a new generation:
+//! the work done for tasks carried over keeps counting under their new index, subagents of
+//! dropped tasks are stopped, and reports from an older generation are translated (or
+//! dropped) on arrival. Only the streaming path sends rebases; a plain run never sees one.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ractor::ActorRef;
+
+use super::{SupervisorMsg, SupervisorState, pending_record};
+use crate::event::EventKind;
+use crate::integrator::IntegratorMsg;
+use crate::outcome::TaskStatus;
+use crate::scheduler::Scheduler;
+use crate::shared::RunShared;
+
+/// The next plan of a running supervisor.
+pub struct Rebase {
+    /// The run's shared state for the new plan (its plan, section files and results).
+    pub shared: Arc<RunShared>,
+    /// For each task of the current plan, its index in the new one; `None` drops it (a
+    /// running subagent is stopped, a finished one's work is discarded).
+    pub map: Vec<Option<usize>>,
+    /// Set when the plan is final: the integrator for it, and the whole plan's validity
+    /// for the `plan_completed` event. The run may end once its tasks have.
+    pub close: Option<Close>,
+}
+
+pub struct Close {
+    pub integrator: ActorRef<IntegratorMsg>,
+    pub valid: bool,
+    pub problems: Vec<String>,
+}
+
+/// What happened to the tasks of the old plan.
+#[derive(Default)]
+struct Fates {
+    kept: Vec<planwave_plan::TaskId>,
+    cancelled: Vec<planwave_plan::TaskId>,
+    discarded: Vec<planwave_plan::TaskId>,
+}
+
+impl SupervisorState {
+    /// Task `index` of plan generation `generation`, in the current plan.
+    pub(super) fn current_index(&self, generation: u32, index: usize) -> Option<usize> {
+        let mut i = index;
+        for g in generation..self.generation {
+            i = self.maps.get(g as usize)?.get(i).copied().flatten()?;
+        }
+        Some(i)
+    }
+
+    pub(super) fn rebase(&mut self, myself: &ActorRef<SupervisorMsg>, r: Rebase) {
+        let old = self.shared.plan.clone();
+        let new = r.shared.plan.clone();
+        let mut fates = Fates::default();
+        self.stop_dropped(myself, &r.map, &mut fates);
+        let mut records: Vec<_> = (0..new.len()).map(|j| pending_record(&new, j)).collect();
+        let mut sections = vec![None; new.len()];
+        let mut carried = vec![false; new.len()];
+        let mut status = vec![TaskStatus::Pending; new.len()];
+        for (i, to) in r.map.iter().enumerate() {
+            let was = self.sched.status(i);
+            let Some(j) = *to else {
+                if matches!(was, TaskStatus::Completed | TaskStatus::Failed) {
+                    fates.discarded.push(old.id(i).clone());
+                }
+                continue;
+            };
+            carried[j] = true;
+            // A blocked task is blocked again below if its failed ancestor still is one.
+            if was == TaskStatus::Blocked {
+                continue;
+            }
+            let mut rec = std::mem::replace(&mut self.records[i], pending_record(&old, i));
+            rec.wave = new.wave(j);
+            records[j] = rec;
+            sections[j] = self.sections[i].take();
+            status[j] = was;
+            if r.close.is_some() && was != TaskStatus::Pending {
+                fates.kept.push(new.id(j).clone());
+            }
+        }
+        self.pending_commits = std::mem::take(&mut self.pending_commits)
+            .into_iter()
+            .filter_map(|(i, p)| r.map.get(i).copied().flatten().map(|j| (j, p)))
+            .collect();
+        self.spans.remap(&r.map, new.len());
+        self.shared = r.shared;
+        self.records = records;
+        self.sections = sections;
+        self.maps.push(r.map);
+        self.generation += 1;
+        self.replay(&status);
+        for (j, s) in self.sections.iter().enumerate() {
+            if let (Some(s), TaskStatus::Completed) = (s, status[j]) {
+                // As a resumed run does: the result of a finished step for later references.
+                self.shared.results.keep(j, || {
+                    serde_json::from_str(s)
+                        .unwrap_or_else(|_| serde_json::Value::String(s.to_string()))
+                });
+            }
+        }
+        self.announce_new(&carried);
+        if let Some(close) = r.close {
+            self.close(close, fates);
+        }
+        self.queue_dispatch(myself);
+        self.finish_if_done(myself);
+    }
+
+    /// Kills the subagents of dropped tasks; the others keep working under their new index.
+    fn stop_dropped(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        map: &[Option<usize>],
+        fates: &mut Fates,
+    ) {
+        let cells: HashMap<_, _> = myself
+            .get_children()
+            .into_iter()
+            .map(|c| (c.get_id(), c))
+            .collect();
+        let mut children = HashMap::with_capacity(self.children.len());
+        for (actor, i) in self.children.drain() {
+            match map.get(i).copied().flatten() {
+                Some(j) => {
+                    children.insert(actor, j);
+                }
+                None => {
+                    // Out of the map first: its termination is then no failure of anything.
+                    if let Some(cell) = cells.get(&actor) {
+                        cell.kill();
+                    }
+                    fates.cancelled.push(self.shared.plan.id(i).clone());
+                }
+            }
+        }
+        self.children = children;
+    }
+
+    /// A fresh scheduler for the current plan, told what already happened to each task.
+    fn replay(&mut self, status: &[TaskStatus]) {
+        let plan = self.shared.plan.clone();
+        let config = &self.shared.config;
+        let mut sched = Scheduler::new(&plan, config.schedule, config.concurrency);
+        for (j, s) in status.iter().enumerate() {
+            match s {
+                TaskStatus::Completed => sched.preset_completed(&plan, j),
+                TaskStatus::Running => sched.mark_running(j),
+                TaskStatus::Failed => {
+                    sched.mark_running(j);
+                    if plan.task(j).optional {
+                        sched.fail_optional(&plan, j);
+                    } else {
+                        for b in sched.fail(&plan, j) {
+                            self.block(b, j);
+                        }
+                    }
+                }
+                TaskStatus::Pending | TaskStatus::Blocked => {}
+            }
+        }
+        self.sched = sched;
+    }
+
+    fn block(&mut self, b: usize, by: usize) {
+        let plan = self.shared.plan.clone();
+        let rec = &mut self.records[b];
+        if rec.status == TaskStatus::Blocked {
+            return;
+        }
+        rec.status = TaskStatus::Blocked;
+        rec.blocked_by = Some(plan.id(by).clone());
+        self.spans
+            .blocked(&self.shared, b, &plan.id(by).to_string());
+        self.shared.emit(EventKind::TaskBlocked {
+            task: plan.id(b).clone(),
+            blocked_by: plan.id(by).clone(),
+        });
+    }
+
+    /// `task_ready` for the tasks new in this plan that can start.
+    fn announce_new(&self, carried: &[bool]) {
+        if !self.shared.wants_events() {
+            return;
+        }
+        let plan = &self.shared.plan;
+        for (j, c) in carried.iter().enumerate() {
+            if !c && self.sched.is_ready(j) {
+                self.shared.emit(EventKind::TaskReady {
+                    task: plan.id(j).clone(),
+                    wave: plan.wave(j),
+                });
+            }
+        }
+    }
+
+    /// The plan is final: the integrator gets the sections done so far, and the run may end.
+    fn close(&mut self, close: Close, fates: Fates) {
+        for (j, s) in self.sections.iter().enumerate() {
+            if let (Some(text), TaskStatus::Completed) = (s, self.records[j].status) {
+                // Written again under the same name: the integrator marks what is on disk.
+                let _ = close.integrator.send_message(IntegratorMsg::Section {
+                    index: j,
+                    text: text.clone(),
+                    write: true,
+                });
+            }
+        }
+        self.integrator = Some(close.integrator);
+        self.open = false;
+        self.shared.emit(EventKind::PlanCompleted {
+            valid: close.valid,
+            problems: close.problems,
+            tasks: self.shared.plan.len(),
+            kept: fates.kept,
+            cancelled: fates.cancelled,
+            discarded: fates.discarded,
+        });
+    }
+}
