@@ -41,6 +41,10 @@ pub struct ResearchArgs {
     pub events: EventsOptions,
     #[command(flatten)]
     pub pdf: super::pdf::PdfOptions,
+    /// Wait for the whole plan before starting any task (default: tasks start while the
+    /// planner's answer streams, as soon as each is complete and its prerequisites are done).
+    #[arg(long)]
+    pub no_stream_plan: bool,
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
@@ -83,6 +87,7 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 watch: &Terminal { quiet: args.quiet },
                 notes: &Stderr,
                 slots: None,
+                stream_plan: !args.no_stream_plan,
             })
             .await
         })

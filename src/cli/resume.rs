@@ -163,6 +163,7 @@ async fn go_on(
                 watch: &Terminal { quiet },
                 notes: &Stderr,
                 slots: None,
+                stream_plan: false,
             })
             .await
         })

@@ -119,6 +119,7 @@ async fn recover(
         watch: &Terminal { quiet: args.quiet },
         notes: &Stderr,
         slots: None,
+        stream_plan: false,
     })
     .await?;
     let outcome = super::research::report(&done, &out, false);

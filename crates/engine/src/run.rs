@@ -190,7 +190,11 @@ pub(crate) async fn conclude(
 /// The run's shared state and section file names, its presets kept, `plan.json` written and
 /// `run_started` emitted.
 fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineError> {
-    let (shared, files) = prepare(req, req.plan.clone());
+    // One call per task and the summary, unless retries or tools add more.
+    let calls = Arc::new(std::sync::Mutex::new(Vec::with_capacity(
+        req.plan.len() + 1,
+    )));
+    let (shared, files) = prepare(req, req.plan.clone(), calls);
     for p in &req.preset {
         shared.results.keep(p.index, || {
             serde_json::from_str(&p.section)
@@ -206,9 +210,11 @@ fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineE
 
 /// The shared state of a run of `plan` (which is `req.plan`, or a streamed plan so far) and
 /// its section file names.
+/// `calls` collects the model calls (shared by every plan of a streamed run).
 pub(crate) fn prepare(
     req: &RunRequest,
     plan: Arc<ValidatedPlan>,
+    calls: crate::shared::Calls,
 ) -> (Arc<RunShared>, Arc<Vec<String>>) {
     // File names only matter with a run directory: without one (load tests, embedding) the
     // per-task naming was 2 % of a zero-latency run, all before the first dispatch.
@@ -232,8 +238,7 @@ pub(crate) fn prepare(
         output: req.output.clone(),
         section_files: files.clone(),
         config: req.config.clone(),
-        // One call per task and the summary, unless retries or tools add more.
-        calls: std::sync::Mutex::new(Vec::with_capacity(plan.len() + 1)),
+        calls,
         mcp: req.mcp.clone(),
         results: crate::results::Results::for_plan(&plan),
         span: tracing::Span::current(),

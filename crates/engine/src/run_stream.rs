@@ -10,10 +10,9 @@ use std::time::Instant;
 use planwave_plan::ValidatedPlan;
 use tokio::sync::mpsc;
 
-use crate::event::{Event, EventKind};
 use crate::outcome::{CancelReason, RunResult};
 use crate::run::{
-    Ended, EngineError, RunRequest, announce, conclude, execute, prepare, spawn_integrator,
+    Ended, EngineError, RunRequest, announce, conclude, prepare, spawn_integrator,
     spawn_supervisor, watch_for_stop,
 };
 use crate::supervisor::{Close, Rebase, SupervisorMsg};
@@ -32,31 +31,20 @@ pub enum PlanFeed {
     },
 }
 
-/// Runs a plan fed as it streams (`req.plan` is not used). `None` when the feed ended
-/// without a final plan (planning failed or was interrupted) or the run was cancelled before
-/// it: whatever started was stopped, and nothing of the run is recorded but its events.
+/// Runs a plan fed as it streams: `req.plan` is the plan so far (at least one task
+/// admitted), `feed` brings the rest. `None` when the feed ended without a final plan
+/// (planning failed or was interrupted) or the run was cancelled before it: whatever started
+/// was stopped, and nothing of the run is recorded but its events.
 pub async fn execute_streaming(
     mut req: RunRequest,
     mut feed: mpsc::UnboundedReceiver<PlanFeed>,
 ) -> Result<Option<RunResult>, EngineError> {
-    let first = match feed.recv().await {
-        None => return Ok(None),
-        Some(PlanFeed::Close {
-            plan,
-            valid,
-            problems,
-        }) => {
-            // Nothing could start early: the ordinary run.
-            completed_early(&req, &plan, valid, problems);
-            req.plan = plan;
-            return execute(req).await.map(Some);
-        }
-        Some(PlanFeed::Grow(plan)) => plan,
-    };
+    let first = req.plan.clone();
     let started_at = timefmt::now();
     let clock = Instant::now();
     let retries_before = req.provider.retry_counts();
-    let (mut shared, _) = prepare(&req, first);
+    let calls: crate::shared::Calls = Default::default();
+    let (mut shared, _) = prepare(&req, first, calls.clone());
     let _mcp_events = crate::mcp_events::attach(&shared);
     announce(&req, &shared);
     let (supervisor, supervisor_join, mut done) =
@@ -85,7 +73,7 @@ pub async fn execute_streaming(
             }
             Some(Some(PlanFeed::Grow(plan))) => {
                 let map = (0..shared.plan.len()).map(Some).collect();
-                let (next, _) = prepare(&req, plan);
+                let (next, _) = prepare(&req, plan, calls.clone());
                 let rebase = Rebase {
                     shared: next.clone(),
                     map,
@@ -102,7 +90,7 @@ pub async fn execute_streaming(
         }
     };
     let (plan, valid, problems) = closed;
-    let (next, files) = prepare(&req, plan.clone());
+    let (next, files) = prepare(&req, plan.clone(), calls);
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -141,20 +129,4 @@ pub async fn execute_streaming(
     conclude(&req, &next, &files, outcome, ended)
         .await
         .map(Some)
-}
-
-/// `plan_completed` for a plan that closed before any task could start.
-fn completed_early(req: &RunRequest, plan: &ValidatedPlan, valid: bool, problems: Vec<String>) {
-    let event = Event::now(EventKind::PlanCompleted {
-        valid,
-        problems,
-        tasks: plan.len(),
-        kept: Vec::new(),
-        cancelled: Vec::new(),
-        discarded: Vec::new(),
-    });
-    if let Some(j) = &req.journal {
-        j.append(event.clone(), None);
-    }
-    req.sink.emit(&event);
 }

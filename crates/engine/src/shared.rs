@@ -14,6 +14,9 @@ use crate::rundir::RunDir;
 use planwave_llm::CallRecord;
 use planwave_prompts::PromptSet;
 
+/// The model calls of a run (shared by the plans of a run whose plan streams).
+pub type Calls = Arc<Mutex<Vec<CallRecord>>>;
+
 pub struct RunShared {
     pub plan: Arc<ValidatedPlan>,
     pub provider: Arc<dyn LlmProvider>,
@@ -30,7 +33,7 @@ pub struct RunShared {
     pub section_files: Arc<Vec<String>>,
     pub config: RunConfig,
     /// Every model call, taken from the `llm_call` events so no caller can forget one.
-    pub calls: Mutex<Vec<CallRecord>>,
+    pub calls: Calls,
     /// MCP tools, when the run has any.
     pub mcp: Option<Arc<McpRegistry>>,
     /// Each completed task's result as JSON (a tool's output, or a section as a string), for

@@ -51,6 +51,7 @@ pub async fn ask<T>(
             judge: &judge,
             span: &|_, _| tracing::Span::none(),
             record: &|_, _| {},
+            on_delta: None,
         },
         &mut |_| {},
     )

@@ -161,6 +161,9 @@ pub struct Question<'a, T> {
     pub span: &'a (dyn Fn(u32, AttemptKind) -> Span + Sync),
     /// Records a judged attempt's outcome on its span.
     pub record: &'a (dyn Fn(&Span, &Attempt) + Sync),
+    /// Receives the first attempt's answer as it streams (a repair's is not streamed: its
+    /// plan replaces the first one whole).
+    pub on_delta: Option<planwave_llm::DeltaSink>,
 }
 
 /// Asks until an answer is valid, an error is not worth retrying, or the attempts run out;
@@ -259,7 +262,7 @@ async fn call<T>(
             context: q.context.clone(),
             traceparent: None,
             tools: Vec::new(),
-            on_delta: None,
+            on_delta: if n == 1 { q.on_delta.clone() } else { None },
         })
         .instrument(span.clone())
         .await;

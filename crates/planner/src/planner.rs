@@ -130,6 +130,7 @@ pub struct Planner {
     templates: Arc<Templates>,
     config: PlannerConfig,
     tools: Vec<PlannerTool>,
+    on_delta: Option<planwave_llm::DeltaSink>,
 }
 
 impl Planner {
@@ -143,10 +144,23 @@ impl Planner {
             templates,
             config,
             tools: Vec::new(),
+            on_delta: None,
         }
     }
 
     /// Tools the planner may suggest (none until tool support exists).
+    /// The first attempt's answer goes to `sink` as it streams (executing a plan while it
+    /// streams).
+    pub fn with_stream(mut self, sink: planwave_llm::DeltaSink) -> Planner {
+        self.on_delta = Some(sink);
+        self
+    }
+
+    /// The tool catalogue a plan from this planner is checked against.
+    pub fn catalog(&self) -> ToolCatalog {
+        ToolCatalog::new(self.tools.iter().map(|t| t.name.clone()))
+    }
+
     pub fn with_tools(mut self, tools: Vec<PlannerTool>) -> Planner {
         self.tools = tools;
         self
@@ -220,6 +234,7 @@ impl Planner {
                 judge: &judge,
                 span: &plan_span,
                 record: &record_plan_span,
+                on_delta: self.on_delta.clone(),
             },
             on_attempt,
         )
@@ -287,6 +302,33 @@ impl Planner {
     }
 
     /// Parse and validate one answer: the plan with warnings, or every problem found.
+    /// The plan run while the answer streams: the tasks admitted so far under what the
+    /// answer said before its task array (`header`, see `TaskStream::header`), normalized as
+    /// [`Planner::judge`] normalizes the whole answer, so a task that stays unchanged is the
+    /// same task in the final plan. `None` when those tasks are no valid plan yet.
+    pub fn provisional(
+        &self,
+        header: Option<&str>,
+        format: PlanFormat,
+        tasks: Vec<planwave_plan::TaskSpec>,
+        goal: &str,
+    ) -> Option<ValidatedPlan> {
+        let mut spec = header
+            .and_then(|h| parse_plan_str(h).ok())
+            .unwrap_or_default();
+        spec.tasks = tasks;
+        spec.format = format;
+        spec.about.meta = self.config.meta.clone();
+        if spec.topic.trim().is_empty() {
+            spec.topic = goal.trim().to_owned();
+        }
+        let plan = ValidatedPlan::with_tools(spec, &self.catalog()).ok()?;
+        Some(match self.config.lang {
+            Some(l) => plan.with_lang(l),
+            None => plan,
+        })
+    }
+
     pub fn judge(
         &self,
         raw: &str,

@@ -292,3 +292,39 @@ async fn research_tasks_asked_for_but_steps_without_tools_are_refused() {
         vec!["step a: no tool; every step names an available tool or llm_call"]
     );
 }
+
+/// A plan built from the streamed tasks is the plan the whole answer gives, task for task:
+/// what runs while the answer streams is what would have run after it.
+#[tokio::test]
+async fn the_streamed_plan_so_far_matches_the_whole_answer() {
+    for goal in ["Deep analysis of Tesla", "深度分析特斯拉公司"] {
+        let (out, _) = plan_with(sim(vec![]), PlannerConfig::default(), goal).await;
+        let raw = out.attempts[0].raw.clone();
+        let planner = Planner::new(
+            sim(vec![]),
+            Arc::new(Templates::builtin()),
+            PlannerConfig::default(),
+        );
+        let (whole, _) = planner.judge(&raw, goal).expect("valid");
+        let mut stream = planwave_plan::TaskStream::new();
+        let mut tasks = Vec::new();
+        for c in raw.chars() {
+            tasks.extend(stream.push(&c.to_string()).into_iter().map(|t| t.task));
+            if tasks.len() == 2 {
+                break;
+            }
+        }
+        let so_far = planner
+            .provisional(
+                stream.header().as_deref(),
+                stream.format().unwrap_or_default(),
+                tasks,
+                goal,
+            )
+            .expect("a valid plan so far");
+        assert_eq!(so_far.spec().topic, whole.spec().topic, "{goal}");
+        assert_eq!(so_far.spec().objectives, whole.spec().objectives);
+        assert_eq!(so_far.lang(), whole.lang());
+        assert_eq!(so_far.tasks(), &whole.tasks()[..2]);
+    }
+}

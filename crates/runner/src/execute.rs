@@ -121,3 +121,103 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
     }
     result.context("running the plan")
 }
+
+/// A front end's view of an execution whose plan is still streaming: events wait here until
+/// the final plan opens the view, then go to it in order.
+pub(crate) struct DeferredView(std::sync::Mutex<Deferred>);
+
+enum Deferred {
+    Held(Vec<planwave_engine::Event>),
+    Open(Arc<dyn Watcher>),
+}
+
+impl DeferredView {
+    pub(crate) fn new() -> Arc<DeferredView> {
+        Arc::new(DeferredView(std::sync::Mutex::new(Deferred::Held(
+            Vec::new(),
+        ))))
+    }
+
+    /// Opens the view for the final plan and hands it the events so far.
+    pub(crate) fn open(&self, view: Arc<dyn Watcher>) {
+        let Ok(mut state) = self.0.lock() else {
+            return;
+        };
+        if let Deferred::Held(held) = &*state {
+            for e in held {
+                view.emit(e);
+            }
+        }
+        *state = Deferred::Open(view);
+    }
+
+    pub(crate) fn finish(&self) {
+        if let Ok(state) = self.0.lock()
+            && let Deferred::Open(view) = &*state
+        {
+            view.finish();
+        }
+    }
+}
+
+impl EventSink for DeferredView {
+    fn emit(&self, event: &planwave_engine::Event) {
+        let Ok(mut state) = self.0.lock() else {
+            return;
+        };
+        match &mut *state {
+            Deferred::Held(held) => held.push(event.clone()),
+            Deferred::Open(view) => view.emit(event),
+        }
+    }
+}
+
+/// [`execute_plan`] for a plan that streams: `x.plan` is the plan so far, `feed` the rest
+/// (see `planwave_engine::execute_streaming`); `view` is opened by the caller when the plan
+/// is final. `None`: the plan never closed (planning failed or was interrupted).
+pub(crate) async fn execute_plan_streaming(
+    x: Execution,
+    feed: tokio::sync::mpsc::UnboundedReceiver<planwave_engine::PlanFeed>,
+    view: Arc<DeferredView>,
+) -> crate::Result<Option<RunResult>> {
+    let mut sinks: Vec<Arc<dyn EventSink>> = vec![view.clone()];
+    if let Some(s) = &x.stream {
+        sinks.push(s.clone());
+    }
+    let mcp = x.mcp();
+    let result = planwave_engine::execute_streaming(
+        RunRequest {
+            run_id: x.run_id,
+            plan: x.plan,
+            provider: x.resources.provider.clone(),
+            prompts: x.resources.templates.clone(),
+            sink: Arc::new(FanoutSink(sinks)),
+            journal: Some(x.events.clone()),
+            config: x.config,
+            deadline: x.deadline,
+            slots: x.slots,
+            output: Some(x.out.clone()),
+            cancel: x.cancel,
+            preset: x.preset,
+            mcp,
+        },
+        feed,
+    )
+    .await;
+    view.finish();
+    if let Ok(Some(r)) = &result
+        && x.root_span
+    {
+        let s = &r.stats;
+        record_status(
+            r.status.as_str(),
+            (r.status != RunStatus::Completed).then(|| {
+                format!(
+                    "{} of {} tasks completed ({} failed, {} blocked)",
+                    s.completed, s.tasks, s.failed, s.blocked
+                )
+            }),
+        );
+    }
+    result.context("running the plan")
+}

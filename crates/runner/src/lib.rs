@@ -31,6 +31,7 @@ mod resources;
 mod resume;
 mod resume_loop;
 mod rounds;
+mod streamed;
 mod trace_fields;
 mod workdir;
 

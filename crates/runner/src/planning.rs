@@ -120,7 +120,7 @@ pub async fn plan_goal_cached(
     }))
 }
 
-fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
+pub(crate) fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
     if req.goal.trim().is_empty() {
         return Err(InvalidInput::one("goal", "the goal is empty").into());
     }
@@ -132,7 +132,7 @@ fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
     .with_tools(req.resources.planner_tools()))
 }
 
-async fn run_planner(
+pub(crate) async fn run_planner(
     planner: &Planner,
     req: &PlanRequest<'_>,
     on_attempt: &mut (dyn FnMut(&Attempt) + Send),

@@ -59,6 +59,8 @@ pub struct Research<'a> {
     pub notes: &'a dyn Notes,
     /// A batch's cap on subagents in flight across its jobs; `None` for a command's own loop.
     pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    /// Execute each round's plan while it streams (`research`; `--no-stream-plan` is false).
+    pub stream_plan: bool,
 }
 
 pub struct ResearchOutcome {
@@ -121,6 +123,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         cancel: r.cancel,
         watch: r.watch,
         notes: r.notes,
+        stream_plan: r.stream_plan,
     });
     let looped = match r.plan {
         Some(plan) => {

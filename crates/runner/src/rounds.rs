@@ -64,6 +64,8 @@ pub struct RoundsSetup<'a> {
     pub cancel: CancellationToken,
     pub watch: &'a dyn Watch,
     pub notes: &'a dyn Notes,
+    /// Each round's first plan is executed while it streams (see `crate::streamed`).
+    pub stream_plan: bool,
 }
 
 pub struct RoundsDriver<'a> {
@@ -75,7 +77,9 @@ pub struct RoundsDriver<'a> {
     /// Journals opened by planning, continued by the same pass's execution.
     events: HashMap<RoundTag, Arc<Journal>>,
     /// Per round: where the plan in use came from.
-    sources: HashMap<u32, PlanSource>,
+    pub(crate) sources: HashMap<u32, PlanSource>,
+    /// Executions done while their plan streamed, for `execute` to hand out.
+    pub(crate) streamed: HashMap<RoundTag, RunResult>,
 }
 
 impl<'a> RoundsDriver<'a> {
@@ -86,6 +90,7 @@ impl<'a> RoundsDriver<'a> {
             attempts: HashMap::new(),
             events: HashMap::new(),
             sources: HashMap::new(),
+            streamed: HashMap::new(),
         }
     }
 
@@ -129,7 +134,7 @@ impl<'a> RoundsDriver<'a> {
             .with_context(|| format!("preparing {}", path.display()))
     }
 
-    fn planner_dir(tag: RoundTag) -> String {
+    pub(crate) fn planner_dir(tag: RoundTag) -> String {
         if tag.pass == 1 {
             "planner".into()
         } else {
@@ -138,7 +143,7 @@ impl<'a> RoundsDriver<'a> {
     }
 
     /// Writes each attempt's raw text as it ends and journals its model call.
-    fn attempt_recorder<'s>(
+    pub(crate) fn attempt_recorder<'s>(
         &self,
         out: &RunDir,
         dir: &str,
@@ -165,7 +170,7 @@ impl<'a> RoundsDriver<'a> {
     }
 
     /// `planner/attempts.json` and the round's planner calls.
-    fn keep_attempts(
+    pub(crate) fn keep_attempts(
         &mut self,
         tag: RoundTag,
         out: &RunDir,
@@ -201,6 +206,11 @@ impl Rounds for RoundsDriver<'_> {
         tag: RoundTag,
         note: Option<&str>,
     ) -> crate::Result<Planned<RunnerError>> {
+        // The cache answers the loop's first plan at once: nothing to stream.
+        let cached = self.setup.cache.is_some() && tag == RoundTag { round: 1, pass: 1 };
+        if self.setup.stream_plan && tag.pass == 1 && !cached {
+            return self.plan_streaming(tag, note).await;
+        }
         let out = self.round_dir(tag.round)?;
         let dir = Self::planner_dir(tag);
         std::fs::create_dir_all(out.root().join(&dir))
@@ -266,6 +276,11 @@ impl Rounds for RoundsDriver<'_> {
         preset: Vec<Preset>,
         fresh: bool,
     ) -> crate::Result<RunResult> {
+        if let Some(mut result) = self.take_streamed(tag) {
+            let this_pass = std::mem::take(&mut result.calls);
+            self.add_calls(tag.round, this_pass, Some(&mut result))?;
+            return Ok(result);
+        }
         let out = self.round_dir(tag.round)?;
         if fresh && tag.pass > 1 {
             // A complete replan: the discarded plan's sections must not pass for this one's.

@@ -235,8 +235,26 @@ pub fn replacement(ctx: &crate::RequestContext) -> String {
     pretty(&json!({ "tasks": tasks }))
 }
 
-fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
+/// A plan as a model following the schema writes it: what the plan is about first, its task
+/// (or step) array last, so a reader of the streamed answer knows the topic before the tasks.
+pub(crate) fn pretty(v: &Value) -> String {
+    let Value::Object(map) = v else {
+        return serde_json::to_string_pretty(v).unwrap_or_default();
+    };
+    let mut head = map.clone();
+    let list = ["tasks", "steps"]
+        .into_iter()
+        .find_map(|k| head.remove(k).map(|l| (k, l)));
+    let Some((key, list)) = list else {
+        return serde_json::to_string_pretty(v).unwrap_or_default();
+    };
+    let head = serde_json::to_string_pretty(&Value::Object(head)).unwrap_or_default();
+    let list = serde_json::to_string_pretty(&list)
+        .unwrap_or_default()
+        .replace('\n', "\n  ");
+    let body = head.trim_end().trim_end_matches('}').trim_end();
+    let sep = if body.ends_with('{') { "" } else { "," };
+    format!("{body}{sep}\n  \"{key}\": {list}\n}}")
 }
 
 #[cfg(test)]

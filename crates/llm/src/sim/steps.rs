@@ -6,7 +6,7 @@
 use planwave_plan::Lang;
 use serde_json::{Map, Value, json};
 
-use super::plan::{PlannerFault, subject};
+use super::plan::{PlannerFault, pretty, subject};
 use crate::ToolRef;
 
 /// The planner's answer for a step plan, with `fault` applied as for research plans.
@@ -135,10 +135,6 @@ fn params(schema: &Value, subject: &str, k: usize) -> Value {
         out.insert(name.to_owned(), value);
     }
     Value::Object(out)
-}
-
-fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -50,6 +50,10 @@ pub struct TaskStream {
     object_start: Option<usize>,
     format: Option<PlanFormat>,
     position: usize,
+    /// Byte offsets of the `{` and `[` open around the scanner (`None` for a `[`).
+    opens: Vec<Option<usize>>,
+    /// The object holding the task array, up to the array's `[`.
+    header: Option<(usize, usize)>,
 }
 
 impl Default for TaskStream {
@@ -74,7 +78,17 @@ impl TaskStream {
             object_start: None,
             format: None,
             position: 0,
+            opens: Vec::new(),
+            header: None,
         }
+    }
+
+    /// The plan object's text before its task array, closed with an empty array
+    /// (`{"topic": ..., "tasks": []}`): what is known of the plan besides its tasks once the
+    /// array has begun. Keys after the array are not in it.
+    pub fn header(&self) -> Option<String> {
+        let (start, end) = self.header?;
+        Some(format!("{}[]}}", &self.text[start..end]))
     }
 
     /// The format of the array found (`tasks` or `steps`), once found.
@@ -140,6 +154,7 @@ impl TaskStream {
                 if c == '[' && self.phase == Phase::Seeking && self.key_colon.is_some() {
                     self.format = self.key_colon;
                     self.phase = Phase::InArray(self.depth + 1);
+                    self.header = self.opens.iter().rev().find_map(|o| *o).map(|s| (s, at));
                 } else if c == '{'
                     && self.phase == Phase::InArray(self.depth)
                     && self.object_start.is_none()
@@ -147,11 +162,13 @@ impl TaskStream {
                     self.object_start = Some(at);
                 }
                 self.depth += 1;
+                self.opens.push((c == '{').then_some(at));
                 self.key_colon = None;
                 self.last_string = None;
             }
             ']' | '}' => {
                 self.depth = self.depth.saturating_sub(1);
+                self.opens.pop();
                 self.key_colon = None;
                 self.last_string = None;
                 if let Phase::InArray(d) = self.phase {
@@ -215,6 +232,12 @@ mod tests {
             assert_eq!(ids, vec![TaskId::Int(1), TaskId::Int(2)], "chunks of {n}");
             assert!(got[0].1 < got[1].1);
         }
+        let mut s = TaskStream::new();
+        s.push(&PLAN[..PLAN.find("{\"id\": 1").expect("task 1")]);
+        assert_eq!(
+            s.header().as_deref(),
+            Some("{\"topic\": \"t {x}\", \"tasks\": []}")
+        );
         // Task 1 comes with the brace that closes it, well before the answer ends.
         let closing = PLAN.find("},\n  {\"id\": 2").expect("end of task 1") + 1;
         assert_eq!(feed(PLAN, 1)[0].1, PLAN[..closing].chars().count());

@@ -239,6 +239,7 @@ impl JobContext<'_> {
             },
             notes: self.notes,
             slots: self.slots.clone(),
+            stream_plan: false,
         })
         .await
         .map_err(|e| match e {
