@@ -22,6 +22,7 @@ mod run;
 mod seed_config;
 mod show;
 mod steps;
+mod stream_plan;
 mod tool_answers;
 mod traces;
 mod validate;
