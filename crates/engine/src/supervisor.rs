@@ -199,6 +199,16 @@ impl Actor for Supervisor {
                     return Ok(());
                 };
                 report.index = index;
+                if generation < state.generation
+                    && let Ok(section) = &report.result
+                {
+                    // Its subagent kept its result for the plan it started under; later
+                    // references read the current plan's.
+                    state.shared.results.keep(index, || {
+                        serde_json::from_str(section)
+                            .unwrap_or_else(|_| serde_json::Value::String(section.to_string()))
+                    });
+                }
                 state.on_report(&myself, *report);
                 state.dispatch_now(&myself).await;
             }

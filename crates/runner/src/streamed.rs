@@ -238,7 +238,7 @@ impl RoundsDriver<'_> {
                 preset: Vec::new(),
                 slots: s.slots.clone(),
                 cancel: s.cancel.child_token(),
-                root_span: false,
+                root_span: s.root_span,
             };
             let engine = async {
                 match first_rx.await {
