@@ -89,7 +89,10 @@ fn research_offline_plans_runs_and_integrates_with_the_simulator() {
     // before `plan_completed` (with the instant simulator the whole answer comes at once).
     let ev = events(&out);
     assert_eq!(ev[0]["type"], "round_started");
-    let received = ev.iter().filter(|e| e["type"] == "plan_task_received").count();
+    let received = ev
+        .iter()
+        .filter(|e| e["type"] == "plan_task_received")
+        .count();
     assert_eq!(received, 5);
     let at = |ty: &str| ev.iter().position(|e| e["type"] == ty).expect(ty);
     let planner = ev
