@@ -76,9 +76,10 @@ fn tasks_start_while_the_plan_streams_and_the_result_is_the_same_as_without() {
     assert_eq!(received, ["1", "2", "3", "4", "5"]);
     let tokens: Vec<u64> = ev
         .iter()
-        .filter_map(|e| (e["type"] == "plan_task_received").then(|| e["token"].as_u64()))
-        .flatten()
+        .filter(|e| e["type"] == "plan_task_received")
+        .filter_map(|e| e["token"].as_u64())
         .collect();
+    assert_eq!(tokens.len(), 5);
     assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{tokens:?}");
     let done = plan_completed(&ev);
     assert_eq!(done["valid"], true);

@@ -44,14 +44,11 @@ impl Admission {
         self.waiting.push(task);
         let mut joined = Vec::new();
         // A join can unblock tasks that arrived earlier: sweep until nothing moves.
-        loop {
-            let Some(pos) = self
-                .waiting
-                .iter()
-                .position(|t| t.dependencies.iter().all(|d| self.joined.contains(d)))
-            else {
-                break;
-            };
+        while let Some(pos) = self
+            .waiting
+            .iter()
+            .position(|t| t.dependencies.iter().all(|d| self.joined.contains(d)))
+        {
             let t = self.waiting.remove(pos);
             self.joined.insert(t.id.clone());
             joined.push(t.id.clone());

@@ -128,6 +128,75 @@ fn first_verdict(outcome: &PlanOutcome) -> (bool, Vec<String>) {
     }
 }
 
+/// Runs the planner while feeding the engine the plan so far from its streamed pieces; at
+/// the end the whole plan closes the feed (`opened` is told first, and whether the engine
+/// was already running a streamed plan). Dropping the outlet without a close stops whatever
+/// started.
+async fn plan_and_feed<F>(
+    planner: F,
+    pieces: &mut mpsc::UnboundedReceiver<Piece>,
+    feeder: &mut Feeder<'_>,
+    mut outlet: Outlet,
+    opened: impl FnOnce(&Arc<ValidatedPlan>, bool),
+) -> crate::Result<Option<PlanOutcome>>
+where
+    F: std::future::Future<Output = crate::Result<Option<PlanOutcome>>>,
+{
+    tokio::pin!(planner);
+    let planned = loop {
+        tokio::select! {
+            biased;
+            Some(p) = pieces.recv() => {
+                if let Some(plan) = feeder.piece(p) {
+                    outlet.send(PlanFeed::Grow(Arc::new(plan)));
+                }
+            }
+            r = &mut planner => break r,
+        }
+    };
+    // What arrived with the answer's end.
+    while let Ok(p) = pieces.try_recv() {
+        if let Some(plan) = feeder.piece(p) {
+            outlet.send(PlanFeed::Grow(Arc::new(plan)));
+        }
+    }
+    if let Ok(Some(outcome)) = &planned
+        && let Some(plan) = &outcome.plan
+    {
+        let plan = Arc::new(plan.clone());
+        opened(&plan, outlet.streaming());
+        let (valid, problems) = first_verdict(outcome);
+        outlet.send(PlanFeed::Close {
+            plan,
+            valid,
+            problems,
+        });
+    }
+    planned
+}
+
+/// `plan_completed` for a plan whole before any task could start.
+fn completed_at_once(
+    events: &Journal,
+    live: Option<&JsonlSink>,
+    plan: &ValidatedPlan,
+    valid: bool,
+    problems: Vec<String>,
+) {
+    let event = Event::now(EventKind::PlanCompleted {
+        valid,
+        problems,
+        tasks: plan.len(),
+        kept: Vec::new(),
+        cancelled: Vec::new(),
+        discarded: Vec::new(),
+    });
+    if let Some(l) = live {
+        planwave_engine::EventSink::emit(l, &event);
+    }
+    events.append(event, None);
+}
+
 impl RoundsDriver<'_> {
     /// Plans round `tag` with its answer streamed, executing tasks as they become eligible.
     pub(crate) async fn plan_streaming(
@@ -165,7 +234,7 @@ impl RoundsDriver<'_> {
             let view = DeferredView::new();
             let (first_tx, first_rx) = oneshot::channel();
             let (rest_tx, rest_rx) = mpsc::unbounded_channel();
-            let mut outlet = Outlet {
+            let outlet = Outlet {
                 first: Some(first_tx),
                 rest: rest_tx,
             };
@@ -179,67 +248,21 @@ impl RoundsDriver<'_> {
                 journal: events.clone(),
                 live: s.stream.clone(),
             };
-            let planning = async {
-                let fut = run_planner(&planner, &req, &mut record);
-                tokio::pin!(fut);
-                let planned = loop {
-                    tokio::select! {
-                        biased;
-                        Some(p) = pieces.recv() => {
-                            if let Some(plan) = feeder.piece(p) {
-                                outlet.send(PlanFeed::Grow(Arc::new(plan)));
-                            }
-                        }
-                        r = &mut fut => break r,
-                    }
-                };
-                // What arrived with the answer's end.
-                while let Ok(p) = pieces.try_recv() {
-                    if let Some(plan) = feeder.piece(p) {
-                        outlet.send(PlanFeed::Grow(Arc::new(plan)));
-                    }
-                }
-                if let Ok(Some(outcome)) = &planned
-                    && let Some(plan) = &outcome.plan
-                {
-                    let plan = Arc::new(plan.clone());
-                    if outlet.streaming() {
-                        view.open(s.watch.open(&plan));
+            let planning = plan_and_feed(
+                run_planner(&planner, &req, &mut record),
+                &mut pieces,
+                &mut feeder,
+                outlet,
+                |plan: &Arc<ValidatedPlan>, streaming: bool| {
+                    if streaming {
+                        view.open(s.watch.open(plan));
                     }
                     if s.root_span {
-                        crate::record_run(&s.run_id, &plan);
+                        crate::record_run(&s.run_id, plan);
                     }
-                    let (valid, problems) = first_verdict(outcome);
-                    outlet.send(PlanFeed::Close {
-                        plan,
-                        valid,
-                        problems,
-                    });
-                }
-                // Dropping the outlet without a close stops whatever started.
-                drop(outlet);
-                planned
-            };
-            let execution = |plan: Arc<ValidatedPlan>| Execution {
-                plan,
-                resources: s.resources.clone(),
-                config: RunConfig {
-                    round: Some(tag),
-                    plan_source: Some(PlanSource::Planner),
-                    ..s.config.clone()
                 },
-                deadline: s
-                    .deadline
-                    .map(|d| d.saturating_duration_since(std::time::Instant::now())),
-                out: out.clone(),
-                events: events.clone(),
-                run_id: s.run_id,
-                stream: s.stream.clone(),
-                preset: Vec::new(),
-                slots: s.slots.clone(),
-                cancel: s.cancel.child_token(),
-                root_span: s.root_span,
-            };
+            );
+            let execution = |plan| self.streamed_execution(tag, &out, &events, plan);
             let engine = async {
                 match first_rx.await {
                     Err(_) => Ok(None),
@@ -252,18 +275,7 @@ impl RoundsDriver<'_> {
                         problems,
                     }) => {
                         // Nothing could start before the whole plan was known: a plain run.
-                        let event = Event::now(EventKind::PlanCompleted {
-                            valid,
-                            problems,
-                            tasks: plan.len(),
-                            kept: Vec::new(),
-                            cancelled: Vec::new(),
-                            discarded: Vec::new(),
-                        });
-                        if let Some(l) = &s.stream {
-                            planwave_engine::EventSink::emit(l.as_ref(), &event);
-                        }
-                        events.append(event, None);
+                        completed_at_once(&events, s.stream.as_deref(), &plan, valid, problems);
                         execute_plan(execution(plan), s.watch).await.map(Some)
                     }
                 }
@@ -274,6 +286,48 @@ impl RoundsDriver<'_> {
         for e in &write_errors {
             self.setup.notes.note(&format!("warning: {e}"));
         }
+        self.settle(tag, (&out, &dir), planned, executed)
+    }
+
+    /// An execution of round `tag`'s first pass.
+    fn streamed_execution(
+        &self,
+        tag: RoundTag,
+        out: &planwave_engine::RunDir,
+        events: &Arc<Journal>,
+        plan: Arc<ValidatedPlan>,
+    ) -> Execution {
+        let s = &self.setup;
+        Execution {
+            plan,
+            resources: s.resources.clone(),
+            config: RunConfig {
+                round: Some(tag),
+                plan_source: Some(PlanSource::Planner),
+                ..s.config.clone()
+            },
+            deadline: s
+                .deadline
+                .map(|d| d.saturating_duration_since(std::time::Instant::now())),
+            out: out.clone(),
+            events: events.clone(),
+            run_id: s.run_id,
+            stream: s.stream.clone(),
+            preset: Vec::new(),
+            slots: s.slots.clone(),
+            cancel: s.cancel.child_token(),
+            root_span: s.root_span,
+        }
+    }
+
+    /// What planning and the execution it started mean for the loop.
+    fn settle(
+        &mut self,
+        tag: RoundTag,
+        (out, dir): (&planwave_engine::RunDir, &str),
+        planned: crate::Result<Option<PlanOutcome>>,
+        executed: crate::Result<Option<RunResult>>,
+    ) -> crate::Result<Planned<RunnerError>> {
         let outcome = match planned {
             Ok(Some(o)) => o,
             Ok(None) => {
@@ -282,7 +336,7 @@ impl RoundsDriver<'_> {
             }
             Err(e) => return Ok(Planned::Failed(e)),
         };
-        self.keep_attempts(tag, &out, &dir, &outcome.attempts)?;
+        self.keep_attempts(tag, out, dir, &outcome.attempts)?;
         let plan = match outcome.into_plan() {
             Ok(plan) => plan,
             Err(e) => return Ok(Planned::Failed(e.into())),
