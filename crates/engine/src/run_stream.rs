@@ -130,3 +130,228 @@ pub async fn execute_streaming(
         .await
         .map(Some)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+    use std::time::Duration;
+
+    use planwave_llm::sim::{Latency, SimConfig, SimProvider};
+    use planwave_plan::{PlanSpec, TaskId, TaskSpec};
+    use planwave_prompts::Templates;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::RunConfig;
+    use crate::event::{Event, EventKind, EventSink};
+    use crate::outcome::TaskStatus;
+
+    /// Hands every event to the test as it happens.
+    struct Tap(mpsc::UnboundedSender<Event>);
+
+    impl EventSink for Tap {
+        fn emit(&self, event: &Event) {
+            let _ = self.0.send(event.clone());
+        }
+    }
+
+    fn plan(tasks: Vec<TaskSpec>) -> Arc<ValidatedPlan> {
+        Arc::new(
+            ValidatedPlan::new(PlanSpec {
+                topic: "t".into(),
+                tasks,
+                ..PlanSpec::default()
+            })
+            .expect("valid"),
+        )
+    }
+
+    fn id(s: &str) -> TaskId {
+        TaskId::from(s)
+    }
+
+    /// Task `slow` is still running when the plan closes without it; `quick` has completed
+    /// and is kept; the final plan adds a task that builds on `quick`.
+    #[tokio::test]
+    async fn a_closing_plan_stops_dropped_tasks_and_keeps_finished_ones() {
+        let mut slow = HashMap::new();
+        slow.insert("slow".to_owned(), Duration::from_secs(600));
+        let provider = SimProvider::new(SimConfig {
+            latency: Latency::from_mean(0.0, 0.0),
+            latency_overrides: slow,
+            ..SimConfig::default()
+        });
+        let (tap, mut events) = mpsc::unbounded_channel();
+        let early = plan(vec![
+            TaskSpec::new("slow", "a slow task", vec![]),
+            TaskSpec::new("quick", "a quick task", vec![]),
+        ]);
+        let (feed_tx, feed) = mpsc::unbounded_channel();
+        let run = tokio::spawn(execute_streaming(
+            RunRequest {
+                run_id: uuid::Uuid::new_v4(),
+                plan: early,
+                provider: Arc::new(provider),
+                prompts: Arc::new(Templates::builtin()),
+                sink: Arc::new(Tap(tap)),
+                journal: None,
+                config: RunConfig::default(),
+                deadline: None,
+                slots: None,
+                output: None,
+                cancel: CancellationToken::new(),
+                preset: Vec::new(),
+                mcp: None,
+            },
+            feed,
+        ));
+        // The quick task completes while the plan is open; the run does not end.
+        let mut seen = Vec::new();
+        loop {
+            let e = events.recv().await.expect("an event");
+            let done =
+                matches!(&e.kind, EventKind::TaskCompleted { task, .. } if *task == id("quick"));
+            seen.push(e.kind);
+            if done {
+                break;
+            }
+        }
+        let fin = plan(vec![
+            TaskSpec::new("other", "instead of the slow one", vec![]),
+            TaskSpec::new("quick", "a quick task", vec![]),
+            TaskSpec::new("after", "builds on quick", vec![id("quick")]),
+        ]);
+        feed_tx
+            .send(PlanFeed::Close {
+                plan: fin,
+                valid: false,
+                problems: vec!["repaired".into()],
+            })
+            .expect("feed");
+        let result = run.await.expect("joined").expect("ran").expect("closed");
+        assert_eq!(result.stats.tasks, 3);
+        assert!(
+            result
+                .tasks
+                .iter()
+                .all(|t| t.status == TaskStatus::Completed)
+        );
+        let ids: Vec<TaskId> = result.tasks.iter().map(|t| t.id.clone()).collect();
+        assert_eq!(ids, vec![id("other"), id("quick"), id("after")]);
+        // `quick` was asked once; the killed `slow` never finished its call.
+        let calls = |t: &str| {
+            result
+                .calls
+                .iter()
+                .filter(|c| c.task.as_ref() == Some(&id(t)))
+                .count()
+        };
+        assert_eq!((calls("quick"), calls("after"), calls("slow")), (1, 1, 0));
+        assert_eq!(result.tasks[2].context_from, vec![id("quick")]);
+        while let Ok(e) = events.try_recv() {
+            seen.push(e.kind);
+        }
+        let completed = seen
+            .iter()
+            .find_map(|k| match k {
+                EventKind::PlanCompleted {
+                    kept, cancelled, ..
+                } => Some((kept.clone(), cancelled.clone())),
+                _ => None,
+            })
+            .expect("plan_completed");
+        assert_eq!(completed, (vec![id("quick")], vec![id("slow")]));
+        let starts = |t: &str| {
+            seen.iter()
+                .filter(|k| matches!(k, EventKind::TaskStarted { task, .. } if *task == id(t)))
+                .count()
+        };
+        assert_eq!(
+            (starts("quick"), starts("other"), starts("after")),
+            (1, 1, 1)
+        );
+    }
+
+    /// Before the close a plan only grows: a task added later starts once its prerequisite,
+    /// which ran under the smaller plan, has completed.
+    #[tokio::test]
+    async fn a_growing_plan_starts_new_tasks_on_earlier_results() {
+        let (tap, mut events) = mpsc::unbounded_channel();
+        let first = plan(vec![TaskSpec::new(1, "one", vec![])]);
+        let grown = plan(vec![
+            TaskSpec::new(1, "one", vec![]),
+            TaskSpec::new(2, "two", vec![TaskId::Int(1)]),
+        ]);
+        let (feed_tx, feed) = mpsc::unbounded_channel();
+        let run = tokio::spawn(execute_streaming(
+            RunRequest {
+                run_id: uuid::Uuid::new_v4(),
+                plan: first,
+                provider: Arc::new(SimProvider::new(SimConfig {
+                    latency: Latency::from_mean(0.0, 0.0),
+                    ..SimConfig::default()
+                })),
+                prompts: Arc::new(Templates::builtin()),
+                sink: Arc::new(Tap(tap)),
+                journal: None,
+                config: RunConfig::default(),
+                deadline: None,
+                slots: None,
+                output: None,
+                cancel: CancellationToken::new(),
+                preset: Vec::new(),
+                mcp: None,
+            },
+            feed,
+        ));
+        loop {
+            let e = events.recv().await.expect("an event");
+            if matches!(e.kind, EventKind::TaskCompleted { .. }) {
+                break;
+            }
+        }
+        feed_tx.send(PlanFeed::Grow(grown.clone())).expect("feed");
+        feed_tx
+            .send(PlanFeed::Close {
+                plan: grown,
+                valid: true,
+                problems: Vec::new(),
+            })
+            .expect("feed");
+        let result = run.await.expect("joined").expect("ran").expect("closed");
+        assert_eq!(result.stats.completed, 2);
+        assert_eq!(result.tasks[1].context_from, vec![TaskId::Int(1)]);
+        assert_eq!(
+            result.calls.iter().filter(|c| c.role == "subagent").count(),
+            2
+        );
+    }
+
+    /// A feed that ends without a close (planning failed) stops the run and records nothing.
+    #[tokio::test]
+    async fn a_feed_without_a_close_stops_the_run() {
+        let (feed_tx, feed) = mpsc::unbounded_channel::<PlanFeed>();
+        drop(feed_tx);
+        let got = execute_streaming(
+            RunRequest {
+                run_id: uuid::Uuid::new_v4(),
+                plan: plan(vec![TaskSpec::new(1, "one", vec![])]),
+                provider: Arc::new(SimProvider::new(SimConfig::default())),
+                prompts: Arc::new(Templates::builtin()),
+                sink: Arc::new(crate::event::NullSink),
+                journal: None,
+                config: RunConfig::default(),
+                deadline: None,
+                slots: None,
+                output: None,
+                cancel: CancellationToken::new(),
+                preset: Vec::new(),
+                mcp: None,
+            },
+            feed,
+        )
+        .await
+        .expect("no engine error");
+        assert!(got.is_none());
+    }
+}
