@@ -64,6 +64,15 @@ struct TaskStarted {
     ts: DateTime<Utc>,
 }
 
+/// A streamed plan's close: the tasks whose early work the final plan does not keep.
+#[derive(Deserialize)]
+struct PlanCompleted {
+    #[serde(default)]
+    cancelled: Vec<TaskId>,
+    #[serde(default)]
+    discarded: Vec<TaskId>,
+}
+
 /// What a journal says about the latest run it records.
 #[derive(Debug, Default)]
 pub struct Replay {
@@ -133,6 +142,16 @@ impl Replay {
                 "task_started" => TaskStarted::deserialize(&value)
                     .map(|s| {
                         r.started.insert(s.task, s.ts);
+                    })
+                    .is_ok(),
+                // A completion from before a streamed plan closed that the final plan
+                // discarded is no completion of the final plan's task (same id, other task).
+                "plan_completed" => PlanCompleted::deserialize(&value)
+                    .map(|p| {
+                        for t in p.cancelled.iter().chain(&p.discarded) {
+                            r.completed.remove(t);
+                            r.started.remove(t);
+                        }
                     })
                     .is_ok(),
                 "task_completed" => CompletedTask::deserialize(&value)
@@ -281,5 +300,26 @@ mod tests {
         assert_eq!(r.completed.len(), 1);
         assert_eq!(r.completed[&TaskId::Str("x".into())].attempts, 2);
         assert_eq!(r.skipped_lines, 1);
+    }
+
+    #[test]
+    fn work_a_streamed_plan_discarded_is_not_completed() {
+        let a = uuid::Uuid::new_v4();
+        let done = |t: u32, s: u32| {
+            format!(
+                "{{\"ts\":\"2026-01-01T00:00:0{s}Z\",\"type\":\"task_completed\",\"task\":{t},\"attempts\":1,\"duration_ms\":1.0}}\n"
+            )
+        };
+        let text = format!(
+            "{{\"ts\":\"2026-01-01T00:00:00Z\",\"type\":\"run_started\",\"run_id\":\"{a}\"}}\n{}{}{{\"ts\":\"2026-01-01T00:00:03Z\",\"type\":\"plan_completed\",\"valid\":false,\"tasks\":3,\"kept\":[2],\"discarded\":[1]}}\n",
+            done(1, 1),
+            done(2, 2)
+        );
+        let r = Replay::parse(&text);
+        assert!(!r.completed.contains_key(&TaskId::Int(1)));
+        assert!(r.completed.contains_key(&TaskId::Int(2)));
+        // The final plan's own run of task 1 counts.
+        let r = Replay::parse(&format!("{text}{}", done(1, 4)));
+        assert!(r.completed.contains_key(&TaskId::Int(1)));
     }
 }
