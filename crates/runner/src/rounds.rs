@@ -206,9 +206,11 @@ impl Rounds for RoundsDriver<'_> {
         tag: RoundTag,
         note: Option<&str>,
     ) -> crate::Result<Planned<RunnerError>> {
-        // The cache answers the loop's first plan at once: nothing to stream.
+        // The cache answers the loop's first plan at once: nothing to stream. A wave barrier
+        // needs every task of a wave known before the next may start.
         let cached = self.setup.cache.is_some() && tag == RoundTag { round: 1, pass: 1 };
-        if self.setup.stream_plan && tag.pass == 1 && !cached {
+        let dataflow = self.setup.config.schedule == planwave_engine::Schedule::Dataflow;
+        if self.setup.stream_plan && tag.pass == 1 && !cached && dataflow {
             return self.plan_streaming(tag, note).await;
         }
         let out = self.round_dir(tag.round)?;
