@@ -18,7 +18,7 @@ use planwave_engine::{EventSink, RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};
-use job::JobContext;
+pub use job::JobContext;
 
 /// How a front end watches a batch.
 pub trait BatchWatch: Send + Sync {
@@ -159,6 +159,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         cancel: b.cancel.clone(),
         watch: b.watch,
         notes: b.notes,
+        mirror: None,
     };
     let book = Book {
         root: &root,
