@@ -77,6 +77,10 @@ pub struct JobRecord {
     /// The verdict of its run, once it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<JobSummary>,
+    /// The stream sequence of the job's message: another message for the same job (a
+    /// resubmission after the dedup window) is dropped, never run twice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     /// The run directory's files (relative paths) in the object store.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,

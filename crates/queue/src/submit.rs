@@ -93,6 +93,7 @@ pub async fn submit(
             reason: None,
             deliveries: 0,
             summary: None,
+            seq: None,
             files: Vec::new(),
         };
         let rk = job_record_key(name, &jk);
@@ -127,10 +128,21 @@ pub async fn submit(
             .await
             .map_err(|e| QueueError::of(&format!("queueing job {}", job.id), e))?;
         acks.push((job.id.clone(), ack));
+        if acks.len() >= 256 {
+            confirm(&mut acks).await?;
+        }
     }
-    for (id, ack) in acks {
+    confirm(&mut acks).await?;
+    Ok(done)
+}
+
+/// Waits for the server's acknowledgement of every publish so far.
+async fn confirm(
+    acks: &mut Vec<(String, async_nats::jetstream::context::PublishAckFuture)>,
+) -> crate::Result<()> {
+    for (id, ack) in acks.drain(..) {
         ack.await
             .map_err(|e| QueueError::of(&format!("queueing job {id}"), e))?;
     }
-    Ok(done)
+    Ok(())
 }

@@ -152,6 +152,13 @@ impl Worker<'_> {
         let mut record: JobRecord = get_json(&self.queue, &rk)
             .await?
             .unwrap_or_else(|| run::record_of(&job));
+        let seq = msg.info().map(|i| i.stream_sequence).ok();
+        if record.seq.is_some() && seq.is_some() && record.seq != seq {
+            // A second message for a job another message already brought.
+            ack(msg).await;
+            return Ok(Handled::Nothing);
+        }
+        record.seq = seq;
         if record.state.is_finished() {
             // A redelivery of a job whose verdict is stored (a worker died between storing
             // it and its ack): nothing to do.
@@ -252,29 +259,32 @@ fn tally(end: &mut WorkerEnd, h: Handled) {
 }
 
 /// The next job, or `None` after about a second without one (or on an error: the client
-/// reconnects on its own, the loop asks again).
+/// reconnects on its own, the loop asks again after a pause).
 async fn next_message(consumer: &PullConsumer) -> Option<Message> {
-    let batch = consumer
-        .fetch()
-        .max_messages(1)
-        .expires(Duration::from_secs(1))
-        .messages()
-        .await;
-    match batch {
-        Ok(mut b) => match b.next().await {
-            Some(Ok(m)) => Some(m),
-            Some(Err(e)) => {
-                tracing::debug!(error = %e, "pull failed");
-                None
-            }
-            None => None,
-        },
-        Err(e) => {
+    let pull = async {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(1)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+            .map_err(|e| e.to_string())?;
+        match batch.next().await {
+            Some(Ok(m)) => Ok(Some(m)),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Ok(None),
+        }
+    };
+    // A pull sent to a consumer whose leader just died is never answered: bounded here.
+    match tokio::time::timeout(Duration::from_secs(5), pull).await {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => {
             tracing::debug!(error = %e, "pull failed");
             // Not a synchronisation: a pause before asking a server that is away again.
             tokio::time::sleep(Duration::from_millis(250)).await;
             None
         }
+        Err(_) => None,
     }
 }
 

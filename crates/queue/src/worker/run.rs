@@ -35,6 +35,7 @@ pub(super) fn record_of(job: &JobMessage) -> JobRecord {
         reason: None,
         deliveries: 0,
         summary: None,
+        seq: None,
         files: Vec::new(),
     }
 }
