@@ -100,7 +100,19 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         .connect(&format!("planwave worker {name}"))
         .await?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
-    let resources = args.job.resources(&settings)?;
+    let mut resources = args.job.resources(&settings)?;
+    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm
+        && let Some(limit) = config.limits.max_in_flight
+    {
+        // The in-flight limit holds across every worker calling the same endpoint.
+        resources.provider = planwave_queue::share_in_flight_limit(
+            &queue,
+            resources.provider.clone(),
+            &config.base_url,
+            limit,
+        )
+        .await?;
+    }
     let interrupt = CtrlC::listen();
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)

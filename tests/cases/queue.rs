@@ -473,3 +473,66 @@ fn a_three_node_cluster_losing_one_node_mid_batch_loses_nothing() {
     assert_eq!(task_calls(&sim).len(), 16);
     w.terminate();
 }
+
+/// Jobs of `width` independent tasks each (all runnable at once).
+fn wide_jobs(prefix: &str, n: usize, width: usize) -> Vec<String> {
+    (0..n)
+        .map(|j| {
+            let id = format!("{prefix}{j}");
+            let tasks: Vec<Value> = (1..=width)
+                .map(|i| {
+                    json!({"id": format!("{id}t{i}"), "description": format!("part {i}"),
+                           "dependencies": [], "hints": {"key_questions": ["what?"]}})
+                })
+                .collect();
+            json!({"id": id, "plan": {"research_type": "company", "topic": id,
+                   "objectives": ["know it"], "tasks": tasks}})
+            .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn the_providers_in_flight_limit_holds_across_three_workers() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "80", "--sigma", "0"], &[]);
+    let config = dir.path().join("planwave.toml");
+    std::fs::write(&config, "[llm.limits]\nmax_in_flight = 2\n").expect("config");
+    submit(
+        &url,
+        &jobs_file(dir.path(), &wide_jobs("l", 6, 4)),
+        "limits",
+    )
+    .expect_ok();
+    let mut workers: Vec<WorkerProc> = (0..3)
+        .map(|i| {
+            let cache = dir.path().join(format!("cache-{i}"));
+            let config = config.to_str().expect("path");
+            WorkerProc::start(
+                &url,
+                &sim,
+                &cache,
+                &["--jobs", "2", "--config", config, "-q"],
+            )
+        })
+        .collect();
+    let s = wait_status(&url, "limits", 120, completed(6));
+    let stats = sim.stats();
+    // Each worker alone could send 2 at once; together they still send at most 2.
+    assert_eq!(stats["max_subagents_in_flight"], 2, "{stats}");
+    assert_eq!(stats["roles"]["subagent"], 24, "{stats}");
+    let ran_on: BTreeSet<&str> = s["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .filter_map(|j| j["worker"].as_str())
+        .collect();
+    assert!(ran_on.len() >= 2, "one worker did everything: {ran_on:?}");
+    for w in &mut workers {
+        w.terminate();
+    }
+}
