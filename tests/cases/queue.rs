@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::nats::{Nats, cluster3};
-use crate::support::{Running, SimLlm, all_files, planwave, read_json, tempdir};
+use crate::support::nats::{Nats, WorkerProc, cluster3};
+use crate::support::{SimLlm, all_files, planwave, read_json, tempdir};
 
 /// A chain of `n` tasks `{p}1 -> {p}2 -> ...` (ids unique across jobs: the sim server
 /// counts requests per task id).
@@ -44,63 +44,16 @@ fn chain_jobs(prefix: &str, n: usize, tasks: usize) -> Vec<String> {
         .collect()
 }
 
-/// A worker process, killed if still running when dropped.
-struct WorkerProc(Option<Running>);
-
-impl WorkerProc {
-    fn start(url: &str, sim: &SimLlm, cache: &Path, extra: &[&str]) -> WorkerProc {
-        WorkerProc(Some(
-            planwave(["worker", "--nats", url])
-                .opt("--llm-base-url", &sim.base_url)
-                .opt("--model", "planwave-sim-1")
-                .arg("--no-stream")
-                .opt("--cache", cache)
-                .args(extra)
-                .spawn(),
-        ))
-    }
-
-    fn running(&mut self) -> &mut Running {
-        self.0.as_mut().expect("running")
-    }
-
-    /// SIGKILL; returns what it printed on stderr so far.
-    fn kill_9(&mut self) -> Vec<String> {
-        let r = self.0.take().expect("running");
-        let seen = r.seen().to_vec();
-        r.kill_9();
-        seen
-    }
-
-    /// SIGTERM, then the exit code and stderr seen (the worker must exit within 30 s).
-    fn terminate(&mut self) -> (i32, Vec<String>) {
-        let mut r = self.0.take().expect("running");
-        r.terminate();
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(status) = r.child.try_wait().expect("wait") {
-                // Drain what it printed while stopping.
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    r.wait_for("stopped (", 1)
-                }));
-                return (status.code().unwrap_or(-1), r.seen().to_vec());
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the worker did not exit after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for WorkerProc {
-    fn drop(&mut self) {
-        if let Some(mut r) = self.0.take() {
-            let _ = r.child.kill();
-            let _ = r.child.wait();
-        }
-    }
+fn start_worker(url: &str, sim: &SimLlm, cache: &Path, extra: &[&str]) -> WorkerProc {
+    WorkerProc(Some(
+        planwave(["worker", "--nats", url])
+            .opt("--llm-base-url", &sim.base_url)
+            .opt("--model", "planwave-sim-1")
+            .arg("--no-stream")
+            .opt("--cache", cache)
+            .args(extra)
+            .spawn(),
+    ))
 }
 
 fn status(url: &str, batch: &str) -> Value {
@@ -179,7 +132,7 @@ fn three_workers_drain_thirty_jobs_each_task_sent_once_and_fetch_writes_a_batch_
         .map(|i| {
             let name = format!("w{i}");
             let cache = dir.path().join(format!("cache-{i}"));
-            WorkerProc::start(&url, &sim, &cache, &["--jobs", "2", "--name", &name, "-q"])
+            start_worker(&url, &sim, &cache, &["--jobs", "2", "--name", &name, "-q"])
         })
         .collect();
     // Submitting the same file again adds nothing.
@@ -244,7 +197,7 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
     let file = jobs_file(dir.path(), &chain_jobs("k", 3, 5));
     submit(&url, &file, "crash").expect_ok();
     let fast = ["--ack-wait", "2s", "--jobs", "3"];
-    let mut a = WorkerProc::start(
+    let mut a = start_worker(
         &url,
         &sim,
         &dir.path().join("a"),
@@ -255,7 +208,7 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
     let before = completed_tasks(&a.kill_9());
     let calls_before = task_calls(&sim);
 
-    let mut b = WorkerProc::start(
+    let mut b = start_worker(
         &url,
         &sim,
         &dir.path().join("b"),
@@ -297,7 +250,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
     submit(&url, &file, "stop").expect_ok();
     // A long ack-wait: the job must come back by the nak, not by a timeout.
     let slow = ["--ack-wait", "60s", "--jobs", "2"];
-    let mut a = WorkerProc::start(
+    let mut a = start_worker(
         &url,
         &sim,
         &dir.path().join("a"),
@@ -323,7 +276,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
         "{s0}"
     );
 
-    let mut b = WorkerProc::start(
+    let mut b = start_worker(
         &url,
         &sim,
         &dir.path().join("b"),
@@ -423,7 +376,7 @@ fn restarting_the_server_mid_batch_loses_nothing() {
     let sim = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
     let file = jobs_file(dir.path(), &chain_jobs("r", 4, 4));
     submit(&url, &file, "restart").expect_ok();
-    let mut w = WorkerProc::start(
+    let mut w = start_worker(
         &url,
         &sim,
         &dir.path().join("w"),
@@ -459,7 +412,7 @@ fn a_three_node_cluster_losing_one_node_mid_batch_loses_nothing() {
         .opt("--replicas", "3")
         .run()
         .expect_ok();
-    let mut w = WorkerProc::start(
+    let mut w = start_worker(
         &url,
         &sim,
         &dir.path().join("w"),
@@ -512,7 +465,7 @@ fn the_providers_in_flight_limit_holds_across_three_workers() {
         .map(|i| {
             let cache = dir.path().join(format!("cache-{i}"));
             let config = config.to_str().expect("path");
-            WorkerProc::start(
+            start_worker(
                 &url,
                 &sim,
                 &cache,

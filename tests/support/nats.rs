@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{ChildGuard, http_get_json, peer};
+use super::{ChildGuard, Running, http_get_json, peer};
 
 /// A port nothing listens on right now (bound and released; the server takes it next).
 pub fn free_port() -> u16 {
@@ -150,4 +150,51 @@ pub fn cluster3(dir: &Path) -> Option<(Vec<Nats>, String)> {
     }
     let url = nodes.iter().map(Nats::url).collect::<Vec<_>>().join(",");
     Some((nodes, url))
+}
+
+/// A worker process, killed if still running when dropped.
+pub struct WorkerProc(pub Option<Running>);
+
+impl WorkerProc {
+    pub fn running(&mut self) -> &mut Running {
+        self.0.as_mut().expect("running")
+    }
+
+    /// SIGKILL; returns what it printed on stderr so far.
+    pub fn kill_9(&mut self) -> Vec<String> {
+        let r = self.0.take().expect("running");
+        let seen = r.seen().to_vec();
+        r.kill_9();
+        seen
+    }
+
+    /// SIGTERM, then the exit code and stderr seen (the worker must exit within 30 s).
+    pub fn terminate(&mut self) -> (i32, Vec<String>) {
+        let mut r = self.0.take().expect("running");
+        r.terminate();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = r.child.try_wait().expect("wait") {
+                // Drain what it printed while stopping.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    r.wait_for("stopped (", 1)
+                }));
+                return (status.code().unwrap_or(-1), r.seen().to_vec());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the worker did not exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for WorkerProc {
+    fn drop(&mut self) {
+        if let Some(mut r) = self.0.take() {
+            let _ = r.child.kill();
+            let _ = r.child.wait();
+        }
+    }
 }

@@ -114,7 +114,8 @@ impl Worker<'_> {
             tally(&mut end, h);
         }
         cancels.stop();
-        let _ = self.queue.flush().await;
+        // Bounded: with the server gone, a flush would wait for it forever.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.queue.flush()).await;
         Ok(end)
     }
 
