@@ -46,11 +46,8 @@ pub async fn share_in_flight_limit(
     };
     // A hash of the redacted URL: the key says nothing about the endpoint's credentials.
     let prefix = format!(
-        "inflight.{}",
-        format!(
-            "{:016x}",
-            planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
-        )
+        "inflight.{:016x}",
+        planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
     );
     let freed = Arc::new(Notify::new());
     let mut updates = kv

@@ -209,11 +209,24 @@ impl Worker<'_> {
             r = self.run_job(&job, token.clone(), slots) => r,
             _ = heartbeat(msg, self.ack_wait) => unreachable!("the heartbeat never ends"),
         };
+        self.settle(msg, &job, &rk, record, outcome, cancels).await
+    }
+
+    /// Stores the verdict and acks, or hands the job back.
+    async fn settle(
+        &self,
+        msg: &Message,
+        job: &JobMessage,
+        rk: &str,
+        mut record: JobRecord,
+        outcome: crate::Result<run::JobDone>,
+        cancels: &Cancels,
+    ) -> crate::Result<Handled> {
         match outcome {
             Err(e) => {
                 record.state = QueueState::Queued;
                 record.reason = Some(format!("could not start on {}: {e}", self.name));
-                put_json(&self.queue, &rk, &record).await?;
+                put_json(&self.queue, rk, &record).await?;
                 self.notes.note(&format!(
                     "worker: job {} {}",
                     job.id,
@@ -228,7 +241,7 @@ impl Worker<'_> {
             {
                 record.state = QueueState::Queued;
                 record.reason = Some(format!("handed back by {} (stopping)", self.name));
-                put_json(&self.queue, &rk, &record).await?;
+                put_json(&self.queue, rk, &record).await?;
                 let _ = msg.ack_with(AckKind::Nak(None)).await;
                 self.notes
                     .note(&format!("worker: job {} handed back", job.id));
@@ -243,7 +256,7 @@ impl Worker<'_> {
                 record.files = done.files;
                 self.watch.job_finished(&done.summary);
                 record.summary = Some(done.summary);
-                put_json(&self.queue, &rk, &record).await?;
+                put_json(&self.queue, rk, &record).await?;
                 ack(msg).await;
                 Ok(Handled::Finished)
             }

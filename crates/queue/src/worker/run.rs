@@ -6,6 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use futures::StreamExt;
+
 use planwave_batch::{JobInput, JobState, JobSummary, parse_jobs, resolve_jobs};
 use planwave_engine::RunDir;
 use planwave_runner::batch::JobContext;
@@ -149,25 +151,30 @@ impl Worker<'_> {
         Ok(JobDone { summary, files })
     }
 
-    /// Uploads every file of the run directory; returns their relative paths.
+    /// Uploads every file of the run directory (a few at once); returns their relative paths.
     async fn store_files(
         &self,
         job: &JobMessage,
         key: &str,
         dir: &Path,
     ) -> crate::Result<Vec<String>> {
-        let mut files = Vec::new();
-        for rel in list_files(dir) {
-            let mut f = tokio::fs::File::open(dir.join(&rel))
-                .await
-                .map_err(|e| QueueError::of(&format!("reading {rel}"), e))?;
-            self.queue
-                .runs
-                .put(object_name(&job.batch, key, &rel).as_str(), &mut f)
-                .await
-                .map_err(|e| QueueError::of(&format!("storing {rel}"), e))?;
-            files.push(rel);
-        }
+        let files = list_files(dir);
+        let stored: Vec<crate::Result<()>> = futures::stream::iter(files.iter())
+            .map(|rel| async move {
+                let mut f = tokio::fs::File::open(dir.join(rel))
+                    .await
+                    .map_err(|e| QueueError::of(&format!("reading {rel}"), e))?;
+                self.queue
+                    .runs
+                    .put(object_name(&job.batch, key, rel).as_str(), &mut f)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| QueueError::of(&format!("storing {rel}"), e))
+            })
+            .buffer_unordered(8)
+            .collect()
+            .await;
+        stored.into_iter().collect::<crate::Result<()>>()?;
         Ok(files)
     }
 }
