@@ -489,3 +489,65 @@ fn the_providers_in_flight_limit_holds_across_three_workers() {
         w.terminate();
     }
 }
+
+#[test]
+fn wait_shows_the_batch_to_its_end_and_cancel_drops_queued_jobs_and_stops_running_ones() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
+    let mut w = start_worker(&url, &sim, &dir.path().join("w"), &["--jobs", "1"]);
+    // --wait: progress until every job has a verdict, then the table; exit 0.
+    let small = dir.path().join("small");
+    std::fs::create_dir_all(&small).expect("dir");
+    let waited = planwave(["batch"])
+        .arg(jobs_file(&small, &chain_jobs("wt", 2, 1)))
+        .opt("--nats", &url)
+        .opt("--batch", "waited")
+        .arg("--wait")
+        .run();
+    waited.expect_ok();
+    assert!(
+        waited
+            .stdout
+            .contains("2 jobs: 0 queued, 0 running, 2 completed"),
+        "{}",
+        waited.stdout
+    );
+
+    submit(
+        &url,
+        &jobs_file(dir.path(), &chain_jobs("x", 3, 6)),
+        "cancelme",
+    )
+    .expect_ok();
+    w.running().wait_for("task x0t1 completed", 1);
+    let c = planwave(["batch", "cancel", "cancelme", "--nats", &url]).run();
+    c.expect_ok();
+    assert!(c.stdout.contains("2 queued job(s) dropped"), "{}", c.stdout);
+    let s = wait_status(&url, "cancelme", 60, |s| s["counts"]["cancelled"] == 3);
+    assert!(s["cancelled"].as_bool().unwrap_or(false), "{s}");
+    // The running job stopped like Ctrl-C: not every task of it was sent.
+    let calls = task_calls(&sim);
+    assert!(
+        calls.keys().filter(|t| t.starts_with("x0")).count() < 6,
+        "{calls:?}"
+    );
+    assert!(
+        !calls
+            .keys()
+            .any(|t| t.starts_with("x1") || t.starts_with("x2")),
+        "{calls:?}"
+    );
+    let again = submit(
+        &url,
+        &jobs_file(dir.path(), &chain_jobs("x", 3, 6)),
+        "cancelme",
+    );
+    assert_ne!(again.code, 0);
+    assert!(again.stderr.contains("was cancelled"), "{}", again.stderr);
+    let (code, _) = w.terminate();
+    assert_eq!(code, 0);
+}
