@@ -9,7 +9,7 @@ use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::stream::RawMessageErrorKind;
 use planwave_engine::JournalMirror;
 
-use crate::{Queue, QueueError};
+use crate::Queue;
 
 /// Largest message sent (the server's default limit is 1 MiB); a commit is split at lines.
 const CHUNK: usize = 512 * 1024;
@@ -95,21 +95,26 @@ pub(crate) async fn read_journal(q: &Queue, subject: &str) -> crate::Result<Vec<
     let mut text = Vec::new();
     let mut seq = 1;
     loop {
-        let got = q
-            .journal
-            .raw_message_builder()
-            .sequence(seq)
-            .next_by_subject(subject.to_owned())
-            .send()
-            .await;
-        match got {
-            Ok(m) => {
-                text.extend_from_slice(&m.payload);
-                seq = m.sequence + 1;
+        let next = crate::record::retrying("reading a job's journal", || async {
+            match q
+                .journal
+                .raw_message_builder()
+                .sequence(seq)
+                .next_by_subject(subject.to_owned())
+                .send()
+                .await
+            {
+                Ok(m) => Ok(Some(m)),
+                Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => Ok(None),
+                Err(e) => Err(e),
             }
-            Err(e) if e.kind() == RawMessageErrorKind::NoMessageFound => return Ok(text),
-            Err(e) => return Err(QueueError::of("reading a job's journal", e)),
-        }
+        })
+        .await?;
+        let Some(m) = next else {
+            return Ok(text);
+        };
+        text.extend_from_slice(&m.payload);
+        seq = m.sequence + 1;
     }
 }
 

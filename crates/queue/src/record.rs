@@ -86,16 +86,33 @@ pub struct JobRecord {
     pub files: Vec<String>,
 }
 
+/// How long a bucket operation is tried again while the server is away or a cluster elects
+/// a new leader (seconds, not minutes: a job must not burn its deliveries on an election).
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// `op` until it succeeds or [`PATIENCE`] has passed.
+pub(crate) async fn retrying<T, E: std::fmt::Display, F: Future<Output = Result<T, E>>>(
+    what: &str,
+    mut op: impl FnMut() -> F,
+) -> crate::Result<T> {
+    let started = std::time::Instant::now();
+    loop {
+        match op().await {
+            Ok(v) => return Ok(v),
+            Err(e) if started.elapsed() > PATIENCE => return Err(QueueError::of(what, e)),
+            Err(e) => {
+                tracing::debug!(error = %e, "{what}; trying again");
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+            }
+        }
+    }
+}
+
 pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
     q: &Queue,
     key: &str,
 ) -> crate::Result<Option<T>> {
-    let Some(bytes) = q
-        .state
-        .get(key)
-        .await
-        .map_err(|e| QueueError::of("reading the job state bucket", e))?
-    else {
+    let Some(bytes) = retrying("reading the job state bucket", || q.state.get(key)).await? else {
         return Ok(None);
     };
     serde_json::from_slice(&bytes)
@@ -104,12 +121,14 @@ pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
 }
 
 pub(crate) async fn put_json<T: Serialize>(q: &Queue, key: &str, value: &T) -> crate::Result<()> {
-    let bytes = serde_json::to_vec(value).map_err(|e| QueueError::of("encoding a record", e))?;
-    q.state
-        .put(key, bytes.into())
-        .await
-        .map(|_| ())
-        .map_err(|e| QueueError::of("writing the job state bucket", e))
+    let bytes: bytes::Bytes = serde_json::to_vec(value)
+        .map_err(|e| QueueError::of("encoding a record", e))?
+        .into();
+    retrying("writing the job state bucket", || {
+        q.state.put(key, bytes.clone())
+    })
+    .await
+    .map(|_| ())
 }
 
 /// `Ok(false)` when the key exists already.

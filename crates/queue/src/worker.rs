@@ -125,12 +125,21 @@ impl Worker<'_> {
         cancels: &Cancels,
         slots: Option<Arc<tokio::sync::Semaphore>>,
     ) -> Handled {
-        match self.handle_inner(&msg, cancels, slots).await {
+        // In-progress acks from the first moment: even reading the job's record may wait for
+        // a cluster's election.
+        let handled = tokio::select! {
+            r = self.handle_inner(&msg, cancels, slots) => r,
+            _ = heartbeat(&msg, self.ack_wait) => unreachable!("the heartbeat never ends"),
+        };
+        match handled {
             Ok(h) => h,
             Err(e) => {
-                // The queue itself failed (server away too long): let the job come back.
+                // The queue itself failed (server away too long): let the job come back, later,
+                // so an outage does not use up its deliveries.
                 self.notes.note(&format!("worker: {e}"));
-                let _ = msg.ack_with(AckKind::Nak(None)).await;
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
+                    .await;
                 Handled::HandedBack
             }
         }
@@ -205,10 +214,7 @@ impl Worker<'_> {
         if cancels.is_cancelled(&job.batch).await {
             token.cancel();
         }
-        let outcome = tokio::select! {
-            r = self.run_job(&job, token.clone(), slots) => r,
-            _ = heartbeat(msg, self.ack_wait) => unreachable!("the heartbeat never ends"),
-        };
+        let outcome = self.run_job(&job, token.clone(), slots).await;
         self.settle(msg, &job, &rk, record, outcome, cancels).await
     }
 
