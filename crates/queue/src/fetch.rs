@@ -3,11 +3,13 @@
 
 use std::path::Path;
 
+use base64::Engine;
 use planwave_batch::BatchSummary;
 use planwave_engine::RunDir;
 use tokio::io::AsyncReadExt;
 
 use crate::names::{job_key, object_name};
+use crate::worker::RUN_ARCHIVE;
 use crate::{Queue, QueueError};
 
 /// What `fetch` wrote.
@@ -37,16 +39,26 @@ pub async fn fetch(q: &Queue, name: &str, out: &Path) -> crate::Result<Fetched> 
             .child(&format!("jobs/{}", j.dir))
             .map_err(|e| QueueError::of(&format!("job {}", j.id), e))?;
         let key = job_key(&j.id);
-        for rel in &j.files {
-            let mut obj = q
-                .runs
-                .get(object_name(name, &key, rel).as_str())
-                .await
-                .map_err(|e| QueueError::of(&format!("job {}: fetching {rel}", j.id), e))?;
-            let mut bytes = Vec::new();
-            obj.read_to_end(&mut bytes)
-                .await
-                .map_err(|e| QueueError::of(&format!("job {}: fetching {rel}", j.id), e))?;
+        if j.files.is_empty() {
+            // Failed before it ran (gave up after its deliveries): nothing stored.
+            jobs.push(summary);
+            continue;
+        }
+        let mut obj = q
+            .runs
+            .get(object_name(name, &key, RUN_ARCHIVE).as_str())
+            .await
+            .map_err(|e| QueueError::of(&format!("job {}: fetching its run", j.id), e))?;
+        let mut bytes = Vec::new();
+        obj.read_to_end(&mut bytes)
+            .await
+            .map_err(|e| QueueError::of(&format!("job {}: fetching its run", j.id), e))?;
+        let archive: std::collections::BTreeMap<String, String> = serde_json::from_slice(&bytes)
+            .map_err(|e| QueueError::of(&format!("job {}: its stored run", j.id), e))?;
+        for (rel, content) in &archive {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(content)
+                .map_err(|e| QueueError::of(&format!("job {}: {rel}", j.id), e))?;
             // `RunDir::write` refuses paths that leave the directory.
             dir.write(rel, &bytes)
                 .map_err(|e| QueueError::of(&format!("job {}: writing {rel}", j.id), e))?;

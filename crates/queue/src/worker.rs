@@ -27,6 +27,7 @@ use crate::record::{JobRecord, QueueState, get_json, put_json};
 use crate::submit::JobMessage;
 use crate::{Queue, QueueError};
 use cancels::Cancels;
+pub(crate) use run::RUN_ARCHIVE;
 
 pub struct Worker<'a> {
     pub queue: Queue,
@@ -211,7 +212,7 @@ impl Worker<'_> {
         ));
         let token = self.stop.child_token();
         let _registered = cancels.register(&job.batch, token.clone());
-        if cancels.is_cancelled(&job.batch).await {
+        if cancels.seen_cancelled(&job.batch) {
             token.cancel();
         }
         let outcome = self.run_job(&job, token.clone(), slots).await;
@@ -255,7 +256,7 @@ impl Worker<'_> {
             }
             Ok(done) => {
                 record.state = QueueState::of(done.summary.state);
-                if cancels.is_cancelled(&job.batch).await {
+                if cancels.seen_cancelled(&job.batch) {
                     record.state = QueueState::Cancelled;
                 }
                 record.reason = done.summary.error.clone();

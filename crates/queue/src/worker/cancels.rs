@@ -12,10 +12,13 @@ use crate::record::{BatchRecord, get_json};
 use crate::{Queue, QueueError};
 
 type Tokens = Arc<Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>>;
+type Cancelled = Arc<Mutex<std::collections::HashSet<String>>>;
 
 pub(super) struct Cancels {
     queue: Queue,
     tokens: Tokens,
+    /// Batches the watch has seen cancelled (it starts with every batch's current record).
+    cancelled: Cancelled,
     next: std::sync::atomic::AtomicU64,
     task: tokio::task::JoinHandle<()>,
 }
@@ -48,13 +51,19 @@ impl Cancels {
             .await
             .map_err(|e| QueueError::of("watching the batches", e))?;
         let tokens: Tokens = Arc::default();
+        let cancelled: Cancelled = Arc::default();
         let seen = tokens.clone();
+        let marked = cancelled.clone();
         let task = tokio::spawn(async move {
             while let Some(Ok(entry)) = updates.next().await {
                 let Ok(b) = serde_json::from_slice::<BatchRecord>(&entry.value) else {
                     continue;
                 };
                 if b.cancelled {
+                    marked
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(b.name.clone());
                     let t = seen.lock().unwrap_or_else(|e| e.into_inner());
                     for (_, token) in t.get(&b.name).into_iter().flatten() {
                         token.cancel();
@@ -65,9 +74,18 @@ impl Cancels {
         Ok(Cancels {
             queue: q.clone(),
             tokens,
+            cancelled,
             next: Default::default(),
             task,
         })
+    }
+
+    /// Whether the watch has seen the batch cancelled (no request).
+    pub fn seen_cancelled(&self, batch: &str) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(batch)
     }
 
     /// Whether the batch is cancelled, as the bucket says now.

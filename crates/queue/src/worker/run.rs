@@ -6,8 +6,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use futures::StreamExt;
-
 use planwave_batch::{JobInput, JobState, JobSummary, parse_jobs, resolve_jobs};
 use planwave_engine::RunDir;
 use planwave_runner::batch::JobContext;
@@ -19,6 +17,9 @@ use crate::journal::{StreamMirror, read_journal};
 use crate::names::{job_key, journal_subject, object_name};
 use crate::record::{JobRecord, QueueState};
 use crate::submit::JobMessage;
+
+/// The object holding a job's run directory.
+pub(crate) const RUN_ARCHIVE: &str = "run-dir.json";
 
 pub(super) struct JobDone {
     pub summary: JobSummary,
@@ -151,30 +152,35 @@ impl Worker<'_> {
         Ok(JobDone { summary, files })
     }
 
-    /// Uploads every file of the run directory (a few at once); returns their relative paths.
+    /// Stores the run directory as one object (a JSON map of relative path to base64
+    /// content: one upload per job rather than one per file); returns the relative paths.
     async fn store_files(
         &self,
         job: &JobMessage,
         key: &str,
         dir: &Path,
     ) -> crate::Result<Vec<String>> {
+        use base64::Engine;
         let files = list_files(dir);
-        let stored: Vec<crate::Result<()>> = futures::stream::iter(files.iter())
-            .map(|rel| async move {
-                let mut f = tokio::fs::File::open(dir.join(rel))
-                    .await
-                    .map_err(|e| QueueError::of(&format!("reading {rel}"), e))?;
-                self.queue
-                    .runs
-                    .put(object_name(&job.batch, key, rel).as_str(), &mut f)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| QueueError::of(&format!("storing {rel}"), e))
-            })
-            .buffer_unordered(8)
-            .collect()
-            .await;
-        stored.into_iter().collect::<crate::Result<()>>()?;
+        let mut archive = serde_json::Map::new();
+        for rel in &files {
+            let bytes = std::fs::read(dir.join(rel))
+                .map_err(|e| QueueError::of(&format!("reading {rel}"), e))?;
+            archive.insert(
+                rel.clone(),
+                base64::engine::general_purpose::STANDARD
+                    .encode(bytes)
+                    .into(),
+            );
+        }
+        let body = serde_json::to_vec(&archive).map_err(|e| QueueError::of("run archive", e))?;
+        let name = object_name(&job.batch, key, RUN_ARCHIVE);
+        crate::record::retrying("storing the run directory", || {
+            let mut reader = body.as_slice();
+            let name = name.clone();
+            async move { self.queue.runs.put(name.as_str(), &mut reader).await }
+        })
+        .await?;
         Ok(files)
     }
 }
