@@ -498,12 +498,20 @@ fn wait_shows_the_batch_to_its_end_and_cancel_drops_queued_jobs_and_stops_runnin
     };
     let url = nats.url();
     let sim = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
-    let mut w = start_worker(&url, &sim, &dir.path().join("w"), &["--jobs", "1"]);
+    let mut w = start_worker(
+        &url,
+        &sim,
+        &dir.path().join("w"),
+        &["--jobs", "1", "--max-rounds", "1"],
+    );
     // --wait: progress until every job has a verdict, then the table; exit 0.
     let small = dir.path().join("small");
     std::fs::create_dir_all(&small).expect("dir");
+    let mut lines = chain_jobs("wt", 2, 1);
+    // A goal job: planned and run by the worker, its rounds nested in its run directory.
+    lines.push(json!({"id": "goal", "goal": "深度分析特斯拉公司"}).to_string());
     let waited = planwave(["batch"])
-        .arg(jobs_file(&small, &chain_jobs("wt", 2, 1)))
+        .arg(jobs_file(&small, &lines))
         .opt("--nats", &url)
         .opt("--batch", "waited")
         .arg("--wait")
@@ -512,10 +520,18 @@ fn wait_shows_the_batch_to_its_end_and_cancel_drops_queued_jobs_and_stops_runnin
     assert!(
         waited
             .stdout
-            .contains("2 jobs: 0 queued, 0 running, 2 completed"),
+            .contains("3 jobs: 0 queued, 0 running, 3 completed"),
         "{}",
         waited.stdout
     );
+    let out = dir.path().join("fetched");
+    planwave(["batch", "fetch", "waited", "--nats", &url])
+        .out(&out)
+        .run()
+        .expect_ok();
+    let goal = out.join("jobs/goal");
+    assert!(goal.join("rounds/1/run.json").is_file() && goal.join("report.md").is_file());
+    planwave(["show"]).arg(&goal).run().expect_ok();
 
     submit(
         &url,

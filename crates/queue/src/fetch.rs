@@ -59,7 +59,14 @@ pub async fn fetch(q: &Queue, name: &str, out: &Path) -> crate::Result<Fetched> 
             let bytes = base64::engine::general_purpose::STANDARD
                 .decode(content)
                 .map_err(|e| QueueError::of(&format!("job {}: {rel}", j.id), e))?;
-            // `RunDir::write` refuses paths that leave the directory.
+            // `RunDir::path` refuses paths that leave the directory (`..`, absolute).
+            let target = dir
+                .path(rel)
+                .map_err(|e| QueueError::of(&format!("job {}: {rel}", j.id), e))?;
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| QueueError::of(&format!("job {}: {rel}", j.id), e))?;
+            }
             dir.write(rel, &bytes)
                 .map_err(|e| QueueError::of(&format!("job {}: writing {rel}", j.id), e))?;
         }
