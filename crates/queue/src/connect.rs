@@ -107,6 +107,8 @@ pub struct Queue {
     pub(crate) journal: stream::Stream,
     pub(crate) state: kv::Store,
     pub(crate) runs: object_store::ObjectStore,
+    /// Copies of a stream or bucket this client creates.
+    pub(crate) replicas: usize,
 }
 
 impl Queue {
@@ -228,6 +230,7 @@ impl Queue {
             journal,
             state,
             runs,
+            replicas,
         })
     }
 

@@ -38,6 +38,7 @@ pub async fn share_in_flight_limit(
                 history: 1,
                 max_age: LEASE_TTL,
                 storage: async_nats::jetstream::stream::StorageType::File,
+                num_replicas: q.replicas,
                 ..Default::default()
             })
             .await
