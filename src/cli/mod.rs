@@ -8,6 +8,7 @@ mod job;
 mod llm;
 mod loadtest;
 mod mcp;
+mod nats;
 mod options;
 mod pdf;
 mod plan;
@@ -23,6 +24,7 @@ pub mod telemetry;
 pub mod term;
 mod validate;
 mod waves;
+mod worker;
 
 use std::io::Write;
 
@@ -95,6 +97,10 @@ pub enum Command {
     /// one rate limiter and one cap on subagents; `--resume DIR` continues a batch.
     #[command(after_help = BATCH_EXIT_HELP)]
     Batch(batch::BatchArgs),
+    /// Run jobs of batches queued on NATS JetStream (`batch --nats URL --batch NAME`); start
+    /// any number, on any machines. SIGTERM/Ctrl-C hands running jobs back and exits 0.
+    #[command(after_help = EXIT_CODES_HELP)]
+    Worker(worker::WorkerArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
     SimLlm(sim_llm::SimLlmArgs),
     /// Load-test the engine: a generated or given workload, its makespan against the
@@ -137,6 +143,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Research(a) => telemetry::in_root("research", research::research(a)).await,
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
+        Command::Worker(a) => telemetry::in_root("worker", worker::worker(a)).await,
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
         Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),

@@ -43,7 +43,10 @@ fn strings(v: &Value) -> Vec<String> {
 fn compose_runs_jaeger_v2_with_otlp_and_ui_on_loopback_and_planwave_exporting_to_it() {
     let Some(c) = compose() else { return };
     let services = c["services"].as_object().expect("services");
-    assert_eq!(services.keys().collect::<Vec<_>>(), ["jaeger", "planwave"]);
+    assert_eq!(
+        services.keys().collect::<Vec<_>>(),
+        ["jaeger", "nats", "planwave", "worker"]
+    );
 
     let jaeger = &c["services"]["jaeger"];
     let image = jaeger["image"].as_str().expect("image");
@@ -156,4 +159,79 @@ fn the_planwave_service_command_and_environment_export_a_trace() {
     assert_eq!(roots[0]["resource"]["service.name"], "planwave");
     assert_eq!(attr(roots[0], "planwave.command"), "research");
     assert!(!spans.tasks().is_empty());
+}
+
+#[test]
+fn compose_runs_a_jetstream_server_and_scalable_workers_whose_command_drains_a_batch() {
+    let Some(c) = compose() else { return };
+    let nats = &c["services"]["nats"];
+    let image = nats["image"].as_str().expect("image");
+    assert!(
+        image.starts_with("nats:2."),
+        "a pinned NATS 2.x image: {image}"
+    );
+    let command = strings(&nats["command"]);
+    assert!(
+        command.windows(2).any(|w| w == ["-sd", "/data"]),
+        "{command:?}"
+    );
+    assert!(
+        command.contains(&"-js".to_owned()),
+        "JetStream on: {command:?}"
+    );
+    assert_eq!(strings(&nats["ports"]), ["127.0.0.1:4222:4222"]);
+    assert_eq!(strings(&nats["volumes"]), ["nats-data:/data"]);
+    assert!(c["volumes"].get("nats-data").is_some());
+
+    let worker = &c["services"]["worker"];
+    // `--scale worker=3` needs no fixed name or host port.
+    assert!(worker.get("container_name").is_none() && worker.get("ports").is_none());
+    assert_eq!(strings(&worker["depends_on"]), ["nats"]);
+    let mut args = strings(&worker["command"]);
+    assert_eq!(args[..3], ["worker", "--nats", "nats://nats:4222"]);
+
+    // The worker's own command against a real server (nats:4222 is the compose network's
+    // name for it; here it is ours), latency dropped: it drains a submitted job.
+    let dir = tempdir();
+    let Some(server) = crate::support::nats::Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    args[2] = server.url();
+    let at = args
+        .iter()
+        .position(|a| a == "--sim-latency-ms")
+        .expect("latency");
+    args[at + 1] = "0".into();
+    let jobs = dir.path().join("jobs.jsonl");
+    let plan = crate::support::plan("compose", &[("1", "one", &[]), ("2", "two", &["1"])]);
+    std::fs::write(
+        &jobs,
+        format!("{}\n", serde_json::json!({"id": "c1", "plan": plan})),
+    )
+    .expect("jobs");
+    planwave(["batch"])
+        .arg(&jobs)
+        .opt("--nats", server.url())
+        .opt("--batch", "compose")
+        .run()
+        .expect_ok();
+    let mut worker = crate::support::nats::WorkerProc(Some(
+        planwave(&args)
+            .opt("--cache", dir.path().join("cache"))
+            .spawn(),
+    ));
+    worker.running().wait_for("job c1 finished: completed", 1);
+    let (code, _) = worker.terminate();
+    assert_eq!(code, 0);
+    let status = planwave([
+        "batch",
+        "status",
+        "compose",
+        "--nats",
+        &server.url(),
+        "--json",
+    ])
+    .run();
+    let s: Value = serde_json::from_str(&status.stdout).expect("status JSON");
+    assert_eq!(s["counts"]["completed"], 1, "{s}");
 }

@@ -13,6 +13,7 @@ mod loadtest;
 pub(crate) mod mcp;
 mod plan_cache;
 mod quality;
+mod queue;
 mod recover;
 pub(crate) mod reflect;
 mod report_html;

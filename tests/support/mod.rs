@@ -1,5 +1,6 @@
 //! Helpers to run the real binary and read what it wrote.
 
+pub mod nats;
 pub mod otlp;
 
 use std::ffi::OsStr;
@@ -449,6 +450,11 @@ impl Running {
                 Err(_) => panic!("waited for {n} lines with {needle:?}; saw {:#?}", self.seen),
             }
         }
+    }
+
+    /// Every stderr line read so far (by [`Running::wait_for`]).
+    pub fn seen(&self) -> &[String] {
+        &self.seen
     }
 
     /// SIGKILL: no chance to clean up, like a crash or an OOM kill.

@@ -47,7 +47,7 @@ pub use config::{
 };
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
-pub use journal::{Journal, JournalError, LockError, Replay, ReplayError, RunLock};
+pub use journal::{Journal, JournalError, JournalMirror, LockError, Replay, ReplayError, RunLock};
 pub use outcome::{
     CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,
     TaskRecord, TaskStatus, ToolCallRecord,

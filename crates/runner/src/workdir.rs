@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{Journal, RunDir, RunLock};
+use planwave_engine::{Journal, JournalMirror, RunDir, RunLock};
 
 /// The run directory, with every file made durable (fsync, rename, directory fsync).
 pub fn open_run_dir(path: &Path) -> crate::Result<RunDir> {
@@ -21,9 +21,19 @@ pub fn lock_run_dir(out: &RunDir) -> crate::Result<RunLock> {
 /// The journal at `rel` inside the run directory (appended to when it exists: resume); every
 /// line carries the run id.
 pub fn open_journal(out: &RunDir, rel: &str, run_id: uuid::Uuid) -> crate::Result<Arc<Journal>> {
+    open_journal_mirrored(out, rel, run_id, None)
+}
+
+/// As [`open_journal`], every acknowledged line also stored in `mirror` (a queue worker's).
+pub fn open_journal_mirrored(
+    out: &RunDir,
+    rel: &str,
+    run_id: uuid::Uuid,
+    mirror: Option<Arc<dyn JournalMirror>>,
+) -> crate::Result<Arc<Journal>> {
     let path = out.path_no_links(rel)?;
     Ok(Arc::new(
-        Journal::open_for_run(&path, out.is_durable(), Some(run_id))
+        Journal::open_mirrored(&path, out.is_durable(), Some(run_id), mirror)
             .with_context(|| format!("opening {}", path.display()))?,
     ))
 }

@@ -4,7 +4,8 @@
 //! `planwave batch --resume DIR` continues after a crash: finished jobs are kept, the others
 //! resume from their own journals.
 
-mod progress;
+mod nats;
+pub(super) mod progress;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -23,7 +24,10 @@ use super::{Command, recorded_command};
 use progress::{BatchProgress, BatchView};
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct BatchArgs {
+    #[command(subcommand)]
+    pub action: Option<nats::BatchAction>,
     /// Job file: one JSON object per line, `{"id": ..., "goal": "..."}`,
     /// `{"id": ..., "plan": {...}}`, `{"id": ..., "plan_file": "..."}` or
     /// `{"id": ..., "template": "...", "vars": {...}}` (files relative to the job file).
@@ -31,8 +35,17 @@ pub struct BatchArgs {
     #[arg(value_name = "JOBS.jsonl", required_unless_present = "resume")]
     pub job_file: Option<PathBuf>,
     /// Batch directory: batch.json and jobs/<id>/ (one run directory per job).
-    #[arg(long, value_name = "DIR", required_unless_present = "resume")]
+    #[arg(long, value_name = "DIR", required_unless_present_any = ["resume", "batch"])]
     pub out: Option<PathBuf>,
+    /// Queue the jobs on NATS JetStream (see --nats) for `planwave worker`s to run, under
+    /// this batch name (letters, digits, '_', '-'). Submitting again adds no duplicate job.
+    #[arg(long, value_name = "NAME", requires = "nats", conflicts_with_all = ["out", "resume"])]
+    pub batch: Option<String>,
+    /// With --nats: show progress until every job has a verdict, then the table.
+    #[arg(long, requires = "nats")]
+    pub wait: bool,
+    #[command(flatten)]
+    pub nats: super::nats::NatsOptions,
     /// Continue the interrupted batch in DIR (same settings as when it started).
     #[arg(long, value_name = "DIR", conflicts_with_all = ["job_file", "out"])]
     pub resume: Option<PathBuf>,
@@ -57,7 +70,13 @@ pub struct BatchArgs {
     pub quiet: bool,
 }
 
-pub async fn batch(args: BatchArgs) -> anyhow::Result<Outcome> {
+pub async fn batch(mut args: BatchArgs) -> anyhow::Result<Outcome> {
+    if let Some(action) = args.action.take() {
+        return nats::action(action).await;
+    }
+    if args.batch.is_some() {
+        return nats::submit(args).await;
+    }
     match &args.resume {
         Some(dir) => {
             let dir = dir

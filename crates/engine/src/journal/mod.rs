@@ -15,4 +15,4 @@ mod writer;
 pub use lock::{LockError, RunLock};
 pub use replay::{Replay, ReplayError, section_hash};
 pub(crate) use writer::sync_dir;
-pub use writer::{Ack, Journal, JournalError};
+pub use writer::{Ack, Journal, JournalError, JournalMirror};

@@ -3,6 +3,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
 
 use crate::event::{Event, EventSink};
@@ -19,6 +20,14 @@ impl From<&str> for JournalError {
     fn from(message: &str) -> JournalError {
         JournalError(message.to_owned())
     }
+}
+
+/// A second home for a journal's lines, which they must reach before they count as durable:
+/// a queue worker's JetStream stream, so another machine can resume the run. `commit` gets
+/// every byte written since its last call (whole lines, in order) on the writer thread and
+/// blocks until they are stored; an error fails the journal like a failed fsync.
+pub trait JournalMirror: Send + Sync {
+    fn commit(&self, lines: &[u8]) -> Result<(), String>;
 }
 
 /// Called once the event it came with is durable (`Ok`) or could not be written (`Err`).
@@ -53,6 +62,18 @@ impl Journal {
         durable: bool,
         run_id: Option<uuid::Uuid>,
     ) -> io::Result<Journal> {
+        Journal::open_mirrored(path, durable, run_id, None)
+    }
+
+    /// As [`Journal::open_for_run`]; with a `mirror`, an acknowledgement (and [`Journal::sync`])
+    /// also waits until the lines are stored there. Lines already in the file are not sent
+    /// again (they came from the mirror, or were never meant for it).
+    pub fn open_mirrored(
+        path: &Path,
+        durable: bool,
+        run_id: Option<uuid::Uuid>,
+        mirror: Option<Arc<dyn JournalMirror>>,
+    ) -> io::Result<Journal> {
         let mut options = OpenOptions::new();
         options.create(true).read(true).append(true);
         #[cfg(unix)]
@@ -68,7 +89,7 @@ impl Journal {
             sync_dir(dir)?;
         }
         let writer = WriterThread::spawn("planwave-journal", move |rx| {
-            write_loop(file, rx, durable, run_id)
+            write_loop(file, rx, durable, run_id, mirror)
         })?;
         Ok(Journal { writer })
     }
@@ -118,8 +139,13 @@ fn write_loop(
     rx: Receiver<Cmd>,
     durable: bool,
     run_id: Option<uuid::Uuid>,
+    mirror: Option<Arc<dyn JournalMirror>>,
 ) -> Result<(), JournalError> {
     let mut w = BufWriter::with_capacity(1 << 16, file);
+    let mut mirror = mirror.map(|m| Pending {
+        to: m,
+        lines: Vec::new(),
+    });
     let mut first_err: Option<JournalError> = None;
     let mut acks: Vec<Ack> = Vec::new();
     let mut syncs = Vec::new();
@@ -132,7 +158,10 @@ fn write_loop(
             match cmd {
                 Cmd::Append(ev, ack) => {
                     if first_err.is_none() {
-                        let r = crate::event::write_line(&mut w, &ev, run_id);
+                        let r = match &mut mirror {
+                            None => crate::event::write_line(&mut w, &ev, run_id),
+                            Some(m) => m.write_line(&mut w, &ev, run_id),
+                        };
                         if let Err(e) = r {
                             first_err =
                                 Some(JournalError(format!("cannot write events.jsonl: {e}")));
@@ -165,6 +194,12 @@ fn write_loop(
             if let Err(e) = r {
                 first_err = Some(JournalError(format!("cannot sync events.jsonl: {e}")));
             }
+            if first_err.is_none()
+                && wanted
+                && let Some(m) = &mut mirror
+            {
+                first_err = m.commit().err();
+            }
         }
         let result = match &first_err {
             None => Ok(()),
@@ -184,9 +219,48 @@ fn write_loop(
     {
         first_err = Some(JournalError(format!("cannot sync events.jsonl: {e}")));
     }
+    if first_err.is_none()
+        && let Some(m) = &mut mirror
+    {
+        first_err = m.commit().err();
+    }
     match first_err {
         None => Ok(()),
         Some(e) => Err(e),
+    }
+}
+
+/// Lines written to the file and not yet committed to the mirror.
+struct Pending {
+    to: Arc<dyn JournalMirror>,
+    lines: Vec<u8>,
+}
+
+impl Pending {
+    fn write_line(
+        &mut self,
+        w: &mut impl Write,
+        ev: &Event,
+        run_id: Option<uuid::Uuid>,
+    ) -> io::Result<()> {
+        let start = self.lines.len();
+        let r = crate::event::write_line(&mut self.lines, ev, run_id);
+        if r.is_err() {
+            self.lines.truncate(start);
+            return r;
+        }
+        w.write_all(&self.lines[start..])
+    }
+
+    fn commit(&mut self) -> Result<(), JournalError> {
+        if self.lines.is_empty() {
+            return Ok(());
+        }
+        self.to
+            .commit(&self.lines)
+            .map_err(|e| JournalError(format!("cannot store the journal: {e}")))?;
+        self.lines.clear();
+        Ok(())
     }
 }
 
@@ -274,6 +348,48 @@ mod tests {
         for l in text.lines() {
             serde_json::from_str::<Event>(l).expect("whole line");
         }
+    }
+
+    struct Recorder(std::sync::Mutex<Vec<u8>>, bool);
+
+    impl JournalMirror for Recorder {
+        fn commit(&self, lines: &[u8]) -> Result<(), String> {
+            if self.1 {
+                return Err("mirror down".into());
+            }
+            self.0.lock().expect("lock").extend_from_slice(lines);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn an_ack_waits_for_the_mirror_and_a_failing_mirror_fails_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let mirror = Arc::new(Recorder(Default::default(), false));
+        let j = Journal::open_mirrored(&path, false, None, Some(mirror.clone())).expect("open");
+        j.emit(&ready(1));
+        let (tx, rx) = mpsc::channel();
+        j.append(
+            ready(2),
+            Some(Box::new(move |r| {
+                let _ = tx.send(r);
+            })),
+        );
+        rx.recv().expect("ack").expect("stored");
+        // Acknowledged means in the mirror too, with the event before it.
+        let text = String::from_utf8(mirror.0.lock().expect("lock").clone()).expect("utf8");
+        assert_eq!(text.lines().count(), 2, "{text}");
+        j.emit(&ready(3));
+        j.close().expect("close");
+        let mirrored = mirror.0.lock().expect("lock").clone();
+        assert_eq!(mirrored, std::fs::read(&path).expect("read"));
+
+        let down = Arc::new(Recorder(Default::default(), true));
+        let path = dir.path().join("down.jsonl");
+        let j = Journal::open_mirrored(&path, false, None, Some(down)).expect("open");
+        j.emit(&ready(1));
+        assert!(j.sync().is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
 use planwave_engine::{
-    Event, EventSink, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
+    Event, EventSink, JournalMirror, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
 };
 use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
@@ -16,11 +16,12 @@ use tokio_util::sync::CancellationToken;
 use super::BatchWatch;
 use crate::execute::Watch;
 use crate::{
-    Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal, resume_presets,
+    Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal_mirrored,
+    resume_presets,
 };
 
-/// What every job of a batch shares.
-pub(super) struct JobContext<'a> {
+/// What every job of a batch shares (a queue worker builds one for its jobs too).
+pub struct JobContext<'a> {
     pub root: RunDir,
     /// The batch's settings: a goal job runs the reflective loop with its policy.
     pub settings: &'a planwave_config::Settings,
@@ -30,6 +31,9 @@ pub(super) struct JobContext<'a> {
     pub cancel: CancellationToken,
     pub watch: &'a dyn BatchWatch,
     pub notes: &'a dyn Notes,
+    /// Where a plan job's journal lines must also be stored before they count as durable
+    /// (a queue worker's JetStream stream); `None` for a local batch.
+    pub mirror: Option<Arc<dyn JournalMirror>>,
 }
 
 /// A job's run as a batch shows it: its events go to the batch's view of that job.
@@ -171,7 +175,7 @@ impl JobContext<'_> {
             .as_ref()
             .and_then(|r| r.run_id)
             .unwrap_or_else(uuid::Uuid::new_v4);
-        let events = open_journal(&out, "events.jsonl", run_id)?;
+        let events = open_journal_mirrored(&out, "events.jsonl", run_id, self.mirror.clone())?;
         let resumable = out.root().join("plan.json").is_file();
         let Some((plan, source)) = Self::given_plan(job) else {
             let _ = events.close();

@@ -18,7 +18,7 @@ use planwave_engine::{EventSink, RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};
-use job::JobContext;
+pub use job::JobContext;
 
 /// How a front end watches a batch.
 pub trait BatchWatch: Send + Sync {
@@ -69,14 +69,20 @@ pub fn resolve_batch(
     notes: &dyn Notes,
 ) -> Result<BatchJobs, InvalidInput> {
     // Checked like a single run checks its plan: tool steps must name a tool the batch has.
-    let tools = resources.catalog();
-    let (jobs, bad_lines) = resolve_jobs(
-        parse_jobs(&file.bytes),
-        &file.base,
-        Some(&tools),
-        meta,
-        &|p| crate::input_size::read_input(p).map_err(|e| e.to_string()),
-    );
+    resolve_batch_with(file, Some(&resources.catalog()), meta, notes)
+}
+
+/// As [`resolve_batch`], tool steps checked against `tools` (`None`: not checked here, as
+/// when a batch is queued for workers that check them against their own MCP servers).
+pub fn resolve_batch_with(
+    file: &JobFileText,
+    tools: Option<&planwave_plan::ToolCatalog>,
+    meta: &std::collections::BTreeMap<String, String>,
+    notes: &dyn Notes,
+) -> Result<BatchJobs, InvalidInput> {
+    let (jobs, bad_lines) = resolve_jobs(parse_jobs(&file.bytes), &file.base, tools, meta, &|p| {
+        crate::input_size::read_input(p).map_err(|e| e.to_string())
+    });
     for bad in &bad_lines {
         notes.note(&format!("{}: {bad} (skipped)", file.name));
     }
@@ -159,6 +165,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         cancel: b.cancel.clone(),
         watch: b.watch,
         notes: b.notes,
+        mirror: None,
     };
     let book = Book {
         root: &root,

@@ -1,0 +1,43 @@
+//! Batches across machines on NATS JetStream: [`submit`] puts a job file's jobs on a
+//! work-queue stream, [`Worker`]s on any machine pull and run them with the runner's batch
+//! job ([`planwave_runner::batch::JobContext`]), and [`status`], [`fetch`] and [`cancel`]
+//! read and steer a batch by name.
+//!
+//! What lives where (all file storage, replicated as the server is configured):
+//! - stream `PLANWAVE_JOBS` (work queue, explicit ack): one message per job, message id
+//!   `batch.job` so a resubmission adds nothing;
+//! - KV bucket `planwave_jobs`: a record per batch and per job (state, worker, reason,
+//!   verdict) — what `status` shows;
+//! - stream `PLANWAVE_JOURNAL`: each job's `events.jsonl`, one message per group commit,
+//!   published (and acknowledged by JetStream) before the engine counts a task completed;
+//!   a worker that takes over a job replays it into the engine's resume path;
+//! - object store `planwave_runs`: a finished job's run directory, which `fetch` writes back
+//!   as a local batch directory.
+//!
+//! It knows nothing of clap or terminals; the model's API key never enters the queue (each
+//! worker reads its own from its environment).
+
+mod cancel;
+mod connect;
+mod error;
+mod fetch;
+mod journal;
+mod limits;
+mod names;
+mod record;
+mod status;
+mod submit;
+mod worker;
+
+pub use cancel::cancel;
+pub use connect::{Queue, QueueOptions, redact_url};
+pub use error::QueueError;
+pub use fetch::{Fetched, fetch};
+pub use limits::share_in_flight_limit;
+pub use names::check_batch_name;
+pub use record::{BatchRecord, JobRecord, QueueState};
+pub use status::{BatchStatus, status};
+pub use submit::{Submitted, submit};
+pub use worker::{Worker, WorkerEnd};
+
+pub type Result<T, E = QueueError> = std::result::Result<T, E>;

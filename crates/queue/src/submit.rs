@@ -1,0 +1,148 @@
+//! Submitting a job file: a record per job in KV (created only if absent) and a message per
+//! new job on the work queue, with message id `batch.job` so even a crash between the two
+//! and a resubmission cannot queue a job twice. Each message carries the job as one
+//! self-contained job line (plan files and templates already read and rendered), so workers
+//! need nothing from the submitting machine.
+
+use async_nats::jetstream::message::PublishMessage as Publish;
+use planwave_batch::{BadLine, JobInput, ResolvedJob};
+use serde::{Deserialize, Serialize};
+
+use crate::names::{batch_record_key, job_key, job_record_key, job_subject};
+use crate::record::{BatchRecord, JobRecord, QueueState, create_json, get_json, put_json};
+use crate::{Queue, QueueError};
+
+/// A job as it travels on the queue.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct JobMessage {
+    pub batch: String,
+    pub id: String,
+    pub line: usize,
+    pub kind: String,
+    pub dir: String,
+    /// A job line (`{"id":..,"goal":..}` or `{"id":..,"plan":{..}}`, with its metadata).
+    pub job: serde_json::Value,
+}
+
+/// What a submission did.
+#[derive(Debug, Default)]
+pub struct Submitted {
+    /// Jobs put on the queue now.
+    pub added: usize,
+    /// Jobs the batch already had (a resubmission).
+    pub existing: usize,
+}
+
+fn job_line(job: &ResolvedJob) -> crate::Result<serde_json::Value> {
+    let mut line = serde_json::json!({ "id": job.id, "metadata": job.metadata });
+    match &job.input {
+        JobInput::Goal(g) => line["goal"] = serde_json::Value::String(g.clone()),
+        JobInput::Plan(p) => {
+            line["plan"] = serde_json::to_value(p.spec())
+                .map_err(|e| QueueError::of(&format!("job {}: encoding its plan", job.id), e))?;
+        }
+    }
+    Ok(line)
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Puts every job of `jobs` not already in batch `name` on the queue.
+pub async fn submit(
+    q: &Queue,
+    name: &str,
+    jobs: &[ResolvedJob],
+    bad_lines: &[BadLine],
+) -> crate::Result<Submitted> {
+    crate::check_batch_name(name)?;
+    let key = batch_record_key(name);
+    let mut batch: BatchRecord = get_json(q, &key).await?.unwrap_or_else(|| BatchRecord {
+        name: name.to_owned(),
+        submitted_ms: now_ms(),
+        ..Default::default()
+    });
+    if batch.cancelled {
+        return Err(QueueError::new(format!(
+            "batch {name} was cancelled; submit under another name"
+        )));
+    }
+    for job in jobs {
+        if !batch.jobs.contains(&job.id) {
+            batch.jobs.push(job.id.clone());
+        }
+    }
+    batch.bad_lines = bad_lines.to_vec();
+    // The batch record first: a job is never on the queue without status knowing of it.
+    put_json(q, &key, &batch).await?;
+    let mut done = Submitted::default();
+    let mut acks = Vec::new();
+    for job in jobs {
+        let jk = job_key(&job.id);
+        let record = JobRecord {
+            id: job.id.clone(),
+            line: job.line,
+            kind: job.kind.to_owned(),
+            dir: job.dir.clone(),
+            state: QueueState::Queued,
+            worker: None,
+            reason: None,
+            deliveries: 0,
+            summary: None,
+            seq: None,
+            files: Vec::new(),
+        };
+        let rk = job_record_key(name, &jk);
+        if !create_json(q, &rk, &record).await? {
+            // Known already; only a job whose message may never have left (a crash right
+            // after its record was made) is published again, deduplicated by its id.
+            let known: Option<JobRecord> = get_json(q, &rk).await?;
+            if known.is_none_or(|r| r.state != QueueState::Queued || r.deliveries > 0) {
+                done.existing += 1;
+                continue;
+            }
+            done.existing += 1;
+        } else {
+            done.added += 1;
+        }
+        let message = JobMessage {
+            batch: name.to_owned(),
+            id: job.id.clone(),
+            line: job.line,
+            kind: job.kind.to_owned(),
+            dir: job.dir.clone(),
+            job: job_line(job)?,
+        };
+        let body = serde_json::to_vec(&message).map_err(|e| QueueError::of("encoding a job", e))?;
+        let ack =
+            q.js.send_publish(
+                job_subject(name),
+                Publish::build()
+                    .payload(body.into())
+                    .message_id(format!("{name}.{jk}")),
+            )
+            .await
+            .map_err(|e| QueueError::of(&format!("queueing job {}", job.id), e))?;
+        acks.push((job.id.clone(), ack));
+        if acks.len() >= 256 {
+            confirm(&mut acks).await?;
+        }
+    }
+    confirm(&mut acks).await?;
+    Ok(done)
+}
+
+/// Waits for the server's acknowledgement of every publish so far.
+async fn confirm(
+    acks: &mut Vec<(String, async_nats::jetstream::context::PublishAckFuture)>,
+) -> crate::Result<()> {
+    for (id, ack) in acks.drain(..) {
+        ack.await
+            .map_err(|e| QueueError::of(&format!("queueing job {id}"), e))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! A worker: pulls jobs from the shared consumer and runs up to `jobs` of them at once with
+//! the runner's batch job (one model client, one subagent cap for all of them).
+//!
+//! A job is acknowledged only once its verdict and run directory are stored; while it runs,
+//! in-progress acks keep it ours. Stopping (SIGTERM, Ctrl-C) cancels the running jobs, whose
+//! journals are flushed to JetStream, and hands them back at once (nak). A job delivered more
+//! than `max_deliver` times (its workers died, or it could not start) ends `failed`.
+
+mod cancels;
+mod run;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
+use async_nats::jetstream::{AckKind, Message};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use planwave_config::Settings;
+use planwave_runner::batch::BatchWatch;
+use planwave_runner::{Notes, Resources};
+use tokio_util::sync::CancellationToken;
+
+use crate::names::{CONSUMER, job_key, job_record_key};
+use crate::record::{JobRecord, QueueState, get_json, put_json};
+use crate::submit::JobMessage;
+use crate::{Queue, QueueError};
+use cancels::Cancels;
+pub(crate) use run::RUN_ARCHIVE;
+
+pub struct Worker<'a> {
+    pub queue: Queue,
+    /// Shown in `batch status` as the job's worker.
+    pub name: String,
+    /// Jobs run at once.
+    pub jobs: usize,
+    /// Most subagents in flight across this worker's jobs.
+    pub max_subagents: Option<usize>,
+    /// Without an in-progress ack for this long, a job goes to another worker.
+    pub ack_wait: Duration,
+    /// Deliveries before a job is given up as failed.
+    pub max_deliver: u32,
+    /// Local cache of run directories (JetStream holds the durable copy).
+    pub cache: PathBuf,
+    pub settings: &'a Settings,
+    pub resources: Resources,
+    /// Stops the worker (SIGTERM, Ctrl-C): running jobs are handed back.
+    pub stop: CancellationToken,
+    pub watch: &'a dyn BatchWatch,
+    pub notes: &'a dyn Notes,
+}
+
+/// What a worker did before it stopped.
+#[derive(Debug, Default)]
+pub struct WorkerEnd {
+    /// Jobs it ran to a verdict.
+    pub finished: usize,
+    /// Jobs it handed back (stopping, or a job that could not start).
+    pub handed_back: usize,
+}
+
+enum Handled {
+    Finished,
+    HandedBack,
+    Nothing,
+}
+
+impl Worker<'_> {
+    /// Pulls and runs jobs until stopped.
+    pub async fn run(&self) -> crate::Result<WorkerEnd> {
+        let consumer: PullConsumer = self
+            .queue
+            .jobs
+            .create_consumer(pull::Config {
+                durable_name: Some(CONSUMER.into()),
+                filter_subject: "planwave.jobs.>".into(),
+                ack_policy: AckPolicy::Explicit,
+                ack_wait: self.ack_wait,
+                // One more than allowed: the extra delivery is where the job is given up.
+                max_deliver: i64::from(self.max_deliver) + 1,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| QueueError::of("opening the workers' consumer", e))?;
+        let cancels = Cancels::watch(&self.queue).await?;
+        let slots = self
+            .max_subagents
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
+        let mut end = WorkerEnd::default();
+        let mut running = FuturesUnordered::new();
+        let mut fetch = None;
+        loop {
+            if fetch.is_none() && running.len() < self.jobs.max(1) {
+                fetch = Some(Box::pin(next_message(&consumer)));
+            }
+            tokio::select! {
+                _ = self.stop.cancelled() => break,
+                Some(h) = running.next(), if !running.is_empty() => tally(&mut end, h),
+                got = async { fetch.as_mut().expect("guarded").await }, if fetch.is_some() => {
+                    fetch = None;
+                    if let Some(m) = got {
+                        running.push(self.handle(m, &cancels, slots.clone()));
+                    }
+                }
+            }
+        }
+        // A pull under way may still bring a job: it goes straight back.
+        if let Some(f) = fetch
+            && let Some(m) = f.await
+        {
+            let _ = m.ack_with(AckKind::Nak(None)).await;
+        }
+        while let Some(h) = running.next().await {
+            tally(&mut end, h);
+        }
+        cancels.stop();
+        // Bounded: with the server gone, a flush would wait for it forever.
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.queue.flush()).await;
+        Ok(end)
+    }
+
+    async fn handle(
+        &self,
+        msg: Message,
+        cancels: &Cancels,
+        slots: Option<Arc<tokio::sync::Semaphore>>,
+    ) -> Handled {
+        // In-progress acks from the first moment: even reading the job's record may wait for
+        // a cluster's election.
+        let handled = tokio::select! {
+            r = self.handle_inner(&msg, cancels, slots) => r,
+            _ = heartbeat(&msg, self.ack_wait) => unreachable!("the heartbeat never ends"),
+        };
+        match handled {
+            Ok(h) => h,
+            Err(e) => {
+                // The queue itself failed (server away too long): let the job come back, later,
+                // so an outage does not use up its deliveries.
+                self.notes.note(&format!("worker: {e}"));
+                let _ = msg
+                    .ack_with(AckKind::Nak(Some(Duration::from_secs(5))))
+                    .await;
+                Handled::HandedBack
+            }
+        }
+    }
+
+    async fn handle_inner(
+        &self,
+        msg: &Message,
+        cancels: &Cancels,
+        slots: Option<Arc<tokio::sync::Semaphore>>,
+    ) -> crate::Result<Handled> {
+        let delivered = msg.info().map(|i| i.delivered).unwrap_or(1).max(1) as u32;
+        let Ok(job) = serde_json::from_slice::<JobMessage>(&msg.payload) else {
+            self.notes
+                .note("worker: a message on the job queue is not a job; dropped");
+            let _ = msg.ack_with(AckKind::Term).await;
+            return Ok(Handled::Nothing);
+        };
+        let rk = job_record_key(&job.batch, &job_key(&job.id));
+        let mut record: JobRecord = get_json(&self.queue, &rk)
+            .await?
+            .unwrap_or_else(|| run::record_of(&job));
+        let seq = msg.info().map(|i| i.stream_sequence).ok();
+        if record.seq.is_some() && seq.is_some() && record.seq != seq {
+            // A second message for a job another message already brought.
+            ack(msg).await;
+            return Ok(Handled::Nothing);
+        }
+        record.seq = seq;
+        if record.state.is_finished() {
+            // A redelivery of a job whose verdict is stored (a worker died between storing
+            // it and its ack): nothing to do.
+            ack(msg).await;
+            return Ok(Handled::Nothing);
+        }
+        if cancels.is_cancelled(&job.batch).await {
+            record.state = QueueState::Cancelled;
+            put_json(&self.queue, &rk, &record).await?;
+            ack(msg).await;
+            return Ok(Handled::Nothing);
+        }
+        if delivered > self.max_deliver {
+            record.state = QueueState::Failed;
+            let why = record.reason.take().unwrap_or_else(|| {
+                "its worker stopped without a verdict (crashed or was killed)".into()
+            });
+            record.reason = Some(format!(
+                "gave up after {} deliveries; last: {why}",
+                self.max_deliver
+            ));
+            record.summary = Some(run::failed_summary(&job, record.reason.clone()));
+            put_json(&self.queue, &rk, &record).await?;
+            let _ = msg.ack_with(AckKind::Term).await;
+            self.notes.note(&format!(
+                "worker: job {} of batch {} failed: {}",
+                job.id,
+                job.batch,
+                record.reason.as_deref().unwrap_or_default()
+            ));
+            return Ok(Handled::Nothing);
+        }
+        record.state = QueueState::Running;
+        record.worker = Some(self.name.clone());
+        record.deliveries = delivered;
+        put_json(&self.queue, &rk, &record).await?;
+        self.notes.note(&format!(
+            "worker: running job {} of batch {} (delivery {delivered})",
+            job.id, job.batch
+        ));
+        let token = self.stop.child_token();
+        let _registered = cancels.register(&job.batch, token.clone());
+        if cancels.seen_cancelled(&job.batch) {
+            token.cancel();
+        }
+        let outcome = self.run_job(&job, token.clone(), slots).await;
+        self.settle(msg, &job, &rk, record, outcome, cancels).await
+    }
+
+    /// Stores the verdict and acks, or hands the job back.
+    async fn settle(
+        &self,
+        msg: &Message,
+        job: &JobMessage,
+        rk: &str,
+        mut record: JobRecord,
+        outcome: crate::Result<run::JobDone>,
+        cancels: &Cancels,
+    ) -> crate::Result<Handled> {
+        match outcome {
+            Err(e) => {
+                record.state = QueueState::Queued;
+                record.reason = Some(format!("could not start on {}: {e}", self.name));
+                put_json(&self.queue, rk, &record).await?;
+                self.notes.note(&format!(
+                    "worker: job {} {}",
+                    job.id,
+                    record.reason.as_deref().unwrap_or_default()
+                ));
+                let _ = msg.ack_with(AckKind::Nak(None)).await;
+                Ok(Handled::HandedBack)
+            }
+            Ok(done)
+                if done.summary.state == planwave_batch::JobState::Cancelled
+                    && self.stop.is_cancelled() =>
+            {
+                record.state = QueueState::Queued;
+                record.reason = Some(format!("handed back by {} (stopping)", self.name));
+                put_json(&self.queue, rk, &record).await?;
+                let _ = msg.ack_with(AckKind::Nak(None)).await;
+                self.notes
+                    .note(&format!("worker: job {} handed back", job.id));
+                Ok(Handled::HandedBack)
+            }
+            Ok(done) => {
+                record.state = QueueState::of(done.summary.state);
+                if cancels.seen_cancelled(&job.batch) {
+                    record.state = QueueState::Cancelled;
+                }
+                record.reason = done.summary.error.clone();
+                record.files = done.files;
+                self.watch.job_finished(&done.summary);
+                record.summary = Some(done.summary);
+                put_json(&self.queue, rk, &record).await?;
+                ack(msg).await;
+                Ok(Handled::Finished)
+            }
+        }
+    }
+}
+
+fn tally(end: &mut WorkerEnd, h: Handled) {
+    match h {
+        Handled::Finished => end.finished += 1,
+        Handled::HandedBack => end.handed_back += 1,
+        Handled::Nothing => {}
+    }
+}
+
+/// The next job, or `None` after about a second without one (or on an error: the client
+/// reconnects on its own, the loop asks again after a pause).
+async fn next_message(consumer: &PullConsumer) -> Option<Message> {
+    let pull = async {
+        let mut batch = consumer
+            .fetch()
+            .max_messages(1)
+            .expires(Duration::from_secs(1))
+            .messages()
+            .await
+            .map_err(|e| e.to_string())?;
+        match batch.next().await {
+            Some(Ok(m)) => Ok(Some(m)),
+            Some(Err(e)) => Err(e.to_string()),
+            None => Ok(None),
+        }
+    };
+    // A pull sent to a consumer whose leader just died is never answered: bounded here.
+    match tokio::time::timeout(Duration::from_secs(5), pull).await {
+        Ok(Ok(m)) => m,
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "pull failed");
+            // Not a synchronisation: a pause before asking a server that is away again.
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            None
+        }
+        Err(_) => None,
+    }
+}
+
+/// In-progress acks three times per ack-wait, so a live worker keeps its job.
+async fn heartbeat(msg: &Message, ack_wait: Duration) {
+    let every = (ack_wait / 3).max(Duration::from_millis(100));
+    loop {
+        tokio::time::sleep(every).await;
+        let _ = msg.ack_with(AckKind::Progress).await;
+    }
+}
+
+/// Acknowledged and confirmed by the server (a lost ack would hand the job out again; that
+/// is harmless, the verdict is stored, but costs a delivery).
+async fn ack(msg: &Message) {
+    if msg.double_ack().await.is_err() {
+        let _ = msg.ack().await;
+    }
+}

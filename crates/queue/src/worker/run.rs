@@ -1,0 +1,211 @@
+//! One job on a worker: its local run directory rebuilt from JetStream (the journal of an
+//! earlier attempt, so completed tasks are kept), the run, and its files stored.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use planwave_batch::{JobInput, JobState, JobSummary, parse_jobs, resolve_jobs};
+use planwave_engine::RunDir;
+use planwave_runner::batch::JobContext;
+use tokio_util::sync::CancellationToken;
+
+use super::Worker;
+use crate::QueueError;
+use crate::journal::{StreamMirror, read_journal};
+use crate::names::{job_key, journal_subject, object_name};
+use crate::record::{JobRecord, QueueState};
+use crate::submit::JobMessage;
+
+/// The object holding a job's run directory.
+pub(crate) const RUN_ARCHIVE: &str = "run-dir.json";
+
+pub(super) struct JobDone {
+    pub summary: JobSummary,
+    pub files: Vec<String>,
+}
+
+/// The record of a job the bucket does not know (its batch record was lost or never made).
+pub(super) fn record_of(job: &JobMessage) -> JobRecord {
+    JobRecord {
+        id: job.id.clone(),
+        line: job.line,
+        kind: job.kind.clone(),
+        dir: job.dir.clone(),
+        state: QueueState::Queued,
+        worker: None,
+        reason: None,
+        deliveries: 0,
+        summary: None,
+        seq: None,
+        files: Vec::new(),
+    }
+}
+
+pub(super) fn failed_summary(job: &JobMessage, error: Option<String>) -> JobSummary {
+    JobSummary {
+        id: job.id.clone(),
+        line: job.line,
+        kind: job.kind.clone(),
+        run_dir: format!("jobs/{}", job.dir),
+        state: JobState::Failed,
+        tasks: 0,
+        completed: 0,
+        failed: 0,
+        blocked: 0,
+        tokens: 0,
+        cost: None,
+        currency: None,
+        wall_ms: 0.0,
+        error,
+        planning: None,
+    }
+}
+
+/// A directory name from the queue: one plain component.
+fn safe_dir(dir: &str) -> Result<(), QueueError> {
+    let ok = !dir.is_empty()
+        && dir != "."
+        && dir != ".."
+        && !dir.contains(['/', '\\', '\0'])
+        && dir.len() <= 255;
+    if ok {
+        Ok(())
+    } else {
+        Err(QueueError::new(format!(
+            "job directory {dir:?} is not a plain name"
+        )))
+    }
+}
+
+impl Worker<'_> {
+    /// `Err` when the job cannot start here (it goes back to the queue).
+    pub(super) async fn run_job(
+        &self,
+        job: &JobMessage,
+        cancel: CancellationToken,
+        slots: Option<Arc<tokio::sync::Semaphore>>,
+    ) -> crate::Result<JobDone> {
+        safe_dir(&job.dir)?;
+        let key = job_key(&job.id);
+        let mut line = serde_json::to_vec(&job.job).map_err(|e| QueueError::of("job", e))?;
+        line.push(b'\n');
+        let tools = self.resources.catalog();
+        let (mut resolved, bad) = resolve_jobs(
+            parse_jobs(&line),
+            Path::new("."),
+            Some(&tools),
+            &BTreeMap::new(),
+            &|_| Err("plan files are read when the batch is submitted".into()),
+        );
+        if let Some(b) = bad.first() {
+            return Err(QueueError::new(b.error.clone()));
+        }
+        let Some(mut resolved) = resolved.pop() else {
+            return Err(QueueError::new("the message holds no job"));
+        };
+        resolved.line = job.line;
+        resolved.dir = job.dir.clone();
+        // The cache is rebuilt from JetStream: whatever an earlier attempt left here locally
+        // may be older or newer than what is durable.
+        let root_path = self.cache.join(format!("{}-{key}", job.batch));
+        let _ = std::fs::remove_dir_all(&root_path);
+        let root = RunDir::create(&root_path).map_err(|e| QueueError::of("the job cache", e))?;
+        let subject = journal_subject(&job.batch, &key);
+        if let JobInput::Plan(plan) = &resolved.input {
+            let journal = read_journal(&self.queue, &subject).await?;
+            if !journal.is_empty() {
+                let out = root
+                    .child(&format!("jobs/{}", job.dir))
+                    .map_err(|e| QueueError::of("the job cache", e))?;
+                let plan = serde_json::to_vec_pretty(plan.spec())
+                    .map_err(|e| QueueError::of("the job's plan", e))?;
+                out.write_unsynced("plan.json", &plan)
+                    .and_then(|_| out.write_unsynced("events.jsonl", &journal))
+                    .map_err(|e| QueueError::of("the job cache", e))?;
+            }
+        }
+        let mirror = StreamMirror {
+            queue: self.queue.clone(),
+            subject,
+            session: uuid::Uuid::new_v4().simple().to_string(),
+            seq: AtomicU64::new(0),
+            handle: tokio::runtime::Handle::current(),
+        };
+        let ctx = JobContext {
+            root: root.clone(),
+            settings: self.settings,
+            resources: self.resources.clone(),
+            config: self.settings.run.clone(),
+            slots,
+            cancel,
+            watch: self.watch,
+            notes: self.notes,
+            mirror: Some(Arc::new(mirror)),
+        };
+        let mut summary = ctx.run(resolved).await;
+        summary.kind = job.kind.clone();
+        let dir = root_path.join("jobs").join(&job.dir);
+        let files = self.store_files(job, &key, &dir).await?;
+        let _ = std::fs::remove_dir_all(&root_path);
+        Ok(JobDone { summary, files })
+    }
+
+    /// Stores the run directory as one object (a JSON map of relative path to base64
+    /// content: one upload per job rather than one per file); returns the relative paths.
+    async fn store_files(
+        &self,
+        job: &JobMessage,
+        key: &str,
+        dir: &Path,
+    ) -> crate::Result<Vec<String>> {
+        use base64::Engine;
+        let files = list_files(dir);
+        let mut archive = serde_json::Map::new();
+        for rel in &files {
+            let bytes = std::fs::read(dir.join(rel))
+                .map_err(|e| QueueError::of(&format!("reading {rel}"), e))?;
+            archive.insert(
+                rel.clone(),
+                base64::engine::general_purpose::STANDARD
+                    .encode(bytes)
+                    .into(),
+            );
+        }
+        let body = serde_json::to_vec(&archive).map_err(|e| QueueError::of("run archive", e))?;
+        let name = object_name(&job.batch, key, RUN_ARCHIVE);
+        crate::record::retrying("storing the run directory", || {
+            let mut reader = body.as_slice();
+            let name = name.clone();
+            async move { self.queue.runs.put(name.as_str(), &mut reader).await }
+        })
+        .await?;
+        Ok(files)
+    }
+}
+
+/// Files under `dir` as `/`-separated relative paths (no lock file, no temporaries, no links).
+fn list_files(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), String::new())];
+    while let Some((at, prefix)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || planwave_engine::is_leftover_temp(&e.file_name()) {
+                continue;
+            }
+            let rel = format!("{prefix}{name}");
+            match e.file_type() {
+                Ok(t) if t.is_dir() => stack.push((e.path(), format!("{rel}/"))),
+                Ok(t) if t.is_file() => out.push(rel),
+                _ => {}
+            }
+        }
+    }
+    out.sort();
+    out
+}

@@ -1,0 +1,157 @@
+//! `planwave worker --nats URL`: pulls jobs of queued batches and runs them with the same
+//! engine, model client, limiter, MCP servers and settings as a local batch (one client for
+//! all its jobs). Its API key comes from its own environment, never from the queue.
+//! SIGTERM or Ctrl-C: running jobs are cancelled cleanly and handed back; exit 0.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use planwave_queue::Worker;
+use planwave_runner::{CtrlC, Stderr};
+
+use super::batch::progress::{BatchProgress, BatchView};
+use super::exit::{OK, Outcome};
+use super::job::JobOptions;
+use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
+use super::nats::NatsOptions;
+use super::progress::Mode;
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub nats: NatsOptions,
+    /// Jobs run at once.
+    #[arg(long = "jobs", value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
+    pub parallel: u64,
+    /// Most subagents in flight across this worker's jobs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_subagents: Option<u64>,
+    /// A job whose worker sends no sign of life for this long goes to another worker
+    /// (a live worker signals three times per period). Set on the shared consumer: the
+    /// last worker started wins, so give every worker the same.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime_secs)]
+    pub ack_wait: Duration,
+    /// Deliveries of a job (its worker died, or it could not start) before it ends failed.
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub max_deliver: u32,
+    /// This worker's name in `batch status` (default: host name and process id).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Local cache of run directories (default: a directory under the system's temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub cache: Option<PathBuf>,
+    /// Rounds of plan -> run -> evaluate -> reflect for each goal job.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_rounds: Option<u32>,
+    #[command(flatten)]
+    pub planner: PlannerOptions,
+    #[command(flatten)]
+    pub plan_cache: PlanCacheOptions,
+    #[command(flatten)]
+    pub job: JobOptions,
+    /// No per-job progress lines.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+/// `30s`, `500ms`, `2m` or plain seconds.
+fn humantime_secs(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .map(|i| s.split_at(i))
+        .unwrap_or((s, "s"));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration like 30s"))?;
+    let secs = match unit.trim() {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        _ => return Err(format!("{s:?}: use ms, s or m")),
+    };
+    if !(0.1..=86_400.0).contains(&secs) {
+        return Err(format!("{s:?}: between 100ms and 24h"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "worker".into());
+    format!("{host}-{}", std::process::id())
+}
+
+pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
+    let settings = llm::settings(&[
+        &args.job,
+        &args.planner,
+        &args.plan_cache,
+        &MaxRounds(args.max_rounds),
+    ])?;
+    let name = args.name.clone().unwrap_or_else(default_name);
+    let queue = args
+        .nats
+        .connect(&format!("planwave worker {name}"))
+        .await?;
+    // One provider for every job: one HTTP client, one rate limiter, one retry budget.
+    let mut resources = args.job.resources(&settings)?;
+    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm
+        && let Some(limit) = config.limits.max_in_flight
+    {
+        // The in-flight limit holds across every worker calling the same endpoint.
+        resources.provider = planwave_queue::share_in_flight_limit(
+            &queue,
+            resources.provider.clone(),
+            &config.base_url,
+            limit,
+        )
+        .await?;
+    }
+    let interrupt = CtrlC::listen();
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
+        .await;
+    let cache = args.cache.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("planwave-worker-{}", std::process::id()))
+    });
+    let mode = if args.quiet { Mode::Quiet } else { Mode::Lines };
+    let progress = Arc::new(BatchProgress::new(0, mode));
+    eprintln!(
+        "worker {name}: waiting for jobs (up to {} at once)",
+        args.parallel
+    );
+    let end = resources
+        .scope(async |resources| {
+            Worker {
+                queue: queue.clone(),
+                name: name.clone(),
+                jobs: args.parallel as usize,
+                max_subagents: args.max_subagents.map(|n| n as usize),
+                ack_wait: args.ack_wait,
+                max_deliver: args.max_deliver,
+                cache: cache.clone(),
+                settings: &settings,
+                resources: resources.clone(),
+                stop: interrupt.token(),
+                watch: &BatchView(progress.clone()),
+                notes: &Stderr,
+            }
+            .run()
+            .await
+            .map_err(anyhow::Error::from)
+        })
+        .await?;
+    let _ = std::fs::remove_dir_all(&cache);
+    eprintln!(
+        "worker {name}: stopped ({} job(s) finished, {} handed back)",
+        end.finished, end.handed_back
+    );
+    // A stop (SIGTERM, Ctrl-C) is this command's normal end: its jobs are safe in the queue.
+    Ok(Outcome(OK))
+}
