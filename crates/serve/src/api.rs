@@ -324,6 +324,11 @@ pub async fn resume_run(State(state): S, Path(id): Path<String>) -> Result<Respo
     if state.live(&id).is_some_and(|l| !l.is_done()) {
         return Err(ApiError::Conflict(format!("run {id:?} is running")));
     }
+    if read_run_json(&dir).is_some_and(|v| v["status"] == "completed") {
+        return Err(ApiError::Conflict(format!(
+            "run {id:?} completed: nothing to resume"
+        )));
+    }
     jobs::resume(&state, &id, &dir)?;
     let links = RunLinks::of(&id);
     Ok((StatusCode::ACCEPTED, Json(Created { id, links })).into_response())
