@@ -56,11 +56,11 @@ pub async fn asset(Path(name): Path<String>) -> Response {
     ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
+/// A run's current plan and its task records, what the SVG pictures are drawn from.
+type Picture = (Arc<ValidatedPlan>, Vec<TaskRecord>);
+
 /// The run's current plan and task records: live, or from its files.
-fn picture(
-    state: &AppState,
-    id: &str,
-) -> Result<Option<(Arc<ValidatedPlan>, Vec<TaskRecord>)>, ApiError> {
+fn picture(state: &AppState, id: &str) -> Result<Option<Picture>, ApiError> {
     let dir = state
         .run_dir(id)
         .ok_or_else(|| ApiError::BadRequest(format!("invalid run id {id:?}")))?;
