@@ -164,7 +164,9 @@ fn types(events: &[(Option<usize>, String, String)]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_runs_a_plan_and_streams_it_live_then_replays_and_resumes_the_stream() {
-    let s = Serve::start(&[], &[]);
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    let s = Serve::start_in(&data, "127.0.0.1:0", &[], &[]);
     let (code, created) = post_json(
         &s.at("api/runs"),
         &json!({"plan": chain(3), "options": {"sim_latency_ms": 200, "sim_sigma": 0}}),
@@ -192,6 +194,14 @@ async fn serve_runs_a_plan_and_streams_it_live_then_replays_and_resumes_the_stre
     assert_eq!(done["run_id"], on_disk["run_id"]);
     assert_eq!(done["tasks"], on_disk["tasks"]);
 
+    // The stream is the journal, line for line, so ids mean the same after a restart.
+    let journal = std::fs::read_to_string(s.data.join(&id).join("events.jsonl")).unwrap();
+    let data: Vec<&str> = live
+        .iter()
+        .filter(|e| e.1 == "message")
+        .map(|e| e.2.as_str())
+        .collect();
+    assert_eq!(data, journal.lines().collect::<Vec<_>>());
     // Replay from the start gives the same events; Last-Event-ID resumes after one.
     let replay = sse(&s.at(&format!("api/runs/{id}/events")), None).await;
     assert_eq!(replay, live);
@@ -247,6 +257,14 @@ async fn serve_runs_a_plan_and_streams_it_live_then_replays_and_resumes_the_stre
     assert_eq!(sec["model_calls"].as_array().unwrap().len(), 1);
     let (code, _) = get_json(&s.at(&format!("api/runs/{id}/sections/9"))).await;
     assert_eq!(code, 404);
+
+    // Another server on the same data replays the run from its journal, ids unchanged.
+    drop(s);
+    let s = Serve::start_in(&data, "127.0.0.1:0", &[], &[]);
+    let again = sse(&s.at(&format!("api/runs/{id}/events")), None).await;
+    assert_eq!(again, live);
+    let rest = sse(&s.at(&format!("api/runs/{id}/events")), Some(k)).await;
+    assert_eq!(rest, live[k..].to_vec());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

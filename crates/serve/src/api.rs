@@ -17,7 +17,7 @@ use crate::error::{ApiError, ErrorBody, no_run};
 use crate::ids::safe_name;
 use crate::jobs::{self, Start};
 use crate::listing::{self, RunSummary, read_run_json};
-use crate::sse::{self, EventStream};
+use crate::sse;
 use crate::state::AppState;
 
 type S = State<Arc<AppState>>;
@@ -178,7 +178,7 @@ pub async fn run_events(
     Path(id): Path<String>,
     Query(q): Query<EventsQuery>,
     headers: HeaderMap,
-) -> Result<EventStream, ApiError> {
+) -> Result<Response, ApiError> {
     let dir = existing(&state, &id)?;
     let after = match headers.get("last-event-id") {
         Some(v) => v

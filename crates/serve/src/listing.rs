@@ -162,7 +162,7 @@ pub fn list(state: &AppState) -> Vec<RunSummary> {
             continue;
         }
         let sum = match state.live(id) {
-            Some(live) if !live.is_done() => Some(summarize(id, &live.snapshot(), true)),
+            Some(live) if !live.is_done() => Some(summarize(id, &live.summary(), true)),
             _ => stored(state, id, &e.path()),
         };
         out.extend(sum);

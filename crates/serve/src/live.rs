@@ -116,6 +116,16 @@ impl LiveRun {
     /// The live state in the shape of `run.json` (`tasks[]`, `stats`), plus `live`,
     /// `elapsed_ms` and `eta_ms` (remaining tasks at the pace so far).
     pub fn snapshot(&self) -> Value {
+        self.state_json(true)
+    }
+
+    /// [`LiveRun::snapshot`] without `tasks[]`: what the runs list needs, cheap for a
+    /// 10,000-task run.
+    pub fn summary(&self) -> Value {
+        self.state_json(false)
+    }
+
+    fn state_json(&self, tasks: bool) -> Value {
         let s = self.state();
         let now = s.finished_at.unwrap_or_else(Utc::now);
         let elapsed_ms = (now - s.started_at).num_milliseconds().max(0) as f64;
@@ -135,7 +145,7 @@ impl LiveRun {
             (None, Phase::Planning) => "planning".into(),
             (None, _) => "running".into(),
         };
-        json!({
+        let mut v = json!({
             "id": self.id,
             "live": s.phase != Phase::Done,
             "kind": if s.research { "research" } else { "run" },
@@ -155,8 +165,11 @@ impl LiveRun {
                 "waves": s.plan.as_ref().map_or(0, |p| p.waves().len()),
                 "usage": s.usage,
             },
-            "tasks": s.records,
-        })
+        });
+        if tasks {
+            v["tasks"] = json!(s.records);
+        }
+        v
     }
 
     fn open_plan(&self, plan: &Arc<ValidatedPlan>) {

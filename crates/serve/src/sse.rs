@@ -2,84 +2,81 @@
 //! its position in the run's log (from 1); a client reconnecting with `Last-Event-ID: N`
 //! (or `?after=N`) gets the events after the N-th. A live run's log is followed until it
 //! ends; a stored run's is its `events.jsonl`. The last event is `event: end`, so a browser's
-//! `EventSource` knows not to reconnect.
+//! `EventSource` knows not to reconnect. Frames are sent in blocks (all that is new at each
+//! wake-up), not one write per event.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
-use futures::Stream;
-use futures::stream::{self, StreamExt};
+use axum::body::{Body, Bytes};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use futures::stream::{self, Stream, StreamExt};
 
 use crate::live::LiveRun;
+use crate::log::frame;
 
-/// Lines handed out per wake-up, so one subscriber far behind cannot hold the log's lock long.
-const CHUNK: usize = 512;
+/// Frames per block, so one subscriber far behind cannot hold the log's lock long.
+const CHUNK: usize = 2048;
+/// A comment line this often on an idle stream keeps proxies from closing it.
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-fn event(n: usize, line: &str) -> Event {
-    Event::default().id(n.to_string()).data(line)
-}
+const END: &[u8] = b"event: end\ndata: {}\n\n";
 
-fn end() -> Event {
-    Event::default().event("end").data("{}")
-}
-
-pub type EventStream = Sse<
-    axum::response::sse::KeepAliveStream<
-        std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>,
-    >,
->;
-
-fn sse(s: impl Stream<Item = Event> + Send + 'static) -> EventStream {
-    Sse::new(s.map(Ok).boxed()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+fn respond(s: impl Stream<Item = Bytes> + Send + 'static) -> Response {
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(s.map(Ok::<_, std::convert::Infallible>)),
+    )
+        .into_response()
 }
 
 /// Follows a live run's log from after its `after`-th line.
-pub fn follow(run: Arc<LiveRun>, after: usize) -> EventStream {
+pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
     let rx = run.log.subscribe();
-    let s = stream::unfold(
-        (run, rx, after, false),
-        |(run, mut rx, next, ended)| async move {
-            if ended {
-                return None;
+    let s = stream::unfold(Some((run, rx, after)), |state| async move {
+        let (run, mut rx, next) = state?;
+        loop {
+            let (n, block) = run.log.since(next, CHUNK);
+            if n > 0 {
+                return Some((block, Some((run, rx, next + n))));
             }
-            loop {
-                let lines = run.log.since(next, CHUNK);
-                if !lines.is_empty() {
-                    let n = next + lines.len();
-                    let events: Vec<Event> = lines
-                        .iter()
-                        .enumerate()
-                        .map(|(i, l)| event(next + i + 1, l))
-                        .collect();
-                    return Some((stream::iter(events), (run, rx, n, false)));
-                }
-                let (len, done) = *rx.borrow_and_update();
-                if done && len <= next {
-                    return Some((stream::iter(vec![end()]), (run, rx, next, true)));
-                }
-                if len > next {
-                    continue;
-                }
-                if rx.changed().await.is_err() {
-                    return Some((stream::iter(vec![end()]), (run, rx, next, true)));
+            let (len, done) = *rx.borrow_and_update();
+            if len > next {
+                continue;
+            }
+            if done {
+                return Some((Bytes::from_static(END), None));
+            }
+            match tokio::time::timeout(KEEP_ALIVE, rx.changed()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
+                Err(_) => {
+                    return Some((
+                        Bytes::from_static(b": keep-alive\n\n"),
+                        Some((run, rx, next)),
+                    ));
                 }
             }
-        },
-    )
-    .flatten();
-    sse(s)
+        }
+    });
+    respond(s)
 }
 
 /// A stored run's journal from after its `after`-th line, then `end`.
-pub fn replay(lines: Vec<String>, after: usize) -> EventStream {
-    let events: Vec<Event> = lines
-        .into_iter()
-        .enumerate()
-        .skip(after)
-        .map(|(i, l)| event(i + 1, &l))
-        .chain(std::iter::once(end()))
-        .collect();
-    sse(stream::iter(events))
+pub fn replay(lines: Vec<String>, after: usize) -> Response {
+    let mut blocks = Vec::new();
+    let mut buf = Vec::new();
+    for (i, l) in lines.iter().enumerate().skip(after) {
+        buf.extend_from_slice(&frame(i + 1, l));
+        if buf.len() > 1 << 16 {
+            blocks.push(Bytes::from(std::mem::take(&mut buf)));
+        }
+    }
+    buf.extend_from_slice(END);
+    blocks.push(Bytes::from(buf));
+    respond(stream::iter(blocks))
 }
