@@ -196,12 +196,12 @@ async fn serve_runs_a_plan_and_streams_it_live_then_replays_and_resumes_the_stre
 
     // The stream is the journal, line for line, so ids mean the same after a restart.
     let journal = std::fs::read_to_string(s.data.join(&id).join("events.jsonl")).unwrap();
-    let data: Vec<&str> = live
+    let streamed: Vec<&str> = live
         .iter()
         .filter(|e| e.1 == "message")
         .map(|e| e.2.as_str())
         .collect();
-    assert_eq!(data, journal.lines().collect::<Vec<_>>());
+    assert_eq!(streamed, journal.lines().collect::<Vec<_>>());
     // Replay from the start gives the same events; Last-Event-ID resumes after one.
     let replay = sse(&s.at(&format!("api/runs/{id}/events")), None).await;
     assert_eq!(replay, live);
