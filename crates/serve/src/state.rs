@@ -83,7 +83,12 @@ impl AppState {
     pub fn resources_for(&self, setup: &JobSetup) -> Resources {
         match setup.settings.llm {
             LlmChoice::Sim => Resources {
-                provider: Arc::new(SimProvider::new(setup.sim.clone())),
+                provider: planwave_runner::model_client(
+                    &setup.settings,
+                    setup.sim.clone(),
+                    &planwave_runner::Silent,
+                )
+                .unwrap_or_else(|_| Arc::new(SimProvider::new(setup.sim.clone()))),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
             },
