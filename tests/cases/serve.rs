@@ -627,3 +627,62 @@ async fn serve_stops_on_ctrl_c_leaving_runs_that_planwave_resume_finishes() {
     assert_eq!(run["status"], "completed");
     assert_eq!(run["stats"]["completed"], 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_shares_one_model_client_and_never_shows_its_key() {
+    let key = "sk-serve-test-4f2b9a71e0";
+    let model = crate::support::SimLlm::start(
+        &[
+            "--latency-ms",
+            "20",
+            "--sigma",
+            "0",
+            "--api-key-env",
+            "SIM_KEY",
+        ],
+        &[("SIM_KEY", key)],
+    );
+    let s = Serve::start(
+        &[],
+        &[
+            ("PLANWAVE_LLM_BASE_URL", model.base_url.as_str()),
+            ("PLANWAVE_LLM_API_KEY", key),
+            ("PLANWAVE_LLM_MODEL", "planwave-sim-1"),
+        ],
+    );
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        let (code, created) = post_json(&s.at("api/runs"), &json!({"plan": chain(3)})).await;
+        assert_eq!(code, 201, "{created}");
+        ids.push(created["id"].as_str().unwrap().to_owned());
+    }
+    let mut seen = String::new();
+    for id in &ids {
+        let done = wait_done(&s, id).await;
+        assert_eq!(done["status"], "completed", "{done}");
+        assert_eq!(
+            done["llm"]["simulated"], false,
+            "the server's model answered: {done}"
+        );
+        seen.push_str(&done.to_string());
+        for path in ["", "/events", "/report", "/sections/1", "/rounds"] {
+            let r = client()
+                .get(s.at(&format!("api/runs/{id}{path}")))
+                .send()
+                .await
+                .unwrap();
+            seen.push_str(&r.text().await.unwrap());
+        }
+        for (file, text) in crate::support::all_files(&s.data.join(id)) {
+            assert!(!text.contains(key), "the key in {}", file.display());
+        }
+    }
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    seen.push_str(&list.to_string());
+    assert!(!seen.contains(key), "a response carried the API key");
+    // Both runs' subagents asked the one configured server, with the key (a wrong one is a
+    // 401 and the runs would not have completed).
+    let stats = model.stats();
+    assert_eq!(stats["roles"]["subagent"], 6, "{stats}");
+    assert_eq!(stats["authorized"], stats["requests"], "{stats}");
+}

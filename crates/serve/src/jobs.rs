@@ -152,7 +152,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
         return Ok(());
     }
     let dir = planwave_runner::resumable_dir(dir)?;
-    let point = planwave_runner::resume(&dir, &Silent).map_err(|e| match e {
+    let mut point = planwave_runner::resume(&dir, &Silent).map_err(|e| match e {
         planwave_runner::RunnerError::Invalid(i) => ApiError::from(i),
         other => ApiError::Conflict(other.to_string()),
     })?;
@@ -172,7 +172,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
                 events: point.events.clone(),
                 stream: Some(stream),
                 run_id: point.run_id,
-                preset: point.preset,
+                preset: std::mem::take(&mut point.preset),
                 slots: None,
                 cancel: live.cancel.clone(),
                 root_span: false,
@@ -180,7 +180,10 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
             &LiveWatch(live.clone()),
         )
         .await;
+        // Unlocked before anyone can see the run ended (and ask to resume it again).
+        drop(point);
         live.finish(outcome(&live.dir, result.map(|_| ())));
+        state.retire(&live);
     });
     Ok(())
 }
@@ -206,7 +209,7 @@ struct Job {
 
 impl Job {
     async fn run(self, plan: ValidatedPlan) {
-        let _lock = self.lock;
+        let lock = self.lock;
         let resources = self.state.resources_for(&self.setup);
         let run_id = uuid::Uuid::new_v4();
         let live = self.live;
@@ -236,11 +239,14 @@ impl Job {
             .map(|_| ())
         }
         .await;
+        // Unlocked before anyone can see the run ended (and ask to resume it).
+        drop(lock);
         live.finish(outcome(&live.dir, result));
+        self.state.retire(&live);
     }
 
     async fn research(self, resume: bool) {
-        let _lock = self.lock;
+        let lock = self.lock;
         let live = self.live;
         let resources = self.state.resources_for(&self.setup);
         let run_id = uuid::Uuid::new_v4();
@@ -262,7 +268,10 @@ impl Job {
         })
         .await
         .map(|_| ());
+        // Unlocked before anyone can see the run ended (and ask to resume it).
+        drop(lock);
         live.finish(outcome(&live.dir, result));
+        self.state.retire(&live);
     }
 }
 

@@ -77,6 +77,19 @@ impl AppState {
             .insert(run.id.clone(), run);
     }
 
+    /// A finished run is served from its files from now on (its event log is freed; readers
+    /// still following it keep it until they are done). A run that ended without `run.json`
+    /// (an error before it could write one) stays, so its error can be shown.
+    pub fn retire(&self, run: &Arc<LiveRun>) {
+        if !run.dir.join("run.json").is_file() {
+            return;
+        }
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if live.get(&run.id).is_some_and(|r| Arc::ptr_eq(r, run)) {
+            live.remove(&run.id);
+        }
+    }
+
     /// The resources a job runs with: the shared ones, except that a simulated model is the
     /// job's own (its latency and scripted failures are per job options); the simulator has
     /// no connection or limiter to share.
