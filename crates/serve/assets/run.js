@@ -19,6 +19,7 @@
   let events = null;
   let live = false;
   let dirty = false;
+  let ganttAt = 0;
 
   function nodeOf(task) {
     for (const g of document.querySelectorAll('#dag g.node')) {
@@ -120,13 +121,15 @@
   async function refresh() {
     let run;
     try {
-      run = await getJson(api);
+      run = await getJson(api + '?tasks=false');
     } catch (e) {
       return;
     }
     showTotals(run);
-    if (dirty || !run.live) {
+    // The timeline is redrawn by the server: at most every few seconds while running.
+    if ((dirty && Date.now() - ganttAt > 3000) || !run.live) {
       dirty = false;
+      ganttAt = Date.now();
       redrawGantt();
     }
     if (run.kind === 'research') loadRounds();

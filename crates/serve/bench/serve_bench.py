@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Figures for `planwave serve` (docs/benchmarks.md, issue 15). Standard library + curl only.
 
-  serve_bench.py sse BINARY [--tasks 10000] [--subscribers 100] [--latency-ms 0] [--pairs 3]
+  serve_bench.py sse BINARY [--tasks 10000] [--subscribers 100] [--latency-ms 0] [--sigma 0] [--pairs 3]
       The same generated run (layered DAG, seeded) with and without SUBSCRIBERS Server-Sent
       Events clients (`curl -N`, each reading the whole stream from the first event to
       `end`), alternating, PAIRS times. Reports each run's engine makespan (run.json
@@ -85,8 +85,8 @@ def wait_run_json(path, timeout=1800):
     sys.exit(f"no {path} after {timeout} s")
 
 
-def one_run(url, data, plan, latency_ms, subscribers):
-    created = post(url + "api/runs", {"plan": plan, "options": {"sim_latency_ms": latency_ms}})
+def one_run(url, data, plan, latency_ms, sigma, subscribers):
+    created = post(url + "api/runs", {"plan": plan, "options": {"sim_latency_ms": latency_ms, "sim_sigma": sigma}})
     rid = created["id"]
     subs = [subprocess.Popen(["curl", "-sN", "-o", "/dev/null", url + f"api/runs/{rid}/events"])
             for _ in range(subscribers)]
@@ -109,7 +109,7 @@ def sse(args):
         for pair in range(args.pairs):
             order = [0, args.subscribers] if pair % 2 == 0 else [args.subscribers, 0]
             for n in order:
-                status, makespan, wall = one_run(url, data, plan, args.latency_ms, n)
+                status, makespan, wall = one_run(url, data, plan, args.latency_ms, args.sigma, n)
                 rows[n].append((makespan, wall))
                 print(f"pair {pair + 1}: {n:3d} subscribers: {status}, makespan {makespan:8.1f} ms, "
                       f"wall {wall:8.1f} ms", flush=True)
@@ -178,6 +178,7 @@ def main():
     a.add_argument("--tasks", type=int, default=10000)
     a.add_argument("--subscribers", type=int, default=100)
     a.add_argument("--latency-ms", type=float, default=0)
+    a.add_argument("--sigma", type=float, default=0, help="lognormal sigma of the latency (0: fixed)")
     a.add_argument("--pairs", type=int, default=3)
     b = sub.add_parser("first-byte")
     b.add_argument("binary")

@@ -158,11 +158,32 @@ pub fn run_state(state: &AppState, id: &str) -> Result<Value, ApiError> {
     }
 }
 
-#[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path), StateQuery),
     responses((status = 200, description = "the run.json shape, plus id, live, kind (and elapsed_ms, eta_ms while live)"),
               (status = 400, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get_run(State(state): S, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub async fn get_run(
+    State(state): S,
+    Path(id): Path<String>,
+    Query(q): Query<StateQuery>,
+) -> Result<Json<Value>, ApiError> {
+    if q.tasks == Some(false) {
+        if let Some(live) = state.live(&id).filter(|l| !l.is_done()) {
+            return Ok(Json(live.summary()));
+        }
+        let mut v = run_state(&state, &id)?;
+        if let Some(m) = v.as_object_mut() {
+            m.remove("tasks");
+            m.remove("calls");
+        }
+        return Ok(Json(v));
+    }
     Ok(Json(run_state(&state, &id)?))
+}
+
+#[derive(Deserialize, IntoParams)]
+pub struct StateQuery {
+    /// `false`: leave out `tasks[]` and `calls[]` (the totals only; cheap for a big run).
+    pub tasks: Option<bool>,
 }
 
 #[derive(Deserialize, IntoParams)]

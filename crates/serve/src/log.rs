@@ -4,7 +4,12 @@
 //!
 //! Each line is kept as its SSE frame (`id: N\ndata: LINE\n\n`), formatted once: a hundred
 //! subscribers copy the same bytes instead of formatting every event a hundred times.
+//!
+//! A `task_completed` line goes out without its `section` text (the journal's durable copy of
+//! the section, most of the journal's bytes): a page fetches a section when it shows it, and
+//! a hundred subscribers do not each receive every section of a 10,000-task run.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -25,7 +30,35 @@ impl Default for EventLog {
 
 /// The SSE frame of the `n`-th line (a JSON line has no newline: serde escapes them).
 pub fn frame(n: usize, line: &str) -> Bytes {
-    Bytes::from(format!("id: {n}\ndata: {line}\n\n"))
+    Bytes::from(format!("id: {n}\ndata: {}\n\n", without_section(line)))
+}
+
+/// `line` without the `"section"` member of a `task_completed` event. Found as text, not
+/// by parsing: inside a JSON string every `"` is escaped, so an unescaped `,"section":"` is
+/// the member itself; its value ends at the next unescaped `"`. Key order is kept.
+pub fn without_section(line: &str) -> Cow<'_, str> {
+    const KEY: &str = ",\"section\":\"";
+    if !line.contains("\"type\":\"task_completed\"") {
+        return Cow::Borrowed(line);
+    }
+    let Some(start) = line.find(KEY) else {
+        return Cow::Borrowed(line);
+    };
+    let bytes = line.as_bytes();
+    let mut i = start + KEY.len();
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => {
+                let mut out = String::with_capacity(line.len() - (i + 1 - start));
+                out.push_str(&line[..start]);
+                out.push_str(&line[i + 1..]);
+                return Cow::Owned(out);
+            }
+            _ => i += 1,
+        }
+    }
+    Cow::Borrowed(line)
 }
 
 impl EventLog {
@@ -109,6 +142,26 @@ impl Write for LogWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_completion_goes_out_without_its_section_and_nothing_else_changes() {
+        let done = r#"{"run_id":"r","ts":"t","type":"task_completed","task":1,"section":"a \"quoted\", \\ \"section\":\"x\" text","preview":"p"}"#;
+        assert_eq!(
+            without_section(done),
+            r#"{"run_id":"r","ts":"t","type":"task_completed","task":1,"preview":"p"}"#
+        );
+        let other = r#"{"type":"task_started","task":1,"description":",\"section\":\"x"}"#;
+        assert_eq!(without_section(other), other);
+        let last = r#"{"type":"task_completed","task":1,"section":"end"}"#;
+        assert_eq!(
+            without_section(last),
+            r#"{"type":"task_completed","task":1}"#
+        );
+        for line in [done, other, last] {
+            let v: serde_json::Value = serde_json::from_str(&without_section(line)).unwrap();
+            assert!(v.get("section").is_none() || v["type"] != "task_completed");
+        }
+    }
 
     #[test]
     fn lines_written_in_pieces_arrive_whole_and_in_order() {
