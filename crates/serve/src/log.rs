@@ -77,11 +77,22 @@ impl EventLog {
     }
 
     pub fn push(&self, line: &str) {
+        self.push_all(std::iter::once(line));
+    }
+
+    /// Appends lines and wakes the subscribers once for all of them.
+    pub fn push_all<'a>(&self, lines: impl IntoIterator<Item = &'a str>) {
         let mut frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = frames.len() + 1;
-        frames.push(frame(n, line));
+        let before = frames.len();
+        for line in lines {
+            let n = frames.len() + 1;
+            frames.push(frame(n, line));
+        }
+        let n = frames.len();
         drop(frames);
-        self.progress.send_modify(|p| p.0 = n);
+        if n > before {
+            self.progress.send_modify(|p| p.0 = n);
+        }
     }
 
     /// No line will follow.
@@ -122,15 +133,15 @@ pub struct LogWriter {
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.partial.extend_from_slice(buf);
-        let mut start = 0;
-        while let Some(nl) = self.partial[start..].iter().position(|&b| b == b'\n') {
-            let line = String::from_utf8_lossy(&self.partial[start..start + nl]);
-            if !line.trim().is_empty() {
-                self.log.push(&line);
-            }
-            start += nl + 1;
-        }
-        self.partial.drain(..start);
+        // Every complete line of this write, appended together: one wake-up per write
+        // (JsonlSink writes in blocks), not one per event.
+        let Some(last) = self.partial.iter().rposition(|&b| b == b'\n') else {
+            return Ok(buf.len());
+        };
+        let text = String::from_utf8_lossy(&self.partial[..last]);
+        self.log
+            .push_all(text.split('\n').filter(|l| !l.trim().is_empty()));
+        self.partial.drain(..=last);
         Ok(buf.len())
     }
 

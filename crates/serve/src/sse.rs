@@ -18,6 +18,10 @@ use crate::log::frame;
 
 /// Frames per block, so one subscriber far behind cannot hold the log's lock long.
 const CHUNK: usize = 2048;
+/// The least time between two blocks to one subscriber: events arriving meanwhile go out
+/// together (a page updating 20 times a second looks live; a hundred subscribers woken per
+/// event would slow the run).
+const COALESCE: Duration = Duration::from_millis(50);
 /// A comment line this often on an idle stream keeps proxies from closing it.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
@@ -37,12 +41,16 @@ fn respond(s: impl Stream<Item = Bytes> + Send + 'static) -> Response {
 /// Follows a live run's log from after its `after`-th line.
 pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
     let rx = run.log.subscribe();
-    let s = stream::unfold(Some((run, rx, after)), |state| async move {
-        let (run, mut rx, next) = state?;
+    let s = stream::unfold(Some((run, rx, after, None)), |state| async move {
+        let (run, mut rx, next, sent) = state?;
+        if let Some(at) = sent {
+            tokio::time::sleep_until(at + COALESCE).await;
+        }
         loop {
             let (n, block) = run.log.since(next, CHUNK);
             if n > 0 {
-                return Some((block, Some((run, rx, next + n))));
+                let now = tokio::time::Instant::now();
+                return Some((block, Some((run, rx, next + n, Some(now)))));
             }
             let (len, done) = *rx.borrow_and_update();
             if len > next {
@@ -57,7 +65,7 @@ pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
                 Err(_) => {
                     return Some((
                         Bytes::from_static(b": keep-alive\n\n"),
-                        Some((run, rx, next)),
+                        Some((run, rx, next, None)),
                     ));
                 }
             }
