@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use planwave_config::{LlmChoice, Settings};
-use planwave_llm::sim::{SimConfig, SimProvider};
+use planwave_llm::sim::SimConfig;
 use planwave_runner::Resources;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -101,7 +101,7 @@ impl AppState {
                     setup.sim.clone(),
                     &planwave_runner::Silent,
                 )
-                .unwrap_or_else(|_| Arc::new(SimProvider::new(setup.sim.clone()))),
+                .unwrap_or_else(|_| self.shared.provider.clone()),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
             },
