@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use futures::FutureExt;
 use serde_json::{Value, json};
 
 use super::serve::{Serve, get_json, post_json, wait_done, wait_until};
@@ -29,7 +30,7 @@ fn chromedriver(log: &Path) -> Option<(ChildGuard, String)> {
         .and_then(|l| l.local_addr())
         .expect("a free port")
         .port();
-    let mut child = Command::new(CHROMEDRIVER)
+    let child = Command::new(CHROMEDRIVER)
         .arg(format!("--port={port}"))
         .arg(format!("--log-path={}", log.display()))
         .stdin(Stdio::null())
@@ -37,8 +38,10 @@ fn chromedriver(log: &Path) -> Option<(ChildGuard, String)> {
         .stderr(Stdio::null())
         .spawn()
         .expect("start chromedriver");
-    wait_ready(&mut child);
-    Some((ChildGuard(child), format!("http://127.0.0.1:{port}")))
+    // Guarded first, so a driver that never gets ready is still killed.
+    let mut child = ChildGuard(child);
+    wait_ready(&mut child.0);
+    Some((child, format!("http://127.0.0.1:{port}")))
 }
 
 /// Reads chromedriver's stdout until it says it listens (at most 30 s), then drains it.
@@ -176,9 +179,15 @@ async fn serve_run_page_follows_a_run_live_and_shows_failures_sections_and_cance
     };
     let s = Serve::start(&[], &[]);
     let c = browser(&driver_url, &tmp.path().join("profile")).await;
-    let result = page_checks(&s, &c, tmp.path()).await;
+    // The browser is closed even when a check fails (killing the driver would leave
+    // Chromium behind); then the failure is re-raised.
+    let result = std::panic::AssertUnwindSafe(page_checks(&s, &c, tmp.path()))
+        .catch_unwind()
+        .await;
     c.close().await.expect("close the browser");
-    result
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
 }
 
 async fn page_checks(s: &Serve, c: &Client, shots: &Path) {
