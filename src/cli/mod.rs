@@ -16,6 +16,7 @@ pub(crate) mod progress;
 mod research;
 mod resume;
 mod run;
+mod serve;
 mod show;
 mod sim_llm;
 mod sim_reflect;
@@ -107,6 +108,8 @@ pub enum Command {
     /// critical-path bound, throughput, dispatch latency, memory and model calls.
     #[command(after_help = loadtest::AFTER_HELP)]
     Loadtest(loadtest::LoadtestArgs),
+    /// The HTTP API and live web view of runs under --data (prints its base URL first).
+    Serve(serve::ServeArgs),
     /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
     #[command(after_help = EXIT_CODES_HELP)]
     Show(show::ShowArgs),
@@ -147,6 +150,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::SimLlm(a) => sim_llm::sim_llm(a).await,
         Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),
+        Command::Serve(a) => telemetry::in_root("serve", serve::serve(a)).await,
     }
 }
 

@@ -21,6 +21,8 @@ mod research;
 mod resume_loop;
 mod run;
 mod seed_config;
+pub(crate) mod serve;
+mod serve_browser;
 mod show;
 mod steps;
 mod stream_plan;

@@ -66,6 +66,7 @@ where
         "OTEL_EXPORTER_OTLP_ENDPOINT",
         "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
         "RUST_LOG",
+        "PLANWAVE_SERVE_TOKEN",
     ] {
         cmd.env_remove(var);
     }

@@ -12,6 +12,18 @@ use planwave_plan::{Lang, ValidatedPlan};
 
 use crate::outcome::TaskRecord;
 
+/// The plan laid out by waves as inline SVG (a `<g class="node STATUS" data-task="ID">` per
+/// task, status by colour and label), as `report.html` draws it; `planwave serve`'s run page
+/// shows the same picture and updates it live.
+pub fn dag_svg(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
+    svg::dag(plan, records)
+}
+
+/// The timeline of the tasks that ran (start to finish, by wave) as inline SVG.
+pub fn gantt_svg(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
+    svg::gantt(plan, records)
+}
+
 /// The page for `markdown` (the rendered `report.md`) of a run of `plan`.
 pub fn render(markdown: &str, plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
     let mut body = String::with_capacity(markdown.len() * 2);

@@ -47,6 +47,7 @@ pub use config::{
 };
 pub use context::SectionCut;
 pub use event::{Event, EventKind, EventSink, FanoutSink, JsonlOptions, JsonlSink, NullSink};
+pub use html::{dag_svg, gantt_svg};
 pub use journal::{Journal, JournalError, JournalMirror, LockError, Replay, ReplayError, RunLock};
 pub use outcome::{
     CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,

@@ -1,0 +1,350 @@
+'use strict';
+// A run's page: the DAG (drawn by the server as SVG, one <g class="node STATUS"
+// data-task="ID"> per task) kept live from the run's Server-Sent Events, totals and the
+// timeline refreshed from the API while it runs, a task's details on click, cancel, and
+// the report (and, for research, the rounds) when done. Text from the run (sections,
+// errors, titles) is only ever set as textContent.
+(function () {
+  const runId = document.body.dataset.run;
+  const api = '/api/runs/' + encodeURIComponent(runId);
+  const page = '/runs/' + encodeURIComponent(runId);
+  const zh = document.documentElement.lang === 'zh';
+  const LABELS = zh
+    ? { pending: '… 等待', running: '▶ 运行中', completed: '✓ 已完成', failed: '✗ 失败', blocked: '⊘ 未执行' }
+    : { pending: '… pending', running: '▶ running', completed: '✓ completed', failed: '✗ failed', blocked: '⊘ blocked' };
+  const $ = (id) => document.getElementById(id);
+  // The latest status each task was given by an event, re-applied when the DAG is redrawn.
+  let statuses = new Map();
+  let selected = null;
+  let events = null;
+  let live = false;
+  let dirty = false;
+  let ganttAt = 0;
+
+  function nodeOf(task) {
+    for (const g of document.querySelectorAll('#dag g.node')) {
+      if (g.dataset.task === String(task)) return g;
+    }
+    return null;
+  }
+
+  function paint(task, status) {
+    const g = nodeOf(task);
+    if (!g) return;
+    g.classList.remove('pending', 'running', 'completed', 'failed', 'blocked');
+    g.classList.add(status);
+    g.dataset.status = status;
+    const label = g.querySelector('text.status');
+    if (label) label.textContent = LABELS[status];
+  }
+
+  function setStatus(task, status) {
+    statuses.set(String(task), status);
+    paint(task, status);
+  }
+
+  function wireNodes() {
+    for (const g of document.querySelectorAll('#dag g.node')) {
+      const m = /\b(pending|running|completed|failed|blocked)\b/.exec(g.getAttribute('class') || '');
+      g.dataset.status = m ? m[1] : 'pending';
+      g.setAttribute('tabindex', '0');
+      g.setAttribute('role', 'button');
+      g.addEventListener('click', () => select(g.dataset.task));
+      g.addEventListener('keydown', (e) => { if (e.key === 'Enter') select(g.dataset.task); });
+      if (g.dataset.task === selected) g.classList.add('selected');
+    }
+    for (const [task, status] of statuses) paint(task, status);
+  }
+
+  async function getText(url) {
+    const resp = await fetch(url);
+    if (!resp.ok) throw new Error(url + ': ' + resp.status);
+    return resp.text();
+  }
+
+  async function getJson(url) {
+    const resp = await fetch(url, { headers: { Accept: 'application/json' } });
+    if (!resp.ok) throw new Error(url + ': ' + resp.status);
+    return resp.json();
+  }
+
+  async function redrawDag() {
+    try {
+      $('dag').innerHTML = await getText(page + '/dag.svg');
+      wireNodes();
+    } catch (e) {
+      // No plan yet (research still planning): the next run_started tries again.
+    }
+  }
+
+  async function redrawGantt() {
+    try {
+      $('gantt').innerHTML = await getText(page + '/gantt.svg');
+    } catch (e) {
+      // As above.
+    }
+  }
+
+  function fmtMs(ms) {
+    if (ms === null || ms === undefined) return '–';
+    if (ms < 1000) return Math.round(ms) + ' ms';
+    const s = ms / 1000;
+    if (s < 120) return s.toFixed(1) + ' s';
+    return Math.floor(s / 60) + ' min ' + Math.round(s % 60) + ' s';
+  }
+
+  function showTotals(run) {
+    const st = run.stats || {};
+    const ended = (st.completed || 0) + (st.failed || 0) + (st.blocked || 0);
+    $('t-progress').textContent = ended + ' / ' + (st.tasks || 0) +
+      (st.failed ? ', ' + st.failed + ' failed' : '') + (st.blocked ? ', ' + st.blocked + ' blocked' : '');
+    const u = st.usage || {};
+    const tokens = (u.prompt_tokens || 0) + (u.completion_tokens || 0) + (u.reasoning_tokens || 0);
+    $('t-tokens').textContent = tokens.toLocaleString();
+    $('t-cost').textContent = st.cost ? st.cost.total.toFixed(4) + ' ' + st.cost.currency : (run.live ? 'at the end' : 'no prices');
+    let elapsed = run.elapsed_ms;
+    if (elapsed === undefined && run.started_at && run.finished_at) {
+      elapsed = new Date(run.finished_at) - new Date(run.started_at);
+    }
+    $('t-elapsed').textContent = fmtMs(elapsed);
+    $('t-eta').textContent = run.live ? fmtMs(run.eta_ms) : '–';
+    const badge = $('status');
+    badge.textContent = run.status;
+    badge.className = 'badge ' + run.status;
+    badge.dataset.status = run.status;
+    if (run.error) {
+      $('error').textContent = run.error;
+      $('error').hidden = false;
+    }
+  }
+
+  async function refresh() {
+    let run;
+    try {
+      run = await getJson(api + '?tasks=false');
+    } catch (e) {
+      return;
+    }
+    showTotals(run);
+    // The timeline is redrawn by the server: at most every few seconds while running.
+    if ((dirty && Date.now() - ganttAt > 3000) || !run.live) {
+      dirty = false;
+      ganttAt = Date.now();
+      redrawGantt();
+    }
+    if (run.kind === 'research') loadRounds();
+    if (live && !run.live) finished();
+    live = run.live;
+    $('cancel').hidden = !run.live;
+    if (!run.live) showReport();
+  }
+
+  function finished() {
+    if (events) events.close();
+    events = null;
+    statuses = new Map();
+    redrawDag();
+    if (selected !== null) select(selected);
+  }
+
+  async function showReport() {
+    const section = $('report');
+    if (!section.hidden) return;
+    try {
+      const resp = await fetch(api + '/report', { headers: { Accept: 'text/html' } });
+      if (!resp.ok) return;
+      $('report-frame').srcdoc = await resp.text();
+      section.hidden = false;
+    } catch (e) {
+      // No report (a run stopped before it): nothing to show.
+    }
+  }
+
+  function item(dl, term, value) {
+    if (value === null || value === undefined || value === '') return;
+    const dt = document.createElement('dt');
+    dt.textContent = term;
+    const dd = document.createElement('dd');
+    dd.textContent = value;
+    dl.append(dt, dd);
+  }
+
+  function list(title, rows) {
+    const frag = document.createDocumentFragment();
+    const h = document.createElement('h4');
+    h.textContent = title + ' (' + rows.length + ')';
+    const ul = document.createElement('ul');
+    for (const r of rows) {
+      const li = document.createElement('li');
+      li.textContent = r;
+      ul.appendChild(li);
+    }
+    frag.append(h, ul);
+    return frag;
+  }
+
+  async function select(task) {
+    selected = String(task);
+    for (const g of document.querySelectorAll('#dag g.node')) {
+      g.classList.toggle('selected', g.dataset.task === selected);
+    }
+    let info;
+    try {
+      info = await getJson(api + '/sections/' + encodeURIComponent(selected));
+    } catch (e) {
+      return;
+    }
+    if (selected !== String(task)) return;
+    const t = info.task;
+    const panel = $('detail');
+    panel.replaceChildren();
+    panel.dataset.task = selected;
+    const h = document.createElement('h3');
+    h.textContent = 'Task ' + t.id + ' · ' + t.description;
+    const dl = document.createElement('dl');
+    item(dl, 'Status', LABELS[t.status] || t.status);
+    item(dl, 'Wave', t.wave);
+    item(dl, 'Attempts', t.attempts);
+    item(dl, 'Error', t.error);
+    item(dl, 'Blocked by', t.blocked_by === null || t.blocked_by === undefined ? null : 'task ' + t.blocked_by);
+    const u = t.usage || {};
+    item(dl, 'Tokens', (u.prompt_tokens || 0) + ' in, ' + (u.completion_tokens || 0) + ' out');
+    panel.append(h, dl);
+    panel.appendChild(list('Model calls', (info.model_calls || []).map((c) =>
+      c.role + ' #' + c.attempt + ', ' + fmtMs(c.duration_ms) + (c.error ? ', error: ' + c.error : ''))));
+    panel.appendChild(list('Tool calls', (t.tool_calls || []).map((c) =>
+      c.tool + ' #' + c.attempt + ' ' + c.outcome + ', ' + fmtMs(c.duration_ms) + (c.error ? ', ' + c.error : ''))));
+    const sh = document.createElement('h4');
+    sh.textContent = 'Section';
+    const pre = document.createElement('pre');
+    pre.className = 'section';
+    pre.textContent = info.section || '(no section yet)';
+    panel.append(sh, pre);
+  }
+
+  async function loadRounds() {
+    let rounds;
+    try {
+      rounds = await getJson(api + '/rounds');
+    } catch (e) {
+      return;
+    }
+    if (!rounds.length) return;
+    const box = $('rounds-body');
+    box.replaceChildren();
+    for (const r of rounds) {
+      const div = document.createElement('div');
+      div.className = 'round';
+      div.dataset.round = r.round;
+      const h = document.createElement('h3');
+      const ev = r.evaluation;
+      h.textContent = 'Round ' + r.round + (ev ? ': overall ' + ev.overall_score + ', correctness ' +
+        (ev.dimensions ? ev.dimensions.correctness : '–') + (ev.is_successful ? ', successful' : ', not successful') : ' (not evaluated)');
+      div.appendChild(h);
+      const refl = r.reflection;
+      if (refl) {
+        for (const key of ['lessons_learned', 'root_causes', 'incorrect_assumptions', 'alternative_approaches']) {
+          if (Array.isArray(refl[key]) && refl[key].length) {
+            div.appendChild(list('Reflection: ' + key.replace(/_/g, ' '), refl[key].map(String)));
+          }
+        }
+      }
+      box.appendChild(div);
+    }
+    $('rounds').hidden = false;
+  }
+
+  function onEvent(ev) {
+    switch (ev.type) {
+      case 'run_started':
+        statuses = new Map();
+        redrawDag();
+        break;
+      case 'task_ready':
+        break;
+      case 'task_started':
+        setStatus(ev.task, 'running');
+        dirty = true;
+        break;
+      case 'task_completed':
+        setStatus(ev.task, 'completed');
+        dirty = true;
+        break;
+      case 'task_failed':
+        setStatus(ev.task, 'failed');
+        dirty = true;
+        break;
+      case 'task_blocked':
+        setStatus(ev.task, 'blocked');
+        break;
+      case 'evaluation':
+      case 'reflection':
+      case 'round_finished':
+        loadRounds();
+        break;
+      default:
+        break;
+    }
+    if (selected !== null && ev.task !== undefined && String(ev.task) === selected &&
+        (ev.type === 'task_completed' || ev.type === 'task_failed' || ev.type === 'task_blocked')) {
+      select(selected);
+    }
+  }
+
+  function subscribe(after) {
+    events = new EventSource(api + '/events?after=' + after);
+    events.onmessage = (m) => {
+      let ev;
+      try {
+        ev = JSON.parse(m.data);
+      } catch (e) {
+        return;
+      }
+      onEvent(ev);
+    };
+    events.addEventListener('end', () => {
+      if (events) events.close();
+      events = null;
+      refresh();
+    });
+  }
+
+  $('cancel').addEventListener('click', async () => {
+    const button = $('cancel');
+    button.disabled = true;
+    button.textContent = 'Cancelling…';
+    try {
+      await fetch(api + '/cancel', { method: 'POST' });
+    } catch (e) {
+      button.disabled = false;
+    }
+  });
+
+  async function start() {
+    wireNodes();
+    let run;
+    try {
+      run = await getJson(api);
+    } catch (e) {
+      $('error').textContent = 'cannot load the run: ' + e.message;
+      $('error').hidden = false;
+      return;
+    }
+    live = run.live;
+    showTotals(run);
+    $('cancel').hidden = !run.live;
+    if (run.live) {
+      subscribe(Number(document.body.dataset.after) || 0);
+      const tick = async () => {
+        await refresh();
+        if (live) setTimeout(tick, 1000);
+      };
+      setTimeout(tick, 1000);
+    } else {
+      showReport();
+    }
+    if (run.kind === 'research') loadRounds();
+    document.body.dataset.ready = '1';
+  }
+  start();
+})();

@@ -1,0 +1,177 @@
+//! `planwave serve`: runs over HTTP. A JSON API (documented in docs/api.md and as OpenAPI at
+//! `/api/openapi.json`) starts runs (a plan or a goal), lists them, gives their live state,
+//! streams their events as Server-Sent Events, serves reports and sections, cancels and
+//! resumes; a web view (`/`, `/runs/{id}`) shows the same live, in plain JS and CSS compiled
+//! into the binary.
+//!
+//! Runs are ordinary run directories under the data directory, so runs made by
+//! `planwave run --out DATA/<name>` show up too, and `planwave resume DATA/<id>` works on
+//! runs started here. Every job goes through `planwave_runner` as the CLI's do, sharing
+//! one model client, limiter and MCP registry ([`AppState::shared`]).
+//!
+//! This crate knows no command-line flags: the front end turns a job's command line into
+//! settings through [`Front`], so a request's `"options"` mean what the same flags mean.
+//! It never prints: the front end prints [`Server::url`].
+
+mod api;
+mod auth;
+mod error;
+mod ids;
+mod jobs;
+mod listing;
+mod live;
+mod log;
+mod openapi;
+mod options;
+mod sse;
+mod state;
+mod ui;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use planwave_runner::Resources;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use openapi::ApiDoc;
+pub use state::{AppState, Front, JobSetup};
+
+/// How the server listens.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    pub addr: SocketAddr,
+    /// Where runs live (created if missing).
+    pub data: PathBuf,
+    /// The bearer token every request must carry; required off loopback.
+    pub token: Option<String>,
+    /// The largest request body accepted (413 above).
+    pub max_body: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "{0} is not a loopback address: set PLANWAVE_SERVE_TOKEN so every request must carry it"
+    )]
+    TokenRequired(SocketAddr),
+    #[error("cannot use the data directory {path}: {source}")]
+    Data {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("serving: {0}")]
+    Serve(std::io::Error),
+}
+
+/// A bound server, not yet serving.
+pub struct Server {
+    listener: TcpListener,
+    state: Arc<AppState>,
+    max_body: usize,
+}
+
+impl Server {
+    /// Checks the address against the token, prepares the data directory and binds.
+    pub async fn bind(
+        config: ServeConfig,
+        front: Arc<dyn Front>,
+        shared: Resources,
+    ) -> Result<Server, ServeError> {
+        let token = config.token.filter(|t| !t.trim().is_empty());
+        if !config.addr.ip().is_loopback() && token.is_none() {
+            return Err(ServeError::TokenRequired(config.addr));
+        }
+        let data_err = |source| ServeError::Data {
+            path: config.data.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&config.data).map_err(data_err)?;
+        let data = config.data.canonicalize().map_err(data_err)?;
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: config.addr,
+                source,
+            })?;
+        let state = Arc::new(AppState {
+            data,
+            front,
+            shared,
+            token,
+            live: Default::default(),
+            shutdown: CancellationToken::new(),
+            jobs: TaskTracker::new(),
+            summaries: Default::default(),
+        });
+        Ok(Server {
+            listener,
+            state,
+            max_body: config.max_body,
+        })
+    }
+
+    /// `http://ADDR:PORT/`, with the port actually bound.
+    pub fn url(&self) -> String {
+        match self.listener.local_addr() {
+            Ok(a) => format!("http://{a}/"),
+            Err(_) => "http://?/".into(),
+        }
+    }
+
+    /// Serves until `shutdown` resolves; then every running job is cancelled as on Ctrl-C
+    /// (its journal flushed, resumable) and waited for.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let state = self.state.clone();
+        let app = router(self.state, self.max_body);
+        let stop = async move {
+            shutdown.await;
+            state.shutdown.cancel();
+            state.jobs.close();
+            state.jobs.wait().await;
+        };
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(stop)
+            .await
+            .map_err(ServeError::Serve)
+    }
+}
+
+fn router(state: Arc<AppState>, max_body: usize) -> Router {
+    Router::new()
+        .route("/", get(ui::index))
+        .route("/runs/{id}", get(ui::run_page))
+        .route("/runs/{id}/dag.svg", get(ui::dag))
+        .route("/runs/{id}/gantt.svg", get(ui::gantt))
+        .route("/assets/{name}", get(ui::asset))
+        .route("/api/openapi.json", get(openapi::document))
+        .route("/api/runs", get(api::list_runs).post(api::create_run))
+        .route("/api/runs/{id}", get(api::get_run))
+        .route("/api/runs/{id}/events", get(api::run_events))
+        .route("/api/runs/{id}/report", get(api::run_report))
+        .route("/api/runs/{id}/sections/{task}", get(api::run_section))
+        .route("/api/runs/{id}/rounds", get(api::run_rounds))
+        .route("/api/runs/{id}/cancel", post(api::cancel_run))
+        .route("/api/runs/{id}/resume", post(api::resume_run))
+        .route("/api/batches", post(api::create_batch))
+        .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .with_state(state)
+}

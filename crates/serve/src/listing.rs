@@ -1,0 +1,176 @@
+//! Runs found under `--data`: every directory that looks like a run (its `run.json`, or a
+//! journal or `invocation.json` of a run that has not finished), summarised for the list.
+//! Summaries of finished runs are cached by `run.json`'s modification time, so a list of a
+//! thousand runs reads only what changed.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+use std::time::SystemTime;
+
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::ids::safe_name;
+use crate::state::AppState;
+
+/// One row of the runs list.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct RunSummary {
+    pub id: String,
+    /// `running`, `planning`, `completed`, `partial`, `cancelled`, `error`, or `stopped` (a
+    /// run directory without `run.json` and no job here: interrupted, resumable).
+    pub status: String,
+    /// `run` or `research`.
+    pub kind: String,
+    pub live: bool,
+    pub topic: Option<String>,
+    pub tasks: u64,
+    pub completed: u64,
+    pub failed: u64,
+    pub blocked: u64,
+    pub tokens: u64,
+    /// Estimated cost (`stats.cost.total`), when prices are configured.
+    pub cost: Option<f64>,
+    pub currency: Option<String>,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub duration_ms: Option<f64>,
+}
+
+#[derive(Default)]
+pub struct SummaryCache(Mutex<HashMap<PathBuf, (SystemTime, RunSummary)>>);
+
+/// `DIR/run.json`, if present and JSON.
+pub fn read_run_json(dir: &Path) -> Option<Value> {
+    let text = std::fs::read(dir.join("run.json")).ok()?;
+    serde_json::from_slice(&text).ok()
+}
+
+fn u(v: &Value, path: &[&str]) -> u64 {
+    let mut v = v;
+    for p in path {
+        match v.get(p) {
+            Some(x) => v = x,
+            None => return 0,
+        }
+    }
+    v.as_u64().unwrap_or(0)
+}
+
+fn s(v: &Value, key: &str) -> Option<String> {
+    v.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// A summary from a `run.json`-shaped value (the file, or a live snapshot).
+pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
+    let stats = v.get("stats").cloned().unwrap_or(Value::Null);
+    let tokens = u(&stats, &["usage", "prompt_tokens"])
+        + u(&stats, &["usage", "completion_tokens"])
+        + u(&stats, &["usage", "reasoning_tokens"]);
+    let started = s(v, "started_at");
+    let finished = s(v, "finished_at");
+    let duration_ms = match (&started, &finished) {
+        (Some(a), Some(b)) => {
+            let a = chrono::DateTime::parse_from_rfc3339(a).ok();
+            let b = chrono::DateTime::parse_from_rfc3339(b).ok();
+            a.zip(b)
+                .map(|(a, b)| (b - a).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+        }
+        _ => v.get("elapsed_ms").and_then(Value::as_f64),
+    };
+    let research = v.get("rounds").is_some() || s(v, "kind").as_deref() == Some("research");
+    RunSummary {
+        id: id.to_owned(),
+        status: s(v, "status").unwrap_or_else(|| "unknown".into()),
+        kind: if research { "research" } else { "run" }.into(),
+        live,
+        topic: s(v, "topic").filter(|t| !t.is_empty()),
+        tasks: u(&stats, &["tasks"]),
+        completed: u(&stats, &["completed"]),
+        failed: u(&stats, &["failed"]),
+        blocked: u(&stats, &["blocked"]),
+        tokens,
+        cost: stats.pointer("/cost/total").and_then(Value::as_f64),
+        currency: stats
+            .pointer("/cost/currency")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        started_at: started,
+        finished_at: finished,
+        duration_ms,
+    }
+}
+
+/// The summary of a run directory not executing here (cached by `run.json`'s mtime).
+pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
+    let run_json = dir.join("run.json");
+    if let Ok(mtime) = std::fs::metadata(&run_json).and_then(|m| m.modified()) {
+        let mut cache = state
+            .summaries
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some((t, sum)) = cache.get(dir)
+            && *t == mtime
+        {
+            return Some(sum.clone());
+        }
+        let v = read_run_json(dir)?;
+        let sum = summarize(id, &v, false);
+        cache.insert(dir.to_path_buf(), (mtime, sum.clone()));
+        return Some(sum);
+    }
+    // A run that never finished: stopped mid-way (resumable) if it left a journal or its
+    // command line.
+    if dir.join("events.jsonl").is_file() || dir.join("invocation.json").is_file() {
+        let research = dir.join("rounds").is_dir();
+        return Some(RunSummary {
+            id: id.to_owned(),
+            status: "stopped".into(),
+            kind: if research { "research" } else { "run" }.into(),
+            live: false,
+            topic: None,
+            tasks: 0,
+            completed: 0,
+            failed: 0,
+            blocked: 0,
+            tokens: 0,
+            cost: None,
+            currency: None,
+            started_at: None,
+            finished_at: None,
+            duration_ms: None,
+        });
+    }
+    None
+}
+
+/// Every run under the data directory, newest first (by start time, then id).
+pub fn list(state: &AppState) -> Vec<RunSummary> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(&state.data) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(id) = name.to_str().and_then(safe_name) else {
+            continue;
+        };
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let sum = match state.live(id) {
+            Some(live) if !live.is_done() => Some(summarize(id, &live.summary(), true)),
+            _ => stored(state, id, &e.path()),
+        };
+        out.extend(sum);
+    }
+    out.sort_by(|a, b| {
+        b.started_at
+            .cmp(&a.started_at)
+            .then_with(|| b.id.cmp(&a.id))
+    });
+    out
+}

@@ -1,0 +1,117 @@
+//! What every request handler shares: the data directory, the runs this process is
+//! executing, the job settings parser the front end supplies, and the shared resources.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use planwave_config::{LlmChoice, Settings};
+use planwave_llm::sim::SimConfig;
+use planwave_runner::Resources;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::ids::safe_name;
+use crate::listing::SummaryCache;
+use crate::live::LiveRun;
+
+/// A job's settings, as the front end resolves a command line (`run PLAN --out DIR
+/// --sim-latency-ms 300`, `research GOAL --out DIR`, `batch JOBS --out DIR`).
+pub struct JobSetup {
+    pub settings: Settings,
+    /// The simulator's behaviour for this job (used when `settings.llm` is the simulator).
+    pub sim: SimConfig,
+    /// The goal of a `research` command line; `None` for `run`.
+    pub goal: Option<String>,
+    /// `run --recover` (resumed only by the CLI).
+    pub recover: bool,
+    /// `research` executes tasks while the plan streams (unless `--no-stream-plan`).
+    pub stream_plan: bool,
+}
+
+/// What the front end (the binary) lends the server: it alone knows the command line's
+/// flags, so options become settings exactly as they would on the command line.
+pub trait Front: Send + Sync + 'static {
+    /// The settings of the job `argv` describes (the arguments after the program name), or
+    /// every problem with it.
+    fn job(&self, argv: &[String]) -> Result<JobSetup, Vec<String>>;
+
+    /// The server's own flags every job's command line carries (its model config file and
+    /// MCP servers), so the recorded command line resumes with the same.
+    fn server_args(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+pub struct AppState {
+    pub data: PathBuf,
+    pub front: Arc<dyn Front>,
+    /// The model client (one HTTP client and limiter), templates and MCP registry every job
+    /// shares.
+    pub shared: Resources,
+    pub token: Option<String>,
+    pub live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    /// Cancelled on shutdown; every job's token is a child of it.
+    pub shutdown: CancellationToken,
+    /// Every job task, waited for on shutdown so each journal is closed.
+    pub jobs: TaskTracker,
+    pub summaries: SummaryCache,
+}
+
+impl AppState {
+    /// The directory of run `id`, if `id` is a safe name.
+    pub fn run_dir(&self, id: &str) -> Option<PathBuf> {
+        safe_name(id).map(|id| self.data.join(id))
+    }
+
+    pub fn live(&self, id: &str) -> Option<Arc<LiveRun>> {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+    }
+
+    pub fn insert_live(&self, run: Arc<LiveRun>) {
+        self.live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(run.id.clone(), run);
+    }
+
+    /// A finished run is served from its files from now on (its event log is freed; readers
+    /// still following it keep it until they are done). A run that ended without `run.json`
+    /// (an error before it could write one) stays, so its error can be shown.
+    pub fn retire(&self, run: &Arc<LiveRun>) {
+        if !run.dir.join("run.json").is_file() {
+            return;
+        }
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        if live.get(&run.id).is_some_and(|r| Arc::ptr_eq(r, run)) {
+            live.remove(&run.id);
+        }
+    }
+
+    /// The resources a job runs with: the shared ones, except that a simulated model is the
+    /// job's own (its latency and scripted failures are per job options); the simulator has
+    /// no connection or limiter to share.
+    pub fn resources_for(&self, setup: &JobSetup) -> Resources {
+        match setup.settings.llm {
+            LlmChoice::Sim => Resources {
+                provider: planwave_runner::model_client(
+                    &setup.settings,
+                    setup.sim.clone(),
+                    &planwave_runner::Silent,
+                )
+                .unwrap_or_else(|_| self.shared.provider.clone()),
+                templates: self.shared.templates.clone(),
+                mcp: self.shared.mcp.clone(),
+            },
+            LlmChoice::OpenAi { .. } => self.shared.clone(),
+        }
+    }
+
+    pub fn data(&self) -> &Path {
+        &self.data
+    }
+}
