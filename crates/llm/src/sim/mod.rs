@@ -218,8 +218,12 @@ impl LlmProvider for SimProvider {
             completion_tokens: text::estimate_tokens(content.chars().count()),
             reasoning_tokens: 0,
         };
-        let rate = self.config.token_rate.for_role(request.role);
-        let timing = pace::deliver(&content, rate, start, request.on_delta.as_ref()).await;
+        let pace = pace::Pace {
+            tokens_per_sec: self.config.token_rate.for_role(request.role),
+            jitter: self.config.token_rate.jitter,
+            seed: stable_hash(seed, "pace", request.attempt),
+        };
+        let timing = pace::deliver(&content, pace, start, request.on_delta.as_ref()).await;
         Ok(ChatResponse {
             timing: Some(timing),
             content,
