@@ -67,6 +67,15 @@ pub struct LoadReport {
     pub errors: u64,
     /// Task retries after transient errors.
     pub retries: u64,
+    /// The sweep point this run measured (`rate=20`, `concurrency=64`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// What the endpoint did (with `LoadRequest::serving`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<crate::serving::ServingReport>,
+    /// Every model call as the client saw it (with `LoadRequest::serving`), for pictures.
+    #[serde(skip)]
+    pub calls: Vec<crate::serving::CallRecord>,
     /// Every task's timestamps, when asked for (`LoadRequest::timeline`); written apart
     /// from the figures.
     #[serde(skip)]
