@@ -239,7 +239,10 @@ impl ServingReport {
     /// The aggregates of `calls` (the workload's requests), leaving out those that began
     /// in the first `warmup_ms` after the first one.
     pub fn of(calls: &[CallRecord], warmup_ms: f64, slo: Option<(&Slo, &str)>) -> ServingReport {
-        let first = calls.iter().map(|c| c.start_ms).fold(f64::INFINITY, f64::min);
+        let first = calls
+            .iter()
+            .map(|c| c.start_ms)
+            .fold(f64::INFINITY, f64::min);
         let counted: Vec<&CallRecord> = calls
             .iter()
             .filter(|c| c.start_ms - first >= warmup_ms)
@@ -257,7 +260,13 @@ impl ServingReport {
         } else {
             ((end - begin) / 1000.0).max(0.0)
         };
-        let per_sec = |n: f64| if duration_s > 0.0 { n / duration_s } else { 0.0 };
+        let per_sec = |n: f64| {
+            if duration_s > 0.0 {
+                n / duration_s
+            } else {
+                0.0
+            }
+        };
         let ok: Vec<&&CallRecord> = counted.iter().filter(|c| c.outcome == "ok").collect();
         let mut outcomes = BTreeMap::new();
         for c in &counted {
@@ -335,8 +344,18 @@ mod tests {
             (s.ttft_ms, s.tpot_ms, s.e2e_ms),
             (Some(500.0), Some(50.0), Some(10_000.0))
         );
-        assert!("ttft=fast".parse::<Slo>().unwrap_err().contains("not a duration"));
-        assert!("itl=5ms".parse::<Slo>().unwrap_err().contains("unknown SLO"));
+        assert!(
+            "ttft=fast"
+                .parse::<Slo>()
+                .unwrap_err()
+                .contains("not a duration")
+        );
+        assert!(
+            "itl=5ms"
+                .parse::<Slo>()
+                .unwrap_err()
+                .contains("unknown SLO")
+        );
         assert!("".parse::<Slo>().is_err());
     }
 
@@ -385,7 +404,10 @@ mod tests {
             retry_after: None,
         };
         assert_eq!(error_class(&t("HTTP 429 Too Many Requests: x")), "http_429");
-        assert_eq!(error_class(&t("HTTP 503 Service Unavailable: x")), "http_5xx");
+        assert_eq!(
+            error_class(&t("HTTP 503 Service Unavailable: x")),
+            "http_5xx"
+        );
         assert_eq!(error_class(&t("request timed out after 5s")), "timeout");
         assert_eq!(error_class(&t("connection reset")), "transport");
     }
