@@ -153,7 +153,12 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
         let plan = Arc::new(plan);
         let w = Workload::new(&a, plan.clone())?;
         for schedule in &schedules {
-            let report = run_point(&a, &w, point, *schedule, journal.clone(), &cancel).await?;
+            let at = At {
+                point,
+                schedule: *schedule,
+                serving: a.traffic.wants_serving(a.llm_url.is_some(), points.len()),
+            };
+            let report = run_point(&a, &w, &at, journal.clone(), &cancel).await?;
             runs.push(report);
             if cancel.is_cancelled() {
                 break 'points;
@@ -226,17 +231,25 @@ impl Workload {
     }
 }
 
+/// Where in the sweep a run is.
+struct At<'a> {
+    point: &'a Point,
+    schedule: ScheduleArg,
+    /// Measure serving metrics.
+    serving: bool,
+}
+
 /// One run: a schedule at one point of the sweep, with the endpoint's own figures when it
 /// reports them.
 async fn run_point(
     a: &LoadtestArgs,
     w: &Workload,
-    point: &Point,
-    schedule: ScheduleArg,
+    at: &At<'_>,
     journal: Option<Arc<Journal>>,
     cancel: &tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<LoadReport> {
-    let schedule = match schedule {
+    let point = at.point;
+    let schedule = match at.schedule {
         ScheduleArg::Dataflow => Schedule::Dataflow,
         ScheduleArg::Waves => Schedule::Waves,
     };
@@ -251,7 +264,7 @@ async fn run_point(
             .unwrap_or_default(),
         w.model_label
     );
-    let server_before = match (&a.llm_url, a.traffic.wants_serving(true)) {
+    let server_before = match (&a.llm_url, at.serving) {
         (Some(url), true) => super::loadtest_traffic::server_stats(url).await,
         _ => None,
     };
@@ -276,10 +289,7 @@ async fn run_point(
         timeline: a.timeline.is_some() || a.traffic.html.is_some(),
         on_start: progress_printer(w.plan.len()),
         arrivals: a.traffic.arrivals(&w.plan, point, a.seed),
-        serving: a
-            .traffic
-            .wants_serving(a.llm_url.is_some())
-            .then(|| a.traffic.serving_options()),
+        serving: at.serving.then(|| a.traffic.serving_options()),
     })
     .await
     .context("running the workload")?;

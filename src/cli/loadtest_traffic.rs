@@ -85,9 +85,13 @@ impl Point {
 }
 
 impl TrafficOptions {
-    /// Whether serving metrics are measured.
-    pub fn wants_serving(&self, llm_url: bool) -> bool {
+    /// Whether serving metrics are measured: against an endpoint, for request workloads,
+    /// arrival processes and sweeps.
+    pub fn wants_serving(&self, llm_url: bool, points: usize) -> bool {
         llm_url
+            || points > 1
+            || self.requests.is_some()
+            || self.duration.is_some()
             || !self.rate.is_empty()
             || self.plan_rate.is_some()
             || self.slo.is_some()

@@ -104,9 +104,9 @@ mod tests {
         assert_eq!(plan.waves().len(), 3);
         let at = [Duration::ZERO, Duration::from_millis(50)];
         let per = per_copy(&plan, &at);
-        for i in 0..plan.len() {
+        for (i, got) in per.iter().enumerate() {
             let copy = plan.id(i).to_string().starts_with("p1.");
-            assert_eq!(per[i], at[usize::from(copy)]);
+            assert_eq!(*got, at[usize::from(copy)]);
         }
     }
 }

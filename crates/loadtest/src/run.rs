@@ -58,22 +58,13 @@ pub struct ServingOptions {
 /// Runs the workload once and measures it.
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
-    if let Some(p) = &req.planned_ms
-        && p.len() != plan.len()
-    {
-        return Err(LoadError::PlannedLength {
-            expected: plan.len(),
-            got: p.len(),
-        });
-    }
-    let mut probe = Probe::new(req.provider, plan.clone());
-    if let Some(a) = req.arrivals {
-        probe = probe.with_arrivals(a);
-    }
-    if req.serving.is_some() {
-        probe = probe.recording_calls();
-    }
-    let probe = Arc::new(probe);
+    check_planned(&plan, req.planned_ms.as_deref())?;
+    let probe = Arc::new(probe_for(
+        req.provider,
+        plan.clone(),
+        req.arrivals,
+        req.serving.is_some(),
+    ));
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -121,18 +112,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         tasks: timeline::timings(&plan, &seen),
     });
     let calls = probe.take_records();
-    let serving = req.serving.as_ref().map(|o| {
-        let requests: Vec<_> = calls
-            .iter()
-            .filter(|c| c.role == "subagent")
-            .cloned()
-            .collect();
-        ServingReport::of(
-            &requests,
-            o.warmup.as_secs_f64() * 1000.0,
-            o.slo.as_ref().map(|(s, t)| (s, t.as_str())),
-        )
-    });
+    let serving = req.serving.as_ref().map(|o| serving_report(&calls, o));
     let s = &result.stats;
     let makespan_ms = s.makespan_ms;
     let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
@@ -176,6 +156,47 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         calls,
         timeline,
     })
+}
+
+fn check_planned(plan: &ValidatedPlan, planned: Option<&[f64]>) -> Result<(), LoadError> {
+    match planned {
+        Some(p) if p.len() != plan.len() => Err(LoadError::PlannedLength {
+            expected: plan.len(),
+            got: p.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn probe_for(
+    provider: Arc<dyn LlmProvider>,
+    plan: Arc<ValidatedPlan>,
+    arrivals: Option<Vec<Duration>>,
+    record: bool,
+) -> Probe {
+    let mut probe = Probe::new(provider, plan);
+    if let Some(a) = arrivals {
+        probe = probe.with_arrivals(a);
+    }
+    if record {
+        probe = probe.recording_calls();
+    }
+    probe
+}
+
+/// The serving metrics of the workload's requests (subagent calls; the report's integrator
+/// call is not one of them).
+fn serving_report(calls: &[crate::serving::CallRecord], o: &ServingOptions) -> ServingReport {
+    let requests: Vec<_> = calls
+        .iter()
+        .filter(|c| c.role == "subagent")
+        .cloned()
+        .collect();
+    ServingReport::of(
+        &requests,
+        o.warmup.as_secs_f64() * 1000.0,
+        o.slo.as_ref().map(|(s, t)| (s, t.as_str())),
+    )
 }
 
 /// Each task's first call start to last successful return, in ms (0 when it never ran).

@@ -266,6 +266,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         first_token: None,
         prompt_tokens,
         output_tokens: 0,
+        role: chat.role.as_str(),
     };
     // Streams without a mid-stream fault are sent as the simulator delivers them (paced).
     if req.stream && matches!(fault, Fault::Ok | Fault::SlowFirstByte) {

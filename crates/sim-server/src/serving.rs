@@ -6,6 +6,7 @@
 //! Output pacing (tokens per second, jitter) is the simulator's own `TokenRate`: the server
 //! streams whatever the simulator's delta sink hands it, so pacing lives in one place.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -41,6 +42,9 @@ pub struct ServingStats {
     pub e2e_ms: Vec<f64>,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
+    /// Output tokens per role (`x-planwave-role`, or the role guessed from the request).
+    #[serde(default)]
+    pub output_tokens_by_role: BTreeMap<String, u64>,
 }
 
 /// The slots of the concurrency limit and the count of answers in flight.
@@ -101,6 +105,7 @@ pub(crate) struct AnswerTiming {
     pub first_token: Option<Instant>,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
+    pub role: &'static str,
 }
 
 impl ServingStats {
@@ -112,6 +117,10 @@ impl ServingStats {
         self.e2e_ms.push(ms(done));
         self.prompt_tokens += t.prompt_tokens;
         self.output_tokens += t.output_tokens;
+        *self
+            .output_tokens_by_role
+            .entry(t.role.to_owned())
+            .or_default() += t.output_tokens;
     }
 }
 
