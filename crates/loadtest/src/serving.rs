@@ -63,9 +63,12 @@ impl CallRecord {
                     // which includes waiting at the client's limiter).
                     r.ttft_ms = Some(ms(t.ttft));
                     r.e2e_ms = ms(t.e2e);
-                    r.itl_ms = t.itl().map(ms).collect();
-                    r.tpot_ms = t.tpot(r.output_tokens).map(ms);
                     r.retries = t.retries;
+                    // An answer in one piece has no inter-token timing to speak of.
+                    if t.streamed {
+                        r.itl_ms = t.itl().map(ms).collect();
+                        r.tpot_ms = t.tpot(r.output_tokens).map(ms);
+                    }
                 }
             }
             Err(e) => r.outcome = error_class(e),
