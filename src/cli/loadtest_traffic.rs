@@ -256,12 +256,20 @@ pub async fn server_stats(llm_url: &str) -> Option<ServingStats> {
         .flatten()
 }
 
-/// The server's figures for the answers it completed between two snapshots.
+/// The server's figures for the workload's requests (subagent answers) it completed between
+/// two snapshots.
 pub fn server_side(before: &ServingStats, after: &ServingStats) -> ServerSide {
-    let from = (before.completed as usize).min(after.ttft_ms.len());
-    let pick = |v: &[f64]| planwave_loadtest::Percentiles::of(v[from.min(v.len())..].to_vec());
+    let from = before.completed as usize;
+    let requests: Vec<usize> = (from..after.ttft_ms.len())
+        .filter(|&i| after.role.get(i).is_none_or(|r| r == "subagent"))
+        .collect();
+    let pick = |v: &[f64]| {
+        planwave_loadtest::Percentiles::of(
+            requests.iter().filter_map(|&i| v.get(i).copied()).collect(),
+        )
+    };
     ServerSide {
-        answers: after.completed - before.completed.min(after.completed),
+        answers: requests.len() as u64,
         ttft_ms: pick(&after.ttft_ms),
         queue_ms: pick(&after.queue_ms),
         e2e_ms: pick(&after.e2e_ms),

@@ -77,7 +77,14 @@ fn serving_metrics_are_consistent_and_agree_with_the_server() {
     );
     let side = &s["server"];
     assert_eq!(side["max_in_flight"].as_u64(), Some(limit));
-    assert_eq!(side["answers"], 41, "40 requests and the report: {side}");
+    assert_eq!(
+        side["answers"], 40,
+        "the 40 requests, not the report: {side}"
+    );
+    assert_eq!(
+        serving["completed"], 41,
+        "the server answered the report too"
+    );
     // The server's first token is sent before the client reads it.
     assert!(f(&side["ttft_ms"]["p50"]) <= f(&s["ttft_ms"]["p50"]), "{s}");
 }

@@ -196,6 +196,7 @@ impl Percentiles {
 /// The endpoint's own figures for the same requests (from `sim-llm serve`'s stats).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSide {
+    /// Subagent answers the server completed during the run (the workload's requests).
     pub answers: u64,
     pub ttft_ms: Percentiles,
     pub queue_ms: Percentiles,

@@ -40,6 +40,10 @@ pub struct ServingStats {
     pub ttft_ms: Vec<f64>,
     /// Per completed answer: to the last byte of the answer handed to the connection.
     pub e2e_ms: Vec<f64>,
+    /// Per completed answer: the role it was for (`subagent`, `integrator`, ...), so a client
+    /// can compare its own requests with the server's figures for the same ones.
+    #[serde(default)]
+    pub role: Vec<String>,
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     /// Output tokens per role (`x-planwave-role`, or the role guessed from the request).
@@ -115,6 +119,7 @@ impl ServingStats {
         self.queue_ms.push(ms(t.admitted));
         self.ttft_ms.push(ms(t.first_token.unwrap_or(done)));
         self.e2e_ms.push(ms(done));
+        self.role.push(t.role.to_owned());
         self.prompt_tokens += t.prompt_tokens;
         self.output_tokens += t.output_tokens;
         *self

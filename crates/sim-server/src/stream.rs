@@ -19,6 +19,19 @@ use crate::serving::{AnswerTiming, Slot};
 /// Characters per content chunk when the simulator hands over a whole answer at once.
 const CHUNK_CHARS: usize = 24;
 
+/// One content chunk appended to `out`, written directly rather than through a `Value` tree:
+/// at zero latency the server's own formatting is a fair share of a load test's CPU.
+pub(crate) fn push_content_chunk(out: &mut String, id: &str, model: &str, text: &str) {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    out.push_str("data: {\"id\":");
+    out.push_str(&q(id));
+    out.push_str(",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":");
+    out.push_str(&q(model));
+    out.push_str(",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+    out.push_str(&q(text));
+    out.push_str("},\"finish_reason\":null}]}\n\n");
+}
+
 pub(crate) fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
     let c = json!({
         "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
@@ -50,11 +63,11 @@ pub(crate) fn stream_response(
                 None,
             ),
         ];
-        events.extend(
-            pieces
-                .iter()
-                .map(|p| chunk(&id, &model, json!({"content": p}), None)),
-        );
+        events.extend(pieces.iter().map(|p| {
+            let mut c = String::new();
+            push_content_chunk(&mut c, &id, &model, p);
+            c
+        }));
         let finish = if tool_calls.is_empty() {
             "stop"
         } else {
@@ -200,7 +213,7 @@ impl Paced {
                 let chars: Vec<char> = d.chars().collect();
                 for p in chars.chunks(CHUNK_CHARS) {
                     let p: String = p.iter().collect();
-                    out.push_str(&chunk(&self.id, &self.model, json!({"content": p}), None));
+                    push_content_chunk(&mut out, &self.id, &self.model, &p);
                 }
             }
             Piece::Done(Ok(answer)) => {
@@ -251,4 +264,27 @@ fn sse(body: Body) -> Response {
         .header(header::CACHE_CONTROL, "no-cache")
         .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_chunk_is_the_json_of_the_value_form() {
+        let mut out = String::new();
+        push_content_chunk(&mut out, "c-1", "m\"x", "line\n\u{7f}特斯拉");
+        let direct: Value =
+            serde_json::from_str(out.strip_prefix("data: ").unwrap().trim()).unwrap();
+        let built = chunk(
+            "c-1",
+            "m\"x",
+            json!({"content": "line\n\u{7f}特斯拉"}),
+            None,
+        );
+        let built: Value =
+            serde_json::from_str(built.strip_prefix("data: ").unwrap().trim()).unwrap();
+        assert_eq!(direct, built);
+        assert!(out.ends_with("\n\n"));
+    }
 }

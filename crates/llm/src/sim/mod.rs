@@ -133,9 +133,17 @@ impl LlmProvider for SimProvider {
         }
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
+        // The prompt is only counted: let it go before the wait, so a call in flight does not
+        // hold a second copy of it (the caller keeps its own for retries).
+        let prompt_chars: usize = request
+            .messages
+            .iter()
+            .map(|m| m.content.chars().count())
+            .sum();
+        request.messages = Vec::new();
         let task = request.context.task_id.clone();
         if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
             // Deliberate: exercises the supervisor's handling of a subagent that dies.
@@ -208,11 +216,6 @@ impl LlmProvider for SimProvider {
             }
             AgentRole::Planner => self.planner_answer(&request),
         };
-        let prompt_chars: usize = request
-            .messages
-            .iter()
-            .map(|m| m.content.chars().count())
-            .sum();
         let usage = Usage {
             prompt_tokens: text::estimate_tokens(prompt_chars),
             completion_tokens: text::estimate_tokens(content.chars().count()),
