@@ -314,3 +314,21 @@ fn compare_reports_ratios_of_two_saved_runs() {
         .run()
         .expect_code(2);
 }
+
+#[test]
+fn sim_llm_serve_refuses_bad_serving_settings() {
+    for (flag, value) in [
+        ("--token-jitter", "2"),
+        ("--tokens-per-sec", "writer=3"),
+        ("--prefill-us-per-token", "-1"),
+        ("--max-concurrency", "0"),
+    ] {
+        let out = planwave(["sim-llm", "serve"]).opt(flag, value).run();
+        out.expect_code(2);
+        assert!(
+            out.stderr.contains(flag) || out.stderr.contains(value),
+            "{flag}: {}",
+            out.stderr
+        );
+    }
+}
