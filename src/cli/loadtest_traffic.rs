@@ -127,6 +127,12 @@ impl TrafficOptions {
                 "say how many requests to send: --requests N or --duration D",
             ));
         }
+        if self.duration.is_some() && self.rate.is_empty() && self.plan_rate.is_none() {
+            return Err(InvalidInput::one(
+                "--duration",
+                "sets how many requests an open loop sends: give it with --rate or --plan-rate (a closed loop takes --requests)",
+            ));
+        }
         let conc = |c: Option<&u64>| c.copied();
         Ok(if self.rate.len() > 1 {
             self.rate
