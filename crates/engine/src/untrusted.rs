@@ -9,10 +9,12 @@ use std::borrow::Cow;
 
 /// `text` fit to be placed inside a `<data>` block of a prompt. Files keep the original.
 pub fn clean(text: &str) -> Cow<'_, str> {
-    let lower = text.to_ascii_lowercase();
-    if !text.chars().any(dropped) && !lower.contains("</data") {
+    // The common case, clean text, is decided without copying it (lowercasing every prior
+    // section and decoding every character was 7 % of a zero-latency chain's CPU).
+    if !has_dropped(text) && !closes_data(text) {
         return Cow::Borrowed(text);
     }
+    let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
     let mut rest = 0;
     // ASCII lowercasing keeps byte offsets, so matches in `lower` index `text`.
@@ -23,6 +25,25 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     }
     push_kept(&mut out, &text[rest..]);
     Cow::Owned(out)
+}
+
+/// Whether `text` holds a character [`clean`] drops; ASCII text is checked byte by byte.
+fn has_dropped(text: &str) -> bool {
+    if text.is_ascii() {
+        return text
+            .bytes()
+            .any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f);
+    }
+    text.chars().any(dropped)
+}
+
+/// Whether `text` holds `</data` in any case, without lowercasing a copy.
+fn closes_data(text: &str) -> bool {
+    text.match_indices("</").any(|(at, _)| {
+        text.as_bytes()
+            .get(at + 2..at + 6)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"data"))
+    })
 }
 
 fn push_kept(out: &mut String, s: &str) {
@@ -49,6 +70,19 @@ mod tests {
     #[test]
     fn plain_text_is_borrowed() {
         assert!(matches!(clean("## Title\n\tfine"), Cow::Borrowed(_)));
+        assert!(matches!(clean("特斯拉 </dat a </ data"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_fast_checks_agree_with_the_character_rules() {
+        for s in [
+            "plain", "a\rb", "x\u{7f}", "tab\there", "é\u{85}", "\u{202e}", "ok </Data>",
+            "</dAtA", "</", "</dat", "中文</DATA",
+        ] {
+            let lower = s.to_ascii_lowercase();
+            assert_eq!(has_dropped(s), s.chars().any(dropped), "{s:?}");
+            assert_eq!(closes_data(s), lower.contains("</data"), "{s:?}");
+        }
     }
 
     #[test]
