@@ -27,22 +27,31 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// Whether `text` holds a character [`clean`] drops; ASCII text is checked byte by byte.
+/// Whether `text` holds a character [`clean`] drops, checked on the UTF-8 bytes: C0 controls
+/// but line feed and tab, DEL, C1 controls (`C2 80`-`C2 9F`) and the bidirectional overrides
+/// and isolates (`E2 80 AA`-`AE`, `E2 81 A6`-`A9`), the same set as [`dropped`].
 fn has_dropped(text: &str) -> bool {
-    if text.is_ascii() {
-        return text
-            .bytes()
-            .any(|b| (b < 0x20 && b != b'\n' && b != b'\t') || b == 0x7f);
-    }
-    text.chars().any(dropped)
+    let b = text.as_bytes();
+    b.iter().enumerate().any(|(i, &c)| match c {
+        b'\n' | b'\t' => false,
+        0x00..=0x1f | 0x7f => true,
+        0xc2 => b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)),
+        0xe2 => match (b.get(i + 1), b.get(i + 2)) {
+            (Some(0x80), Some(n)) => (0xaa..=0xae).contains(n),
+            (Some(0x81), Some(n)) => (0xa6..=0xa9).contains(n),
+            _ => false,
+        },
+        _ => false,
+    })
 }
 
 /// Whether `text` holds `</data` in any case, without lowercasing a copy.
 fn closes_data(text: &str) -> bool {
-    text.match_indices("</").any(|(at, _)| {
-        text.as_bytes()
-            .get(at + 2..at + 6)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"data"))
+    let b = text.as_bytes();
+    text.match_indices('<').any(|(at, _)| {
+        b.get(at + 1) == Some(&b'/')
+            && b.get(at + 2..at + 6)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"data"))
     })
 }
 
@@ -74,10 +83,38 @@ mod tests {
     }
 
     #[test]
+    fn the_byte_check_agrees_with_the_character_rule_for_every_character() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            let s = format!("a{c}b");
+            assert_eq!(has_dropped(&s), dropped(c), "U+{:04X}", c as u32);
+        }
+    }
+
+    #[test]
     fn the_fast_checks_agree_with_the_character_rules() {
         for s in [
-            "plain", "a\rb", "x\u{7f}", "tab\there", "é\u{85}", "\u{202e}", "ok </Data>",
-            "</dAtA", "</", "</dat", "中文</DATA",
+            "plain",
+            "a\rb",
+            "x\u{7f}",
+            "tab\there",
+            "é\u{85}",
+            "\u{202e}",
+            "ok </Data>",
+            "</dAtA",
+            "</",
+            "</dat",
+            "中文</DATA",
+            "\u{80}",
+            "\u{9f}x",
+            "\u{a0}",
+            "\u{202a}",
+            "\u{202f}",
+            "\u{2066}",
+            "\u{2069}",
+            "\u{206a}",
+            "\u{2029}",
+            "—≈…",
+            "<<//data",
         ] {
             let lower = s.to_ascii_lowercase();
             assert_eq!(has_dropped(s), s.chars().any(dropped), "{s:?}");
