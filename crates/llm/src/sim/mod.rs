@@ -122,6 +122,19 @@ impl SimProvider {
     }
 }
 
+/// The prompt's length in characters. The simulator only counts the prompt, so it lets go of
+/// it before the simulated wait: a call in flight does not hold a second copy (the caller
+/// keeps its own for retries).
+fn take_prompt(request: &mut ChatRequest) -> usize {
+    let chars = request
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum();
+    request.messages = Vec::new();
+    chars
+}
+
 #[async_trait]
 impl LlmProvider for SimProvider {
     fn info(&self) -> ProviderInfo {
@@ -136,14 +149,7 @@ impl LlmProvider for SimProvider {
     async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
-        // The prompt is only counted: let it go before the wait, so a call in flight does not
-        // hold a second copy of it (the caller keeps its own for retries).
-        let prompt_chars: usize = request
-            .messages
-            .iter()
-            .map(|m| m.content.chars().count())
-            .sum();
-        request.messages = Vec::new();
+        let prompt_chars = take_prompt(&mut request);
         let task = request.context.task_id.clone();
         if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
             // Deliberate: exercises the supervisor's handling of a subagent that dies.
