@@ -32,17 +32,27 @@ pub fn clean(text: &str) -> Cow<'_, str> {
 /// and isolates (`E2 80 AA`-`AE`, `E2 81 A6`-`A9`), the same set as [`dropped`].
 fn has_dropped(text: &str) -> bool {
     let b = text.as_bytes();
-    b.iter().enumerate().any(|(i, &c)| match c {
-        b'\n' | b'\t' => false,
-        0x00..=0x1f | 0x7f => true,
-        0xc2 => b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)),
-        0xe2 => match (b.get(i + 1), b.get(i + 2)) {
-            (Some(0x80), Some(n)) => (0xaa..=0xae).contains(n),
-            (Some(0x81), Some(n)) => (0xa6..=0xa9).contains(n),
-            _ => false,
-        },
-        _ => false,
-    })
+    // Find candidate lead bytes with a simple predicate (cheap per byte), then decide each.
+    let candidate = |c: &u8| *c < 0x20 || *c == 0x7f || *c == 0xc2 || *c == 0xe2;
+    let mut from = 0;
+    while let Some(off) = b[from..].iter().position(candidate) {
+        let i = from + off;
+        let hit = match b[i] {
+            b'\n' | b'\t' => false,
+            0xc2 => b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)),
+            0xe2 => match (b.get(i + 1), b.get(i + 2)) {
+                (Some(0x80), Some(n)) => (0xaa..=0xae).contains(n),
+                (Some(0x81), Some(n)) => (0xa6..=0xa9).contains(n),
+                _ => false,
+            },
+            _ => true,
+        };
+        if hit {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
 }
 
 /// Whether `text` holds `</data` in any case, without lowercasing a copy.
