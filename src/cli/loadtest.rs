@@ -21,6 +21,7 @@ use serde_json::json;
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
+use super::loadtest_traffic::{Point, TrafficOptions};
 use super::options::{ScheduleArg, read_latency_file};
 
 pub const AFTER_HELP: &str = "\
@@ -103,9 +104,10 @@ pub struct LoadtestArgs {
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
-    /// Most subagents in flight (default: no cap).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    pub concurrency: Option<u64>,
+    /// Most subagents in flight (default: no cap); with --requests, a closed loop of N
+    /// clients. Several (`16,64,256`): a sweep, one run per value.
+    #[arg(long, value_name = "N", value_delimiter = ',', value_parser = clap::value_parser!(u64).range(1..))]
+    pub concurrency: Vec<u64>,
     /// Task retries after a transient model error.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub retries: u32,
@@ -121,87 +123,48 @@ pub struct LoadtestArgs {
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub traffic: TrafficOptions,
 }
 
 pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
-    let (plan, source) = workload_plan(&a)?;
-    let plan = Arc::new(plan);
-    let overrides = match &a.latency_file {
-        Some(path) => {
-            let map = read_latency_file(path)?;
-            let unknown = check_latency_ids(&plan, &map);
-            if !unknown.is_empty() {
-                return Err(InvalidInput {
-                    source_name: path.display().to_string(),
-                    problems: unknown,
-                }
-                .into());
-            }
-            map
-        }
-        None => Default::default(),
-    };
-    let latency = a.latency.unwrap_or(DEFAULT_LATENCY);
-    let sim = SimConfig {
-        seed: a.seed,
-        latency: latency.sim_latency(),
-        latency_overrides: overrides,
-        ..SimConfig::default()
-    };
-    let (provider, planned, model_label) = model(&a, &plan, &sim)?;
-    if let Some(path) = &a.save_latencies {
-        save_latencies(path, &plan, planned.as_deref())?;
+    if !a.traffic.compare.is_empty() {
+        return super::loadtest_compare::compare(
+            &a.traffic.compare,
+            a.json,
+            a.traffic.html.as_ref(),
+        );
     }
+    let points = a.traffic.points(&a.concurrency)?;
     let journal = match &a.journal {
         Some(path) => Some(Arc::new(
             Journal::open(path, true).with_context(|| format!("opening {}", path.display()))?,
         )),
         None => None,
     };
-    let prompts = Arc::new(planwave_prompts::Templates::builtin());
-
     let interrupt = planwave_runner::CtrlC::listen();
     let cancel = interrupt.token();
     let mut runs: Vec<LoadReport> = Vec::new();
     let mut schedules = a.schedule.clone();
     schedules.dedup();
-    for schedule in schedules {
-        let schedule = match schedule {
-            ScheduleArg::Dataflow => Schedule::Dataflow,
-            ScheduleArg::Waves => Schedule::Waves,
-        };
-        eprintln!(
-            "planwave loadtest: {} tasks, {} schedule, model: {model_label}",
-            plan.len(),
-            schedule.as_str()
-        );
-        let report = planwave_loadtest::run(LoadRequest {
-            plan: plan.clone(),
-            provider: provider.clone(),
-            prompts: prompts.clone(),
-            sink: Arc::new(NullSink),
-            journal: journal.clone(),
-            config: RunConfig {
-                schedule,
-                concurrency: a.concurrency.map(|c| c as usize),
-                retry: RetryPolicy {
-                    max_retries: a.retries,
-                    ..RetryPolicy::default()
-                },
-                seed: a.seed,
-                ..RunConfig::default()
-            },
-            planned_ms: planned.clone(),
-            cancel: cancel.clone(),
-            timeline: a.timeline.is_some(),
-            on_start: progress_printer(plan.len()),
-        })
-        .await
-        .context("running the workload")?;
-        runs.push(report);
-        if cancel.is_cancelled() {
-            break;
+    let mut last_plan = None;
+    'points: for point in &points {
+        let (plan, source) = workload_plan(&a, point)?;
+        let plan = Arc::new(plan);
+        let w = Workload::new(&a, plan.clone())?;
+        for schedule in &schedules {
+            let at = At {
+                point,
+                schedule: *schedule,
+                serving: a.traffic.wants_serving(a.llm_url.is_some(), points.len()),
+            };
+            let report = run_point(&a, &w, &at, journal.clone(), &cancel).await?;
+            runs.push(report);
+            if cancel.is_cancelled() {
+                break 'points;
+            }
         }
+        last_plan = Some((plan, source, w.model_label));
     }
     drop(interrupt);
     if let Some(path) = &a.timeline {
@@ -210,7 +173,10 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     if let Some(j) = &journal {
         j.close().context("writing the journal")?;
     }
-
+    let Some((plan, source, model_label)) = last_plan else {
+        return Ok(Outcome(INTERRUPTED));
+    };
+    let latency = a.latency.unwrap_or(DEFAULT_LATENCY);
     print_results(&a, &plan, &source, latency, &model_label, &runs)?;
     Ok(Outcome(if cancel.is_cancelled() {
         INTERRUPTED
@@ -219,6 +185,122 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     } else {
         PARTIAL
     }))
+}
+
+/// A point's plan and who answers it.
+struct Workload {
+    plan: Arc<ValidatedPlan>,
+    provider: Arc<dyn LlmProvider>,
+    planned: Option<Vec<f64>>,
+    model_label: String,
+}
+
+impl Workload {
+    fn new(a: &LoadtestArgs, plan: Arc<ValidatedPlan>) -> anyhow::Result<Workload> {
+        let overrides = match &a.latency_file {
+            Some(path) => {
+                let map = read_latency_file(path)?;
+                let unknown = check_latency_ids(&plan, &map);
+                if !unknown.is_empty() {
+                    return Err(InvalidInput {
+                        source_name: path.display().to_string(),
+                        problems: unknown,
+                    }
+                    .into());
+                }
+                map
+            }
+            None => Default::default(),
+        };
+        let sim = SimConfig {
+            seed: a.seed,
+            latency: a.latency.unwrap_or(DEFAULT_LATENCY).sim_latency(),
+            latency_overrides: overrides,
+            ..SimConfig::default()
+        };
+        let (provider, planned, model_label) = model(a, &plan, &sim)?;
+        if let Some(path) = &a.save_latencies {
+            save_latencies(path, &plan, planned.as_deref())?;
+        }
+        Ok(Workload {
+            plan,
+            provider,
+            planned,
+            model_label,
+        })
+    }
+}
+
+/// Where in the sweep a run is.
+struct At<'a> {
+    point: &'a Point,
+    schedule: ScheduleArg,
+    /// Measure serving metrics.
+    serving: bool,
+}
+
+/// One run: a schedule at one point of the sweep, with the endpoint's own figures when it
+/// reports them.
+async fn run_point(
+    a: &LoadtestArgs,
+    w: &Workload,
+    at: &At<'_>,
+    journal: Option<Arc<Journal>>,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> anyhow::Result<LoadReport> {
+    let point = at.point;
+    let schedule = match at.schedule {
+        ScheduleArg::Dataflow => Schedule::Dataflow,
+        ScheduleArg::Waves => Schedule::Waves,
+    };
+    let label = point.label();
+    eprintln!(
+        "planwave loadtest: {} tasks, {} schedule{}, model: {}",
+        w.plan.len(),
+        schedule.as_str(),
+        label
+            .as_deref()
+            .map(|l| format!(", {l}"))
+            .unwrap_or_default(),
+        w.model_label
+    );
+    let server_before = match (&a.llm_url, at.serving) {
+        (Some(url), true) => super::loadtest_traffic::server_stats(url).await,
+        _ => None,
+    };
+    let mut report = planwave_loadtest::run(LoadRequest {
+        plan: w.plan.clone(),
+        provider: w.provider.clone(),
+        prompts: Arc::new(planwave_prompts::Templates::builtin()),
+        sink: Arc::new(NullSink),
+        journal,
+        config: RunConfig {
+            schedule,
+            concurrency: point.concurrency.map(|c| c as usize),
+            retry: RetryPolicy {
+                max_retries: a.retries,
+                ..RetryPolicy::default()
+            },
+            seed: a.seed,
+            ..RunConfig::default()
+        },
+        planned_ms: w.planned.clone(),
+        cancel: cancel.clone(),
+        timeline: a.timeline.is_some() || a.traffic.html.is_some(),
+        on_start: progress_printer(w.plan.len()),
+        arrivals: a.traffic.arrivals(&w.plan, point, a.seed),
+        serving: at.serving.then(|| a.traffic.serving_options()),
+    })
+    .await
+    .context("running the workload")?;
+    report.label = label;
+    if let (Some(before), Some(url), Some(serving)) =
+        (server_before, &a.llm_url, report.serving.as_mut())
+        && let Some(after) = super::loadtest_traffic::server_stats(url).await
+    {
+        serving.server = Some(super::loadtest_traffic::server_side(&before, &after));
+    }
+    Ok(report)
 }
 
 /// Who answers and what latency each task is planned to take (known with the in-process
@@ -295,6 +377,7 @@ fn print_results(
                 "model": model_label,
             },
             "runs": runs,
+            "sweep": super::loadtest_traffic::sweep_summary(runs),
         });
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
@@ -313,6 +396,22 @@ fn print_results(
                 .unwrap_or_default(),
         );
         print!("{}", render_load_table(runs));
+        if runs.iter().any(|r| r.serving.is_some()) {
+            println!();
+            print!("{}", planwave_loadtest::render_serving_table(runs));
+        }
+        if let Some(sweep) = super::loadtest_traffic::sweep_summary(runs) {
+            println!("{}", super::loadtest_traffic::sweep_line(&sweep));
+        }
+    }
+    if let Some(path) = &a.traffic.html {
+        let html = planwave_loadtest::render_html(&planwave_loadtest::HtmlInput {
+            title: format!("planwave loadtest: {source}, model {model_label}"),
+            runs,
+            plan: Some(plan),
+        });
+        std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("planwave loadtest: wrote {}", path.display());
     }
     Ok(())
 }
@@ -329,7 +428,29 @@ fn write_timeline(path: &std::path::Path, runs: &[LoadReport]) -> anyhow::Result
     Ok(())
 }
 
-fn workload_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInput> {
+fn workload_plan(a: &LoadtestArgs, point: &Point) -> Result<(ValidatedPlan, String), InvalidInput> {
+    if let Some(n) = a.traffic.request_count(point) {
+        let plan = ValidatedPlan::new(planwave_loadtest::generate(Shape::Wide, n, 0, None, a.seed))
+            .map_err(|e| InvalidInput {
+                source_name: "generated plan".into(),
+                problems: e.0.iter().map(|p| p.to_string()).collect(),
+            })?;
+        return Ok((plan, format!("{n} independent requests")));
+    }
+    let (plan, source) = base_plan(a)?;
+    if a.traffic.plan_rate.is_some() {
+        let copies = a.traffic.plan_count();
+        let spec = planwave_loadtest::replicate(plan.spec(), copies);
+        let plan = ValidatedPlan::new(spec).map_err(|e| InvalidInput {
+            source_name: "replicated plan".into(),
+            problems: e.0.iter().map(|p| p.to_string()).collect(),
+        })?;
+        return Ok((plan, format!("{copies} plans of {source}")));
+    }
+    Ok((plan, source))
+}
+
+fn base_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInput> {
     if let Some(path) = &a.plan {
         return Ok((load_plan(path)?, format!("plan {}", path.display())));
     }

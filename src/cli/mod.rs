@@ -7,6 +7,8 @@ pub(crate) mod input;
 mod job;
 mod llm;
 mod loadtest;
+mod loadtest_compare;
+mod loadtest_traffic;
 mod mcp;
 mod nats;
 mod options;

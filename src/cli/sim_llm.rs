@@ -8,8 +8,10 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_llm::ApiKey;
-use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig};
-use planwave_sim_server::{Fault, FaultConfig, FaultRates, SimServer, SimServerConfig};
+use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig, TokenRate};
+use planwave_sim_server::{
+    Fault, FaultConfig, FaultRates, ServingConfig, SimServer, SimServerConfig,
+};
 
 use super::exit::{InvalidInput, OK, Outcome};
 use super::options::read_latency_file;
@@ -80,6 +82,21 @@ pub struct ServeArgs {
     pub first_byte_delay_ms: u64,
     #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
     pub stall_ms: u64,
+    /// Stream answers at this many output tokens per second, for every role (`40`) or per
+    /// role (`planner=40,subagent=20`); --latency-ms is then the time to the first token.
+    /// 0 (default): each answer at once.
+    #[arg(long, value_name = "RATE", value_parser = TokenRate::parse, default_value = "0")]
+    pub tokens_per_sec: TokenRate,
+    /// Per-token jitter as a share of the token interval (0.3: each gap 0.7x to 1.3x).
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    pub token_jitter: f64,
+    /// Prefill cost per prompt token, in microseconds, before the first output token.
+    #[arg(long, value_name = "US", default_value_t = 0.0)]
+    pub prefill_us_per_token: f64,
+    /// Answers generated at once; further requests queue (so saturation shows). Default:
+    /// no limit.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_concurrency: Option<u64>,
     /// Require `Authorization: Bearer <key>` with the key in this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
@@ -101,6 +118,17 @@ fn rate(name: &str, p: f64) -> Result<f64, InvalidInput> {
             source_name: name.into(),
             problems: vec![format!("{p} is not a probability between 0 and 1")],
         })
+    }
+}
+
+fn non_negative_us(name: &str, us: f64) -> Result<Duration, InvalidInput> {
+    if us.is_finite() && us >= 0.0 {
+        Ok(Duration::from_secs_f64(us / 1e6))
+    } else {
+        Err(InvalidInput::one(
+            name,
+            "expected a non-negative number of microseconds",
+        ))
     }
 }
 
@@ -134,7 +162,15 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
                 Some(path) => read_latency_file(path)?,
                 None => Default::default(),
             },
+            token_rate: TokenRate {
+                jitter: rate("--token-jitter", a.token_jitter)?,
+                ..a.tokens_per_sec.clone()
+            },
             ..SimConfig::default()
+        },
+        serving: ServingConfig {
+            max_concurrency: a.max_concurrency.map(|n| n as usize),
+            prefill_per_token: non_negative_us("--prefill-us-per-token", a.prefill_us_per_token)?,
         },
         faults: FaultConfig {
             script: a.fault_script.clone(),

@@ -9,10 +9,12 @@ use std::borrow::Cow;
 
 /// `text` fit to be placed inside a `<data>` block of a prompt. Files keep the original.
 pub fn clean(text: &str) -> Cow<'_, str> {
-    let lower = text.to_ascii_lowercase();
-    if !text.chars().any(dropped) && !lower.contains("</data") {
+    // The common case, clean text, is decided without copying it (lowercasing every prior
+    // section and decoding every character was 7 % of a zero-latency chain's CPU).
+    if !has_dropped(text) && !closes_data(text) {
         return Cow::Borrowed(text);
     }
+    let lower = text.to_ascii_lowercase();
     let mut out = String::with_capacity(text.len());
     let mut rest = 0;
     // ASCII lowercasing keeps byte offsets, so matches in `lower` index `text`.
@@ -23,6 +25,44 @@ pub fn clean(text: &str) -> Cow<'_, str> {
     }
     push_kept(&mut out, &text[rest..]);
     Cow::Owned(out)
+}
+
+/// Whether `text` holds a character [`clean`] drops, checked on the UTF-8 bytes: C0 controls
+/// but line feed and tab, DEL, C1 controls (`C2 80`-`C2 9F`) and the bidirectional overrides
+/// and isolates (`E2 80 AA`-`AE`, `E2 81 A6`-`A9`), the same set as [`dropped`].
+fn has_dropped(text: &str) -> bool {
+    let b = text.as_bytes();
+    // A branch-free test per 64-byte block (which the compiler vectorises) finds the blocks
+    // holding a candidate byte; only those are decided byte by byte.
+    let candidate =
+        |c: u8| (c < 0x20) & (c != b'\n') & (c != b'\t') | (c == 0x7f) | (c == 0xc2) | (c == 0xe2);
+    b.chunks(64).enumerate().any(|(k, block)| {
+        block.iter().fold(false, |acc, &c| acc | candidate(c))
+            && (k * 64..k * 64 + block.len()).any(|i| candidate(b[i]) && dropped_at(b, i))
+    })
+}
+
+/// Whether the character starting at byte `i` (a candidate lead byte) is dropped.
+fn dropped_at(b: &[u8], i: usize) -> bool {
+    match b[i] {
+        0xc2 => b.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)),
+        0xe2 => match (b.get(i + 1), b.get(i + 2)) {
+            (Some(0x80), Some(n)) => (0xaa..=0xae).contains(n),
+            (Some(0x81), Some(n)) => (0xa6..=0xa9).contains(n),
+            _ => false,
+        },
+        _ => true,
+    }
+}
+
+/// Whether `text` holds `</data` in any case, without lowercasing a copy.
+fn closes_data(text: &str) -> bool {
+    let b = text.as_bytes();
+    text.match_indices('<').any(|(at, _)| {
+        b.get(at + 1) == Some(&b'/')
+            && b.get(at + 2..at + 6)
+                .is_some_and(|w| w.eq_ignore_ascii_case(b"data"))
+    })
 }
 
 fn push_kept(out: &mut String, s: &str) {
@@ -49,6 +89,62 @@ mod tests {
     #[test]
     fn plain_text_is_borrowed() {
         assert!(matches!(clean("## Title\n\tfine"), Cow::Borrowed(_)));
+        assert!(matches!(clean("特斯拉 </dat a </ data"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn the_byte_check_agrees_with_the_character_rule_for_every_character() {
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            let s = format!("a{c}b");
+            assert_eq!(has_dropped(&s), dropped(c), "U+{:04X}", c as u32);
+        }
+    }
+
+    #[test]
+    fn a_dropped_character_across_a_block_boundary_is_found() {
+        for pad in 60..=66 {
+            for c in ['\u{202e}', '\u{2066}', '\u{85}', '\r'] {
+                let s = format!("{}{c}{}", "a".repeat(pad), "b".repeat(70));
+                assert!(has_dropped(&s), "{pad} {c:?}");
+            }
+            assert!(!has_dropped(&format!(
+                "{}—≈{}",
+                "a".repeat(pad),
+                "b".repeat(70)
+            )));
+        }
+    }
+
+    #[test]
+    fn the_fast_checks_agree_with_the_character_rules() {
+        for s in [
+            "plain",
+            "a\rb",
+            "x\u{7f}",
+            "tab\there",
+            "é\u{85}",
+            "\u{202e}",
+            "ok </Data>",
+            "</dAtA",
+            "</",
+            "</dat",
+            "中文</DATA",
+            "\u{80}",
+            "\u{9f}x",
+            "\u{a0}",
+            "\u{202a}",
+            "\u{202f}",
+            "\u{2066}",
+            "\u{2069}",
+            "\u{206a}",
+            "\u{2029}",
+            "—≈…",
+            "<<//data",
+        ] {
+            let lower = s.to_ascii_lowercase();
+            assert_eq!(has_dropped(s), s.chars().any(dropped), "{s:?}");
+            assert_eq!(closes_data(s), lower.contains("</data"), "{s:?}");
+        }
     }
 
     #[test]

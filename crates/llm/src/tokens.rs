@@ -6,6 +6,11 @@
 
 /// Estimated tokens of `text`; at least 1 for non-empty text.
 pub fn estimate_tokens(text: &str) -> u64 {
+    // Most prompts and sections of English plans are ASCII: one vectorised check instead of
+    // decoding every character (this was 8 % of a zero-latency chain's CPU).
+    if text.is_ascii() {
+        return (text.len() as u64).div_ceil(4);
+    }
     let mut cjk = 0u64;
     let mut other = 0u64;
     for c in text.chars() {
@@ -40,5 +45,7 @@ mod tests {
         assert_eq!(estimate_tokens("abcdefgh"), 2);
         assert_eq!(estimate_tokens("特斯拉"), 3);
         assert_eq!(estimate_tokens("特斯拉 abcd"), 5);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("é"), 1);
     }
 }

@@ -12,19 +12,32 @@
 //!
 //! [`LlmProvider`]: planwave_llm::LlmProvider
 
+mod arrivals;
 mod bounds;
+mod compare;
+mod html;
 mod probe;
 mod report;
 mod rss;
 mod run;
+mod serving;
+mod serving_table;
+mod svg;
 mod timeline;
 mod workload;
 
+pub use arrivals::{gamma_arrivals, per_copy, replicate};
 pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
+pub use compare::{CompareRow, compare, render_compare_html, render_compare_table};
+pub use html::{HtmlInput, render_html};
 pub use probe::{Probe, ProbeSnapshot};
 pub use report::{Distribution, LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
-pub use run::{LoadError, LoadRequest, run};
+pub use run::{LoadError, LoadRequest, ServingOptions, run};
+pub use serving::{
+    CallRecord, Percentiles, ServerSide, ServingReport, Slo, error_class, knee, parse_ms,
+};
+pub use serving_table::render_serving_table;
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
 pub use workload::{
     LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,

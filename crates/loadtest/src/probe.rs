@@ -1,12 +1,14 @@
 //! A provider wrapper that timestamps every model call of a run.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::ValidatedPlan;
+
+use crate::serving::CallRecord;
 
 /// Wraps the provider of a load test. Per task it keeps when its first call began and when
 /// its last successful call returned (nanoseconds since the probe was made, 0 = never), so
@@ -23,6 +25,11 @@ pub struct Probe {
     errors: AtomicU64,
     in_flight: AtomicI64,
     max_in_flight: AtomicI64,
+    /// Per task: the earliest moment (from the epoch) its first call may be sent: the
+    /// arrival process of an open-loop run. The engine's dispatch is not delayed, the send is.
+    arrivals: Option<Vec<Duration>>,
+    /// Every call's client-side record, when kept (serving metrics).
+    records: Option<Mutex<Vec<CallRecord>>>,
 }
 
 /// What a probe saw, read after the run.
@@ -51,7 +58,34 @@ impl Probe {
             errors: AtomicU64::new(0),
             in_flight: AtomicI64::new(0),
             max_in_flight: AtomicI64::new(0),
+            arrivals: None,
+            records: None,
         }
+    }
+
+    /// Holds each task's first send until its arrival time (offset from the probe's epoch).
+    pub fn with_arrivals(mut self, arrivals: Vec<Duration>) -> Probe {
+        self.arrivals = Some(arrivals);
+        self
+    }
+
+    /// Keeps a [`CallRecord`] of every call.
+    pub fn recording_calls(mut self) -> Probe {
+        self.records = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// The calls recorded so far (empty unless [`Probe::recording_calls`]).
+    pub fn take_records(&self) -> Vec<CallRecord> {
+        self.records
+            .as_ref()
+            .and_then(|r| r.lock().ok().map(|mut v| std::mem::take(&mut *v)))
+            .unwrap_or_default()
+    }
+
+    /// The run's epoch (time zero of every figure).
+    pub fn epoch(&self) -> Instant {
+        self.epoch
     }
 
     /// The probe's time zero on CLOCK_MONOTONIC, in ns.
@@ -103,6 +137,11 @@ impl LlmProvider for Probe {
             .task_id
             .as_deref()
             .and_then(|id| self.plan.index_of_key(id));
+        if let (Some(i), Some(arrivals)) = (index, &self.arrivals)
+            && let Some(at) = arrivals.get(i)
+        {
+            planwave_llm::sim::timer::sleep_until(self.epoch + *at).await;
+        }
         if let Some(i) = index {
             let _ = self.first_start[i].compare_exchange(
                 0,
@@ -114,8 +153,22 @@ impl LlmProvider for Probe {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let now = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
         self.max_in_flight.fetch_max(now, Ordering::AcqRel);
+        let keep = self.records.as_ref().map(|_| {
+            (
+                request.role.as_str(),
+                request.context.task_id.clone(),
+                Instant::now(),
+            )
+        });
         let answer = self.inner.chat(request).await;
         self.in_flight.fetch_sub(1, Ordering::AcqRel);
+        if let (Some(records), Some((role, task, sent))) = (&self.records, keep) {
+            let start_ms = sent.duration_since(self.epoch).as_secs_f64() * 1000.0;
+            let r = CallRecord::of(role, task, start_ms, sent.elapsed(), &answer);
+            if let Ok(mut v) = records.lock() {
+                v.push(r);
+            }
+        }
         match &answer {
             Ok(_) => {
                 if let Some(i) = index {

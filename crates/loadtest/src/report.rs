@@ -67,6 +67,15 @@ pub struct LoadReport {
     pub errors: u64,
     /// Task retries after transient errors.
     pub retries: u64,
+    /// The sweep point this run measured (`rate=20`, `concurrency=64`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// What the endpoint did (with `LoadRequest::serving`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serving: Option<crate::serving::ServingReport>,
+    /// Every model call as the client saw it (with `LoadRequest::serving`), for pictures.
+    #[serde(skip)]
+    pub calls: Vec<crate::serving::CallRecord>,
     /// Every task's timestamps, when asked for (`LoadRequest::timeline`); written apart
     /// from the figures.
     #[serde(skip)]
@@ -132,8 +141,14 @@ pub fn render_load_table(runs: &[LoadReport]) -> String {
         row("errors", &|r| r.errors.to_string()),
         row("retries", &|r| r.retries.to_string()),
     ];
+    layout(&rows)
+}
+
+/// Rows of label and one value per run, in aligned columns.
+pub(crate) fn layout(rows: &[(&str, Vec<String>)]) -> String {
     let label_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    let col_w: Vec<usize> = (0..runs.len())
+    let cols = rows.first().map_or(0, |(_, v)| v.len());
+    let col_w: Vec<usize> = (0..cols)
         .map(|c| rows.iter().map(|(_, v)| v[c].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();

@@ -1,7 +1,7 @@
 //! One load-test run: the workload through the engine, then the figures.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use planwave_engine::{EngineError, EventSink, Journal, PromptSet, RunConfig, RunRequest, execute};
 use planwave_llm::LlmProvider;
@@ -12,6 +12,7 @@ use crate::bounds::Bounds;
 use crate::probe::{Probe, ProbeSnapshot};
 use crate::report::{Distribution, LoadReport};
 use crate::rss;
+use crate::serving::{ServingReport, Slo};
 use crate::timeline::{self, Timeline, TimelineHeader};
 
 #[derive(Debug, thiserror::Error)]
@@ -38,20 +39,32 @@ pub struct LoadRequest {
     pub timeline: bool,
     /// Called with the probe once the run starts (for progress output).
     pub on_start: Option<Box<dyn FnOnce(Arc<Probe>) + Send>>,
+    /// Per task, the earliest send of its first call after the run's start (an open-loop
+    /// arrival process); `None`: as the engine dispatches.
+    pub arrivals: Option<Vec<Duration>>,
+    /// Measure the endpoint (serving metrics of every subagent call); `None`: do not.
+    pub serving: Option<ServingOptions>,
+}
+
+/// What the serving metrics count.
+#[derive(Clone, Debug, Default)]
+pub struct ServingOptions {
+    /// Requests that begin this long after the first are counted.
+    pub warmup: Duration,
+    /// The SLO goodput is counted against, with its text.
+    pub slo: Option<(Slo, String)>,
 }
 
 /// Runs the workload once and measures it.
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
-    if let Some(p) = &req.planned_ms
-        && p.len() != plan.len()
-    {
-        return Err(LoadError::PlannedLength {
-            expected: plan.len(),
-            got: p.len(),
-        });
-    }
-    let probe = Arc::new(Probe::new(req.provider, plan.clone()));
+    check_planned(&plan, req.planned_ms.as_deref())?;
+    let probe = Arc::new(probe_for(
+        req.provider,
+        plan.clone(),
+        req.arrivals,
+        req.serving.is_some(),
+    ));
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -98,6 +111,8 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         },
         tasks: timeline::timings(&plan, &seen),
     });
+    let calls = probe.take_records();
+    let serving = req.serving.as_ref().map(|o| serving_report(&calls, o));
     let s = &result.stats;
     let makespan_ms = s.makespan_ms;
     let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
@@ -136,8 +151,52 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         model_calls_per_sec: per_sec(seen.calls as f64),
         errors: seen.errors,
         retries: s.retries,
+        label: None,
+        serving,
+        calls,
         timeline,
     })
+}
+
+fn check_planned(plan: &ValidatedPlan, planned: Option<&[f64]>) -> Result<(), LoadError> {
+    match planned {
+        Some(p) if p.len() != plan.len() => Err(LoadError::PlannedLength {
+            expected: plan.len(),
+            got: p.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn probe_for(
+    provider: Arc<dyn LlmProvider>,
+    plan: Arc<ValidatedPlan>,
+    arrivals: Option<Vec<Duration>>,
+    record: bool,
+) -> Probe {
+    let mut probe = Probe::new(provider, plan);
+    if let Some(a) = arrivals {
+        probe = probe.with_arrivals(a);
+    }
+    if record {
+        probe = probe.recording_calls();
+    }
+    probe
+}
+
+/// The serving metrics of the workload's requests (subagent calls; the report's integrator
+/// call is not one of them).
+fn serving_report(calls: &[crate::serving::CallRecord], o: &ServingOptions) -> ServingReport {
+    let requests: Vec<_> = calls
+        .iter()
+        .filter(|c| c.role == "subagent")
+        .cloned()
+        .collect();
+    ServingReport::of(
+        &requests,
+        o.warmup.as_secs_f64() * 1000.0,
+        o.slo.as_ref().map(|(s, t)| (s, t.as_str())),
+    )
 }
 
 /// Each task's first call start to last successful return, in ms (0 when it never ran).

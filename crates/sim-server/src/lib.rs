@@ -8,10 +8,18 @@
 //! `x-planwave-*` headers the client sends (see `planwave_llm::openai::context_header`);
 //! without them it answers from the last user message, as a generic model would.
 //!
+//! As a realistic endpoint it streams at the simulator's token rate (with jitter), charges a
+//! prefill time per prompt token, admits a limited number of answers at once (the rest
+//! queue), and measures its own queue wait and time to first token per answer
+//! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked.
+//!
 //! This crate knows nothing of plans, actors or the CLI.
 
 mod faults;
 mod server;
+mod serving;
+mod stream;
 
 pub use faults::{Fault, FaultConfig, FaultRates};
 pub use server::{ServerStats, SimServer, SimServerConfig, router};
+pub use serving::{ServingConfig, ServingStats};

@@ -1,11 +1,10 @@
 //! The HTTP server: routing, authentication, fault injection and the OpenAI wire format.
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -22,14 +21,18 @@ use planwave_llm::{
 use planwave_plan::Lang;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::faults::{Fault, FaultConfig};
+use crate::serving::{ServingConfig, ServingStats, Slots};
+use crate::stream::{paced_stream, stream_response};
 
 #[derive(Clone, Debug, Default)]
 pub struct SimServerConfig {
     pub sim: SimConfig,
     pub faults: FaultConfig,
+    /// Concurrency limit and prefill cost (pacing is `sim.token_rate`).
+    pub serving: ServingConfig,
     /// When set, requests must carry `Authorization: Bearer <key>`.
     pub api_key: Option<ApiKey>,
 }
@@ -53,14 +56,37 @@ pub struct ServerStats {
     /// The most subagent requests handled at once (until the answer's headers are sent).
     #[serde(default)]
     pub max_subagents_in_flight: u64,
+    /// The server's own measurements of every answer (queue wait, TTFT, tokens).
+    #[serde(default)]
+    pub serving: ServingStats,
 }
 
-struct AppState {
-    cfg: SimServerConfig,
-    sim: SimProvider,
+pub(crate) struct AppState {
+    pub(crate) cfg: SimServerConfig,
+    pub(crate) sim: SimProvider,
     counter: AtomicU64,
-    stats: Mutex<ServerStats>,
+    pub(crate) stats: Mutex<ServerStats>,
     subagents_in_flight: AtomicU64,
+    slots: Slots,
+}
+
+impl AppState {
+    fn new(cfg: SimServerConfig) -> AppState {
+        AppState {
+            sim: SimProvider::new(cfg.sim.clone()),
+            slots: Slots::new(&cfg.serving),
+            cfg,
+            counter: AtomicU64::new(0),
+            stats: Mutex::new(ServerStats::default()),
+            subagents_in_flight: AtomicU64::new(0),
+        }
+    }
+
+    fn snapshot(&self) -> ServerStats {
+        let mut s = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
+        s.serving.max_in_flight = self.slots.max_in_flight();
+        s
+    }
 }
 
 /// Counts a subagent request as in flight until dropped.
@@ -73,13 +99,7 @@ impl Drop for InFlight<'_> {
 }
 
 pub fn router(cfg: SimServerConfig) -> Router {
-    router_with_state(Arc::new(AppState {
-        sim: SimProvider::new(cfg.sim.clone()),
-        cfg,
-        counter: AtomicU64::new(0),
-        stats: Mutex::new(ServerStats::default()),
-        subagents_in_flight: AtomicU64::new(0),
-    }))
+    router_with_state(Arc::new(AppState::new(cfg)))
 }
 
 fn router_with_state(state: Arc<AppState>) -> Router {
@@ -104,13 +124,7 @@ impl SimServer {
     pub async fn start(addr: SocketAddr, cfg: SimServerConfig) -> std::io::Result<SimServer> {
         let listener = tokio::net::TcpListener::bind(addr).await?;
         let addr = listener.local_addr()?;
-        let state = Arc::new(AppState {
-            sim: SimProvider::new(cfg.sim.clone()),
-            cfg,
-            counter: AtomicU64::new(0),
-            stats: Mutex::new(ServerStats::default()),
-            subagents_in_flight: AtomicU64::new(0),
-        });
+        let state = Arc::new(AppState::new(cfg));
         let app = router_with_state(state.clone());
         // Small SSE writes must not wait for Nagle + delayed ACK (40 ms a chunk otherwise).
         let listener = listener.tap_io(|tcp| {
@@ -142,11 +156,7 @@ impl SimServer {
     }
 
     pub fn stats(&self) -> ServerStats {
-        self.state
-            .stats
-            .lock()
-            .map(|s| s.clone())
-            .unwrap_or_default()
+        self.state.snapshot()
     }
 
     /// Stops accepting connections and waits for open ones to finish. Stalled streams are
@@ -169,11 +179,11 @@ async fn models() -> impl IntoResponse {
 }
 
 async fn stats(State(st): State<Arc<AppState>>) -> impl IntoResponse {
-    axum::Json(st.stats.lock().map(|s| s.clone()).unwrap_or_default())
+    axum::Json(st.snapshot())
 }
 
 #[derive(Debug, Deserialize)]
-struct CompletionRequest {
+pub(crate) struct CompletionRequest {
     #[serde(default)]
     model: Option<String>,
     #[serde(default)]
@@ -189,7 +199,7 @@ struct CompletionRequest {
     tools: Vec<Value>,
 }
 
-fn error(status: StatusCode, message: &str, kind: &str) -> Response {
+pub(crate) fn error(status: StatusCode, message: &str, kind: &str) -> Response {
     (
         status,
         axum::Json(json!({"error": {"message": message, "type": kind, "code": Value::Null}})),
@@ -214,6 +224,7 @@ fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
 }
 
 async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) -> Response {
+    let received = Instant::now();
     let n = st.counter.fetch_add(1, Ordering::Relaxed);
     let fault = st.cfg.faults.pick(n);
     let _in_flight = count_request(&st, &headers, fault);
@@ -235,16 +246,57 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     }
     let chat = to_chat_request(&headers, &req);
     let model = req.model.clone().unwrap_or_else(|| SIM_MODEL.to_owned());
+    let id = format!("chatcmpl-sim-{n}");
+    // Queue for a slot, then prefill: both come before the first token, as on a real server.
+    let slot = st.slots.admit().await;
+    let admitted = Instant::now();
+    let prompt_chars: usize = chat
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum();
+    let prompt_tokens = (prompt_chars as u64).div_ceil(3).max(1);
+    let prefill = crate::serving::prefill(&st.cfg.serving, prompt_tokens);
+    if !prefill.is_zero() {
+        planwave_llm::sim::timer::sleep_until(admitted + prefill).await;
+    }
+    let timing = crate::serving::AnswerTiming {
+        received,
+        admitted,
+        first_token: None,
+        prompt_tokens,
+        output_tokens: 0,
+        role: chat.role.as_str(),
+    };
+    // Streams without a mid-stream fault are sent as the simulator delivers them (paced).
+    if req.stream && matches!(fault, Fault::Ok | Fault::SlowFirstByte) {
+        return paced_stream(st.clone(), &req, chat, id, model, slot, timing).await;
+    }
     let answer = match st.sim.chat(chat).await {
         Ok(a) => a,
-        Err(LlmError::Transient { message, .. }) => {
-            return error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error");
-        }
-        Err(LlmError::Fatal { message, .. }) => {
-            return error(StatusCode::BAD_REQUEST, &message, "invalid_request_error");
-        }
+        Err(e) => return error_response(e),
     };
-    answer_response(&st, &req, format!("chatcmpl-sim-{n}"), model, answer, fault)
+    if let Ok(mut s) = st.stats.lock() {
+        let t = crate::serving::AnswerTiming {
+            output_tokens: answer.usage.completion_tokens,
+            ..timing
+        };
+        s.serving.record(&t, Instant::now());
+    }
+    drop(slot);
+    answer_response(&st, &req, id, model, answer, fault)
+}
+
+/// The simulator's refusal as an HTTP error.
+pub(crate) fn error_response(e: LlmError) -> Response {
+    match e {
+        LlmError::Transient { message, .. } => {
+            error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error")
+        }
+        LlmError::Fatal { message, .. } => {
+            error(StatusCode::BAD_REQUEST, &message, "invalid_request_error")
+        }
+    }
 }
 
 /// Counts the request in `/planwave/stats`; the guard counts a subagent request in flight
@@ -336,12 +388,7 @@ fn answer_response(
     answer: planwave_llm::ChatResponse,
     fault: Fault,
 ) -> Response {
-    let usage = json!({
-        "prompt_tokens": answer.usage.prompt_tokens,
-        "completion_tokens": answer.usage.completion_tokens + answer.usage.reasoning_tokens,
-        "total_tokens": answer.usage.total(),
-        "completion_tokens_details": {"reasoning_tokens": answer.usage.reasoning_tokens}
-    });
+    let usage = usage_json(&answer);
     if !req.stream {
         if fault == Fault::Malformed {
             return (
@@ -365,18 +412,8 @@ fn answer_response(
         }))
         .into_response();
     }
-    let include_usage = req
-        .stream_options
-        .as_ref()
-        .and_then(|o| o.get("include_usage"))
-        .and_then(Value::as_bool)
-        .unwrap_or(false);
-    let tool_calls: Vec<Value> = answer
-        .tool_calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": c.function}))
-        .collect();
+    let include_usage = req.include_usage();
+    let tool_calls = tool_call_deltas(&answer);
     stream_response(
         id,
         model,
@@ -386,6 +423,34 @@ fn answer_response(
         fault,
         st.cfg.faults.stall,
     )
+}
+
+pub(crate) fn usage_json(answer: &planwave_llm::ChatResponse) -> Value {
+    json!({
+        "prompt_tokens": answer.usage.prompt_tokens,
+        "completion_tokens": answer.usage.completion_tokens + answer.usage.reasoning_tokens,
+        "total_tokens": answer.usage.total(),
+        "completion_tokens_details": {"reasoning_tokens": answer.usage.reasoning_tokens}
+    })
+}
+
+pub(crate) fn tool_call_deltas(answer: &planwave_llm::ChatResponse) -> Vec<Value> {
+    answer
+        .tool_calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| json!({"index": i, "id": c.id, "type": "function", "function": c.function}))
+        .collect()
+}
+
+impl CompletionRequest {
+    pub(crate) fn include_usage(&self) -> bool {
+        self.stream_options
+            .as_ref()
+            .and_then(|o| o.get("include_usage"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+    }
 }
 
 /// The request as the simulator sees it: from the `x-planwave-*` headers when present, else
@@ -434,14 +499,6 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
     }
 }
 
-fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
-    let c = json!({
-        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
-    });
-    format!("data: {c}\n\n")
-}
-
 /// Headers and a first few bytes, then a body error: hyper aborts the connection, so the
 /// client sees the connection drop in the middle of the answer.
 fn reset_response(stream: bool) -> Response {
@@ -478,83 +535,4 @@ fn message(answer: &planwave_llm::ChatResponse) -> Value {
         m["tool_calls"] = json!(answer.tool_calls);
     }
     m
-}
-
-#[allow(clippy::too_many_arguments)]
-fn stream_response(
-    id: String,
-    model: String,
-    content: String,
-    tool_calls: Vec<Value>,
-    usage: Option<Value>,
-    fault: Fault,
-    stall: Duration,
-) -> Response {
-    let (tx, mut rx) = mpsc::channel::<String>(16);
-    tokio::spawn(async move {
-        let chars: Vec<char> = content.chars().collect();
-        let pieces: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
-        let mut events = vec![
-            ": keep-alive\n\n".to_owned(),
-            chunk(
-                &id,
-                &model,
-                json!({"role": "assistant", "content": ""}),
-                None,
-            ),
-        ];
-        events.extend(
-            pieces
-                .iter()
-                .map(|p| chunk(&id, &model, json!({"content": p}), None)),
-        );
-        let finish = if tool_calls.is_empty() {
-            "stop"
-        } else {
-            events.push(chunk(&id, &model, json!({"tool_calls": tool_calls}), None));
-            "tool_calls"
-        };
-        let body_end = events.len();
-        events.push(chunk(&id, &model, json!({}), Some(finish)));
-        if let Some(u) = usage {
-            let c = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
-                           "model": model, "choices": [], "usage": u});
-            events.push(format!("data: {c}\n\n"));
-        }
-        events.push("data: [DONE]\n\n".to_owned());
-        let half = 2 + (body_end - 2) / 2;
-        for (i, ev) in events.into_iter().enumerate() {
-            if i == half {
-                match fault {
-                    Fault::Truncated => return,
-                    Fault::Malformed => {
-                        let _ = tx
-                            .send("data: {\"choices\": [{\"delta\": {\"content\n\n".into())
-                            .await;
-                        return;
-                    }
-                    Fault::Stall => {
-                        tokio::select! {
-                            _ = tokio::time::sleep(stall) => {}
-                            _ = tx.closed() => return,
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            if tx.send(ev).await.is_err() {
-                return;
-            }
-        }
-    });
-    let stream = futures::stream::poll_fn(move |cx| {
-        rx.poll_recv(cx)
-            .map(|o| o.map(|s| Ok::<Bytes, Infallible>(Bytes::from(s))))
-    });
-    Response::builder()
-        .status(StatusCode::OK)
-        .header(header::CONTENT_TYPE, "text/event-stream")
-        .header(header::CACHE_CONTROL, "no-cache")
-        .body(Body::from_stream(stream))
-        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }

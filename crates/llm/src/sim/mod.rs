@@ -122,6 +122,19 @@ impl SimProvider {
     }
 }
 
+/// The prompt's length in characters. The simulator only counts the prompt, so it lets go of
+/// it before the simulated wait: a call in flight does not hold a second copy (the caller
+/// keeps its own for retries).
+fn take_prompt(request: &mut ChatRequest) -> usize {
+    let chars = request
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum();
+    request.messages = Vec::new();
+    chars
+}
+
 #[async_trait]
 impl LlmProvider for SimProvider {
     fn info(&self) -> ProviderInfo {
@@ -133,9 +146,10 @@ impl LlmProvider for SimProvider {
         }
     }
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
+        let prompt_chars = take_prompt(&mut request);
         let task = request.context.task_id.clone();
         if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
             // Deliberate: exercises the supervisor's handling of a subagent that dies.
@@ -208,18 +222,17 @@ impl LlmProvider for SimProvider {
             }
             AgentRole::Planner => self.planner_answer(&request),
         };
-        let prompt_chars: usize = request
-            .messages
-            .iter()
-            .map(|m| m.content.chars().count())
-            .sum();
         let usage = Usage {
             prompt_tokens: text::estimate_tokens(prompt_chars),
             completion_tokens: text::estimate_tokens(content.chars().count()),
             reasoning_tokens: 0,
         };
-        let rate = self.config.token_rate.for_role(request.role);
-        let timing = pace::deliver(&content, rate, start, request.on_delta.as_ref()).await;
+        let pace = pace::Pace {
+            tokens_per_sec: self.config.token_rate.for_role(request.role),
+            jitter: self.config.token_rate.jitter,
+            seed: stable_hash(seed, "pace", request.attempt),
+        };
+        let timing = pace::deliver(&content, pace, start, request.on_delta.as_ref()).await;
         Ok(ChatResponse {
             timing: Some(timing),
             content,

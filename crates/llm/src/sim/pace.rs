@@ -25,6 +25,9 @@ const MIN_TICK: Duration = Duration::from_millis(1);
 pub struct TokenRate {
     pub default: f64,
     pub per_role: HashMap<AgentRole, f64>,
+    /// Per-token jitter as a share of the token interval (0 = even pacing, 0.5 = each gap
+    /// drawn uniformly from 0.5x to 1.5x): real decoders do not tick like a clock.
+    pub jitter: f64,
 }
 
 impl TokenRate {
@@ -32,6 +35,7 @@ impl TokenRate {
         TokenRate {
             default: tokens_per_sec,
             per_role: HashMap::new(),
+            jitter: 0.0,
         }
     }
 
@@ -86,14 +90,24 @@ fn parse_role(text: &str) -> Option<AgentRole> {
     .find(|r| r.as_str().eq_ignore_ascii_case(text))
 }
 
-/// Delivers `content` to `sink` at `tokens_per_sec` starting now (the first token), and
+/// How one answer is paced: tokens per second, jitter (share of the interval) and the seed of
+/// the jitter draws.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Pace {
+    pub tokens_per_sec: f64,
+    pub jitter: f64,
+    pub seed: u64,
+}
+
+/// Delivers `content` to `sink` at the pace's rate starting now (the first token), and
 /// returns the call's timing measured from `start` (when the call began).
 pub async fn deliver(
     content: &str,
-    tokens_per_sec: f64,
+    pace: Pace,
     start: Instant,
     sink: Option<&DeltaSink>,
 ) -> CallTiming {
+    let tokens_per_sec = pace.tokens_per_sec;
     let mut timing = CallTiming {
         ttft: start.elapsed(),
         streamed: tokens_per_sec > 0.0,
@@ -113,12 +127,18 @@ pub async fn deliver(
     let group = (MIN_TICK.as_secs_f64() / per_token.as_secs_f64())
         .ceil()
         .max(1.0) as usize;
-    let first = Instant::now();
+    let jitter = pace.jitter.clamp(0.0, 1.0);
+    let mut due = Instant::now();
     let mut emitted = 0usize; // tokens delivered so far
     let mut rest = content;
     while !rest.is_empty() {
         if emitted > 0 {
-            timer::sleep_until(first + per_token * emitted as u32).await;
+            // Deadlines accumulate from the first token, so timer overshoot does not.
+            let u = (super::stable_hash(pace.seed, "token", emitted as u32) >> 11) as f64
+                / (1u64 << 53) as f64;
+            let gap = per_token.as_secs_f64() * group as f64 * (1.0 + jitter * (2.0 * u - 1.0));
+            due += Duration::from_secs_f64(gap.max(0.0));
+            timer::sleep_until(due).await;
             timing.chunks.push(start.elapsed());
         }
         let cut = rest
@@ -163,7 +183,11 @@ mod tests {
             }
         });
         let text = "特斯拉2024年营收abcdefg";
-        let t = deliver(text, 500.0, Instant::now(), Some(&sink)).await;
+        let pace = Pace {
+            tokens_per_sec: 500.0,
+            ..Pace::default()
+        };
+        let t = deliver(text, pace, Instant::now(), Some(&sink)).await;
         let pieces = got.lock().unwrap().clone();
         assert_eq!(pieces.concat(), text);
         assert!(pieces.iter().all(|p| p.chars().count() <= CHARS_PER_TOKEN));

@@ -1,0 +1,274 @@
+//! `loadtest --html`: one self-contained page (inline SVG, inline CSS, no script, no
+//! network) with what people compare runs by: latency CDFs, throughput and in-flight over
+//! time, the sweep curve, the dispatch-latency histogram and the task timeline.
+
+use std::fmt::Write;
+
+use planwave_plan::ValidatedPlan;
+
+use crate::report::LoadReport;
+use crate::serving::CallRecord;
+use crate::svg::{self, Axes, Series, esc};
+
+pub struct HtmlInput<'a> {
+    pub title: String,
+    pub runs: &'a [LoadReport],
+    pub plan: Option<&'a ValidatedPlan>,
+}
+
+/// Buckets of the over-time charts.
+const TIME_BINS: usize = 100;
+/// Most tasks drawn in the timeline (evenly sampled beyond).
+const TIMELINE_ROWS: usize = 400;
+
+fn name(r: &LoadReport, i: usize) -> String {
+    r.label
+        .clone()
+        .unwrap_or_else(|| format!("run {} ({})", i + 1, r.schedule))
+}
+
+pub fn render_html(input: &HtmlInput) -> String {
+    let mut body = String::new();
+    let runs = input.runs;
+    let _ = write!(
+        body,
+        "<h1>{}</h1><pre>{}</pre>",
+        esc(&input.title),
+        esc(&crate::render_load_table(runs))
+    );
+    if runs.iter().any(|r| r.serving.is_some()) {
+        let _ = write!(
+            body,
+            "<h2>Serving</h2><pre>{}</pre>",
+            esc(&crate::render_serving_table(runs))
+        );
+        latency_cdfs(&mut body, runs);
+    }
+    over_time(&mut body, runs);
+    sweep_curve(&mut body, runs);
+    dispatch_histogram(&mut body, runs);
+    task_timeline(&mut body, runs, input.plan);
+    format!(
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>body{{font-family:sans-serif;margin:2em;max-width:1400px}}pre{{background:#f6f6f6;padding:1em;overflow-x:auto}}.charts{{display:flex;flex-wrap:wrap;gap:1em}}</style></head><body>{body}</body></html>\n",
+        esc(&input.title)
+    )
+}
+
+fn requests(r: &LoadReport) -> impl Iterator<Item = &CallRecord> {
+    r.calls.iter().filter(|c| c.role == "subagent")
+}
+
+fn latency_cdfs(body: &mut String, runs: &[LoadReport]) {
+    body.push_str("<h2>Latency CDFs</h2><div class=\"charts\">");
+    type Pick = fn(&CallRecord) -> Vec<f64>;
+    let metrics: [(&str, Pick); 4] = [
+        ("TTFT", |c| c.ttft_ms.into_iter().collect()),
+        ("ITL", |c| c.itl_ms.clone()),
+        ("TPOT", |c| c.tpot_ms.into_iter().collect()),
+        ("end-to-end latency", |c| vec![c.e2e_ms]),
+    ];
+    for (title, pick) in metrics {
+        let series: Vec<Series> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| Series {
+                name: name(r, i),
+                points: svg::cdf(
+                    requests(r)
+                        .filter(|c| c.outcome == "ok")
+                        .flat_map(pick)
+                        .collect(),
+                ),
+            })
+            .filter(|s| !s.points.is_empty())
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let title = format!("{title} CDF");
+        body.push_str(&svg::lines(
+            &Axes {
+                title: &title,
+                x: "ms",
+                y: "share of requests",
+            },
+            &series,
+        ));
+    }
+    body.push_str("</div>");
+}
+
+/// Completions per second and calls in flight, per time bucket, from the calls' records.
+fn over_time(body: &mut String, runs: &[LoadReport]) {
+    let mut throughput = Vec::new();
+    let mut in_flight = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let spans: Vec<(f64, f64)> = r
+            .calls
+            .iter()
+            .map(|c| (c.start_ms, c.start_ms + c.e2e_ms))
+            .collect();
+        if spans.is_empty() {
+            continue;
+        }
+        let t0 = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+        let t1 = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
+        let bin = ((t1 - t0) / TIME_BINS as f64).max(1e-3);
+        let mut done = vec![0u64; TIME_BINS];
+        let mut live = vec![0i64; TIME_BINS + 1];
+        for &(a, b) in &spans {
+            let ia = (((a - t0) / bin) as usize).min(TIME_BINS);
+            let ib = (((b - t0) / bin) as usize).min(TIME_BINS);
+            done[ib.min(TIME_BINS - 1)] += 1;
+            live[ia] += 1;
+            live[ib] -= 1;
+        }
+        let mut level = 0i64;
+        let live: Vec<(f64, f64)> = live
+            .iter()
+            .enumerate()
+            .map(|(k, d)| {
+                level += d;
+                ((k as f64 * bin) / 1000.0, level.max(0) as f64)
+            })
+            .collect();
+        throughput.push(Series {
+            name: name(r, i),
+            points: done
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| ((k as f64 + 0.5) * bin / 1000.0, n as f64 / (bin / 1000.0)))
+                .collect(),
+        });
+        in_flight.push(Series {
+            name: name(r, i),
+            points: live,
+        });
+    }
+    if throughput.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Over time</h2><div class=\"charts\">");
+    body.push_str(&svg::lines(
+        &Axes {
+            title: "Throughput (model calls completed per second)",
+            x: "s since the first call",
+            y: "calls/s",
+        },
+        &throughput,
+    ));
+    body.push_str(&svg::lines(
+        &Axes {
+            title: "Model calls in flight",
+            x: "s since the first call",
+            y: "in flight",
+        },
+        &in_flight,
+    ));
+    body.push_str("</div>");
+}
+
+fn sweep_curve(body: &mut String, runs: &[LoadReport]) {
+    if runs.len() < 2
+        || runs
+            .iter()
+            .any(|r| r.serving.is_none() || r.label.is_none())
+    {
+        return;
+    }
+    let x = |r: &LoadReport| {
+        r.label
+            .as_deref()
+            .and_then(|l| l.split_once('='))
+            .and_then(|(_, v)| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let axis = runs[0]
+        .label
+        .as_deref()
+        .and_then(|l| l.split_once('='))
+        .map_or("point", |(k, _)| k);
+    let mut series = vec![Series {
+        name: "request throughput".into(),
+        points: runs
+            .iter()
+            .filter_map(|r| Some((x(r), r.serving.as_ref()?.request_throughput)))
+            .collect(),
+    }];
+    if runs
+        .iter()
+        .all(|r| r.serving.as_ref().is_some_and(|s| s.goodput.is_some()))
+    {
+        series.push(Series {
+            name: "goodput".into(),
+            points: runs
+                .iter()
+                .filter_map(|r| Some((x(r), r.serving.as_ref()?.goodput?)))
+                .collect(),
+        });
+    }
+    body.push_str("<h2>Sweep</h2><div class=\"charts\">");
+    body.push_str(&svg::lines(
+        &Axes {
+            title: "Sweep: throughput and goodput",
+            x: axis,
+            y: "requests/s",
+        },
+        &series,
+    ));
+    body.push_str("</div>");
+}
+
+fn dispatch_histogram(body: &mut String, runs: &[LoadReport]) {
+    let Some(t) = runs.iter().find_map(|r| r.timeline.as_ref()) else {
+        return;
+    };
+    let v: Vec<f64> = t.tasks.iter().filter_map(|t| t.dispatch_ms).collect();
+    if v.is_empty() {
+        return;
+    }
+    body.push_str("<h2>Dispatch latency</h2><div class=\"charts\">");
+    body.push_str(&svg::histogram(
+        &Axes {
+            title: "Dispatch latency (last prerequisite returned -> call began)",
+            x: "ms",
+            y: "tasks",
+        },
+        &v,
+        40,
+    ));
+    body.push_str("</div>");
+}
+
+fn task_timeline(body: &mut String, runs: &[LoadReport], plan: Option<&ValidatedPlan>) {
+    let Some(t) = runs.iter().find_map(|r| r.timeline.as_ref()) else {
+        return;
+    };
+    // Only DAG workloads: a wide plan's timeline is the in-flight chart.
+    if plan.is_some_and(|p| p.waves().len() < 2) {
+        return;
+    }
+    let mut rows: Vec<(f64, f64)> = t
+        .tasks
+        .iter()
+        .filter_map(|t| Some((t.call_start_ms?, t.call_end_ms?)))
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let step = rows.len().div_ceil(TIMELINE_ROWS).max(1);
+    let rows: Vec<(f64, f64)> = rows.into_iter().step_by(step).collect();
+    let title = format!(
+        "Task timeline ({} of {} tasks, by start)",
+        rows.len(),
+        t.tasks.len()
+    );
+    body.push_str("<h2>Task timeline</h2><div class=\"charts\">");
+    body.push_str(&svg::spans(
+        &Axes {
+            title: &title,
+            x: "ms since the run's start",
+            y: "task",
+        },
+        &rows,
+    ));
+    body.push_str("</div>");
+}

@@ -1,0 +1,136 @@
+//! The serving model that makes the simulator behave like a loaded inference server: a
+//! concurrency limit with a queue in front of it (so saturation shows as queueing delay), a
+//! prefill cost per prompt token, and the server's own measurements of every answer (queue
+//! wait, time to first token) so a client's figures can be checked against it.
+//!
+//! Output pacing (tokens per second, jitter) is the simulator's own `TokenRate`: the server
+//! streams whatever the simulator's delta sink hands it, so pacing lives in one place.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ServingConfig {
+    /// Answers generated at once; further requests wait in arrival order. `None`: no limit.
+    pub max_concurrency: Option<usize>,
+    /// Time per prompt token before the first output token (prefill), added to the
+    /// simulator's latency.
+    pub prefill_per_token: Duration,
+}
+
+/// What the server measured, per answer, served inside `/planwave/stats` as `serving`.
+/// Times in ms from the moment the request's body was read.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServingStats {
+    /// Answers that began generating (held a slot).
+    pub admitted: u64,
+    /// Answers sent to the end.
+    pub completed: u64,
+    /// The most answers generating at once (never above the limit).
+    pub max_in_flight: u64,
+    /// Per completed answer, in completion order: waiting for a slot.
+    pub queue_ms: Vec<f64>,
+    /// Per completed answer: to the first content token handed to the connection (for an
+    /// unstreamed answer, to the whole body).
+    pub ttft_ms: Vec<f64>,
+    /// Per completed answer: to the last byte of the answer handed to the connection.
+    pub e2e_ms: Vec<f64>,
+    /// Per completed answer: the role it was for (`subagent`, `integrator`, ...), so a client
+    /// can compare its own requests with the server's figures for the same ones.
+    #[serde(default)]
+    pub role: Vec<String>,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+    /// Output tokens per role (`x-planwave-role`, or the role guessed from the request).
+    #[serde(default)]
+    pub output_tokens_by_role: BTreeMap<String, u64>,
+}
+
+/// The slots of the concurrency limit and the count of answers in flight.
+pub(crate) struct Slots {
+    limit: Option<Arc<Semaphore>>,
+    in_flight: Arc<AtomicU64>,
+    max_in_flight: AtomicU64,
+}
+
+/// One answer's slot: released (and the in-flight count lowered) when dropped, which is when
+/// the answer's stream has ended.
+pub(crate) struct Slot {
+    _permit: Option<OwnedSemaphorePermit>,
+    in_flight: Arc<AtomicU64>,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl Slots {
+    pub(crate) fn new(cfg: &ServingConfig) -> Slots {
+        Slots {
+            limit: cfg
+                .max_concurrency
+                .map(|n| Arc::new(Semaphore::new(n.max(1)))),
+            in_flight: Arc::new(AtomicU64::new(0)),
+            max_in_flight: AtomicU64::new(0),
+        }
+    }
+
+    /// Waits for a slot (FIFO: tokio's semaphore is fair).
+    pub(crate) async fn admit(&self) -> Slot {
+        let permit = match &self.limit {
+            Some(s) => s.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        Slot {
+            _permit: permit,
+            in_flight: self.in_flight.clone(),
+        }
+    }
+
+    pub(crate) fn max_in_flight(&self) -> u64 {
+        self.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+/// One answer's server-side timestamps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AnswerTiming {
+    pub received: Instant,
+    pub admitted: Instant,
+    pub first_token: Option<Instant>,
+    pub prompt_tokens: u64,
+    pub output_tokens: u64,
+    pub role: &'static str,
+}
+
+impl ServingStats {
+    pub(crate) fn record(&mut self, t: &AnswerTiming, done: Instant) {
+        let ms = |a: Instant| a.saturating_duration_since(t.received).as_secs_f64() * 1000.0;
+        self.completed += 1;
+        self.queue_ms.push(ms(t.admitted));
+        self.ttft_ms.push(ms(t.first_token.unwrap_or(done)));
+        self.e2e_ms.push(ms(done));
+        self.role.push(t.role.to_owned());
+        self.prompt_tokens += t.prompt_tokens;
+        self.output_tokens += t.output_tokens;
+        *self
+            .output_tokens_by_role
+            .entry(t.role.to_owned())
+            .or_default() += t.output_tokens;
+    }
+}
+
+/// The prefill wait of a prompt of `prompt_tokens`.
+pub(crate) fn prefill(cfg: &ServingConfig, prompt_tokens: u64) -> Duration {
+    cfg.prefill_per_token
+        .saturating_mul(prompt_tokens.min(u32::MAX as u64) as u32)
+}

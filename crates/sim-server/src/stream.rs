@@ -1,0 +1,290 @@
+//! SSE answers: the fault-injecting stream of a finished answer, and the paced stream that
+//! forwards the simulator's deltas as they are generated.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::body::{Body, Bytes};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use planwave_llm::{ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider, StreamEvent};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::faults::Fault;
+use crate::server::{AppState, CompletionRequest, error_response, tool_call_deltas, usage_json};
+use crate::serving::{AnswerTiming, Slot};
+
+/// Characters per content chunk when the simulator hands over a whole answer at once.
+const CHUNK_CHARS: usize = 24;
+
+/// One content chunk appended to `out`, written directly rather than through a `Value` tree:
+/// at zero latency the server's own formatting is a fair share of a load test's CPU.
+pub(crate) fn push_content_chunk(out: &mut String, id: &str, model: &str, text: &str) {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+    out.push_str("data: {\"id\":");
+    out.push_str(&q(id));
+    out.push_str(",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":");
+    out.push_str(&q(model));
+    out.push_str(",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+    out.push_str(&q(text));
+    out.push_str("},\"finish_reason\":null}]}\n\n");
+}
+
+pub(crate) fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
+    let c = json!({
+        "id": id, "object": "chat.completion.chunk", "created": 0, "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]
+    });
+    format!("data: {c}\n\n")
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn stream_response(
+    id: String,
+    model: String,
+    content: String,
+    tool_calls: Vec<Value>,
+    usage: Option<Value>,
+    fault: Fault,
+    stall: Duration,
+) -> Response {
+    let (tx, mut rx) = mpsc::channel::<String>(16);
+    tokio::spawn(async move {
+        let chars: Vec<char> = content.chars().collect();
+        let pieces: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
+        let mut events = vec![
+            ": keep-alive\n\n".to_owned(),
+            chunk(
+                &id,
+                &model,
+                json!({"role": "assistant", "content": ""}),
+                None,
+            ),
+        ];
+        events.extend(pieces.iter().map(|p| {
+            let mut c = String::new();
+            push_content_chunk(&mut c, &id, &model, p);
+            c
+        }));
+        let finish = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            events.push(chunk(&id, &model, json!({"tool_calls": tool_calls}), None));
+            "tool_calls"
+        };
+        let body_end = events.len();
+        events.push(chunk(&id, &model, json!({}), Some(finish)));
+        if let Some(u) = usage {
+            let c = json!({"id": id, "object": "chat.completion.chunk", "created": 0,
+                           "model": model, "choices": [], "usage": u});
+            events.push(format!("data: {c}\n\n"));
+        }
+        events.push("data: [DONE]\n\n".to_owned());
+        let half = 2 + (body_end - 2) / 2;
+        for (i, ev) in events.into_iter().enumerate() {
+            if i == half {
+                match fault {
+                    Fault::Truncated => return,
+                    Fault::Malformed => {
+                        let _ = tx
+                            .send("data: {\"choices\": [{\"delta\": {\"content\n\n".into())
+                            .await;
+                        return;
+                    }
+                    Fault::Stall => {
+                        tokio::select! {
+                            _ = tokio::time::sleep(stall) => {}
+                            _ = tx.closed() => return,
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if tx.send(ev).await.is_err() {
+                return;
+            }
+        }
+    });
+    let stream = futures::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx)
+            .map(|o| o.map(|s| Ok::<Bytes, Infallible>(Bytes::from(s))))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// What the simulator's task sends the stream.
+enum Piece {
+    Delta(String),
+    Done(Result<ChatResponse, LlmError>),
+}
+
+/// The state of a paced stream between two body chunks.
+struct Paced {
+    rx: mpsc::UnboundedReceiver<Piece>,
+    pending: Option<Piece>,
+    st: Arc<AppState>,
+    id: String,
+    model: String,
+    include_usage: bool,
+    timing: AnswerTiming,
+    /// Held until the stream ends: the slot of the concurrency limit.
+    slot: Option<Slot>,
+    started: bool,
+}
+
+/// Streams the answer as the simulator generates it (through its delta sink), so the
+/// simulator's token rate and jitter are what the client sees. Headers go out with the first
+/// token (or the error, as a status, when the simulator refuses).
+pub(crate) async fn paced_stream(
+    st: Arc<AppState>,
+    req: &CompletionRequest,
+    mut chat: ChatRequest,
+    id: String,
+    model: String,
+    slot: Slot,
+    timing: AnswerTiming,
+) -> Response {
+    let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
+    let sink_tx = tx.clone();
+    chat.on_delta = Some(DeltaSink::new(move |e| {
+        if let StreamEvent::Delta(d) = e {
+            let _ = sink_tx.send(Piece::Delta(d.to_owned()));
+        }
+    }));
+    let sim_state = st.clone();
+    tokio::spawn(async move {
+        let answer = sim_state.sim.chat(chat).await;
+        let _ = tx.send(Piece::Done(answer));
+    });
+    let first = match rx.recv().await {
+        Some(Piece::Done(Err(e))) => return error_response(e),
+        Some(p) => p,
+        None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
+    };
+    let state = Paced {
+        rx,
+        pending: Some(first),
+        st,
+        id,
+        model,
+        include_usage: req.include_usage(),
+        timing,
+        slot: Some(slot),
+        started: false,
+    };
+    let body = futures::stream::unfold(state, |mut s| async move {
+        let piece = match s.pending.take() {
+            Some(p) => p,
+            None => s.rx.recv().await?,
+        };
+        let bytes = s.render(piece)?;
+        Some((Ok::<Bytes, Infallible>(Bytes::from(bytes)), s))
+    });
+    sse(Body::from_stream(body))
+}
+
+impl Paced {
+    /// The SSE text of one piece; `None` once the answer has ended.
+    fn render(&mut self, piece: Piece) -> Option<String> {
+        self.slot.as_ref()?;
+        let mut out = String::new();
+        if !self.started {
+            self.started = true;
+            out.push_str(": keep-alive\n\n");
+            out.push_str(&chunk(
+                &self.id,
+                &self.model,
+                json!({"role": "assistant", "content": ""}),
+                None,
+            ));
+        }
+        match piece {
+            Piece::Delta(d) => {
+                if self.timing.first_token.is_none() {
+                    self.timing.first_token = Some(Instant::now());
+                }
+                let chars: Vec<char> = d.chars().collect();
+                for p in chars.chunks(CHUNK_CHARS) {
+                    let p: String = p.iter().collect();
+                    push_content_chunk(&mut out, &self.id, &self.model, &p);
+                }
+            }
+            Piece::Done(Ok(answer)) => {
+                self.finish(&answer, &mut out);
+            }
+            // The simulator refuses before any content; after it, end the stream short.
+            Piece::Done(Err(_)) => {
+                self.slot = None;
+            }
+        }
+        Some(out)
+    }
+
+    /// The closing chunks, and the server's record of the answer.
+    fn finish(&mut self, answer: &ChatResponse, out: &mut String) {
+        let tool_calls = tool_call_deltas(answer);
+        let finish = if tool_calls.is_empty() {
+            "stop"
+        } else {
+            out.push_str(&chunk(
+                &self.id,
+                &self.model,
+                json!({"tool_calls": tool_calls}),
+                None,
+            ));
+            "tool_calls"
+        };
+        out.push_str(&chunk(&self.id, &self.model, json!({}), Some(finish)));
+        if self.include_usage {
+            let c = json!({"id": self.id, "object": "chat.completion.chunk", "created": 0,
+                           "model": self.model, "choices": [], "usage": usage_json(answer)});
+            out.push_str(&format!("data: {c}\n\n"));
+        }
+        out.push_str("data: [DONE]\n\n");
+        self.timing.output_tokens = answer.usage.completion_tokens;
+        if let Ok(mut s) = self.st.stats.lock() {
+            s.serving.record(&self.timing, Instant::now());
+        }
+        // The answer is complete: free the slot now, not when the connection lets go.
+        self.slot = None;
+    }
+}
+
+fn sse(body: Body) -> Response {
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(body)
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_written_chunk_is_the_json_of_the_value_form() {
+        let mut out = String::new();
+        push_content_chunk(&mut out, "c-1", "m\"x", "line\n\u{7f}特斯拉");
+        let direct: Value =
+            serde_json::from_str(out.strip_prefix("data: ").unwrap().trim()).unwrap();
+        let built = chunk(
+            "c-1",
+            "m\"x",
+            json!({"content": "line\n\u{7f}特斯拉"}),
+            None,
+        );
+        let built: Value =
+            serde_json::from_str(built.strip_prefix("data: ").unwrap().trim()).unwrap();
+        assert_eq!(direct, built);
+        assert!(out.ends_with("\n\n"));
+    }
+}

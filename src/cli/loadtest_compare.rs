@@ -1,0 +1,53 @@
+//! `planwave loadtest --compare A.json B.json`: two saved `--json` outputs side by side.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+
+use super::exit::{InvalidInput, OK, Outcome};
+
+fn read(path: &PathBuf) -> Result<serde_json::Value, InvalidInput> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| InvalidInput::one(path.display().to_string(), e.to_string()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        InvalidInput::one(
+            path.display().to_string(),
+            format!("not the JSON of `planwave loadtest --json`: {e}"),
+        )
+    })?;
+    if !v["runs"].is_array() {
+        return Err(InvalidInput::one(
+            path.display().to_string(),
+            "no \"runs\": not the output of `planwave loadtest --json`",
+        ));
+    }
+    Ok(v)
+}
+
+/// Prints (and with `html`, plots) the ratios B/A of two saved runs.
+pub fn compare(files: &[PathBuf], json: bool, html: Option<&PathBuf>) -> anyhow::Result<Outcome> {
+    let [a, b] = files else {
+        return Err(InvalidInput::one("--compare", "give two files: A.json B.json").into());
+    };
+    let rows = planwave_loadtest::compare(&read(a)?, &read(b)?);
+    let (an, bn) = (a.display().to_string(), b.display().to_string());
+    if json {
+        let out = serde_json::json!({"a": an, "b": bn, "rows": rows});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        println!("A: {an}\nB: {bn}");
+        print!(
+            "{}",
+            planwave_loadtest::render_compare_table(&rows, "A", "B")
+        );
+    }
+    if let Some(path) = html {
+        std::fs::write(
+            path,
+            planwave_loadtest::render_compare_html(&rows, &an, &bn),
+        )
+        .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("planwave loadtest: wrote {}", path.display());
+    }
+    Ok(Outcome(OK))
+}
