@@ -101,17 +101,34 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         .await?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
     let mut resources = args.job.resources(&settings)?;
-    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm
-        && let Some(limit) = config.limits.max_in_flight
-    {
-        // The in-flight limit holds across every worker calling the same endpoint.
-        resources.provider = planwave_queue::share_in_flight_limit(
-            &queue,
-            resources.provider.clone(),
-            &config.base_url,
-            limit,
-        )
-        .await?;
+    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm {
+        // The provider's limits hold across every worker calling the same endpoint.
+        if let Some(limit) = config.limits.max_in_flight {
+            resources.provider = planwave_queue::share_in_flight_limit(
+                &queue,
+                resources.provider.clone(),
+                &config.base_url,
+                limit,
+            )
+            .await?;
+        }
+        if config.limits.requests_per_minute.is_some() || config.limits.tokens_per_minute.is_some()
+        {
+            let quiet = args.quiet;
+            resources.provider = planwave_queue::share_rate_limits(
+                &queue,
+                resources.provider.clone(),
+                &config.base_url,
+                config.limits,
+                config.max_tokens,
+                Arc::new(move |line: &str| {
+                    if !quiet {
+                        eprintln!("{line}");
+                    }
+                }),
+            )
+            .await?;
+        }
     }
     let interrupt = CtrlC::listen();
     let resources = resources

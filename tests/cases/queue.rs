@@ -490,6 +490,51 @@ fn the_providers_in_flight_limit_holds_across_three_workers() {
     }
 }
 
+/// Requests the sim server received, polled until it reports `n` (a request charged to the
+/// shared window may still be on its way when its worker starts waiting).
+fn wait_requests(sim: &SimLlm, n: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen = sim.stats()["requests"].as_u64().expect("requests");
+        if seen >= n || Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_providers_requests_per_minute_hold_across_three_workers() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "0"], &[]);
+    let config = dir.path().join("planwave.toml");
+    std::fs::write(&config, "[llm.limits]\nrequests_per_minute = 4\n").expect("config");
+    submit(&url, &jobs_file(dir.path(), &wide_jobs("r", 6, 4)), "rpm").expect_ok();
+    let mut workers: Vec<WorkerProc> = (0..3)
+        .map(|i| {
+            let cache = dir.path().join(format!("cache-{i}"));
+            let config = config.to_str().expect("path");
+            start_worker(&url, &sim, &cache, &["--jobs", "2", "--config", config])
+        })
+        .collect();
+    // Each worker alone may send 4 this minute (its own limiter): 12 together. Every worker
+    // stops at the shared window's 4th request, which opened at the first request (this test
+    // ends well within its minute).
+    for w in &mut workers {
+        w.running()
+            .wait_for("shared rate limit reached (4 requests", 1);
+    }
+    assert_eq!(wait_requests(&sim, 4), 4, "{}", sim.stats());
+    let s = status(&url, "rpm");
+    // 4 requests finish one job at most.
+    assert!(s["counts"]["completed"].as_u64().unwrap_or(0) <= 1, "{s}");
+    assert_eq!(sim.stats()["requests"], 4, "{}", sim.stats());
+}
+
 #[test]
 fn wait_shows_the_batch_to_its_end_and_cancel_drops_queued_jobs_and_stops_running_ones() {
     let dir = tempdir();
