@@ -233,7 +233,7 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
 }
 
 #[test]
-fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason() {
+fn sigterm_hands_jobs_back_at_once_without_using_up_deliveries_and_a_poison_job_ends_failed() {
     let dir = tempdir();
     let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
         return;
@@ -244,7 +244,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
     let poison = json!({"id": "poison", "plan": {"goal": "Use a missing tool", "steps": [
         {"step_id": "x", "description": "Calls nothing real", "tool": "nosuch__tool", "params": {}}
     ]}});
-    let mut lines = chain_jobs("s", 1, 4);
+    let mut lines = chain_jobs("s", 1, 6);
     lines.push(poison.to_string());
     let file = jobs_file(dir.path(), &lines);
     submit(&url, &file, "stop").expect_ok();
@@ -263,7 +263,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
         seen.iter().any(|l| l.contains("job s0 handed back")),
         "{seen:#?}"
     );
-    let kept = completed_tasks(&seen);
+    let mut kept = completed_tasks(&seen);
     assert!(kept.contains("s0t1"), "{kept:?}");
     let s = status(&url, "stop");
     let s0 = &s["jobs"][0];
@@ -275,6 +275,26 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
             .contains("handed back by a"),
         "{s0}"
     );
+
+    // Handed back by stopping workers as often as max_deliver allows deliveries: hand-backs
+    // are no failures, so the job is not given up.
+    for name in ["c", "d"] {
+        let mut w = start_worker(
+            &url,
+            &sim,
+            &dir.path().join(name),
+            &[&slow[..], &["--name", name]].concat(),
+        );
+        w.running().wait_for("running job s0 of batch stop", 1);
+        let (code, seen) = w.terminate();
+        assert_eq!(code, 0, "{seen:#?}");
+        assert!(
+            seen.iter().any(|l| l.contains("job s0 handed back")),
+            "{seen:#?}"
+        );
+        kept.extend(completed_tasks(&seen));
+    }
+    assert_eq!(status(&url, "stop")["jobs"][0]["state"], "queued");
 
     let mut b = start_worker(
         &url,
@@ -296,7 +316,9 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
     for t in &kept {
         assert_eq!(calls.get(t), Some(&1), "task {t} was sent again: {calls:?}");
     }
-    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert_eq!(calls.len(), 6, "{calls:?}");
+    let s0 = &s["jobs"][0];
+    assert!(s0["deliveries"].as_u64().unwrap_or(0) >= 4, "{s0}");
 }
 
 #[test]

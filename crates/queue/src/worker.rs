@@ -3,8 +3,9 @@
 //!
 //! A job is acknowledged only once its verdict and run directory are stored; while it runs,
 //! in-progress acks keep it ours. Stopping (SIGTERM, Ctrl-C) cancels the running jobs, whose
-//! journals are flushed to JetStream, and hands them back at once (nak). A job delivered more
-//! than `max_deliver` times (its workers died, or it could not start) ends `failed`.
+//! journals are flushed to JetStream, and hands them back at once (nak). A job whose
+//! deliveries ended `max_deliver` times in a crash of its worker or a failure to start ends
+//! `failed` (counted in its record; hand-backs do not count).
 
 mod cancels;
 mod run;
@@ -77,8 +78,10 @@ impl Worker<'_> {
                 filter_subject: "planwave.jobs.>".into(),
                 ack_policy: AckPolicy::Explicit,
                 ack_wait: self.ack_wait,
-                // One more than allowed: the extra delivery is where the job is given up.
-                max_deliver: i64::from(self.max_deliver) + 1,
+                // Poison is decided from the job's record (crashes and start failures only);
+                // this bound only stops a job handed back without end. One more than the
+                // bound: the extra delivery is where the job is given up.
+                max_deliver: i64::from(outer_bound(self.max_deliver)) + 1,
                 ..Default::default()
             })
             .await
@@ -182,15 +185,24 @@ impl Worker<'_> {
             ack(msg).await;
             return Ok(Handled::Nothing);
         }
-        if delivered > self.max_deliver {
+        if record.state == QueueState::Running {
+            // The last delivery never reached a verdict nor a hand-back: its worker died.
+            record.attempts += 1;
+            record.reason =
+                Some("its worker stopped without a verdict (crashed or was killed)".into());
+        }
+        if record.attempts >= self.max_deliver || delivered > outer_bound(self.max_deliver) {
             record.state = QueueState::Failed;
-            let why = record.reason.take().unwrap_or_else(|| {
-                "its worker stopped without a verdict (crashed or was killed)".into()
-            });
-            record.reason = Some(format!(
-                "gave up after {} deliveries; last: {why}",
-                self.max_deliver
-            ));
+            let why = record
+                .reason
+                .take()
+                .unwrap_or_else(|| "handed back too often".into());
+            let count = if record.attempts >= self.max_deliver {
+                record.attempts
+            } else {
+                delivered - 1
+            };
+            record.reason = Some(format!("gave up after {count} deliveries; last: {why}"));
             record.summary = Some(run::failed_summary(&job, record.reason.clone()));
             put_json(&self.queue, &rk, &record).await?;
             let _ = msg.ack_with(AckKind::Term).await;
@@ -232,6 +244,7 @@ impl Worker<'_> {
         match outcome {
             Err(e) => {
                 record.state = QueueState::Queued;
+                record.attempts += 1;
                 record.reason = Some(format!("could not start on {}: {e}", self.name));
                 put_json(&self.queue, rk, &record).await?;
                 self.notes.note(&format!(
@@ -269,6 +282,12 @@ impl Worker<'_> {
             }
         }
     }
+}
+
+/// Deliveries of one job of any kind (hand-backs included) before it is given up: high, so
+/// rolling restarts of workers never fail a job, yet finite.
+fn outer_bound(max_deliver: u32) -> u32 {
+    max_deliver.saturating_mul(10).max(50)
 }
 
 fn tally(end: &mut WorkerEnd, h: Handled) {

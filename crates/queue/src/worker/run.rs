@@ -37,6 +37,7 @@ pub(super) fn record_of(job: &JobMessage) -> JobRecord {
         worker: None,
         reason: None,
         deliveries: 0,
+        attempts: 0,
         summary: None,
         seq: None,
         files: Vec::new(),
