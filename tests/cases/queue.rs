@@ -233,6 +233,63 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
 }
 
 #[test]
+fn kill_9_mid_goal_job_another_worker_resumes_its_round_without_resending_completed_tasks() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
+    // One round: the sim planner's task ids are then unique to the job.
+    let goal = json!({"id": "goal", "goal": "深度分析特斯拉公司"}).to_string();
+    submit(&url, &jobs_file(dir.path(), &[goal]), "goalcrash").expect_ok();
+    let fast = ["--ack-wait", "2s", "--jobs", "1", "--max-rounds", "1"];
+    let mut a = start_worker(
+        &url,
+        &sim,
+        &dir.path().join("a"),
+        &[&fast[..], &["--name", "a"]].concat(),
+    );
+    a.running().wait_for(" completed", 2);
+    let before = completed_tasks(&a.kill_9());
+    let calls_before = task_calls(&sim);
+    let planner_before = sim.stats()["roles"]["planner"].clone();
+
+    let mut b = start_worker(
+        &url,
+        &sim,
+        &dir.path().join("b"),
+        &[&fast[..], &["--name", "b"]].concat(),
+    );
+    let s = wait_status(&url, "goalcrash", 90, completed(1));
+    let seen = b.terminate().1;
+    assert_eq!(s["jobs"][0]["worker"], "b", "{s}");
+    assert!(seen.iter().any(|l| l.contains("restored")), "{seen:#?}");
+    // The plan came from the mirrored round: not planned again.
+    assert_eq!(
+        sim.stats()["roles"]["planner"],
+        planner_before,
+        "{}",
+        sim.stats()
+    );
+    let calls = task_calls(&sim);
+    assert!(before.len() >= 2, "{before:?}");
+    for t in &before {
+        assert_eq!(calls.get(t), Some(&1), "task {t} was sent again: {calls:?}");
+    }
+    for (t, n) in &calls {
+        let was = calls_before.get(t).copied().unwrap_or(0);
+        assert!(n - was <= 1, "task {t} sent {n} times");
+    }
+    let out = dir.path().join("fetched");
+    planwave(["batch", "fetch", "goalcrash", "--nats", &url])
+        .out(&out)
+        .run()
+        .expect_ok();
+    assert!(out.join("jobs/goal/rounds/1/run.json").is_file());
+}
+
+#[test]
 fn sigterm_hands_jobs_back_at_once_without_using_up_deliveries_and_a_poison_job_ends_failed() {
     let dir = tempdir();
     let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {

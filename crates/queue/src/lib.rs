@@ -21,6 +21,7 @@
 
 mod cancel;
 mod connect;
+mod dir_mirror;
 mod error;
 mod fetch;
 mod journal;
