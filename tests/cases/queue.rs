@@ -335,16 +335,18 @@ fn sigterm_hands_jobs_back_at_once_without_using_up_deliveries_and_a_poison_job_
 
     // Handed back by stopping workers as often as max_deliver allows deliveries: hand-backs
     // are no failures, so the job is not given up.
-    for name in ["c", "d"] {
-        let mut w = start_worker(
-            &url,
-            &sim,
-            &dir.path().join(name),
-            &[&slow[..], &["--name", name]].concat(),
-        );
+    // The consumer's ack-wait is shared: c changes it (and says so), d keeps what it finds.
+    for (name, ack_wait) in [("c", Some("50s")), ("d", None)] {
+        let mut args = vec!["--jobs", "2", "--name", name];
+        args.extend(ack_wait.map(|a| ["--ack-wait", a]).into_iter().flatten());
+        let mut w = start_worker(&url, &sim, &dir.path().join(name), &args);
         w.running().wait_for("running job s0 of batch stop", 1);
         let (code, seen) = w.terminate();
         assert_eq!(code, 0, "{seen:#?}");
+        let changed = seen.iter().any(|l| {
+            l.contains("ack-wait of the consumer all workers share changed from 60s to 50s")
+        });
+        assert_eq!(changed, ack_wait.is_some(), "{seen:#?}");
         assert!(
             seen.iter().any(|l| l.contains("job s0 handed back")),
             "{seen:#?}"

@@ -43,6 +43,6 @@ pub use rates::{OnWait, share_rate_limits};
 pub use record::{BatchRecord, JobRecord, QueueState};
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
-pub use worker::{Worker, WorkerEnd};
+pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
 
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;
