@@ -29,10 +29,11 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subagents: Option<u64>,
     /// A job whose worker sends no sign of life for this long goes to another worker
-    /// (a live worker signals three times per period). Set on the shared consumer: the
-    /// last worker started wins, so give every worker the same.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = humantime_secs)]
-    pub ack_wait: Duration,
+    /// (a live worker signals three times per period, at least every 5 s). A setting of the
+    /// consumer every worker shares: without this flag a worker keeps the one it finds (30s
+    /// when it is the first); with it, it changes it for every worker (and says so).
+    #[arg(long, value_name = "DURATION", value_parser = humantime_secs)]
+    pub ack_wait: Option<Duration>,
     /// Deliveries of a job (its worker died, or it could not start) before it ends failed.
     #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub max_deliver: u32,
@@ -101,17 +102,34 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         .await?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
     let mut resources = args.job.resources(&settings)?;
-    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm
-        && let Some(limit) = config.limits.max_in_flight
-    {
-        // The in-flight limit holds across every worker calling the same endpoint.
-        resources.provider = planwave_queue::share_in_flight_limit(
-            &queue,
-            resources.provider.clone(),
-            &config.base_url,
-            limit,
-        )
-        .await?;
+    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm {
+        // The provider's limits hold across every worker calling the same endpoint.
+        if let Some(limit) = config.limits.max_in_flight {
+            resources.provider = planwave_queue::share_in_flight_limit(
+                &queue,
+                resources.provider.clone(),
+                &config.base_url,
+                limit,
+            )
+            .await?;
+        }
+        if config.limits.requests_per_minute.is_some() || config.limits.tokens_per_minute.is_some()
+        {
+            let quiet = args.quiet;
+            resources.provider = planwave_queue::share_rate_limits(
+                &queue,
+                resources.provider.clone(),
+                &config.base_url,
+                config.limits,
+                config.max_tokens,
+                Arc::new(move |line: &str| {
+                    if !quiet {
+                        eprintln!("{line}");
+                    }
+                }),
+            )
+            .await?;
+        }
     }
     let interrupt = CtrlC::listen();
     let resources = resources

@@ -233,7 +233,64 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
 }
 
 #[test]
-fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason() {
+fn kill_9_mid_goal_job_another_worker_resumes_its_round_without_resending_completed_tasks() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "150", "--sigma", "0"], &[]);
+    // One round: the sim planner's task ids are then unique to the job.
+    let goal = json!({"id": "goal", "goal": "深度分析特斯拉公司"}).to_string();
+    submit(&url, &jobs_file(dir.path(), &[goal]), "goalcrash").expect_ok();
+    let fast = ["--ack-wait", "2s", "--jobs", "1", "--max-rounds", "1"];
+    let mut a = start_worker(
+        &url,
+        &sim,
+        &dir.path().join("a"),
+        &[&fast[..], &["--name", "a"]].concat(),
+    );
+    a.running().wait_for(" completed", 2);
+    let before = completed_tasks(&a.kill_9());
+    let calls_before = task_calls(&sim);
+    let planner_before = sim.stats()["roles"]["planner"].clone();
+
+    let mut b = start_worker(
+        &url,
+        &sim,
+        &dir.path().join("b"),
+        &[&fast[..], &["--name", "b"]].concat(),
+    );
+    let s = wait_status(&url, "goalcrash", 90, completed(1));
+    let seen = b.terminate().1;
+    assert_eq!(s["jobs"][0]["worker"], "b", "{s}");
+    assert!(seen.iter().any(|l| l.contains("restored")), "{seen:#?}");
+    // The plan came from the mirrored round: not planned again.
+    assert_eq!(
+        sim.stats()["roles"]["planner"],
+        planner_before,
+        "{}",
+        sim.stats()
+    );
+    let calls = task_calls(&sim);
+    assert!(before.len() >= 2, "{before:?}");
+    for t in &before {
+        assert_eq!(calls.get(t), Some(&1), "task {t} was sent again: {calls:?}");
+    }
+    for (t, n) in &calls {
+        let was = calls_before.get(t).copied().unwrap_or(0);
+        assert!(n - was <= 1, "task {t} sent {n} times");
+    }
+    let out = dir.path().join("fetched");
+    planwave(["batch", "fetch", "goalcrash", "--nats", &url])
+        .out(&out)
+        .run()
+        .expect_ok();
+    assert!(out.join("jobs/goal/rounds/1/run.json").is_file());
+}
+
+#[test]
+fn sigterm_hands_jobs_back_at_once_without_using_up_deliveries_and_a_poison_job_ends_failed() {
     let dir = tempdir();
     let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
         return;
@@ -244,7 +301,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
     let poison = json!({"id": "poison", "plan": {"goal": "Use a missing tool", "steps": [
         {"step_id": "x", "description": "Calls nothing real", "tool": "nosuch__tool", "params": {}}
     ]}});
-    let mut lines = chain_jobs("s", 1, 4);
+    let mut lines = chain_jobs("s", 1, 6);
     lines.push(poison.to_string());
     let file = jobs_file(dir.path(), &lines);
     submit(&url, &file, "stop").expect_ok();
@@ -263,7 +320,7 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
         seen.iter().any(|l| l.contains("job s0 handed back")),
         "{seen:#?}"
     );
-    let kept = completed_tasks(&seen);
+    let mut kept = completed_tasks(&seen);
     assert!(kept.contains("s0t1"), "{kept:?}");
     let s = status(&url, "stop");
     let s0 = &s["jobs"][0];
@@ -275,6 +332,28 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
             .contains("handed back by a"),
         "{s0}"
     );
+
+    // Handed back by stopping workers as often as max_deliver allows deliveries: hand-backs
+    // are no failures, so the job is not given up.
+    // The consumer's ack-wait is shared: c changes it (and says so), d keeps what it finds.
+    for (name, ack_wait) in [("c", Some("50s")), ("d", None)] {
+        let mut args = vec!["--jobs", "2", "--name", name];
+        args.extend(ack_wait.map(|a| ["--ack-wait", a]).into_iter().flatten());
+        let mut w = start_worker(&url, &sim, &dir.path().join(name), &args);
+        w.running().wait_for("running job s0 of batch stop", 1);
+        let (code, seen) = w.terminate();
+        assert_eq!(code, 0, "{seen:#?}");
+        let changed = seen.iter().any(|l| {
+            l.contains("ack-wait of the consumer all workers share changed from 60s to 50s")
+        });
+        assert_eq!(changed, ack_wait.is_some(), "{seen:#?}");
+        assert!(
+            seen.iter().any(|l| l.contains("job s0 handed back")),
+            "{seen:#?}"
+        );
+        kept.extend(completed_tasks(&seen));
+    }
+    assert_eq!(status(&url, "stop")["jobs"][0]["state"], "queued");
 
     let mut b = start_worker(
         &url,
@@ -296,7 +375,9 @@ fn sigterm_hands_jobs_back_at_once_and_a_poison_job_ends_failed_with_its_reason(
     for t in &kept {
         assert_eq!(calls.get(t), Some(&1), "task {t} was sent again: {calls:?}");
     }
-    assert_eq!(calls.len(), 4, "{calls:?}");
+    assert_eq!(calls.len(), 6, "{calls:?}");
+    let s0 = &s["jobs"][0];
+    assert!(s0["deliveries"].as_u64().unwrap_or(0) >= 4, "{s0}");
 }
 
 #[test]
@@ -488,6 +569,51 @@ fn the_providers_in_flight_limit_holds_across_three_workers() {
     for w in &mut workers {
         w.terminate();
     }
+}
+
+/// Requests the sim server received, polled until it reports `n` (a request charged to the
+/// shared window may still be on its way when its worker starts waiting).
+fn wait_requests(sim: &SimLlm, n: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let seen = sim.stats()["requests"].as_u64().expect("requests");
+        if seen >= n || Instant::now() > deadline {
+            return seen;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_providers_requests_per_minute_hold_across_three_workers() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "0"], &[]);
+    let config = dir.path().join("planwave.toml");
+    std::fs::write(&config, "[llm.limits]\nrequests_per_minute = 4\n").expect("config");
+    submit(&url, &jobs_file(dir.path(), &wide_jobs("r", 6, 4)), "rpm").expect_ok();
+    let mut workers: Vec<WorkerProc> = (0..3)
+        .map(|i| {
+            let cache = dir.path().join(format!("cache-{i}"));
+            let config = config.to_str().expect("path");
+            start_worker(&url, &sim, &cache, &["--jobs", "2", "--config", config])
+        })
+        .collect();
+    // Each worker alone may send 4 this minute (its own limiter): 12 together. Every worker
+    // stops at the shared window's 4th request, which opened at the first request (this test
+    // ends well within its minute).
+    for w in &mut workers {
+        w.running()
+            .wait_for("shared rate limit reached (4 requests", 1);
+    }
+    assert_eq!(wait_requests(&sim, 4), 4, "{}", sim.stats());
+    let s = status(&url, "rpm");
+    // 4 requests finish one job at most.
+    assert!(s["counts"]["completed"].as_u64().unwrap_or(0) <= 1, "{s}");
+    assert_eq!(sim.stats()["requests"], 4, "{}", sim.stats());
 }
 
 #[test]

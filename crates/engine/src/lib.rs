@@ -59,7 +59,7 @@ pub use quality::{MIN_SECTION_CHARS, SectionWarning};
 pub use report::mermaid_label;
 pub use run::{EngineError, RunRequest, execute};
 pub use run_stream::{PlanFeed, execute_streaming};
-pub use rundir::{RunDir, RunDirError, is_leftover_temp, sanitize_file_stem};
+pub use rundir::{DirMirror, RunDir, RunDirError, is_leftover_temp, sanitize_file_stem};
 pub use scheduler::Scheduler;
 pub use stream_plan::{Admission, keep_map};
 pub use supervisor::Preset;

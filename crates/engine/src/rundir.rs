@@ -30,11 +30,35 @@ pub enum RunDirError {
     Symlink(PathBuf),
 }
 
+/// Where a queue worker copies a whole run directory as it is written (a goal job's rounds,
+/// planner files and journals), so another machine can rebuild it and resume. Paths are
+/// relative to the directory the mirror was attached to.
+pub trait DirMirror: Send + Sync {
+    /// A file written (whole) at `rel`; returns once stored. An error fails the write.
+    fn file(&self, rel: &str, bytes: &[u8]) -> Result<(), String>;
+    /// The mirror of the journal at `rel` (its lines, appended).
+    fn journal(&self, rel: &str) -> std::sync::Arc<dyn crate::JournalMirror>;
+}
+
+#[derive(Clone)]
+struct Mirrored {
+    mirror: std::sync::Arc<dyn DirMirror>,
+    /// This directory's path below the mirrored one (`""` or ending in `/`).
+    prefix: String,
+}
+
+impl std::fmt::Debug for Mirrored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Mirrored({:?})", self.prefix)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct RunDir {
     root: PathBuf,
     /// fsync each file before renaming it into place, and its directory after.
     durable: bool,
+    mirror: Option<Mirrored>,
 }
 
 impl RunDir {
@@ -51,6 +75,7 @@ impl RunDir {
         Ok(RunDir {
             root,
             durable: false,
+            mirror: None,
         })
     }
 
@@ -58,7 +83,29 @@ impl RunDir {
     pub fn child(&self, rel: &str) -> Result<RunDir, RunDirError> {
         let path = self.path(rel)?;
         self.refuse_links_within(&path)?;
-        Ok(RunDir::create(path)?.with_durable(self.durable))
+        let mut child = RunDir::create(path)?.with_durable(self.durable);
+        child.mirror = self.mirror.as_ref().map(|m| Mirrored {
+            mirror: m.mirror.clone(),
+            prefix: format!("{}{}/", m.prefix, rel.trim_end_matches('/')),
+        });
+        Ok(child)
+    }
+
+    /// Every file written through this directory and its children, and every journal opened
+    /// in them (see [`RunDir::journal_mirror`]), also goes to `mirror`.
+    pub fn with_mirror(mut self, mirror: std::sync::Arc<dyn DirMirror>) -> RunDir {
+        self.mirror = Some(Mirrored {
+            mirror,
+            prefix: String::new(),
+        });
+        self
+    }
+
+    /// The mirror for the journal at `rel`, when this directory is mirrored.
+    pub fn journal_mirror(&self, rel: &str) -> Option<std::sync::Arc<dyn crate::JournalMirror>> {
+        self.mirror
+            .as_ref()
+            .map(|m| m.mirror.journal(&format!("{}{rel}", m.prefix)))
     }
 
     /// Every existing component of `path` below the root must be a real directory or file.
@@ -141,6 +188,11 @@ impl RunDir {
             // The rename itself is only durable once the directory entry is synced.
             let dir = path.parent().unwrap_or(&self.root);
             crate::journal::sync_dir(dir).map_err(err)?;
+        }
+        if let Some(m) = &self.mirror {
+            m.mirror
+                .file(&format!("{}{rel}", m.prefix), bytes)
+                .map_err(|e| err(std::io::Error::other(e)))?;
         }
         Ok(())
     }

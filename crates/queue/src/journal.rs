@@ -28,29 +28,38 @@ pub(crate) struct StreamMirror {
 
 impl StreamMirror {
     async fn publish(&self, chunk: &[u8], id: String) -> Result<(), String> {
-        let started = Instant::now();
-        loop {
-            let attempt = async {
-                let ack = self
-                    .queue
-                    .js
-                    .send_publish(
-                        self.subject.clone(),
-                        Publish::build()
-                            .payload(bytes::Bytes::copy_from_slice(chunk))
-                            .message_id(&id),
-                    )
-                    .await
-                    .map_err(|e| e.to_string())?;
-                ack.await.map(|_| ()).map_err(|e| e.to_string())
-            };
-            match attempt.await {
-                Ok(()) => return Ok(()),
-                Err(e) if started.elapsed() > PATIENCE => return Err(e),
-                Err(e) => {
-                    tracing::warn!(error = %e, "journal publish failed; retrying");
-                    tokio::time::sleep(Duration::from_millis(250)).await;
-                }
+        publish(&self.queue, &self.subject, chunk, id).await
+    }
+}
+
+/// An acknowledged publish, retried (same message id: stored once) while the server is away.
+pub(crate) async fn publish(
+    queue: &Queue,
+    subject: &str,
+    chunk: &[u8],
+    id: String,
+) -> Result<(), String> {
+    let started = Instant::now();
+    loop {
+        let attempt = async {
+            let ack = queue
+                .js
+                .send_publish(
+                    subject.to_owned(),
+                    Publish::build()
+                        .payload(bytes::Bytes::copy_from_slice(chunk))
+                        .message_id(&id),
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+            ack.await.map(|_| ()).map_err(|e| e.to_string())
+        };
+        match attempt.await {
+            Ok(()) => return Ok(()),
+            Err(e) if started.elapsed() > PATIENCE => return Err(e),
+            Err(e) => {
+                tracing::warn!(error = %e, "journal publish failed; retrying");
+                tokio::time::sleep(Duration::from_millis(250)).await;
             }
         }
     }
@@ -93,6 +102,16 @@ fn chunks(lines: &[u8]) -> Vec<&[u8]> {
 /// Every line journaled on `subject`, in order.
 pub(crate) async fn read_journal(q: &Queue, subject: &str) -> crate::Result<Vec<u8>> {
     let mut text = Vec::new();
+    read_messages(q, subject, |m| text.extend_from_slice(m)).await?;
+    Ok(text)
+}
+
+/// The payload of every message on `subject`, in order.
+pub(crate) async fn read_messages(
+    q: &Queue,
+    subject: &str,
+    mut each: impl FnMut(&[u8]),
+) -> crate::Result<()> {
     let mut seq = 1;
     loop {
         let next = crate::record::retrying("reading a job's journal", || async {
@@ -111,9 +130,9 @@ pub(crate) async fn read_journal(q: &Queue, subject: &str) -> crate::Result<Vec<
         })
         .await?;
         let Some(m) = next else {
-            return Ok(text);
+            return Ok(());
         };
-        text.extend_from_slice(&m.payload);
+        each(&m.payload);
         seq = m.sequence + 1;
     }
 }

@@ -12,18 +12,22 @@
 //!   published (and acknowledged by JetStream) before the engine counts a task completed;
 //!   a worker that takes over a job replays it into the engine's resume path;
 //! - object store `planwave_runs`: a finished job's run directory, which `fetch` writes back
-//!   as a local batch directory.
+//!   as a local batch directory;
+//! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
+//!   its requests/tokens of the current minute, shared by every worker.
 //!
 //! It knows nothing of clap or terminals; the model's API key never enters the queue (each
 //! worker reads its own from its environment).
 
 mod cancel;
 mod connect;
+mod dir_mirror;
 mod error;
 mod fetch;
 mod journal;
 mod limits;
 mod names;
+mod rates;
 mod record;
 mod status;
 mod submit;
@@ -35,9 +39,10 @@ pub use error::QueueError;
 pub use fetch::{Fetched, fetch};
 pub use limits::share_in_flight_limit;
 pub use names::check_batch_name;
+pub use rates::{OnWait, share_rate_limits};
 pub use record::{BatchRecord, JobRecord, QueueState};
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
-pub use worker::{Worker, WorkerEnd};
+pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
 
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;

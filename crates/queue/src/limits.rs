@@ -6,7 +6,7 @@
 //! then dies stays high forever; a lease of a dead worker simply expires (the bucket's
 //! `max_age`), while a live holder refreshes its lease during long calls. Why KV rather than a
 //! limiter service: the queue's server is already there, replicated like the rest.
-//! The requests- and tokens-per-minute limits stay per worker (the client's own limiter).
+//! The requests- and tokens-per-minute limits are shared by `rates.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;

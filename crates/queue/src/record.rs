@@ -74,6 +74,11 @@ pub struct JobRecord {
     /// Times it was handed to a worker.
     #[serde(default)]
     pub deliveries: u32,
+    /// Deliveries that ended without a verdict because the job crashed its worker (the worker
+    /// died or was killed) or could not start: what makes a job poison. Hand-backs of a
+    /// stopping worker do not count.
+    #[serde(default)]
+    pub attempts: u32,
     /// The verdict of its run, once it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<JobSummary>,

@@ -92,6 +92,7 @@ pub async fn submit(
             worker: None,
             reason: None,
             deliveries: 0,
+            attempts: 0,
             summary: None,
             seq: None,
             files: Vec::new(),

@@ -3,14 +3,16 @@
 //!
 //! A job is acknowledged only once its verdict and run directory are stored; while it runs,
 //! in-progress acks keep it ours. Stopping (SIGTERM, Ctrl-C) cancels the running jobs, whose
-//! journals are flushed to JetStream, and hands them back at once (nak). A job delivered more
-//! than `max_deliver` times (its workers died, or it could not start) ends `failed`.
+//! journals are flushed to JetStream, and hands them back at once (nak). A job whose
+//! deliveries ended `max_deliver` times in a crash of its worker or a failure to start ends
+//! `failed` (counted in its record; hand-backs do not count).
 
 mod cancels;
 mod run;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{AckPolicy, PullConsumer, pull};
@@ -29,6 +31,9 @@ use crate::{Queue, QueueError};
 use cancels::Cancels;
 pub(crate) use run::RUN_ARCHIVE;
 
+/// The ack-wait of a consumer the first worker creates without `--ack-wait`.
+pub const DEFAULT_ACK_WAIT: Duration = Duration::from_secs(30);
+
 pub struct Worker<'a> {
     pub queue: Queue,
     /// Shown in `batch status` as the job's worker.
@@ -37,8 +42,10 @@ pub struct Worker<'a> {
     pub jobs: usize,
     /// Most subagents in flight across this worker's jobs.
     pub max_subagents: Option<usize>,
-    /// Without an in-progress ack for this long, a job goes to another worker.
-    pub ack_wait: Duration,
+    /// Without an in-progress ack for this long, a job goes to another worker. A setting of
+    /// the consumer all workers share: `None` keeps what it has (or [`DEFAULT_ACK_WAIT`] for
+    /// a new one); `Some` changes it for every worker.
+    pub ack_wait: Option<Duration>,
     /// Deliveries before a job is given up as failed.
     pub max_deliver: u32,
     /// Local cache of run directories (JetStream holds the durable copy).
@@ -69,20 +76,68 @@ enum Handled {
 impl Worker<'_> {
     /// Pulls and runs jobs until stopped.
     pub async fn run(&self) -> crate::Result<WorkerEnd> {
-        let consumer: PullConsumer = self
-            .queue
+        let consumer = self.consumer().await?;
+        // What every worker's heartbeats follow: the consumer's ack-wait, looked up again now
+        // and then (another worker may have changed it).
+        let ack_wait = Arc::new(AtomicU64::new(
+            consumer.cached_info().config.ack_wait.as_millis() as u64,
+        ));
+        let follow = {
+            let (mut consumer, ack_wait) = (consumer.clone(), ack_wait.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    if let Ok(info) = consumer.info().await {
+                        let ms = info.config.ack_wait.as_millis() as u64;
+                        ack_wait.store(ms, Ordering::Relaxed);
+                    }
+                }
+            })
+        };
+        let end = self.pull(&consumer, &ack_wait).await;
+        follow.abort();
+        end
+    }
+
+    /// The shared consumer: kept as it is unless this worker was told an ack-wait.
+    async fn consumer(&self) -> crate::Result<PullConsumer> {
+        let existing: Option<PullConsumer> = self.queue.jobs.get_consumer(CONSUMER).await.ok();
+        let had = existing.as_ref().map(|c| c.cached_info().config.ack_wait);
+        if let Some(c) = existing
+            && self.ack_wait.is_none_or(|a| Some(a) == had)
+        {
+            return Ok(c);
+        }
+        let ack_wait = self.ack_wait.unwrap_or(DEFAULT_ACK_WAIT);
+        if let Some(had) = had {
+            self.notes.note(&format!(
+                "worker: ack-wait of the consumer all workers share changed from {}s to {}s",
+                had.as_secs_f64(),
+                ack_wait.as_secs_f64()
+            ));
+        }
+        self.queue
             .jobs
             .create_consumer(pull::Config {
                 durable_name: Some(CONSUMER.into()),
                 filter_subject: "planwave.jobs.>".into(),
                 ack_policy: AckPolicy::Explicit,
-                ack_wait: self.ack_wait,
-                // One more than allowed: the extra delivery is where the job is given up.
-                max_deliver: i64::from(self.max_deliver) + 1,
+                ack_wait,
+                // Poison is decided from the job's record (crashes and start failures only);
+                // this bound only stops a job handed back without end. One more than the
+                // bound: the extra delivery is where the job is given up.
+                max_deliver: i64::from(outer_bound(self.max_deliver)) + 1,
                 ..Default::default()
             })
             .await
-            .map_err(|e| QueueError::of("opening the workers' consumer", e))?;
+            .map_err(|e| QueueError::of("opening the workers' consumer", e))
+    }
+
+    async fn pull(
+        &self,
+        consumer: &PullConsumer,
+        ack_wait: &Arc<AtomicU64>,
+    ) -> crate::Result<WorkerEnd> {
         let cancels = Cancels::watch(&self.queue).await?;
         let slots = self
             .max_subagents
@@ -92,7 +147,7 @@ impl Worker<'_> {
         let mut fetch = None;
         loop {
             if fetch.is_none() && running.len() < self.jobs.max(1) {
-                fetch = Some(Box::pin(next_message(&consumer)));
+                fetch = Some(Box::pin(next_message(consumer)));
             }
             tokio::select! {
                 _ = self.stop.cancelled() => break,
@@ -100,7 +155,7 @@ impl Worker<'_> {
                 got = async { fetch.as_mut().expect("guarded").await }, if fetch.is_some() => {
                     fetch = None;
                     if let Some(m) = got {
-                        running.push(self.handle(m, &cancels, slots.clone()));
+                        running.push(self.handle(m, &cancels, slots.clone(), ack_wait));
                     }
                 }
             }
@@ -125,12 +180,13 @@ impl Worker<'_> {
         msg: Message,
         cancels: &Cancels,
         slots: Option<Arc<tokio::sync::Semaphore>>,
+        ack_wait: &AtomicU64,
     ) -> Handled {
         // In-progress acks from the first moment: even reading the job's record may wait for
         // a cluster's election.
         let handled = tokio::select! {
             r = self.handle_inner(&msg, cancels, slots) => r,
-            _ = heartbeat(&msg, self.ack_wait) => unreachable!("the heartbeat never ends"),
+            _ = heartbeat(&msg, ack_wait) => unreachable!("the heartbeat never ends"),
         };
         match handled {
             Ok(h) => h,
@@ -182,15 +238,24 @@ impl Worker<'_> {
             ack(msg).await;
             return Ok(Handled::Nothing);
         }
-        if delivered > self.max_deliver {
+        if record.state == QueueState::Running {
+            // The last delivery never reached a verdict nor a hand-back: its worker died.
+            record.attempts += 1;
+            record.reason =
+                Some("its worker stopped without a verdict (crashed or was killed)".into());
+        }
+        if record.attempts >= self.max_deliver || delivered > outer_bound(self.max_deliver) {
             record.state = QueueState::Failed;
-            let why = record.reason.take().unwrap_or_else(|| {
-                "its worker stopped without a verdict (crashed or was killed)".into()
-            });
-            record.reason = Some(format!(
-                "gave up after {} deliveries; last: {why}",
-                self.max_deliver
-            ));
+            let why = record
+                .reason
+                .take()
+                .unwrap_or_else(|| "handed back too often".into());
+            let count = if record.attempts >= self.max_deliver {
+                record.attempts
+            } else {
+                delivered - 1
+            };
+            record.reason = Some(format!("gave up after {count} deliveries; last: {why}"));
             record.summary = Some(run::failed_summary(&job, record.reason.clone()));
             put_json(&self.queue, &rk, &record).await?;
             let _ = msg.ack_with(AckKind::Term).await;
@@ -232,6 +297,7 @@ impl Worker<'_> {
         match outcome {
             Err(e) => {
                 record.state = QueueState::Queued;
+                record.attempts += 1;
                 record.reason = Some(format!("could not start on {}: {e}", self.name));
                 put_json(&self.queue, rk, &record).await?;
                 self.notes.note(&format!(
@@ -269,6 +335,12 @@ impl Worker<'_> {
             }
         }
     }
+}
+
+/// Deliveries of one job of any kind (hand-backs included) before it is given up: high, so
+/// rolling restarts of workers never fail a job, yet finite.
+fn outer_bound(max_deliver: u32) -> u32 {
+    max_deliver.saturating_mul(10).max(50)
 }
 
 fn tally(end: &mut WorkerEnd, h: Handled) {
@@ -309,10 +381,12 @@ async fn next_message(consumer: &PullConsumer) -> Option<Message> {
     }
 }
 
-/// In-progress acks three times per ack-wait, so a live worker keeps its job.
-async fn heartbeat(msg: &Message, ack_wait: Duration) {
-    let every = (ack_wait / 3).max(Duration::from_millis(100));
+/// In-progress acks three times per ack-wait (the consumer's, as last looked up), and at
+/// least every 5 s, so a live worker keeps its job even right after the ack-wait was lowered.
+async fn heartbeat(msg: &Message, ack_wait: &AtomicU64) {
     loop {
+        let every = Duration::from_millis(ack_wait.load(Ordering::Relaxed) / 3)
+            .clamp(Duration::from_millis(100), Duration::from_secs(5));
         tokio::time::sleep(every).await;
         let _ = msg.ack_with(AckKind::Progress).await;
     }

@@ -111,8 +111,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         planner: r.settings.planner.clone(),
         cache: r.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         config: r.settings.run.clone(),
-        root: out.root().to_path_buf(),
-        durable: out.is_durable(),
+        top: out.clone(),
         quiet: r.quiet,
         deadline,
         // A batch job (it has slots) shares the batch's root span.

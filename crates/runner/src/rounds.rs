@@ -4,7 +4,6 @@
 //! round's books: every model call it made, usage and cost as their sum.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::Context;
@@ -46,8 +45,9 @@ pub struct RoundsSetup<'a> {
     pub cache: Option<PlanCache>,
     /// The engine's settings (prices included) for every pass.
     pub config: RunConfig,
-    pub root: PathBuf,
-    pub durable: bool,
+    /// The loop's top directory (its durability and, on a queue worker, its mirror are
+    /// kept by every round's directory).
+    pub top: RunDir,
     pub quiet: bool,
     /// `--deadline` for the whole loop, not per round.
     pub deadline: Option<std::time::Instant>,
@@ -126,11 +126,10 @@ impl<'a> RoundsDriver<'a> {
     }
 
     pub fn round_dir(&self, round: u32) -> crate::Result<RunDir> {
-        let path = self.setup.root.join("rounds").join(round.to_string());
-        let root = RunDir::create(&self.setup.root)
-            .with_context(|| format!("preparing {}", self.setup.root.display()))?
-            .with_durable(self.setup.durable);
-        root.child(&format!("rounds/{round}"))
+        let path = self.setup.top.root().join("rounds").join(round.to_string());
+        self.setup
+            .top
+            .child(&format!("rounds/{round}"))
             .with_context(|| format!("preparing {}", path.display()))
     }
 

@@ -32,6 +32,8 @@ pub fn open_journal_mirrored(
     mirror: Option<Arc<dyn JournalMirror>>,
 ) -> crate::Result<Arc<Journal>> {
     let path = out.path_no_links(rel)?;
+    // A mirrored directory (a goal job on a queue worker) mirrors every journal in it.
+    let mirror = mirror.or_else(|| out.journal_mirror(rel));
     Ok(Arc::new(
         Journal::open_mirrored(&path, out.is_durable(), Some(run_id), mirror)
             .with_context(|| format!("opening {}", path.display()))?,

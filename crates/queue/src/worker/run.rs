@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Worker;
 use crate::QueueError;
+use crate::dir_mirror::{DirStream, dir_subject, restore_dir};
 use crate::journal::{StreamMirror, read_journal};
 use crate::names::{job_key, journal_subject, object_name};
 use crate::record::{JobRecord, QueueState};
@@ -37,6 +38,7 @@ pub(super) fn record_of(job: &JobMessage) -> JobRecord {
         worker: None,
         reason: None,
         deliveries: 0,
+        attempts: 0,
         summary: None,
         seq: None,
         files: Vec::new(),
@@ -126,13 +128,28 @@ impl Worker<'_> {
                     .map_err(|e| QueueError::of("the job cache", e))?;
             }
         }
-        let mirror = StreamMirror {
-            queue: self.queue.clone(),
-            subject,
-            session: uuid::Uuid::new_v4().simple().to_string(),
-            seq: AtomicU64::new(0),
-            handle: tokio::runtime::Handle::current(),
-        };
+        let mut root = root;
+        let mut mirror: Option<Arc<dyn planwave_engine::JournalMirror>> = None;
+        if let JobInput::Goal(_) = &resolved.input {
+            // The loop's rounds, planner files and journals: the whole directory, mirrored.
+            let subject = dir_subject(&subject);
+            let restored = restore_dir(&self.queue, &subject, &root).await?;
+            if restored > 0 {
+                self.notes.note(&format!(
+                    "worker: job {}: {restored} file(s) of an earlier attempt restored",
+                    job.id
+                ));
+            }
+            root = root.with_mirror(DirStream::new(self.queue.clone(), subject));
+        } else {
+            mirror = Some(Arc::new(StreamMirror {
+                queue: self.queue.clone(),
+                subject,
+                session: uuid::Uuid::new_v4().simple().to_string(),
+                seq: AtomicU64::new(0),
+                handle: tokio::runtime::Handle::current(),
+            }));
+        }
         let ctx = JobContext {
             root: root.clone(),
             settings: self.settings,
@@ -142,7 +159,7 @@ impl Worker<'_> {
             cancel,
             watch: self.watch,
             notes: self.notes,
-            mirror: Some(Arc::new(mirror)),
+            mirror,
         };
         let mut summary = ctx.run(resolved).await;
         summary.kind = job.kind.clone();
