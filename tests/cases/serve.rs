@@ -574,9 +574,48 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
     assert_eq!(batch["bad_lines"].as_array().unwrap().len(), 3, "{batch}");
     let id = runs[0]["id"].as_str().unwrap();
     assert!(id.starts_with(batch["batch"].as_str().unwrap()));
+    let batch_id = batch["batch"].as_str().unwrap();
+    let batch_url = s.at(&format!("api/batches/{batch_id}"));
+    let (code, view) = get_json(&batch_url).await;
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(view["runs"][0]["job"], "g");
+    assert_eq!(view["runs"][0]["id"], id);
+    assert_eq!(view["bad_lines"].as_array().unwrap().len(), 3, "{view}");
     let done = wait_done(&s, id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["kind"], "research");
+    // The batch once its run ended: counted by status, its run's summary with the job id.
+    let (_, view) = get_json(&batch_url).await;
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["counts"], json!({"completed": 1}), "{view}");
+    assert_eq!(view["runs_total"], 1);
+    assert_eq!(view["runs"][0]["status"], "completed", "{view}");
+    assert_eq!(view["runs"][0]["live"], false);
+    assert_eq!(view["tokens"], view["runs"][0]["tokens"]);
+    assert!(view["tokens"].as_u64().unwrap() > 0, "{view}");
+    let (_, batches) = get_json(&s.at("api/batches")).await;
+    let rows = batches["batches"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{batches}");
+    assert_eq!(rows[0]["batch"], batch_id);
+    assert_eq!(rows[0]["counts"], json!({"completed": 1}));
+    assert!(
+        rows[0].get("runs").is_none(),
+        "the list leaves the runs out"
+    );
+    let (code, _) = get_json(&s.at("api/batches/b-nope")).await;
+    assert_eq!(code, 404);
+    let (code, _) = get_json(&s.at("api/batches/..%2F..%2Fetc")).await;
+    assert_eq!(code, 400);
+    // The batch's record is not a run.
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    assert!(
+        list["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["id"].as_str().unwrap().starts_with('.')),
+        "{list}"
+    );
     let (_, rounds) = get_json(&s.at(&format!("api/runs/{id}/rounds"))).await;
     assert_eq!(rounds.as_array().unwrap().len(), 1);
     assert!(
@@ -595,6 +634,7 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
         "/api/runs/{id}/cancel",
         "/api/runs/{id}/resume",
         "/api/batches",
+        "/api/batches/{id}",
     ] {
         assert!(
             doc["paths"][path].is_object(),
@@ -602,6 +642,8 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
         );
     }
     assert!(doc["components"]["schemas"]["CreateRun"].is_object());
+    assert!(doc["paths"]["/api/batches"]["get"].is_object());
+    assert!(doc["components"]["schemas"]["BatchView"].is_object());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
