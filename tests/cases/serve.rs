@@ -574,9 +574,48 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
     assert_eq!(batch["bad_lines"].as_array().unwrap().len(), 3, "{batch}");
     let id = runs[0]["id"].as_str().unwrap();
     assert!(id.starts_with(batch["batch"].as_str().unwrap()));
+    let batch_id = batch["batch"].as_str().unwrap();
+    let batch_url = s.at(&format!("api/batches/{batch_id}"));
+    let (code, view) = get_json(&batch_url).await;
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(view["runs"][0]["job"], "g");
+    assert_eq!(view["runs"][0]["id"], id);
+    assert_eq!(view["bad_lines"].as_array().unwrap().len(), 3, "{view}");
     let done = wait_done(&s, id).await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["kind"], "research");
+    // The batch once its run ended: counted by status, its run's summary with the job id.
+    let (_, view) = get_json(&batch_url).await;
+    assert_eq!(view["status"], "completed", "{view}");
+    assert_eq!(view["counts"], json!({"completed": 1}), "{view}");
+    assert_eq!(view["runs_total"], 1);
+    assert_eq!(view["runs"][0]["status"], "completed", "{view}");
+    assert_eq!(view["runs"][0]["live"], false);
+    assert_eq!(view["tokens"], view["runs"][0]["tokens"]);
+    assert!(view["tokens"].as_u64().unwrap() > 0, "{view}");
+    let (_, batches) = get_json(&s.at("api/batches")).await;
+    let rows = batches["batches"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{batches}");
+    assert_eq!(rows[0]["batch"], batch_id);
+    assert_eq!(rows[0]["counts"], json!({"completed": 1}));
+    assert!(
+        rows[0].get("runs").is_none(),
+        "the list leaves the runs out"
+    );
+    let (code, _) = get_json(&s.at("api/batches/b-nope")).await;
+    assert_eq!(code, 404);
+    let (code, _) = get_json(&s.at("api/batches/..%2F..%2Fetc")).await;
+    assert_eq!(code, 400);
+    // The batch's record is not a run.
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    assert!(
+        list["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["id"].as_str().unwrap().starts_with('.')),
+        "{list}"
+    );
     let (_, rounds) = get_json(&s.at(&format!("api/runs/{id}/rounds"))).await;
     assert_eq!(rounds.as_array().unwrap().len(), 1);
     assert!(
@@ -595,6 +634,7 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
         "/api/runs/{id}/cancel",
         "/api/runs/{id}/resume",
         "/api/batches",
+        "/api/batches/{id}",
     ] {
         assert!(
             doc["paths"][path].is_object(),
@@ -602,6 +642,8 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
         );
     }
     assert!(doc["components"]["schemas"]["CreateRun"].is_object());
+    assert!(doc["paths"]["/api/batches"]["get"].is_object());
+    assert!(doc["components"]["schemas"]["BatchView"].is_object());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -697,4 +739,78 @@ async fn serve_shares_one_model_client_and_never_shows_its_key() {
     let stats = model.stats();
     assert_eq!(stats["roles"]["subagent"], 6, "{stats}");
     assert_eq!(stats["authorized"], stats["requests"], "{stats}");
+}
+
+/// A config pricing the simulator's model (high prices so a few calls cost cents).
+pub(crate) fn priced_config(dir: &Path) -> PathBuf {
+    let cfg = dir.join("planwave.toml");
+    std::fs::write(
+        &cfg,
+        "[llm]\nprovider = \"sim\"\n[prices]\ncurrency = \"USD\"\n[prices.models.\"planwave-sim-1\"]\ninput_per_mtok = 1000.0\noutput_per_mtok = 2000.0\n",
+    )
+    .expect("write config");
+    cfg
+}
+
+/// The cost the config above gives `stats.usage`.
+fn priced(stats: &Value) -> f64 {
+    let u = &stats["usage"];
+    let n = |k: &str| u[k].as_f64().unwrap_or(0.0);
+    (n("prompt_tokens") * 1000.0 + (n("completion_tokens") + n("reasoning_tokens")) * 2000.0) / 1e6
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_shows_the_running_cost_while_a_priced_run_goes_and_the_final_one_after() {
+    let dir = tempdir();
+    let cfg = priced_config(dir.path());
+    let s = Serve::start(&["--config", cfg.to_str().unwrap()], &[]);
+    let (code, created) = post_json(
+        &s.at("api/runs"),
+        &json!({"plan": chain(3), "options": {"sim_latency_ms": 500, "sim_sigma": 0}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let url = s.at(&format!("api/runs/{id}"));
+    // While it runs, after its first call: the cost of the usage so far, by the config's
+    // prices, in the live state and in the runs list.
+    let live = wait_until("a live state with a call priced", || async {
+        let (_, v) = get_json(&url).await;
+        (v["live"] == true && v["stats"]["cost"]["total"].as_f64().unwrap_or(0.0) > 0.0)
+            .then_some(v)
+    })
+    .await;
+    let cost = &live["stats"]["cost"];
+    assert_eq!(cost["currency"], "USD", "{live}");
+    let total = cost["total"].as_f64().unwrap();
+    let expect = priced(&live["stats"]);
+    assert!((total - expect).abs() < 1e-9, "{total} vs {expect}");
+    assert!(cost["by_model"]["planwave-sim-1"].is_number(), "{cost}");
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    let row = list["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == id.as_str())
+        .expect("the run in the list")
+        .clone();
+    assert!(row["cost"].as_f64().unwrap_or(0.0) >= total, "{row}");
+    assert_eq!(row["currency"], "USD");
+    let (_, summary) = get_json(&format!("{url}?tasks=false")).await;
+    assert!(summary["stats"]["cost"]["total"].as_f64().unwrap_or(0.0) >= total);
+
+    // At the end: run.json's cost, priced the same way, and more than the partial one.
+    let done = wait_done(&s, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let last = done["stats"]["cost"]["total"]
+        .as_f64()
+        .expect("a final cost");
+    let expect = priced(&done["stats"]);
+    assert!((last - expect).abs() < 1e-9, "{last} vs {expect}");
+    assert!(
+        last > total,
+        "three tasks cost more than the first call: {last} vs {total}"
+    );
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    assert_eq!(list["runs"][0]["cost"].as_f64(), Some(last), "{list}");
 }

@@ -75,6 +75,9 @@ async fn browser(driver: &str, profile: &Path) -> Client {
             ]
         }),
     );
+    // ring and aws-lc-rs are both built in, so rustls needs to be told (an error only means
+    // another test installed one first).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     ClientBuilder::rustls()
         .expect("rustls")
         .capabilities(caps)
@@ -177,7 +180,9 @@ async fn serve_run_page_follows_a_run_live_and_shows_failures_sections_and_cance
     let Some((_driver, driver_url)) = chromedriver(&tmp.path().join("chromedriver.log")) else {
         return;
     };
-    let s = Serve::start(&[], &[]);
+    // Priced, so the totals show the running cost.
+    let cfg = super::serve::priced_config(tmp.path());
+    let s = Serve::start(&["--config", cfg.to_str().unwrap()], &[]);
     let c = browser(&driver_url, &tmp.path().join("profile")).await;
     // The browser is closed even when a check fails (killing the driver would leave
     // Chromium behind); then the failure is re-raised.
@@ -211,6 +216,15 @@ async fn page_checks(s: &Serve, c: &Client, shots: &Path) {
         Some("pending"),
         "{seen:?}"
     );
+    // Task 1's call is priced: the totals show a cost above zero while the run goes on.
+    let cost = wait_until("the running cost in the totals", || async {
+        let v = js(c, "return [document.getElementById('t-cost').textContent, document.getElementById('status').dataset.status];").await;
+        let text = v[0].as_str().unwrap_or("").to_owned();
+        let amount: f64 = text.trim_end_matches(" USD").parse().unwrap_or(0.0);
+        (v[1] == "running" && text.ends_with(" USD") && amount > 0.0).then_some(text)
+    })
+    .await;
+    assert!(cost.ends_with(" USD"), "{cost}");
     screenshot(c, shots, "running.png").await;
     wait_status(c, "2", "completed", &mut seen).await;
     assert_eq!(seen, ["pending", "running", "completed"]);

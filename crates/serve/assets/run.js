@@ -20,6 +20,10 @@
   let live = false;
   let dirty = false;
   let ganttAt = 0;
+  // A totals refresh asked for by a model-call event, so tokens and cost follow the calls
+  // (at most one request in flight and one every 250 ms, however fast the calls come).
+  let totalsDue = false;
+  let totalsAt = 0;
 
   function nodeOf(task) {
     for (const g of document.querySelectorAll('#dag g.node')) {
@@ -101,7 +105,7 @@
     const u = st.usage || {};
     const tokens = (u.prompt_tokens || 0) + (u.completion_tokens || 0) + (u.reasoning_tokens || 0);
     $('t-tokens').textContent = tokens.toLocaleString();
-    $('t-cost').textContent = st.cost ? st.cost.total.toFixed(4) + ' ' + st.cost.currency : (run.live ? 'at the end' : 'no prices');
+    $('t-cost').textContent = st.cost ? st.cost.total.toFixed(4) + ' ' + st.cost.currency : 'no prices';
     let elapsed = run.elapsed_ms;
     if (elapsed === undefined && run.started_at && run.finished_at) {
       elapsed = new Date(run.finished_at) - new Date(run.started_at);
@@ -137,6 +141,16 @@
     live = run.live;
     $('cancel').hidden = !run.live;
     if (!run.live) showReport();
+  }
+
+  function totalsSoon() {
+    if (totalsDue) return;
+    totalsDue = true;
+    setTimeout(async () => {
+      totalsAt = Date.now();
+      await refresh();
+      totalsDue = false;
+    }, Math.max(0, 250 - (Date.now() - totalsAt)));
   }
 
   function finished() {
@@ -261,6 +275,9 @@
         redrawDag();
         break;
       case 'task_ready':
+        break;
+      case 'llm_call':
+        totalsSoon();
         break;
       case 'task_started':
         setStatus(ev.task, 'running');

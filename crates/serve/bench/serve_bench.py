@@ -2,9 +2,12 @@
 """Figures for `planwave serve` (docs/benchmarks.md, issue 15). Standard library + curl only.
 
   serve_bench.py sse BINARY [--tasks 10000] [--subscribers 100] [--latency-ms 0] [--sigma 0] [--pairs 3]
+                            [--client asyncio|curl]
       The same generated run (layered DAG, seeded) with and without SUBSCRIBERS Server-Sent
-      Events clients (`curl -N`, each reading the whole stream from the first event to
-      `end`), alternating, PAIRS times. Reports each run's engine makespan (run.json
+      Events clients, each reading the whole stream from the first event to `end`,
+      alternating, PAIRS times. `--client asyncio` (the default) reads all the streams in this
+      one process (one thread, asyncio sockets: about one process's worth of CPU taken from
+      the server); `--client curl` starts one `curl -N` process per subscriber. Reports each run's engine makespan (run.json
       stats.makespan_ms) and wall time (run.json started_at -> finished_at), and the ratio of
       the medians.
 
@@ -17,6 +20,8 @@ Every server is started on 127.0.0.1:0 with a fresh temporary --data and stopped
 """
 
 import argparse
+import asyncio
+import threading
 import json
 import os
 import random
@@ -39,6 +44,13 @@ def start_server(binary, data):
         proc.kill()
         sys.exit(f"serve did not print its URL: {url!r}")
     return proc, url
+
+
+def cpu_ms(pid):
+    """User + system CPU time of process `pid` so far (all its threads), in ms."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
 
 
 def stop_server(proc):
@@ -85,19 +97,70 @@ def wait_run_json(path, timeout=1800):
     sys.exit(f"no {path} after {timeout} s")
 
 
-def one_run(url, data, plan, latency_ms, sigma, subscribers):
+async def read_stream(host, port, path):
+    """One subscriber: GET the stream (HTTP/1.1, Connection: close) and read it to the end.
+    Returns (bytes read, whether the stream ended with `event: end`)."""
+    reader, writer = await asyncio.open_connection(host, port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAccept: text/event-stream\r\n"
+                 f"Connection: close\r\n\r\n".encode())
+    await writer.drain()
+    total, tail = 0, b""
+    while True:
+        chunk = await reader.read(1 << 16)
+        if not chunk:
+            break
+        total += len(chunk)
+        tail = (tail + chunk)[-4096:]
+    writer.close()
+    return total, b"event: end" in tail
+
+
+def asyncio_subscribers(url, path, n, result):
+    host, port = url.split("//", 1)[1].rstrip("/").rsplit(":", 1)
+
+    async def all_streams():
+        return await asyncio.gather(*(read_stream(host, int(port), path) for _ in range(n)))
+
+    start = time.thread_time()
+    result.extend(asyncio.run(all_streams()))
+    result.append(("cpu_ms", (time.thread_time() - start) * 1000))
+
+
+def one_run(url, data, plan, latency_ms, sigma, subscribers, client="asyncio", server=None):
+    cpu_before = cpu_ms(server.pid)
     created = post(url + "api/runs", {"plan": plan, "options": {"sim_latency_ms": latency_ms, "sim_sigma": sigma}})
     rid = created["id"]
-    subs = [subprocess.Popen(["curl", "-sN", "-o", "/dev/null", url + f"api/runs/{rid}/events"])
-            for _ in range(subscribers)]
+    path = f"/api/runs/{rid}/events"
+    if client == "curl":
+        subs = [subprocess.Popen(["curl", "-sN", "-o", "/dev/null", url + path.lstrip("/")])
+                for _ in range(subscribers)]
+    else:
+        streams = []
+        thread = threading.Thread(target=asyncio_subscribers, args=(url, path, subscribers, streams))
+        if subscribers:
+            thread.start()
     run = wait_run_json(os.path.join(data, rid, "run.json"))
-    for s in subs:  # each ends by itself at `end`
-        s.wait(timeout=600)
-    bad = [s.returncode for s in subs if s.returncode != 0]
+    if client == "curl":
+        for s in subs:  # each ends by itself at `end`
+            s.wait(timeout=600)
+        bad = [s.returncode for s in subs if s.returncode != 0]
+    else:
+        if subscribers:
+            thread.join(timeout=600)
+        client_cpu = [ms for tag, ms in streams if tag == "cpu_ms"]
+        streams = [x for x in streams if x[0] != "cpu_ms"]
+        bad = [n for n, ended in streams if not ended]
+        if len(streams) != subscribers:
+            bad.append(f"{subscribers - len(streams)} streams never finished")
+        elif streams:
+            print(f"  {subscribers} streams read, {streams[0][0] / 1e6:.1f} MB each, "
+                  f"client CPU {client_cpu[0]:.0f} ms", flush=True)
     if bad:
         sys.exit(f"{len(bad)} subscribers failed: {bad[:5]}")
     wall = (ts(run["finished_at"]) - ts(run["started_at"])).total_seconds() * 1000
-    return run["status"], run["stats"]["makespan_ms"], wall
+    # The server's CPU for this run (and for serving its subscribers), less sensitive to the
+    # machine's load than the makespan.
+    return run["status"], run["stats"]["makespan_ms"], wall, cpu_ms(server.pid) - cpu_before
 
 
 def sse(args):
@@ -109,10 +172,11 @@ def sse(args):
         for pair in range(args.pairs):
             order = [0, args.subscribers] if pair % 2 == 0 else [args.subscribers, 0]
             for n in order:
-                status, makespan, wall = one_run(url, data, plan, args.latency_ms, args.sigma, n)
-                rows[n].append((makespan, wall))
+                status, makespan, wall, cpu = one_run(url, data, plan, args.latency_ms, args.sigma, n,
+                                                      args.client, proc)
+                rows[n].append((makespan, wall, cpu))
                 print(f"pair {pair + 1}: {n:3d} subscribers: {status}, makespan {makespan:8.1f} ms, "
-                      f"wall {wall:8.1f} ms", flush=True)
+                      f"wall {wall:8.1f} ms, server CPU {cpu:8.1f} ms", flush=True)
     finally:
         stop_server(proc)
         shutil.rmtree(data, ignore_errors=True)
@@ -123,6 +187,9 @@ def sse(args):
     print(f"median makespan: {base_m:.1f} ms without, {subs_m:.1f} ms with {args.subscribers} "
           f"subscribers: ratio {subs_m / base_m:.3f}")
     print(f"median wall:     {base_w:.1f} ms without, {subs_w:.1f} ms with: ratio {subs_w / base_w:.3f}")
+    base_c = statistics.median(r[2] for r in rows[0])
+    subs_c = statistics.median(r[2] for r in rows[args.subscribers])
+    print(f"median server CPU: {base_c:.1f} ms without, {subs_c:.1f} ms with: ratio {subs_c / base_c:.3f}")
 
 
 def ttfb(url, n):
@@ -180,6 +247,8 @@ def main():
     a.add_argument("--latency-ms", type=float, default=0)
     a.add_argument("--sigma", type=float, default=0, help="lognormal sigma of the latency (0: fixed)")
     a.add_argument("--pairs", type=int, default=3)
+    a.add_argument("--client", choices=["asyncio", "curl"], default="asyncio",
+                   help="asyncio: every subscriber in this process; curl: one process each")
     b = sub.add_parser("first-byte")
     b.add_argument("binary")
     b.add_argument("--runs", type=int, default=1000)

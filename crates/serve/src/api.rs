@@ -469,6 +469,23 @@ pub async fn create_batch(
             bad_lines,
         ));
     }
+    let rec = crate::batches::BatchRecord {
+        batch: batch.clone(),
+        created_at: planwave_engine::timefmt::format(&chrono::Utc::now()),
+        jobs: runs
+            .iter()
+            .map(|r| crate::batches::BatchJob {
+                job: r.job.clone(),
+                id: r.id.clone(),
+            })
+            .collect(),
+        bad_lines: bad_lines.clone(),
+    };
+    // The runs are started: a batch that cannot be recorded still runs, it is only not
+    // listed under /api/batches.
+    if let Err(e) = crate::batches::record(&state, &rec) {
+        tracing::warn!("batch {batch}: cannot record it: {e}");
+    }
     Ok((
         StatusCode::CREATED,
         Json(BatchCreated {

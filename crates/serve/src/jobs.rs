@@ -78,6 +78,7 @@ pub fn create(
         research,
         EventLog::default(),
         state.shutdown.child_token(),
+        setup.settings.run.prices.clone(),
     );
     state.insert_live(live.clone());
     let job = Job {
@@ -139,6 +140,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
             true,
             EventLog::seeded(earlier),
             cancel,
+            setup.settings.run.prices.clone(),
         );
         state.insert_live(live.clone());
         let job = Job {
@@ -156,7 +158,14 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
         planwave_runner::RunnerError::Invalid(i) => ApiError::from(i),
         other => ApiError::Conflict(other.to_string()),
     })?;
-    let live = LiveRun::new(id.into(), dir, false, EventLog::seeded(earlier), cancel);
+    let live = LiveRun::new(
+        id.into(),
+        dir,
+        false,
+        EventLog::seeded(earlier),
+        cancel,
+        setup.settings.run.prices.clone(),
+    );
     state.insert_live(live.clone());
     let state = state.clone();
     state.clone().jobs.spawn(async move {

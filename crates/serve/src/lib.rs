@@ -15,6 +15,7 @@
 
 mod api;
 mod auth;
+mod batches;
 mod error;
 mod ids;
 mod jobs;
@@ -167,7 +168,11 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/api/runs/{id}/rounds", get(api::run_rounds))
         .route("/api/runs/{id}/cancel", post(api::cancel_run))
         .route("/api/runs/{id}/resume", post(api::resume_run))
-        .route("/api/batches", post(api::create_batch))
+        .route(
+            "/api/batches",
+            post(api::create_batch).get(batches::list_batches),
+        )
+        .route("/api/batches/{id}", get(batches::get_batch))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -127,24 +127,33 @@ pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
     if dir.join("events.jsonl").is_file() || dir.join("invocation.json").is_file() {
         let research = dir.join("rounds").is_dir();
         return Some(RunSummary {
-            id: id.to_owned(),
             status: "stopped".into(),
             kind: if research { "research" } else { "run" }.into(),
-            live: false,
-            topic: None,
-            tasks: 0,
-            completed: 0,
-            failed: 0,
-            blocked: 0,
-            tokens: 0,
-            cost: None,
-            currency: None,
-            started_at: None,
-            finished_at: None,
-            duration_ms: None,
+            ..missing(id)
         });
     }
     None
+}
+
+/// A run known by id whose directory holds no run (deleted): status `missing`.
+pub fn missing(id: &str) -> RunSummary {
+    RunSummary {
+        id: id.to_owned(),
+        status: "missing".into(),
+        kind: "run".into(),
+        live: false,
+        topic: None,
+        tasks: 0,
+        completed: 0,
+        failed: 0,
+        blocked: 0,
+        tokens: 0,
+        cost: None,
+        currency: None,
+        started_at: None,
+        finished_at: None,
+        duration_ms: None,
+    }
 }
 
 /// Every run under the data directory, newest first (by start time, then id).

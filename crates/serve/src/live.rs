@@ -1,13 +1,13 @@
 //! A run this server is executing: its cancellation token, its event log, and its state as
 //! the engine reports it (the `run.json` shape before `run.json` exists).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
 use planwave_engine::{Event, EventKind, EventSink, TaskRecord, TaskStatus};
-use planwave_llm::Usage;
+use planwave_llm::{PriceTable, Usage};
 use planwave_plan::{TaskId, ValidatedPlan};
 use planwave_runner::{Watch, Watcher};
 use serde_json::{Value, json};
@@ -30,6 +30,8 @@ pub struct LiveRun {
     pub dir: PathBuf,
     pub cancel: CancellationToken,
     pub log: Arc<EventLog>,
+    /// The job's price table, so the running cost is the one `run.json` will record.
+    prices: PriceTable,
     state: Mutex<LiveState>,
 }
 
@@ -44,6 +46,8 @@ pub struct LiveState {
     /// Model calls of the current execution so far, by task (planner calls have none).
     pub calls: HashMap<TaskId, Vec<Value>>,
     pub usage: Usage,
+    /// Usage so far by model: what the price table needs for the running cost.
+    by_model: BTreeMap<String, Usage>,
     /// Why the job failed, when it did (shown instead of a status).
     pub error: Option<String>,
     /// The final status once the job returned.
@@ -57,12 +61,14 @@ impl LiveRun {
         research: bool,
         log: EventLog,
         cancel: CancellationToken,
+        prices: PriceTable,
     ) -> Arc<LiveRun> {
         Arc::new(LiveRun {
             id,
             dir,
             cancel,
             log: Arc::new(log),
+            prices,
             state: Mutex::new(LiveState {
                 phase: if research {
                     Phase::Planning
@@ -77,6 +83,7 @@ impl LiveRun {
                 index: HashMap::new(),
                 calls: HashMap::new(),
                 usage: Usage::default(),
+                by_model: BTreeMap::new(),
                 error: None,
                 status: None,
             }),
@@ -164,6 +171,8 @@ impl LiveRun {
                 "running": running,
                 "waves": s.plan.as_ref().map_or(0, |p| p.waves().len()),
                 "usage": s.usage,
+                // Priced the way the engine prices `run.json`'s calls (null without prices).
+                "cost": self.prices.estimate(s.by_model.iter().map(|(m, u)| (m.as_str(), *u))),
             },
         });
         if tasks {
@@ -247,6 +256,7 @@ impl LiveRun {
                 s.usage.prompt_tokens += usage.prompt_tokens;
                 s.usage.completion_tokens += usage.completion_tokens;
                 s.usage.reasoning_tokens += usage.reasoning_tokens;
+                *s.by_model.entry(model.clone()).or_default() += *usage;
                 if let Some(task) = task {
                     s.calls.entry(task.clone()).or_default().push(json!({
                         "role": role, "model": model, "attempt": attempt,

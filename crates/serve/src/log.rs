@@ -100,18 +100,21 @@ impl EventLog {
         self.progress.send_modify(|p| p.1 = true);
     }
 
-    /// The frames after the first `from`, at most `max`, as one buffer.
+    /// The frames after the first `from`, at most `max`, as one buffer. Only the handles
+    /// are taken under the lock (a reference count each); the bytes are copied after it is
+    /// released, so a hundred subscribers copying their blocks never hold up the run's
+    /// writer appending to the log.
     pub fn since(&self, from: usize, max: usize) -> (usize, Bytes) {
-        let frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
-        let picked = frames.iter().skip(from).take(max);
-        let len: usize = picked.clone().map(Bytes::len).sum();
+        let picked: Vec<Bytes> = {
+            let frames = self.frames.lock().unwrap_or_else(PoisonError::into_inner);
+            frames.iter().skip(from).take(max).cloned().collect()
+        };
+        let len: usize = picked.iter().map(Bytes::len).sum();
         let mut buf = Vec::with_capacity(len);
-        let mut n = 0;
-        for f in picked {
+        for f in &picked {
             buf.extend_from_slice(f);
-            n += 1;
         }
-        (n, Bytes::from(buf))
+        (picked.len(), Bytes::from(buf))
     }
 
     pub fn subscribe(&self) -> watch::Receiver<(usize, bool)> {

@@ -22,6 +22,8 @@ use crate::api;
         api::resume_run,
         api::run_rounds,
         api::create_batch,
+        crate::batches::list_batches,
+        crate::batches::get_batch,
     ),
     components(schemas(
         api::CreateRun,
@@ -31,6 +33,9 @@ use crate::api;
         api::RoundView,
         api::BatchCreated,
         api::BatchRun,
+        crate::batches::BatchList,
+        crate::batches::BatchView,
+        crate::batches::BatchRunState,
         crate::listing::RunSummary,
         crate::error::ErrorBody,
     ))

@@ -1,0 +1,168 @@
+//! Batches made by `POST /api/batches`: each is recorded as `DATA/.batches/<batch>.json`
+//! (its jobs and their run ids, its refused lines), a name the runs list never shows (run
+//! ids cannot start with `.`), so a batch is listed again after a restart. Its state is
+//! read from its runs' summaries: live while any runs here, else from their `run.json`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use axum::Json;
+use axum::extract::{Path as UrlPath, State};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::error::ApiError;
+use crate::ids::safe_name;
+use crate::listing::{self, RunSummary};
+use crate::state::AppState;
+
+type S = State<std::sync::Arc<AppState>>;
+
+/// What is stored for a batch when it is created.
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct BatchRecord {
+    pub batch: String,
+    pub created_at: String,
+    /// Job id and run id, in job-file order.
+    pub jobs: Vec<BatchJob>,
+    pub bad_lines: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, ToSchema)]
+pub struct BatchJob {
+    pub job: String,
+    pub id: String,
+}
+
+/// A batch with its runs' states: `GET /api/batches/{id}` (and, without `runs`, a row of
+/// `GET /api/batches`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchView {
+    pub batch: String,
+    pub created_at: String,
+    /// `running` while any of its runs is live, `completed` when all completed, else
+    /// `partial`.
+    pub status: String,
+    /// Runs by status (`running`, `completed`, `partial`, `failed`, `cancelled`, `stopped`...).
+    pub counts: BTreeMap<String, usize>,
+    pub runs_total: usize,
+    pub tokens: u64,
+    /// Sum of the runs' costs (so far, for live ones), when prices are configured.
+    pub cost: Option<f64>,
+    pub bad_lines: Vec<String>,
+    /// Each run's summary with its job id (left out of the list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runs: Option<Vec<BatchRunState>>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct BatchRunState {
+    pub job: String,
+    #[serde(flatten)]
+    pub run: RunSummary,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct BatchList {
+    /// Newest first.
+    pub batches: Vec<BatchView>,
+}
+
+fn dir(state: &AppState) -> PathBuf {
+    state.data.join(".batches")
+}
+
+/// Records a new batch (written to a temporary name, then renamed: never half a file).
+pub fn record(state: &AppState, rec: &BatchRecord) -> std::io::Result<()> {
+    let dir = dir(state);
+    std::fs::create_dir_all(&dir)?;
+    let tmp = dir.join(format!(".{}.tmp", rec.batch));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(rec)?)?;
+    std::fs::rename(tmp, dir.join(format!("{}.json", rec.batch)))
+}
+
+fn read(path: &Path) -> Option<BatchRecord> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+/// The summary of run `id` (a run whose directory is gone shows as `missing`).
+fn run_summary(state: &AppState, id: &str) -> RunSummary {
+    let found = state.run_dir(id).and_then(|d| match state.live(id) {
+        Some(live) if !live.is_done() => Some(listing::summarize(id, &live.summary(), true)),
+        _ => listing::stored(state, id, &d),
+    });
+    found.unwrap_or_else(|| listing::missing(id))
+}
+
+fn view(state: &AppState, rec: BatchRecord, with_runs: bool) -> BatchView {
+    let runs: Vec<BatchRunState> = rec
+        .jobs
+        .into_iter()
+        .map(|j| BatchRunState {
+            run: run_summary(state, &j.id),
+            job: j.job,
+        })
+        .collect();
+    let mut counts = BTreeMap::new();
+    for r in &runs {
+        *counts.entry(r.run.status.clone()).or_insert(0) += 1;
+    }
+    let status = if runs.iter().any(|r| r.run.live) {
+        "running"
+    } else if runs.iter().all(|r| r.run.status == "completed") {
+        "completed"
+    } else {
+        "partial"
+    };
+    let costs: Vec<f64> = runs.iter().filter_map(|r| r.run.cost).collect();
+    BatchView {
+        batch: rec.batch,
+        created_at: rec.created_at,
+        status: status.into(),
+        counts,
+        runs_total: runs.len(),
+        tokens: runs.iter().map(|r| r.run.tokens).sum(),
+        cost: (!costs.is_empty()).then(|| costs.iter().sum()),
+        bad_lines: rec.bad_lines,
+        runs: with_runs.then_some(runs),
+    }
+}
+
+fn list(state: &AppState) -> Vec<BatchView> {
+    let Ok(entries) = std::fs::read_dir(dir(state)) else {
+        return Vec::new();
+    };
+    let mut recs: Vec<BatchRecord> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
+        .filter_map(|e| read(&e.path()))
+        .collect();
+    recs.sort_by(|a, b| b.batch.cmp(&a.batch));
+    recs.into_iter().map(|r| view(state, r, false)).collect()
+}
+
+#[utoipa::path(get, path = "/api/batches",
+    responses((status = 200, body = BatchList, description = "every batch made here, newest first, with its runs counted by status")))]
+pub async fn list_batches(State(state): S) -> Json<BatchList> {
+    let batches = tokio::task::spawn_blocking(move || list(&state))
+        .await
+        .unwrap_or_default();
+    Json(BatchList { batches })
+}
+
+#[utoipa::path(get, path = "/api/batches/{id}", params(("id" = String, Path)),
+    responses((status = 200, body = BatchView, description = "the batch and each run's state"),
+              (status = 400, body = crate::error::ErrorBody), (status = 404, body = crate::error::ErrorBody)))]
+pub async fn get_batch(
+    State(state): S,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<BatchView>, ApiError> {
+    let name =
+        safe_name(&id).ok_or_else(|| ApiError::BadRequest(format!("invalid batch id {id:?}")))?;
+    let path = dir(&state).join(format!("{name}.json"));
+    let rec = read(&path).ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
+    let v = tokio::task::spawn_blocking(move || view(&state, rec, true))
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(v))
+}
