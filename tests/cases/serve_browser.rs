@@ -75,9 +75,6 @@ async fn browser(driver: &str, profile: &Path) -> Client {
             ]
         }),
     );
-    // ring and aws-lc-rs are both built in, so rustls needs to be told (an error only means
-    // another test installed one first).
-    let _ = rustls::crypto::ring::default_provider().install_default();
     ClientBuilder::rustls()
         .expect("rustls")
         .capabilities(caps)
