@@ -453,6 +453,13 @@ impl SupervisorState {
             text: p.section.clone(),
             write: p.write,
         });
+        // A streamed plan may have grown while this completion waited for the journal: the
+        // new plan's references can name this task, and its subagent kept the result only for
+        // the plan it started under (a no-op unless some reference needs it).
+        self.shared.results.keep(index, || {
+            serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
+        });
         self.sections[index] = Some(p.section);
         let ready = self.sched.complete(&plan, index);
         if self.shared.wants_events() {
