@@ -240,8 +240,12 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         // Boxed so model-only tasks do not carry the tool step's future size.
         return Box::pin(tool_step(state, calls, tool.trim())).await;
     }
-    let (messages, mut context, mut context_cut) = prompt(state);
-    context.round = shared.config.round;
+    let (messages, context, mut context_cut) = prompt(state);
+    // The first attempt's prompt moves into its request and a retry renders it again (the
+    // same text: `prompt` is pure), so a call in flight does not also keep a copy of the
+    // messages and context here: with many subagents waiting on the model, that copy was
+    // a large part of each one's memory.
+    let mut first = Some((messages, context));
     let mut retry = shared.config.retry;
     if let Some(n) = plan.task(index).retry_count {
         retry.max_retries = n;
@@ -252,11 +256,16 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let result = loop {
         attempt += 1;
         calls.attempt = attempt;
+        let (messages, mut context) = first.take().unwrap_or_else(|| {
+            let (messages, context, _) = prompt(state);
+            (messages, context)
+        });
+        context.round = shared.config.round;
         let request = ChatRequest {
             role: AgentRole::Subagent,
-            messages: messages.clone(),
+            messages,
             attempt,
-            context: context.clone(),
+            context,
             traceparent: None,
             tools: Vec::new(),
             on_delta: None,
