@@ -38,6 +38,16 @@ impl Results {
         }
     }
 
+    /// As [`Results::keep`], unless a result is kept already (its subagent's own, richer
+    /// than one rebuilt from the section text).
+    pub fn keep_missing(&self, index: usize, make: impl FnOnce() -> Value) {
+        if self.needed.contains(&index)
+            && let Ok(mut k) = self.kept.lock()
+        {
+            k.entry(index).or_insert_with(make);
+        }
+    }
+
     pub fn get(&self, index: usize) -> Option<Value> {
         self.kept.lock().ok()?.get(&index).cloned()
     }

@@ -455,8 +455,9 @@ impl SupervisorState {
         });
         // A streamed plan may have grown while this completion waited for the journal: the
         // new plan's references can name this task, and its subagent kept the result only for
-        // the plan it started under (a no-op unless some reference needs it).
-        self.shared.results.keep(index, || {
+        // the plan it started under (a no-op unless some reference needs it, and the
+        // subagent's own result wins when it is there).
+        self.shared.results.keep_missing(index, || {
             serde_json::from_str(&p.section)
                 .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
         });

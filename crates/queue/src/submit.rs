@@ -119,31 +119,66 @@ pub async fn submit(
             job: job_line(job)?,
         };
         let body = serde_json::to_vec(&message).map_err(|e| QueueError::of("encoding a job", e))?;
+        let sent = Sent {
+            id: job.id.clone(),
+            subject: job_subject(name),
+            body: body.into(),
+            message_id: format!("{name}.{jk}"),
+        };
         let ack =
-            q.js.send_publish(
-                job_subject(name),
-                Publish::build()
-                    .payload(body.into())
-                    .message_id(format!("{name}.{jk}")),
-            )
-            .await
-            .map_err(|e| QueueError::of(&format!("queueing job {}", job.id), e))?;
-        acks.push((job.id.clone(), ack));
+            q.js.send_publish(sent.subject.clone(), sent.message())
+                .await;
+        acks.push((sent, ack));
         if acks.len() >= 256 {
-            confirm(&mut acks).await?;
+            confirm(q, &mut acks).await?;
         }
     }
-    confirm(&mut acks).await?;
+    confirm(q, &mut acks).await?;
     Ok(done)
 }
 
-/// Waits for the server's acknowledgement of every publish so far.
-async fn confirm(
-    acks: &mut Vec<(String, async_nats::jetstream::context::PublishAckFuture)>,
-) -> crate::Result<()> {
-    for (id, ack) in acks.drain(..) {
-        ack.await
-            .map_err(|e| QueueError::of(&format!("queueing job {id}"), e))?;
+/// One job's publish, kept until the server acknowledged it so it can be sent again.
+struct Sent {
+    id: String,
+    subject: String,
+    body: bytes::Bytes,
+    message_id: String,
+}
+
+impl Sent {
+    fn message(&self) -> Publish {
+        Publish::build()
+            .payload(self.body.clone())
+            .message_id(self.message_id.clone())
+    }
+}
+
+type Pending = (
+    Sent,
+    Result<
+        async_nats::jetstream::context::PublishAckFuture,
+        async_nats::jetstream::context::PublishError,
+    >,
+);
+
+/// Waits for the server's acknowledgement of every publish so far. A publish the server
+/// refused (a new stream whose cluster has not elected its leader yet: "no stream found")
+/// is sent again patiently; the message id makes that safe (deduplicated).
+async fn confirm(q: &Queue, acks: &mut Vec<Pending>) -> crate::Result<()> {
+    for (sent, ack) in acks.drain(..) {
+        let acked = match ack {
+            Ok(ack) => ack.await.map(|_| ()),
+            Err(e) => Err(e),
+        };
+        if acked.is_ok() {
+            continue;
+        }
+        crate::record::retrying(&format!("queueing job {}", sent.id), || async {
+            q.js.send_publish(sent.subject.clone(), sent.message())
+                .await?
+                .await
+        })
+        .await?;
     }
     Ok(())
 }
