@@ -36,6 +36,40 @@ pub fn redact_url(url: &str) -> String {
         .join(",")
 }
 
+/// The KV bucket `name` whose entries expire after `max_age` (leases, rate windows), created
+/// with the queue's replicas when it cannot be opened.
+pub(crate) async fn shared_bucket(
+    q: &Queue,
+    name: &str,
+    max_age: Duration,
+    what: &str,
+) -> crate::Result<kv::Store> {
+    match q.js.get_key_value(name).await {
+        Ok(kv) => Ok(kv),
+        Err(_) => {
+            q.js.create_key_value(kv::Config {
+                bucket: name.into(),
+                history: 1,
+                max_age,
+                storage: stream::StorageType::File,
+                num_replicas: q.replicas,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| QueueError::of(what, e))
+        }
+    }
+}
+
+/// A bucket key for an endpoint: a hash of its redacted URL, so the key says nothing about
+/// the endpoint's credentials.
+pub(crate) fn endpoint_key(kind: &str, scope: &str) -> String {
+    format!(
+        "{kind}.{:016x}",
+        planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
+    )
+}
+
 /// Whether the server has the stream; `Err` when it cannot tell.
 async fn stream_exists(js: &jetstream::Context, name: &str) -> crate::Result<bool> {
     match js.get_stream(name).await {

@@ -30,26 +30,9 @@ pub async fn share_in_flight_limit(
     scope: &str,
     limit: usize,
 ) -> crate::Result<Arc<dyn LlmProvider>> {
-    let kv = match q.js.get_key_value(BUCKET).await {
-        Ok(kv) => kv,
-        Err(_) => {
-            q.js.create_key_value(kv::Config {
-                bucket: BUCKET.into(),
-                history: 1,
-                max_age: LEASE_TTL,
-                storage: async_nats::jetstream::stream::StorageType::File,
-                num_replicas: q.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| QueueError::of("opening the lease bucket", e))?
-        }
-    };
-    // A hash of the redacted URL: the key says nothing about the endpoint's credentials.
-    let prefix = format!(
-        "inflight.{:016x}",
-        planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
-    );
+    let kv =
+        crate::connect::shared_bucket(q, BUCKET, LEASE_TTL, "opening the lease bucket").await?;
+    let prefix = crate::connect::endpoint_key("inflight", scope);
     let freed = Arc::new(Notify::new());
     let mut updates = kv
         .watch(format!("{prefix}.*"))

@@ -21,7 +21,7 @@ use planwave_llm::openai::LimitConfig;
 use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use serde::{Deserialize, Serialize};
 
-use crate::{Queue, QueueError};
+use crate::Queue;
 
 const BUCKET: &str = "planwave_rates";
 const WINDOW: Duration = Duration::from_secs(60);
@@ -48,26 +48,10 @@ pub async fn share_rate_limits(
     max_tokens: Option<u32>,
     on_wait: OnWait,
 ) -> crate::Result<Arc<dyn LlmProvider>> {
-    let kv = match q.js.get_key_value(BUCKET).await {
-        Ok(kv) => kv,
-        Err(_) => {
-            q.js.create_key_value(kv::Config {
-                bucket: BUCKET.into(),
-                history: 1,
-                // A window nobody touched for this long is over anyway.
-                max_age: WINDOW * 5,
-                storage: async_nats::jetstream::stream::StorageType::File,
-                num_replicas: q.replicas,
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| QueueError::of("opening the rate bucket", e))?
-        }
-    };
-    let key = format!(
-        "rate.{:016x}",
-        planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
-    );
+    // A window nobody touched for this long is over anyway.
+    let kv =
+        crate::connect::shared_bucket(q, BUCKET, WINDOW * 5, "opening the rate bucket").await?;
+    let key = crate::connect::endpoint_key("rate", scope);
     Ok(Arc::new(SharedRates {
         inner: provider,
         kv,

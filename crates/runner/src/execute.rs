@@ -108,16 +108,7 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
     if let Ok(r) = &result
         && x.root_span
     {
-        let s = &r.stats;
-        record_status(
-            r.status.as_str(),
-            (r.status != RunStatus::Completed).then(|| {
-                format!(
-                    "{} of {} tasks completed ({} failed, {} blocked)",
-                    s.completed, s.tasks, s.failed, s.blocked
-                )
-            }),
-        );
+        record_outcome(r);
     }
     result.context("running the plan")
 }
@@ -208,16 +199,22 @@ pub(crate) async fn execute_plan_streaming(
     if let Ok(Some(r)) = &result
         && x.root_span
     {
-        let s = &r.stats;
-        record_status(
-            r.status.as_str(),
-            (r.status != RunStatus::Completed).then(|| {
-                format!(
-                    "{} of {} tasks completed ({} failed, {} blocked)",
-                    s.completed, s.tasks, s.failed, s.blocked
-                )
-            }),
-        );
+        record_outcome(r);
     }
     result.context("running the plan")
+}
+
+/// The run's outcome on its root span: the status, and for a run that did not complete, how
+/// many tasks did.
+fn record_outcome(r: &RunResult) {
+    let s = &r.stats;
+    record_status(
+        r.status.as_str(),
+        (r.status != RunStatus::Completed).then(|| {
+            format!(
+                "{} of {} tasks completed ({} failed, {} blocked)",
+                s.completed, s.tasks, s.failed, s.blocked
+            )
+        }),
+    );
 }
