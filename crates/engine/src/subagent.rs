@@ -240,12 +240,11 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         // Boxed so model-only tasks do not carry the tool step's future size.
         return Box::pin(tool_step(state, calls, tool.trim())).await;
     }
-    let (messages, context, mut context_cut) = prompt(state);
-    // The first attempt's prompt moves into its request and a retry renders it again (the
-    // same text: `prompt` is pure), so a call in flight does not also keep a copy of the
-    // messages and context here: with many subagents waiting on the model, that copy was
-    // a large part of each one's memory.
-    let mut first = Some((messages, context));
+    // Each attempt renders its prompt (the same text: `prompt` is pure) and moves it into
+    // its request, so nothing of it is kept here while the call is in flight: with many
+    // subagents waiting on the model, a kept copy (even an emptied slot for one, as an
+    // `Option` held across the wait) was a large part of each one's memory.
+    let mut context_cut = Vec::new();
     let mut retry = shared.config.retry;
     if let Some(n) = plan.task(index).retry_count {
         retry.max_retries = n;
@@ -256,10 +255,10 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let result = loop {
         attempt += 1;
         calls.attempt = attempt;
-        let (messages, mut context) = first.take().unwrap_or_else(|| {
-            let (messages, context, _) = prompt(state);
-            (messages, context)
-        });
+        let (messages, mut context, cut) = prompt(state);
+        if attempt == 1 {
+            context_cut = cut;
+        }
         context.round = shared.config.round;
         let request = ChatRequest {
             role: AgentRole::Subagent,
