@@ -29,8 +29,9 @@ pub(crate) struct TaskCalls<'a> {
     /// The task's attempt in progress (its model retries), set by the subagent.
     pub attempt: u32,
     /// Successful tool calls by (tool, arguments), with the attempt that made them: a later
-    /// attempt asking for the same call gets the same result without calling again.
-    done: std::collections::HashMap<(String, String), (u32, ToolOutput)>,
+    /// attempt asking for the same call gets the same result without calling again. A
+    /// B-tree: no hasher state in every subagent's future, and a task makes few calls.
+    done: std::collections::BTreeMap<(String, String), (u32, ToolOutput)>,
 }
 
 impl<'a> TaskCalls<'a> {
@@ -42,7 +43,7 @@ impl<'a> TaskCalls<'a> {
             tool_calls: Vec::new(),
             cuts: Vec::new(),
             attempt: 1,
-            done: std::collections::HashMap::new(),
+            done: std::collections::BTreeMap::new(),
         }
     }
 

@@ -183,7 +183,14 @@ impl LlmProvider for SimProvider {
                 completion_tokens: text::estimate_tokens(content.chars().count()),
                 reasoning_tokens: 0,
             };
-            let timing = pace::deliver(&content, pace, start, request.on_delta.as_ref()).await;
+            let sink = request.on_delta.as_ref();
+            let timing = if pace::is_paced(&pace, &content) {
+                // Boxed: paced answers are rare, and inlined the pacing's future would grow
+                // every call's future, which lives through the whole simulated wait.
+                Box::pin(pace::deliver(&content, pace, start, sink)).await
+            } else {
+                pace::at_once(&content, pace, start, sink)
+            };
             Ok(ChatResponse {
                 timing: Some(timing),
                 content,
