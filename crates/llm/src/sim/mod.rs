@@ -175,7 +175,7 @@ impl LlmProvider for SimProvider {
                 panic!("simulated panic in task {id}");
             }
             if !delay.is_zero() {
-                timer::sleep_from(start, delay).await;
+                timer::sleep_until(start + delay).await;
             }
             let (content, tool_calls, pace) = self.answer(&request)?;
             let usage = Usage {
