@@ -29,8 +29,9 @@ pub(crate) struct TaskCalls<'a> {
     /// The task's attempt in progress (its model retries), set by the subagent.
     pub attempt: u32,
     /// Successful tool calls by (tool, arguments), with the attempt that made them: a later
-    /// attempt asking for the same call gets the same result without calling again.
-    done: std::collections::HashMap<(String, String), (u32, ToolOutput)>,
+    /// attempt asking for the same call gets the same result without calling again. A
+    /// B-tree: no hasher state in every subagent's future, and a task makes few calls.
+    done: std::collections::BTreeMap<(String, String), (u32, ToolOutput)>,
 }
 
 impl<'a> TaskCalls<'a> {
@@ -42,36 +43,46 @@ impl<'a> TaskCalls<'a> {
             tool_calls: Vec::new(),
             cuts: Vec::new(),
             attempt: 1,
-            done: std::collections::HashMap::new(),
+            done: std::collections::BTreeMap::new(),
         }
     }
 
     /// One model call, recorded as an `llm_call` event.
-    pub async fn model(&mut self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    ///
+    /// Not an `async fn`: an async fn keeps its arguments for its whole life, so the request
+    /// (moved into the provider's call) would keep a second slot in this future while the
+    /// call is in flight. The call is made here and only its boxed future is awaited.
+    pub fn model(
+        &mut self,
+        request: ChatRequest,
+    ) -> impl Future<Output = Result<ChatResponse, LlmError>> {
         let shared = self.shared;
         let attempt = request.attempt;
         let t0 = Instant::now();
-        let answer = shared.provider.chat(request).await;
-        let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
-        let (call_usage, model, error) = match &answer {
-            Ok(r) => (r.usage, r.model.clone(), None),
-            Err(e) => (
-                Usage::default(),
-                shared.provider.info().model,
-                Some(e.to_string()),
-            ),
-        };
-        self.usage += call_usage;
-        shared.emit(EventKind::LlmCall {
-            task: Some(self.task.clone()),
-            role: AgentRole::Subagent.as_str().into(),
-            model,
-            attempt,
-            duration_ms,
-            usage: call_usage,
-            error,
-        });
-        answer
+        let call = shared.provider.chat(request);
+        async move {
+            let answer = call.await;
+            let duration_ms = t0.elapsed().as_secs_f64() * 1000.0;
+            let (call_usage, model, error) = match &answer {
+                Ok(r) => (r.usage, r.model.clone(), None),
+                Err(e) => (
+                    Usage::default(),
+                    shared.provider.info().model,
+                    Some(e.to_string()),
+                ),
+            };
+            self.usage += call_usage;
+            shared.emit(EventKind::LlmCall {
+                task: Some(self.task.clone()),
+                role: AgentRole::Subagent.as_str().into(),
+                model,
+                attempt,
+                duration_ms,
+                usage: call_usage,
+                error,
+            });
+            answer
+        }
     }
 
     /// One tool call through the run's MCP registry, tried once more after a timeout or a

@@ -89,33 +89,54 @@ impl Actor for Subagent {
             Some(s) => s.clone().acquire_owned().await.ok(),
             None => None,
         };
-        let mut report = match state.shared.config.task_timeout {
+        // Nothing is kept here across the section's wait but what `write_section` keeps: the
+        // report is handed on as it comes back (a report held across the write below took a
+        // slot in every subagent's future for the whole model call).
+        let report = match state.shared.config.task_timeout {
             None => write_section(state).instrument(state.span.clone()).await,
-            Some(limit) => match tokio::time::timeout(
-                limit,
-                write_section(state).instrument(state.span.clone()),
-            )
-            .await
-            {
-                Ok(r) => r,
-                Err(_) => SubagentReport {
-                    index: state.index,
-                    attempts: 1,
-                    finished_at: timefmt::now(),
-                    usage: Usage::default(),
-                    context_cut: Vec::new(),
-                    result: Err(format!(
-                        "task timed out after {:.1} s (--task-timeout)",
-                        limit.as_secs_f64()
-                    )),
-                    written: None,
-                    tool_calls: Vec::new(),
-                    // Slow, not wrong: a later pass may well finish in time.
-                    failure_kind: Some(FailureKind::Transient),
-                    empty_refs: Vec::new(),
-                },
-            },
+            // Boxed: the timer would grow every subagent's future, and a time limit is rare.
+            Some(limit) => Box::pin(write_section_within(state, limit)).await,
         };
+        report_to_supervisor(state, report).await;
+        myself.stop(Some(DONE.to_owned()));
+        Ok(())
+    }
+}
+
+/// [`write_section`] within `--task-timeout`: past it, a report of the timeout.
+async fn write_section_within(state: &SubagentState, limit: Duration) -> SubagentReport {
+    let writing = write_section(state).instrument(state.span.clone());
+    match tokio::time::timeout(limit, writing).await {
+        Ok(r) => r,
+        Err(_) => SubagentReport {
+            index: state.index,
+            attempts: 1,
+            finished_at: timefmt::now(),
+            usage: Usage::default(),
+            context_cut: Vec::new(),
+            result: Err(format!(
+                "task timed out after {:.1} s (--task-timeout)",
+                limit.as_secs_f64()
+            )),
+            written: None,
+            tool_calls: Vec::new(),
+            // Slow, not wrong: a later pass may well finish in time.
+            failure_kind: Some(FailureKind::Transient),
+            empty_refs: Vec::new(),
+        },
+    }
+}
+
+/// Writes the section's file (with a run directory) and sends the report.
+///
+/// Not an `async fn`, which would keep the report twice (its argument and the body's copy).
+// Deliberately not an `async fn` (above): the async block captures the report once.
+#[allow(clippy::manual_async_fn)]
+fn report_to_supervisor(
+    state: &SubagentState,
+    mut report: SubagentReport,
+) -> impl Future<Output = ()> {
+    async move {
         // The section file is in place before the supervisor hears of it, so a completion
         // always names a file that is there; it is not synced here: the journal commits the
         // text with the completion (one group-committed sync), and resume writes the file
@@ -137,8 +158,6 @@ impl Actor for Subagent {
         let _ = state
             .supervisor
             .send_message(SupervisorMsg::Finished(state.generation, Box::new(report)));
-        myself.stop(Some(DONE.to_owned()));
-        Ok(())
     }
 }
 
@@ -234,32 +253,33 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
     let shared = &state.shared;
     let plan = &shared.plan;
     let index = state.index;
-    let task_id = plan.id(index).clone();
-    let mut calls = TaskCalls::new(shared, task_id.clone());
+    let mut calls = TaskCalls::new(shared, plan.id(index).clone());
     if let Some(tool) = plan.task(index).tool.as_deref() {
         // Boxed so model-only tasks do not carry the tool step's future size.
         return Box::pin(tool_step(state, calls, tool.trim())).await;
     }
-    let (messages, context, mut context_cut) = prompt(state);
-    // The first attempt's prompt moves into its request and a retry renders it again (the
-    // same text: `prompt` is pure), so a call in flight does not also keep a copy of the
-    // messages and context here: with many subagents waiting on the model, that copy was
-    // a large part of each one's memory.
-    let mut first = Some((messages, context));
-    let mut retry = shared.config.retry;
-    if let Some(n) = plan.task(index).retry_count {
-        retry.max_retries = n;
-    }
+    // Each attempt renders its prompt (the same text: `prompt` is pure) and moves it into
+    // its request, so nothing of it is kept here while the call is in flight: with many
+    // subagents waiting on the model, a kept copy (even an emptied slot for one, as an
+    // `Option` held across the wait) was a large part of each one's memory.
+    let mut context_cut = Vec::new();
+    let max_retries = plan
+        .task(index)
+        .retry_count
+        .unwrap_or(shared.config.retry.max_retries);
     let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
     let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         calls.attempt = attempt;
-        let (messages, mut context) = first.take().unwrap_or_else(|| {
-            let (messages, context, _) = prompt(state);
-            (messages, context)
-        });
+        let (messages, mut context, cut) = prompt(state);
+        // Dropped at once otherwise, so it is not kept through the call.
+        if attempt == 1 {
+            context_cut = cut;
+        } else {
+            drop(cut);
+        }
         context.round = shared.config.round;
         let request = ChatRequest {
             role: AgentRole::Subagent,
@@ -270,39 +290,27 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
             tools: Vec::new(),
             on_delta: None,
         };
+        // The answer is consumed as it comes back and the error by the retry's event, so
+        // neither takes a slot in this future through the call or the retry's wait.
         let answer = crate::tool_loop::converse(&mut calls, request, suggested).await;
-        let err = match answer {
-            Ok(r) if !r.content.trim().is_empty() => break Ok(Arc::<str>::from(r.content)),
-            Ok(r) => LlmError::Transient {
-                provider: shared.provider.info().provider,
-                model: r.model,
-                message: "the model returned an empty section".into(),
-                retry_after: None,
-            },
-            Err(e) => e,
+        // In a block, so the error's slot ends before the wait.
+        let delay = {
+            let err = match section_of(shared, answer) {
+                Ok(section) => break Ok(section),
+                Err(err) => err,
+            };
+            if !err.is_retryable() || attempt > max_retries {
+                failure_kind = Some(if err.is_retryable() {
+                    FailureKind::Transient
+                } else {
+                    FailureKind::Fatal
+                });
+                break Err(err.to_string());
+            }
+            announce_retry(&calls, attempt, err)
         };
-        if !err.is_retryable() || attempt > retry.max_retries {
-            failure_kind = Some(if err.is_retryable() {
-                FailureKind::Transient
-            } else {
-                FailureKind::Fatal
-            });
-            break Err(err.to_string());
-        }
-        let delay = backoff(
-            &retry,
-            shared.config.seed,
-            &task_id.to_string(),
-            attempt,
-            err.retry_after(),
-        );
-        shared.emit(EventKind::TaskRetry {
-            task: task_id.clone(),
-            attempt,
-            error: err.to_string(),
-            delay_ms: delay.as_millis() as u64,
-        });
-        tokio::time::sleep(delay).await;
+        // Boxed: retries are rare, and the timer would grow every subagent's future.
+        Box::pin(tokio::time::sleep(delay)).await;
     };
     context_cut.extend(std::mem::take(&mut calls.cuts));
     if let Ok(section) = &result {
@@ -322,6 +330,42 @@ async fn write_section(state: &SubagentState) -> SubagentReport {
         written: None,
         empty_refs: Vec::new(),
     }
+}
+
+/// The section in a model's answer; an empty answer is a transient error.
+fn section_of(
+    shared: &RunShared,
+    answer: Result<planwave_llm::ChatResponse, LlmError>,
+) -> Result<Arc<str>, LlmError> {
+    match answer {
+        Ok(r) if !r.content.trim().is_empty() => Ok(Arc::<str>::from(r.content)),
+        Ok(r) => Err(LlmError::Transient {
+            provider: shared.provider.info().provider,
+            model: r.model,
+            message: "the model returned an empty section".into(),
+            retry_after: None,
+        }),
+        Err(e) => Err(e),
+    }
+}
+
+/// The backoff before the next attempt after `err`, announced as a `task_retry` event.
+fn announce_retry(calls: &TaskCalls<'_>, attempt: u32, err: LlmError) -> Duration {
+    let shared = calls.shared;
+    let delay = backoff(
+        &shared.config.retry,
+        shared.config.seed,
+        &calls.task.to_string(),
+        attempt,
+        err.retry_after(),
+    );
+    shared.emit(EventKind::TaskRetry {
+        task: calls.task.clone(),
+        attempt,
+        error: err.to_string(),
+        delay_ms: delay.as_millis() as u64,
+    });
+    delay
 }
 
 /// Exponential backoff with full jitter, drawn from the run seed so seeded runs replay;

@@ -20,6 +20,7 @@
 //! input. Tools taking neither do not receive it. A call that fails ends the chain (later
 //! calls would get no input); the error is reported.
 
+use futures::future::Either;
 use planwave_llm::{
     ChatMessage, ChatRequest, ChatResponse, LlmError, ToolRef, ToolResultRef, ToolSpec,
 };
@@ -37,11 +38,16 @@ const OUTPUT_CHARS: usize = 8000;
 
 /// The model's answer to the task, with tool rounds when the run has tools. `suggested` are
 /// the task's suggested tools (validation has dropped unknown ones).
-pub(crate) async fn converse(
-    calls: &mut TaskCalls<'_>,
-    mut request: ChatRequest,
-    suggested: &[String],
-) -> Result<ChatResponse, LlmError> {
+///
+/// Not an `async fn`, and the tool rounds boxed: an async fn keeps its arguments for its
+/// whole life, so the request would keep a slot here (beside the one in the model call)
+/// while the call is in flight, and plain tasks (no tools, the common case) would carry the
+/// tool rounds' future size. Without tools this is the model call's own future.
+pub(crate) fn converse<'c>(
+    calls: &'c mut TaskCalls<'_>,
+    request: ChatRequest,
+    suggested: &'c [String],
+) -> impl Future<Output = Result<ChatResponse, LlmError>> + 'c {
     let tools: Vec<ToolInfo> = calls
         .shared
         .mcp
@@ -49,8 +55,18 @@ pub(crate) async fn converse(
         .map(|m| m.tools().to_vec())
         .unwrap_or_default();
     if tools.is_empty() {
-        return calls.model(request).await;
+        return Either::Left(calls.model(request));
     }
+    Either::Right(Box::pin(tool_rounds(calls, request, suggested, tools)))
+}
+
+/// [`converse`] with tools: rounds of model answers and the tool calls they ask for.
+async fn tool_rounds(
+    calls: &mut TaskCalls<'_>,
+    mut request: ChatRequest,
+    suggested: &[String],
+    tools: Vec<ToolInfo>,
+) -> Result<ChatResponse, LlmError> {
     let protocol = calls.shared.config.tool_protocol;
     let lang = calls.shared.plan.lang();
     let max_rounds = calls.shared.config.max_tool_rounds;

@@ -1,5 +1,7 @@
 //! A provider wrapper that timestamps every model call of a run.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -125,23 +127,13 @@ impl Probe {
     }
 }
 
-#[async_trait]
-impl LlmProvider for Probe {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
+/// A probe's call: boxed, as every provider call is.
+type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
 
-    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
-        let index = request
-            .context
-            .task_id
-            .as_deref()
-            .and_then(|id| self.plan.index_of_key(id));
-        if let (Some(i), Some(arrivals)) = (index, &self.arrivals)
-            && let Some(at) = arrivals.get(i)
-        {
-            planwave_llm::sim::timer::sleep_until(self.epoch + *at).await;
-        }
+impl Probe {
+    /// Starts the inner call now and returns what waits on it: the request moves into the
+    /// inner call, so this future holds only the call and the figures to record.
+    fn observe(&self, index: Option<usize>, request: ChatRequest) -> Call<'_> {
         if let Some(i) = index {
             let _ = self.first_start[i].compare_exchange(
                 0,
@@ -160,25 +152,59 @@ impl LlmProvider for Probe {
                 Instant::now(),
             )
         });
-        let answer = self.inner.chat(request).await;
-        self.in_flight.fetch_sub(1, Ordering::AcqRel);
-        if let (Some(records), Some((role, task, sent))) = (&self.records, keep) {
-            let start_ms = sent.duration_since(self.epoch).as_secs_f64() * 1000.0;
-            let r = CallRecord::of(role, task, start_ms, sent.elapsed(), &answer);
-            if let Ok(mut v) = records.lock() {
-                v.push(r);
-            }
-        }
-        match &answer {
-            Ok(_) => {
-                if let Some(i) = index {
-                    self.last_done[i].store(self.now_ns(), Ordering::Release);
+        let call = self.inner.chat(request);
+        Box::pin(async move {
+            let answer = call.await;
+            self.in_flight.fetch_sub(1, Ordering::AcqRel);
+            if let (Some(records), Some((role, task, sent))) = (&self.records, keep) {
+                let start_ms = sent.duration_since(self.epoch).as_secs_f64() * 1000.0;
+                let r = CallRecord::of(role, task, start_ms, sent.elapsed(), &answer);
+                if let Ok(mut v) = records.lock() {
+                    v.push(r);
                 }
             }
-            Err(_) => {
-                self.errors.fetch_add(1, Ordering::Relaxed);
+            match &answer {
+                Ok(_) => {
+                    if let Some(i) = index {
+                        self.last_done[i].store(self.now_ns(), Ordering::Release);
+                    }
+                }
+                Err(_) => {
+                    self.errors.fetch_add(1, Ordering::Relaxed);
+                }
             }
+            answer
+        })
+    }
+}
+
+#[async_trait]
+impl LlmProvider for Probe {
+    fn info(&self) -> ProviderInfo {
+        self.inner.info()
+    }
+
+    /// Written out rather than `async fn`: async_trait's future would keep the request twice
+    /// (its argument and the body's copy) for the whole call, on top of the inner call's
+    /// own; with 100,000 calls in flight that was most of this future's size.
+    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> Call<'async_trait>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
+        let index = request
+            .context
+            .task_id
+            .as_deref()
+            .and_then(|id| self.plan.index_of_key(id));
+        let arrival = index.and_then(|i| self.arrivals.as_ref()?.get(i).copied());
+        match arrival {
+            // An open-loop run holds the first send until the task's arrival time.
+            Some(at) => Box::pin(async move {
+                planwave_llm::sim::timer::sleep_until(self.epoch + at).await;
+                self.observe(index, request).await
+            }),
+            None => self.observe(index, request),
         }
-        answer
     }
 }

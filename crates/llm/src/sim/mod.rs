@@ -13,6 +13,8 @@ pub mod timer;
 mod tools;
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -146,20 +148,77 @@ impl LlmProvider for SimProvider {
         }
     }
 
-    async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
+    /// Written out rather than `async fn`: async_trait's future keeps the request twice
+    /// (its argument and the body's copy of it) for the whole simulated wait, which with
+    /// many calls in flight was a large part of each one's memory. Here the request is
+    /// captured once.
+    fn chat<'life0, 'async_trait>(
+        &'life0 self,
+        mut request: ChatRequest,
+    ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'async_trait>>
+    where
+        'life0: 'async_trait,
+        Self: 'async_trait,
+    {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
         let prompt_chars = take_prompt(&mut request);
-        let task = request.context.task_id.clone();
-        if let Some(id) = task.as_deref().filter(|id| self.config.panic.contains(*id)) {
-            // Deliberate: exercises the supervisor's handling of a subagent that dies.
-            panic!("simulated panic in task {id}");
-        }
         let delay = self.latency_for(&request);
-        if !delay.is_zero() {
-            timer::sleep_from(start, delay).await;
-        }
-        if let Some(id) = task.as_deref() {
+        Box::pin(async move {
+            if let Some(id) = request
+                .context
+                .task_id
+                .as_deref()
+                .filter(|id| self.config.panic.contains(*id))
+            {
+                // Deliberate: exercises the supervisor's handling of a subagent that dies.
+                panic!("simulated panic in task {id}");
+            }
+            if !delay.is_zero() {
+                timer::sleep_until(start + delay).await;
+            }
+            let (content, tool_calls, pace) = self.answer(&request)?;
+            let usage = Usage {
+                prompt_tokens: text::estimate_tokens(prompt_chars),
+                completion_tokens: text::estimate_tokens(content.chars().count()),
+                reasoning_tokens: 0,
+            };
+            let sink = request.on_delta.as_ref();
+            let timing = if pace::is_paced(&pace, &content) {
+                // Boxed: paced answers are rare, and inlined the pacing's future would grow
+                // every call's future, which lives through the whole simulated wait.
+                Box::pin(pace::deliver(&content, pace, start, sink)).await
+            } else {
+                pace::at_once(&content, pace, start, sink)
+            };
+            Ok(ChatResponse {
+                timing: Some(timing),
+                content,
+                usage,
+                model: SIM_MODEL.into(),
+                finish_reason: Some(
+                    if tool_calls.is_empty() {
+                        "stop"
+                    } else {
+                        "tool_calls"
+                    }
+                    .into(),
+                ),
+                tool_calls,
+            })
+        })
+    }
+}
+
+impl SimProvider {
+    /// The answer to `request` once its wait is over: its text, native tool calls and the
+    /// pace it is delivered at, or the scripted failure.
+    fn answer(
+        &self,
+        request: &ChatRequest,
+    ) -> Result<(String, Vec<crate::ToolCall>, pace::Pace), LlmError> {
+        let task = request.context.task_id.as_deref();
+        if let Some(id) = task {
             if self.config.fail.contains(id) {
                 return Err(self.transient(format!(
                     "simulated failure of task {id} (attempt {})",
@@ -192,7 +251,7 @@ impl LlmProvider for SimProvider {
                 )));
             }
         }
-        let seed = stable_hash(self.config.seed, task.as_deref().unwrap_or("-"), 0);
+        let seed = stable_hash(self.config.seed, task.unwrap_or("-"), 0);
         let mut tool_calls = Vec::new();
         let content = match request.role {
             AgentRole::Subagent => match tools::chain(&request.context, seed) {
@@ -202,10 +261,7 @@ impl LlmProvider for SimProvider {
                     String::new()
                 }
                 Some(calls) => tools::json_answer(&calls),
-                None if task
-                    .as_deref()
-                    .is_some_and(|id| self.config.terse.contains(id)) =>
-                {
+                None if task.is_some_and(|id| self.config.terse.contains(id)) => {
                     text::terse_section(&request.context)
                 }
                 None => text::section(&request.context, seed) + &tools::findings(&request.context),
@@ -220,33 +276,13 @@ impl LlmProvider for SimProvider {
             AgentRole::Reflector => {
                 reflect::reflection(&request.context, request.attempt, &self.config.reflect)
             }
-            AgentRole::Planner => self.planner_answer(&request),
-        };
-        let usage = Usage {
-            prompt_tokens: text::estimate_tokens(prompt_chars),
-            completion_tokens: text::estimate_tokens(content.chars().count()),
-            reasoning_tokens: 0,
+            AgentRole::Planner => self.planner_answer(request),
         };
         let pace = pace::Pace {
             tokens_per_sec: self.config.token_rate.for_role(request.role),
             jitter: self.config.token_rate.jitter,
             seed: stable_hash(seed, "pace", request.attempt),
         };
-        let timing = pace::deliver(&content, pace, start, request.on_delta.as_ref()).await;
-        Ok(ChatResponse {
-            timing: Some(timing),
-            content,
-            usage,
-            model: SIM_MODEL.into(),
-            finish_reason: Some(
-                if tool_calls.is_empty() {
-                    "stop"
-                } else {
-                    "tool_calls"
-                }
-                .into(),
-            ),
-            tool_calls,
-        })
+        Ok((content, tool_calls, pace))
     }
 }

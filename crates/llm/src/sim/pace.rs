@@ -99,6 +99,27 @@ pub struct Pace {
     pub seed: u64,
 }
 
+/// Whether `content` is delivered over time at `pace` (else all at once, without waiting).
+pub fn is_paced(pace: &Pace, content: &str) -> bool {
+    pace.tokens_per_sec > 0.0 && !content.is_empty()
+}
+
+/// [`deliver`] of an answer that is not paced ([`is_paced`]): all of it now.
+pub fn at_once(content: &str, pace: Pace, start: Instant, sink: Option<&DeltaSink>) -> CallTiming {
+    let ttft = start.elapsed();
+    if let Some(sink) = sink
+        && !content.is_empty()
+    {
+        sink.emit(StreamEvent::Delta(content));
+    }
+    CallTiming {
+        ttft,
+        streamed: pace.tokens_per_sec > 0.0,
+        e2e: start.elapsed(),
+        ..CallTiming::default()
+    }
+}
+
 /// Delivers `content` to `sink` at the pace's rate starting now (the first token), and
 /// returns the call's timing measured from `start` (when the call began).
 pub async fn deliver(
@@ -108,20 +129,14 @@ pub async fn deliver(
     sink: Option<&DeltaSink>,
 ) -> CallTiming {
     let tokens_per_sec = pace.tokens_per_sec;
+    if !is_paced(&pace, content) {
+        return at_once(content, pace, start, sink);
+    }
     let mut timing = CallTiming {
         ttft: start.elapsed(),
-        streamed: tokens_per_sec > 0.0,
+        streamed: true,
         ..CallTiming::default()
     };
-    if tokens_per_sec <= 0.0 || content.is_empty() {
-        if let Some(sink) = sink
-            && !content.is_empty()
-        {
-            sink.emit(StreamEvent::Delta(content));
-        }
-        timing.e2e = start.elapsed();
-        return timing;
-    }
     let per_token = Duration::from_secs_f64(1.0 / tokens_per_sec);
     // Tokens per delivery, so deliveries are at least MIN_TICK apart.
     let group = (MIN_TICK.as_secs_f64() / per_token.as_secs_f64())

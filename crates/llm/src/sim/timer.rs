@@ -27,7 +27,9 @@ pub async fn sleep_until(deadline: Instant) {
         fd_timer::Sleep::new(driver, deadline).await;
         return;
     }
-    tokio::time::sleep_until(deadline.into()).await;
+    // Boxed: tokio's timer is the fallback, and inlined it would grow every simulated call's
+    // future (which lives through the whole wait) by its size.
+    Box::pin(tokio::time::sleep_until(deadline.into())).await;
 }
 
 /// Waits `delay` from `start` (the moment the call began, so work before the wait does not
