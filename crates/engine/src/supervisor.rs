@@ -96,6 +96,8 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
+    /// Completed sections not yet handed to the integrator (see [`SupervisorState::to_integrator_later`]).
+    held: Vec<(usize, Arc<str>)>,
     /// The plan may still grow (streamed plan not closed).
     open: bool,
     /// How many times the plan was rebuilt; `maps[g]` takes generation `g`'s task indices
@@ -138,6 +140,7 @@ impl Actor for Supervisor {
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
+            held: Vec::new(),
             open: args.open,
             generation: 0,
             maps: Vec::new(),
@@ -221,6 +224,8 @@ impl Actor for Supervisor {
             }
             SupervisorMsg::Rebase(rebase) => {
                 if state.cancelled.is_none() {
+                    // Held sections carry this generation's indices.
+                    state.flush_held();
                     state.rebase(&myself, *rebase);
                     state.dispatch_now(&myself).await;
                 }
@@ -276,6 +281,38 @@ impl SupervisorState {
     fn to_integrator(&self, msg: IntegratorMsg) {
         if let Some(i) = &self.integrator {
             let _ = i.send_message(msg);
+        }
+    }
+
+    /// A completed section for the integrator, which only reads the sections when the run
+    /// ends. Sent one by one, each send woke the integrator in the same turn as the
+    /// dependents' spawn: the second task made ready in one turn of a tokio worker displaces
+    /// the first from the worker's LIFO slot and wakes the other worker, so on a chain of
+    /// tasks the two workers handed the run back and forth once per task. Held sections go
+    /// out together (one wake-up per batch): when the batch is full, before a section that
+    /// still has to be written, before a rebase renumbers tasks, and before the run ends.
+    fn to_integrator_later(&mut self, index: usize, text: Arc<str>, write: bool) {
+        if self.integrator.is_none() {
+            return; // an open streamed plan: the closing rebase hands over every section
+        }
+        if write {
+            self.flush_held();
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
+            return;
+        }
+        self.held.push((index, text));
+        if self.held.len() >= HELD_SECTIONS {
+            self.flush_held();
+        }
+    }
+
+    fn flush_held(&mut self) {
+        for (index, text) in std::mem::take(&mut self.held) {
+            self.to_integrator(IntegratorMsg::Section {
+                index,
+                text,
+                write: false,
+            });
         }
     }
 
@@ -448,11 +485,7 @@ impl SupervisorState {
         if let Some(event) = p.event {
             self.shared.publish(event);
         }
-        self.to_integrator(IntegratorMsg::Section {
-            index,
-            text: p.section.clone(),
-            write: p.write,
-        });
+        self.to_integrator_later(index, p.section.clone(), p.write);
         // A streamed plan may have grown while this completion waited for the journal: the
         // new plan's references can name this task, and its subagent kept the result only for
         // the plan it started under (a no-op unless some reference needs it, and the
@@ -535,6 +568,8 @@ impl SupervisorState {
 
     fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if let Some(done) = self.done.take() {
+            // Before `done`: whoever receives it asks the integrator for the report next.
+            self.flush_held();
             if self.cancelled.is_some() {
                 self.spans.cancel_open();
                 // Interrupted work is not a failure: it stays pending so a resume runs it.
@@ -559,6 +594,9 @@ impl SupervisorState {
         }
     }
 }
+
+/// Sections held for the integrator before they are handed over together.
+const HELD_SECTIONS: usize = 256;
 
 /// Task `i` of `plan` before it runs.
 fn pending_record(plan: &planwave_plan::ValidatedPlan, i: usize) -> TaskRecord {
