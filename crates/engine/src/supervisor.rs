@@ -97,7 +97,7 @@ pub struct SupervisorState {
     warnings: Vec<String>,
     spans: TaskSpans,
     /// Completed sections not yet handed to the integrator (see [`SupervisorState::to_integrator_later`]).
-    held: Vec<(usize, Arc<str>)>,
+    held: Vec<(usize, Arc<str>, bool)>,
     /// The plan may still grow (streamed plan not closed).
     open: bool,
     /// How many times the plan was rebuilt; `maps[g]` takes generation `g`'s task indices
@@ -285,34 +285,32 @@ impl SupervisorState {
     }
 
     /// A completed section for the integrator, which only reads the sections when the run
-    /// ends. Sent one by one, each send woke the integrator in the same turn as the
-    /// dependents' spawn: the second task made ready in one turn of a tokio worker displaces
-    /// the first from the worker's LIFO slot and wakes the other worker, so on a chain of
-    /// tasks the two workers handed the run back and forth once per task. Held sections go
-    /// out together (one wake-up per batch): when the batch is full, before a section that
-    /// still has to be written, before a rebase renumbers tasks, and before the run ends.
+    /// ends. Sent one by one, each send woke the integrator's task in the same turn as the
+    /// dependents' spawn (a second task made ready in one turn of a tokio worker displaces
+    /// the first from the worker's LIFO slot, which also signals the other worker). Held
+    /// sections go out together (one wake-up per batch): when the batch is full, before a
+    /// section that still has to be written, before a rebase renumbers tasks, and before the
+    /// run ends.
     fn to_integrator_later(&mut self, index: usize, text: Arc<str>, write: bool) {
         if self.integrator.is_none() {
             return; // an open streamed plan: the closing rebase hands over every section
         }
-        if write {
+        // Without a run directory there is nothing to write (`write` then only says that no
+        // file was written): held like the rest.
+        if write && self.shared.output.is_some() {
             self.flush_held();
             self.to_integrator(IntegratorMsg::Section { index, text, write });
             return;
         }
-        self.held.push((index, text));
+        self.held.push((index, text, write));
         if self.held.len() >= HELD_SECTIONS {
             self.flush_held();
         }
     }
 
     fn flush_held(&mut self) {
-        for (index, text) in std::mem::take(&mut self.held) {
-            self.to_integrator(IntegratorMsg::Section {
-                index,
-                text,
-                write: false,
-            });
+        for (index, text, write) in std::mem::take(&mut self.held) {
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
         }
     }
 
@@ -627,4 +625,65 @@ fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
     start
         .map(|s| (end - s).num_microseconds().unwrap_or(0) as f64 / 1000.0)
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use planwave_llm::sim::{Latency, SimConfig, SimProvider};
+    use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
+    use planwave_prompts::Templates;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::RunConfig;
+    use crate::event::NullSink;
+    use crate::run::{RunRequest, execute};
+
+    /// More completions than one batch of held sections (two full batches and a part): the
+    /// integrator still gets every section, so the report has each one whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_report_has_every_section_when_they_reach_the_integrator_in_batches() {
+        let n = 2 * HELD_SECTIONS + 37;
+        let tasks = (0..n)
+            .map(|i| TaskSpec::new(format!("t{i}").as_str(), format!("topic part {i}"), vec![]))
+            .collect();
+        let plan = Arc::new(
+            ValidatedPlan::new(PlanSpec {
+                topic: "batches".into(),
+                tasks,
+                ..PlanSpec::default()
+            })
+            .expect("valid"),
+        );
+        let provider = SimProvider::new(SimConfig {
+            latency: Latency::from_mean(0.0, 0.0),
+            ..SimConfig::default()
+        });
+        let result = execute(RunRequest {
+            run_id: uuid::Uuid::new_v4(),
+            plan,
+            provider: Arc::new(provider),
+            prompts: Arc::new(Templates::builtin()),
+            sink: Arc::new(NullSink),
+            journal: None,
+            config: RunConfig::default(),
+            deadline: None,
+            slots: None,
+            output: None,
+            cancel: CancellationToken::new(),
+            preset: Vec::new(),
+            mcp: None,
+        })
+        .await
+        .expect("ran");
+        assert_eq!(result.stats.completed, n);
+        assert_eq!(result.sections.len(), n);
+        for (i, s) in result.sections.iter().enumerate() {
+            let s = s.as_deref().expect("a section");
+            assert!(
+                result.report.contains(s.trim()),
+                "section of t{i} missing from the report"
+            );
+        }
+    }
 }
