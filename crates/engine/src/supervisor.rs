@@ -96,7 +96,7 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
-    /// Completed sections not yet handed to the integrator (see [`SupervisorState::to_integrator_later`]).
+    /// Completed sections not yet handed to the integrator (see [`SupervisorState::hand_section`]).
     held: Vec<(usize, Arc<str>, bool)>,
     /// The plan may still grow (streamed plan not closed).
     open: bool,
@@ -291,7 +291,7 @@ impl SupervisorState {
     /// sections go out together (one wake-up per batch): when the batch is full, before a
     /// section that still has to be written, before a rebase renumbers tasks, and before the
     /// run ends.
-    fn to_integrator_later(&mut self, index: usize, text: Arc<str>, write: bool) {
+    fn hand_section(&mut self, index: usize, text: Arc<str>, write: bool) {
         if self.integrator.is_none() {
             return; // an open streamed plan: the closing rebase hands over every section
         }
@@ -483,7 +483,7 @@ impl SupervisorState {
         if let Some(event) = p.event {
             self.shared.publish(event);
         }
-        self.to_integrator_later(index, p.section.clone(), p.write);
+        self.hand_section(index, p.section.clone(), p.write);
         // A streamed plan may have grown while this completion waited for the journal: the
         // new plan's references can name this task, and its subagent kept the result only for
         // the plan it started under (a no-op unless some reference needs it, and the
