@@ -96,6 +96,8 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
+    /// Completed sections not yet handed to the integrator (see [`SupervisorState::hand_section`]).
+    held: Vec<(usize, Arc<str>, bool)>,
     /// The plan may still grow (streamed plan not closed).
     open: bool,
     /// How many times the plan was rebuilt; `maps[g]` takes generation `g`'s task indices
@@ -138,6 +140,7 @@ impl Actor for Supervisor {
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
+            held: Vec::new(),
             open: args.open,
             generation: 0,
             maps: Vec::new(),
@@ -221,6 +224,8 @@ impl Actor for Supervisor {
             }
             SupervisorMsg::Rebase(rebase) => {
                 if state.cancelled.is_none() {
+                    // Held sections carry this generation's indices.
+                    state.flush_held();
                     state.rebase(&myself, *rebase);
                     state.dispatch_now(&myself).await;
                 }
@@ -276,6 +281,36 @@ impl SupervisorState {
     fn to_integrator(&self, msg: IntegratorMsg) {
         if let Some(i) = &self.integrator {
             let _ = i.send_message(msg);
+        }
+    }
+
+    /// A completed section for the integrator, which only reads the sections when the run
+    /// ends. Sent one by one, each send woke the integrator's task in the same turn as the
+    /// dependents' spawn (a second task made ready in one turn of a tokio worker displaces
+    /// the first from the worker's LIFO slot, which also signals the other worker). Held
+    /// sections go out together (one wake-up per batch): when the batch is full, before a
+    /// section that still has to be written, before a rebase renumbers tasks, and before the
+    /// run ends.
+    fn hand_section(&mut self, index: usize, text: Arc<str>, write: bool) {
+        if self.integrator.is_none() {
+            return; // an open streamed plan: the closing rebase hands over every section
+        }
+        // Without a run directory there is nothing to write (`write` then only says that no
+        // file was written): held like the rest.
+        if write && self.shared.output.is_some() {
+            self.flush_held();
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
+            return;
+        }
+        self.held.push((index, text, write));
+        if self.held.len() >= HELD_SECTIONS {
+            self.flush_held();
+        }
+    }
+
+    fn flush_held(&mut self) {
+        for (index, text, write) in std::mem::take(&mut self.held) {
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
         }
     }
 
@@ -448,11 +483,7 @@ impl SupervisorState {
         if let Some(event) = p.event {
             self.shared.publish(event);
         }
-        self.to_integrator(IntegratorMsg::Section {
-            index,
-            text: p.section.clone(),
-            write: p.write,
-        });
+        self.hand_section(index, p.section.clone(), p.write);
         // A streamed plan may have grown while this completion waited for the journal: the
         // new plan's references can name this task, and its subagent kept the result only for
         // the plan it started under (a no-op unless some reference needs it, and the
@@ -535,6 +566,8 @@ impl SupervisorState {
 
     fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
         if let Some(done) = self.done.take() {
+            // Before `done`: whoever receives it asks the integrator for the report next.
+            self.flush_held();
             if self.cancelled.is_some() {
                 self.spans.cancel_open();
                 // Interrupted work is not a failure: it stays pending so a resume runs it.
@@ -559,6 +592,9 @@ impl SupervisorState {
         }
     }
 }
+
+/// Sections held for the integrator before they are handed over together.
+const HELD_SECTIONS: usize = 256;
 
 /// Task `i` of `plan` before it runs.
 fn pending_record(plan: &planwave_plan::ValidatedPlan, i: usize) -> TaskRecord {
@@ -589,4 +625,65 @@ fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
     start
         .map(|s| (end - s).num_microseconds().unwrap_or(0) as f64 / 1000.0)
         .unwrap_or(0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use planwave_llm::sim::{Latency, SimConfig, SimProvider};
+    use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
+    use planwave_prompts::Templates;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::config::RunConfig;
+    use crate::event::NullSink;
+    use crate::run::{RunRequest, execute};
+
+    /// More completions than one batch of held sections (two full batches and a part): the
+    /// integrator still gets every section, so the report has each one whole.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_report_has_every_section_when_they_reach_the_integrator_in_batches() {
+        let n = 2 * HELD_SECTIONS + 37;
+        let tasks = (0..n)
+            .map(|i| TaskSpec::new(format!("t{i}").as_str(), format!("topic part {i}"), vec![]))
+            .collect();
+        let plan = Arc::new(
+            ValidatedPlan::new(PlanSpec {
+                topic: "batches".into(),
+                tasks,
+                ..PlanSpec::default()
+            })
+            .expect("valid"),
+        );
+        let provider = SimProvider::new(SimConfig {
+            latency: Latency::from_mean(0.0, 0.0),
+            ..SimConfig::default()
+        });
+        let result = execute(RunRequest {
+            run_id: uuid::Uuid::new_v4(),
+            plan,
+            provider: Arc::new(provider),
+            prompts: Arc::new(Templates::builtin()),
+            sink: Arc::new(NullSink),
+            journal: None,
+            config: RunConfig::default(),
+            deadline: None,
+            slots: None,
+            output: None,
+            cancel: CancellationToken::new(),
+            preset: Vec::new(),
+            mcp: None,
+        })
+        .await
+        .expect("ran");
+        assert_eq!(result.stats.completed, n);
+        assert_eq!(result.sections.len(), n);
+        for (i, s) in result.sections.iter().enumerate() {
+            let s = s.as_deref().expect("a section");
+            assert!(
+                result.report.contains(s.trim()),
+                "section of t{i} missing from the report"
+            );
+        }
+    }
 }
