@@ -6,7 +6,6 @@
 //! anywhere across network reads (even inside a UTF-8 character), chunks with empty
 //! `choices`, a usage-only last chunk, DeepSeek's `reasoning_content` deltas, and `[DONE]`.
 
-use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use serde_json::Value;
@@ -94,10 +93,13 @@ impl SseDecoder {
         line: &[u8],
         on_event: &mut impl FnMut(&str) -> ControlFlow<B>,
     ) -> ControlFlow<B> {
-        match String::from_utf8_lossy(line) {
-            Cow::Borrowed(text) => self.text_line(text, on_event),
-            Cow::Owned(text) => self.text_line(&text, on_event),
+        // Valid UTF-8 is checked with the fast validator; only a broken line pays for the
+        // lossy conversion (its bad bytes become U+FFFD, as they always have).
+        if let Ok(text) = std::str::from_utf8(line) {
+            return self.text_line(text, on_event);
         }
+        let text = String::from_utf8_lossy(line).into_owned();
+        self.text_line(&text, on_event)
     }
 
     fn text_line<B>(
@@ -335,6 +337,12 @@ mod tests {
         let body = "data: {\"t\":\"特斯拉\"}\n\n".as_bytes();
         let (a, b) = body.split_at(14); // inside 特
         assert_eq!(decode_all(&[a, b]), vec!["{\"t\":\"特斯拉\"}"]);
+    }
+
+    #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(decode_all(&[b"data: a\xffb\n\n"]), vec!["a\u{FFFD}b"]);
+        assert_eq!(decode_all(&[b"data: a\xff"]), vec!["a\u{FFFD}"]);
     }
 
     #[test]
