@@ -47,16 +47,27 @@ impl ChunkFrame {
 
     /// `text` as content chunks of [`CHUNK_CHARS`] characters each.
     pub(crate) fn push_pieces(&self, out: &mut Vec<u8>, text: &str) {
-        let mut rest = text;
-        while !rest.is_empty() {
-            let cut = rest
-                .char_indices()
-                .nth(CHUNK_CHARS)
-                .map_or(rest.len(), |(i, _)| i);
-            self.push(out, &rest[..cut]);
-            rest = &rest[cut..];
+        for piece in pieces(text) {
+            self.push(out, piece);
         }
     }
+}
+
+/// `text` in pieces of [`CHUNK_CHARS`] characters (the last may be shorter).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = rest
+            .char_indices()
+            .nth(CHUNK_CHARS)
+            .map_or(rest.len(), |(i, _)| i);
+        let (piece, after) = rest.split_at(cut);
+        rest = after;
+        Some(piece)
+    })
 }
 
 /// `s` as a JSON string, exactly as serde_json writes it.
@@ -95,17 +106,12 @@ pub(crate) fn stream_response(
                 None,
             ),
         ];
-        let mut rest = content.as_str();
-        while !rest.is_empty() {
-            let cut = rest
-                .char_indices()
-                .nth(CHUNK_CHARS)
-                .map_or(rest.len(), |(i, _)| i);
+        events.extend(pieces(&content).map(|p| {
             let mut c = Vec::new();
-            frame.push(&mut c, &rest[..cut]);
-            events.push(String::from_utf8(c).unwrap_or_default());
-            rest = &rest[cut..];
-        }
+            frame.push(&mut c, p);
+            // `push` writes only UTF-8 (ASCII framing around JSON strings).
+            String::from_utf8(c).unwrap_or_default()
+        }));
         let finish = if tool_calls.is_empty() {
             "stop"
         } else {
@@ -336,5 +342,13 @@ mod tests {
             serde_json::from_str(built.strip_prefix("data: ").unwrap().trim()).unwrap();
         assert_eq!(direct, built);
         assert!(out.ends_with("\n\n"));
+    }
+
+    #[test]
+    fn pieces_are_whole_characters() {
+        let text: String = "特".repeat(CHUNK_CHARS * 2 + 1);
+        let got: Vec<usize> = pieces(&text).map(|p| p.chars().count()).collect();
+        assert_eq!(got, vec![CHUNK_CHARS, CHUNK_CHARS, 1]);
+        assert_eq!(pieces("").count(), 0);
     }
 }

@@ -12,6 +12,7 @@
 //! `Value` already parsed (streamed plans, [`plan_from_value`](super::plan_from_value)).
 //! Both keep serde_json's rule for a key given twice in one object: the last one wins.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -246,14 +247,11 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
         let mut top = Top::default();
-        let mut seen: Vec<String> = Vec::new();
+        // A set, not a list: a plan object may have any number of keys.
+        let mut seen: HashSet<String> = HashSet::new();
         while let Some(key) = map.next_key::<String>()? {
-            if seen.contains(&key) {
-                if !top.dups.contains(&key) {
-                    top.dups.push(key.clone());
-                }
-            } else {
-                seen.push(key.clone());
+            if !seen.insert(key.clone()) && !top.dups.contains(&key) {
+                top.dups.push(key.clone());
             }
             match key.as_str() {
                 "tasks" => top.tasks = map.next_value_seed(ListSeed)?,
