@@ -8,6 +8,7 @@ mod extract;
 mod keys;
 mod normalize;
 pub mod stream;
+mod top;
 
 use crate::model::PlanSpec;
 
@@ -52,16 +53,26 @@ pub fn parse_plan(bytes: &[u8]) -> Result<PlanSpec, ParseError> {
 
 /// [`parse_plan`] for text already known to be UTF-8.
 pub fn parse_plan_str(text: &str) -> Result<PlanSpec, ParseError> {
+    if let Some(top) = top::read_plain(text) {
+        if !top.dups.is_empty() {
+            return Err(duplicates(&top.dups));
+        }
+        return normalize::plan_from_top(top);
+    }
     let value = extract_json(text)?;
     let dups = keys::duplicate_top_level_keys(text);
     if !dups.is_empty() {
-        return Err(ParseError::Shape(
-            dups.iter()
-                .map(|k| format!("the plan has \"{k}\" more than once; give it once"))
-                .collect(),
-        ));
+        return Err(duplicates(&dups));
     }
     plan_from_value(value)
+}
+
+fn duplicates(keys: &[String]) -> ParseError {
+    ParseError::Shape(
+        keys.iter()
+            .map(|k| format!("the plan has \"{k}\" more than once; give it once"))
+            .collect(),
+    )
 }
 
 /// Finds and parses the JSON object in messy model output.
@@ -80,4 +91,62 @@ pub fn extract_json(text: &str) -> Result<serde_json::Value, ParseError> {
 /// shape problem is collected into [`ParseError::Shape`].
 pub fn plan_from_value(value: serde_json::Value) -> Result<PlanSpec, ParseError> {
     normalize::plan_from_value(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `Value` path alone, as `parse_plan_str` was before plain plan files were read
+    /// directly: the two must agree on every text.
+    fn through_value(text: &str) -> Result<PlanSpec, ParseError> {
+        let value = extract_json(text)?;
+        let dups = keys::duplicate_top_level_keys(text);
+        if !dups.is_empty() {
+            return Err(duplicates(&dups));
+        }
+        plan_from_value(value)
+    }
+
+    #[test]
+    fn direct_reading_agrees_with_the_value_path() {
+        let texts = [
+            r#"{"topic":"t","tasks":[{"id":1,"description":"a"},{"id":2,"description":"b","dependencies":[1]}]}"#,
+            "\u{FEFF}  \n{\"tasks\":[{\"id\":\"x\",\"description\":\"d\",\"extra\":{\"deep\":[1]}}]}\n",
+            r#"{"tasks":[{"id":1,"description":"a","id":null}]}"#,
+            r#"{"tasks":[{"id":1,"description":"a","description":"b","deps":[1],"depends_on":2}]}"#,
+            r#"{"tasks":[{"\u0069d":1,"description":"escaped key"}]}"#,
+            r#"{"tasks":[1,"x",null,[],{"id":2,"description":"d"}]}"#,
+            r#"{"tasks":{"id":1}}"#,
+            r#"{"tasks":null,"steps":[{"step_id":1,"id":9,"name":"n","tool":"t","params":{"a":"{{1.result}}"}}]}"#,
+            r#"{"steps":[{"id":1,"task_id":3,"description":"d","retryCount":2,"optional":true}]}"#,
+            r#"{"plan":{"goal":"g","tasks":[{"id":1,"description":"wrapped"}],"tasks":[{"id":2,"description":"last"}]}}"#,
+            r#"{"plan":{"topic":"no list"},"topic":"outer"}"#,
+            r#"{"plan":[1],"topic":"t"}"#,
+            r#"{"tasks":[{"id":1,"description":"a"}],"plan":{"tasks":[]}}"#,
+            r#"{"tasks":[],"topic":"t","tasks":[{"id":1,"description":"a"}],"topic":"u"}"#,
+            r#"{"tasks":[{"id":1,"description":"a","hints":{"data_needs":"x","key_questions":[1]}}],"metadata":{"k":1},"planId":7}"#,
+            r#"{"tasks":[{"id":1.5,"description":"a"},{"id":99999999999999999999,"description":"b"}]}"#,
+            r#"{"tasks":[{"id":1,"description":"a"}]} and then {"tasks":[{"id":2,"description":"bigger one"}]}"#,
+            r#"{"tasks":[{"id":1,"description":"a"}]} trailing prose"#,
+            "{\"tasks\":[{\"id\":1,\"description\":\"a ``` b\"}]}",
+            "```json\n{\"tasks\":[{\"id\":1,\"description\":\"fenced\"}]}\n```",
+            r#"Plan: {"tasks":[{"id":1,"description":"prose first"}]}"#,
+            r#"{"tasks":[{"id":1,"description":"a"}"#,
+            r#"{"tasks":[{"id":1,"description":"a"}],}"#,
+            r#"{"objectives":"one","research_type":5,"tasks":[]}"#,
+        ];
+        for text in texts {
+            assert_eq!(parse_plan_str(text), through_value(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn plain_files_are_read_directly_and_others_are_not() {
+        assert!(top::read_plain(r#" {"tasks":[]} "#).is_some());
+        assert!(top::read_plain(r#"{"tasks":[]} {"#).is_none());
+        assert!(top::read_plain(r#"x {"tasks":[]}"#).is_none());
+        assert!(top::read_plain("{\"tasks\":[]}\n```").is_none());
+        assert!(top::read_plain(r#"{"tasks":[}"#).is_none());
+    }
 }

@@ -7,13 +7,14 @@
 
 pub(crate) mod advice;
 mod graph;
+mod ids;
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
-use std::fmt::{self, Write as _};
+use std::collections::HashSet;
+use std::fmt;
 
 use crate::model::{PlanSpec, TaskId, TaskSpec};
 use crate::validated::ValidatedPlan;
+pub(crate) use ids::IdIndex;
 
 /// One reason a plan is invalid. `Display` gives the exact user-facing message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,26 +100,6 @@ impl fmt::Display for Warning {
     }
 }
 
-/// First pass: the first task holding each key, and where each later duplicate points.
-/// Empty ids are left out: they are reported as such, not as duplicates of each other.
-fn index_ids(spec: &PlanSpec) -> (HashMap<String, usize>, Vec<Option<usize>>) {
-    let n = spec.tasks.len();
-    let mut index: HashMap<String, usize> = HashMap::with_capacity(n);
-    let mut first_definition: Vec<Option<usize>> = vec![None; n];
-    for (i, task) in spec.tasks.iter().enumerate() {
-        if is_empty_id(&task.id) {
-            continue;
-        }
-        match index.entry(task.id.key().into_owned()) {
-            Entry::Occupied(e) => first_definition[i] = Some(*e.get()),
-            Entry::Vacant(e) => {
-                e.insert(i);
-            }
-        }
-    }
-    (index, first_definition)
-}
-
 /// Every cycle of the graph, as the ids along it.
 fn cycles(spec: &PlanSpec, dependents: &[Vec<u32>]) -> Vec<Problem> {
     graph::cycles(dependents)
@@ -152,7 +133,7 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
         dedup_dependencies(task, &mut warnings);
     }
 
-    let (index, first_definition) = index_ids(&spec);
+    let (index, first_definition) = IdIndex::build(&spec);
 
     // Second pass: per-task problems in the documented order, and the resolved edges.
     let mut problems = Vec::new();
@@ -167,7 +148,7 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
                 id: task.id.clone(),
             });
         }
-        if let Some(first) = first_definition[i] {
+        if let Some(&Some(first)) = first_definition.get(i) {
             problems.push(Problem::DuplicateId {
                 id: task.id.clone(),
                 first: first + 1,
@@ -180,7 +161,7 @@ pub(crate) fn validate(mut spec: PlanSpec) -> Result<ValidatedPlan, ValidationEr
         for dep in &task.dependencies {
             if !empty_id && same_key(dep, &task.id) {
                 self_dependency = true;
-            } else if let Some(j) = lookup(&index, dep) {
+            } else if let Some(j) = index.get(dep) {
                 // `j < n <= u32::MAX`, checked above.
                 resolved.push(j as u32);
             } else {
@@ -247,7 +228,7 @@ pub(crate) fn weighted_critical_path(plan: &ValidatedPlan, weights: &[f64]) -> (
 /// exist yet when it runs. One problem per offending reference, in document order.
 fn check_references(
     spec: &PlanSpec,
-    index: &HashMap<String, usize>,
+    index: &IdIndex,
     deps: &[Vec<u32>],
     problems: &mut Vec<Problem>,
 ) {
@@ -259,7 +240,7 @@ fn check_references(
         }
         let ancestors = graph::ancestors(deps, i);
         for r in refs {
-            match index.get(&r.task) {
+            match index.get_key(&r.task) {
                 None if crate::refs::namespace(&spec.about, &r.task).is_some() => {
                     if let Some(p) = namespace_problem(spec, &task.id, &r) {
                         problems.push(p);
@@ -269,7 +250,7 @@ fn check_references(
                     "task {}: parameter references unknown task {}",
                     task.id, r.task
                 ))),
-                Some(&j) if !ancestors.contains(&(j as u32)) => {
+                Some(j) if !ancestors.contains(&(j as u32)) => {
                     problems.push(Problem::Other(format!(
                         "task {}: parameter references task {}, which is not among its prerequisites",
                         task.id, r.task
@@ -339,41 +320,5 @@ fn same_key(a: &TaskId, b: &TaskId) -> bool {
         (TaskId::Int(x), TaskId::Int(y)) => x == y,
         (TaskId::Str(x), TaskId::Str(y)) => x == y,
         (TaskId::Int(n), TaskId::Str(s)) | (TaskId::Str(s), TaskId::Int(n)) => *s == n.to_string(),
-    }
-}
-
-/// `index.get(id.key())` without allocating a key for integer ids, the common case.
-fn lookup(index: &HashMap<String, usize>, id: &TaskId) -> Option<usize> {
-    match id {
-        TaskId::Str(s) => index.get(s.as_str()).copied(),
-        TaskId::Int(n) => {
-            let mut buf = KeyBuf::default();
-            // Cannot fail: an i64 has at most 20 characters.
-            let _ = write!(buf, "{n}");
-            index.get(buf.as_str()).copied()
-        }
-    }
-}
-
-/// A stack buffer just big enough for any i64 in decimal.
-#[derive(Default)]
-struct KeyBuf {
-    bytes: [u8; 20],
-    len: usize,
-}
-
-impl KeyBuf {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
-    }
-}
-
-impl fmt::Write for KeyBuf {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        let dst = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }

@@ -1,7 +1,5 @@
 //! [`ValidatedPlan`]: a plan whose ids resolve, whose graph is acyclic, and whose waves are known.
 
-use std::collections::HashMap;
-
 use crate::model::{Lang, PlanSpec, TaskId, TaskSpec};
 use crate::validate::{ValidationErrors, Warning};
 
@@ -12,8 +10,8 @@ use crate::validate::{ValidationErrors, Warning};
 #[derive(Clone, Debug)]
 pub struct ValidatedPlan {
     pub(crate) spec: PlanSpec,
-    /// `TaskId::key()` -> index.
-    pub(crate) index: HashMap<String, usize>,
+    /// Task ids to indices.
+    pub(crate) index: crate::validate::IdIndex,
     /// Direct prerequisites of each task, as indices, in the order written.
     pub(crate) deps: Vec<Vec<u32>>,
     /// Direct dependents of each task, as indices, ascending.
@@ -73,10 +71,10 @@ impl ValidatedPlan {
         &self.spec.tasks[i].id
     }
     pub fn index_of(&self, id: &TaskId) -> Option<usize> {
-        self.index.get(id.key().as_ref()).copied()
+        self.index.get(id)
     }
     pub fn index_of_key(&self, key: &str) -> Option<usize> {
-        self.index.get(key).copied()
+        self.index.get_key(key)
     }
     pub fn deps(&self, i: usize) -> &[u32] {
         &self.deps[i]

@@ -19,17 +19,61 @@ use crate::serving::{AnswerTiming, Slot};
 /// Characters per content chunk when the simulator hands over a whole answer at once.
 const CHUNK_CHARS: usize = 24;
 
-/// One content chunk appended to `out`, written directly rather than through a `Value` tree:
-/// at zero latency the server's own formatting is a fair share of a load test's CPU.
-pub(crate) fn push_content_chunk(out: &mut String, id: &str, model: &str, text: &str) {
-    let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
-    out.push_str("data: {\"id\":");
-    out.push_str(&q(id));
-    out.push_str(",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":");
-    out.push_str(&q(model));
-    out.push_str(",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
-    out.push_str(&q(text));
-    out.push_str("},\"finish_reason\":null}]}\n\n");
+/// The constant parts of one stream's content chunks, its id and model quoted once: at zero
+/// latency the server's own formatting is a fair share of a load test's CPU, so a chunk is
+/// written straight into the body (no `Value` tree, no string per chunk).
+pub(crate) struct ChunkFrame {
+    head: Vec<u8>,
+}
+
+const CHUNK_TAIL: &[u8] = b"},\"finish_reason\":null}]}\n\n";
+
+impl ChunkFrame {
+    pub(crate) fn new(id: &str, model: &str) -> ChunkFrame {
+        let mut head = b"data: {\"id\":".to_vec();
+        escaped(&mut head, id);
+        head.extend_from_slice(b",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":");
+        escaped(&mut head, model);
+        head.extend_from_slice(b",\"choices\":[{\"index\":0,\"delta\":{\"content\":");
+        ChunkFrame { head }
+    }
+
+    /// One content chunk carrying `text`, appended to `out`.
+    pub(crate) fn push(&self, out: &mut Vec<u8>, text: &str) {
+        out.extend_from_slice(&self.head);
+        escaped(out, text);
+        out.extend_from_slice(CHUNK_TAIL);
+    }
+
+    /// `text` as content chunks of [`CHUNK_CHARS`] characters each.
+    pub(crate) fn push_pieces(&self, out: &mut Vec<u8>, text: &str) {
+        for piece in pieces(text) {
+            self.push(out, piece);
+        }
+    }
+}
+
+/// `text` in pieces of [`CHUNK_CHARS`] characters (the last may be shorter).
+fn pieces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let cut = rest
+            .char_indices()
+            .nth(CHUNK_CHARS)
+            .map_or(rest.len(), |(i, _)| i);
+        let (piece, after) = rest.split_at(cut);
+        rest = after;
+        Some(piece)
+    })
+}
+
+/// `s` as a JSON string, exactly as serde_json writes it.
+fn escaped(out: &mut Vec<u8>, s: &str) {
+    // Writing to a Vec cannot fail.
+    let _ = serde_json::to_writer(out, s);
 }
 
 pub(crate) fn chunk(id: &str, model: &str, delta: Value, finish: Option<&str>) -> String {
@@ -52,8 +96,7 @@ pub(crate) fn stream_response(
 ) -> Response {
     let (tx, mut rx) = mpsc::channel::<String>(16);
     tokio::spawn(async move {
-        let chars: Vec<char> = content.chars().collect();
-        let pieces: Vec<String> = chars.chunks(24).map(|c| c.iter().collect()).collect();
+        let frame = ChunkFrame::new(&id, &model);
         let mut events = vec![
             ": keep-alive\n\n".to_owned(),
             chunk(
@@ -63,10 +106,11 @@ pub(crate) fn stream_response(
                 None,
             ),
         ];
-        events.extend(pieces.iter().map(|p| {
-            let mut c = String::new();
-            push_content_chunk(&mut c, &id, &model, p);
-            c
+        events.extend(pieces(&content).map(|p| {
+            let mut c = Vec::new();
+            frame.push(&mut c, p);
+            // `push` writes only UTF-8 (ASCII framing around JSON strings).
+            String::from_utf8(c).unwrap_or_default()
         }));
         let finish = if tool_calls.is_empty() {
             "stop"
@@ -132,6 +176,7 @@ struct Paced {
     st: Arc<AppState>,
     id: String,
     model: String,
+    frame: ChunkFrame,
     include_usage: bool,
     timing: AnswerTiming,
     /// Held until the stream ends: the slot of the concurrency limit.
@@ -172,6 +217,7 @@ pub(crate) async fn paced_stream(
         rx,
         pending: Some(first),
         st,
+        frame: ChunkFrame::new(&id, &model),
         id,
         model,
         include_usage: req.include_usage(),
@@ -184,70 +230,79 @@ pub(crate) async fn paced_stream(
             Some(p) => p,
             None => s.rx.recv().await?,
         };
-        let bytes = s.render(piece)?;
-        Some((Ok::<Bytes, Infallible>(Bytes::from(bytes)), s))
+        let mut out = Vec::new();
+        s.render(piece, &mut out)?;
+        // Pieces already waiting go out in the same write (at zero latency the whole
+        // answer and its end are there at once): one body frame, not one per piece.
+        while s.slot.is_some()
+            && let Ok(next) = s.rx.try_recv()
+        {
+            s.render(next, &mut out)?;
+        }
+        Some((Ok::<Bytes, Infallible>(Bytes::from(out)), s))
     });
     sse(Body::from_stream(body))
 }
 
 impl Paced {
-    /// The SSE text of one piece; `None` once the answer has ended.
-    fn render(&mut self, piece: Piece) -> Option<String> {
+    /// The SSE text of one piece, appended to `out`; `None` once the answer has ended.
+    fn render(&mut self, piece: Piece, out: &mut Vec<u8>) -> Option<()> {
         self.slot.as_ref()?;
-        let mut out = String::new();
         if !self.started {
             self.started = true;
-            out.push_str(": keep-alive\n\n");
-            out.push_str(&chunk(
-                &self.id,
-                &self.model,
-                json!({"role": "assistant", "content": ""}),
-                None,
-            ));
+            out.extend_from_slice(b": keep-alive\n\n");
+            out.extend_from_slice(
+                chunk(
+                    &self.id,
+                    &self.model,
+                    json!({"role": "assistant", "content": ""}),
+                    None,
+                )
+                .as_bytes(),
+            );
         }
         match piece {
             Piece::Delta(d) => {
                 if self.timing.first_token.is_none() {
                     self.timing.first_token = Some(Instant::now());
                 }
-                let chars: Vec<char> = d.chars().collect();
-                for p in chars.chunks(CHUNK_CHARS) {
-                    let p: String = p.iter().collect();
-                    push_content_chunk(&mut out, &self.id, &self.model, &p);
-                }
+                self.frame.push_pieces(out, &d);
             }
             Piece::Done(Ok(answer)) => {
-                self.finish(&answer, &mut out);
+                self.finish(&answer, out);
             }
             // The simulator refuses before any content; after it, end the stream short.
             Piece::Done(Err(_)) => {
                 self.slot = None;
             }
         }
-        Some(out)
+        Some(())
     }
 
     /// The closing chunks, and the server's record of the answer.
-    fn finish(&mut self, answer: &ChatResponse, out: &mut String) {
+    fn finish(&mut self, answer: &ChatResponse, out: &mut Vec<u8>) {
         let tool_calls = tool_call_deltas(answer);
         let finish = if tool_calls.is_empty() {
             "stop"
         } else {
-            out.push_str(&chunk(
-                &self.id,
-                &self.model,
-                json!({"tool_calls": tool_calls}),
-                None,
-            ));
+            out.extend_from_slice(
+                chunk(
+                    &self.id,
+                    &self.model,
+                    json!({"tool_calls": tool_calls}),
+                    None,
+                )
+                .as_bytes(),
+            );
             "tool_calls"
         };
-        out.push_str(&chunk(&self.id, &self.model, json!({}), Some(finish)));
+        out.extend_from_slice(chunk(&self.id, &self.model, json!({}), Some(finish)).as_bytes());
         if self.include_usage {
             let c = json!({"id": self.id, "object": "chat.completion.chunk", "created": 0,
                            "model": self.model, "choices": [], "usage": usage_json(answer)});
-            out.push_str(&format!("data: {c}\n\n"));
+            out.extend_from_slice(format!("data: {c}\n\n").as_bytes());
         }
-        out.push_str("data: [DONE]\n\n");
+        out.extend_from_slice(b"data: [DONE]\n\n");
         self.timing.output_tokens = answer.usage.completion_tokens;
         if let Ok(mut s) = self.st.stats.lock() {
             s.serving.record(&self.timing, Instant::now());
@@ -272,8 +327,9 @@ mod tests {
 
     #[test]
     fn a_written_chunk_is_the_json_of_the_value_form() {
-        let mut out = String::new();
-        push_content_chunk(&mut out, "c-1", "m\"x", "line\n\u{7f}特斯拉");
+        let mut out = Vec::new();
+        ChunkFrame::new("c-1", "m\"x").push(&mut out, "line\n\u{7f}特斯拉");
+        let out = String::from_utf8(out).unwrap();
         let direct: Value =
             serde_json::from_str(out.strip_prefix("data: ").unwrap().trim()).unwrap();
         let built = chunk(
@@ -286,5 +342,13 @@ mod tests {
             serde_json::from_str(built.strip_prefix("data: ").unwrap().trim()).unwrap();
         assert_eq!(direct, built);
         assert!(out.ends_with("\n\n"));
+    }
+
+    #[test]
+    fn pieces_are_whole_characters() {
+        let text: String = "特".repeat(CHUNK_CHARS * 2 + 1);
+        let got: Vec<usize> = pieces(&text).map(|p| p.chars().count()).collect();
+        assert_eq!(got, vec![CHUNK_CHARS, CHUNK_CHARS, 1]);
+        assert_eq!(pieces("").count(), 0);
     }
 }

@@ -8,6 +8,7 @@
 //! shared [`RetryBudget`] allows. 400/401/403/404 fail at once. Errors name the provider, the
 //! base URL and the model; the key is never logged, and server text is scrubbed of it.
 
+use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -501,19 +502,27 @@ impl OpenAiProvider {
                     ));
                 }
                 Some(Ok(bytes)) => {
-                    for data in dec.push(&bytes) {
-                        apply(&mut ans, &data)?;
-                        if ans.done {
-                            break 'read;
-                        }
+                    // Each event is applied as the decoder finds it, borrowed from the read.
+                    let flow = dec.feed(&bytes, |data| match apply(&mut ans, data) {
+                        Err(e) => ControlFlow::Break(Err(e)),
+                        Ok(()) if ans.done => ControlFlow::Break(Ok(())),
+                        Ok(()) => ControlFlow::Continue(()),
+                    });
+                    match flow {
+                        ControlFlow::Break(Err(e)) => return Err(e),
+                        ControlFlow::Break(Ok(())) => break 'read,
+                        ControlFlow::Continue(()) => {}
                     }
                 }
             }
         }
-        if !ans.done {
-            for data in dec.finish() {
-                apply(&mut ans, &data)?;
-            }
+        if !ans.done
+            && let ControlFlow::Break(e) = dec.end(|data| match apply(&mut ans, data) {
+                Err(e) => ControlFlow::Break(e),
+                Ok(()) => ControlFlow::Continue(()),
+            })
+        {
+            return Err(e);
         }
         if !ans.complete() {
             return Err(retryable(

@@ -1,6 +1,7 @@
 //! The OpenAI-compatible HTTP provider: client, SSE decoding, retries, the shared limiter,
 //! and the optional context headers the HTTP simulator reads.
 
+mod chunk;
 mod client;
 mod config;
 pub mod context_header;

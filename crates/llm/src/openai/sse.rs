@@ -6,78 +6,141 @@
 //! anywhere across network reads (even inside a UTF-8 character), chunks with empty
 //! `choices`, a usage-only last chunk, DeepSeek's `reasoning_content` deltas, and `[DONE]`.
 
+use std::ops::ControlFlow;
+
 use serde_json::Value;
 
+use super::chunk::{Chunk, Obj};
 use super::wire::{self, WireUsage};
 
 /// Splits a byte stream into SSE `data` payloads.
+///
+/// [`feed`](Self::feed) hands each event's data to a callback as it completes, borrowed:
+/// lines are read in place from the bytes given (only a line split across reads is copied),
+/// and an event's data is built in one reused buffer, so a stream of small events costs no
+/// allocation per event.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The start of a line whose end has not arrived yet.
     buf: Vec<u8>,
-    data: Option<String>,
+    /// The data of the event being read (valid while `has_data`).
+    data: String,
+    has_data: bool,
 }
 
 impl SseDecoder {
-    /// Feeds bytes; returns the data of every event completed by them.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buf.extend_from_slice(bytes);
-        let mut out = Vec::new();
-        let mut start = 0;
-        while let Some(pos) = self.buf[start..].iter().position(|&b| b == b'\n') {
-            let end = start + pos;
-            let mut line = &self.buf[start..end];
-            if line.last() == Some(&b'\r') {
-                line = &line[..line.len() - 1];
-            }
-            let line = String::from_utf8_lossy(line).into_owned();
-            self.line(&line, &mut out);
-            start = end + 1;
+    /// Feeds bytes; calls `on_event` with the data of every event they complete, in order,
+    /// until it breaks: the stream is then over for the caller (`[DONE]`, an error), and the
+    /// bytes after that event are dropped.
+    pub fn feed<B>(
+        &mut self,
+        bytes: &[u8],
+        mut on_event: impl FnMut(&str) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        let mut rest = bytes;
+        if !self.buf.is_empty() {
+            let Some(nl) = memchr::memchr(b'\n', rest) else {
+                self.buf.extend_from_slice(rest);
+                return ControlFlow::Continue(());
+            };
+            let mut line = std::mem::take(&mut self.buf);
+            line.extend_from_slice(&rest[..nl]);
+            rest = &rest[nl + 1..];
+            let flow = self.line(strip_cr(&line), &mut on_event);
+            // Keep the buffer's capacity for the next split line.
+            line.clear();
+            self.buf = line;
+            flow?;
         }
-        self.buf.drain(..start);
-        out
+        while let Some(nl) = memchr::memchr(b'\n', rest) {
+            let line = &rest[..nl];
+            rest = &rest[nl + 1..];
+            self.line(strip_cr(line), &mut on_event)?;
+        }
+        self.buf.extend_from_slice(rest);
+        ControlFlow::Continue(())
     }
 
     /// The end of the body: an event not closed by a blank line still counts.
-    pub fn finish(&mut self) -> Vec<String> {
-        let mut out = Vec::new();
+    pub fn end<B>(&mut self, mut on_event: impl FnMut(&str) -> ControlFlow<B>) -> ControlFlow<B> {
         if !self.buf.is_empty() {
             let rest = std::mem::take(&mut self.buf);
-            let line = String::from_utf8_lossy(&rest)
-                .trim_end_matches('\r')
-                .to_owned();
-            self.line(&line, &mut out);
+            let text = String::from_utf8_lossy(&rest);
+            self.text_line(text.trim_end_matches('\r'), &mut on_event)?;
         }
-        if let Some(d) = self.data.take() {
-            out.push(d);
+        if std::mem::take(&mut self.has_data) {
+            on_event(&self.data)?;
         }
+        ControlFlow::Continue(())
+    }
+
+    /// Feeds bytes; returns the data of every event completed by them.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+        let mut out = Vec::new();
+        let _ = self.feed(bytes, |d| collect(&mut out, d));
         out
     }
 
-    fn line(&mut self, line: &str, out: &mut Vec<String>) {
+    /// [`end`](Self::end), returning the data of the events it completes.
+    pub fn finish(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        let _ = self.end(|d| collect(&mut out, d));
+        out
+    }
+
+    fn line<B>(
+        &mut self,
+        line: &[u8],
+        on_event: &mut impl FnMut(&str) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
+        // Valid UTF-8 is checked with the fast validator; only a broken line pays for the
+        // lossy conversion (its bad bytes become U+FFFD, as they always have).
+        if let Ok(text) = std::str::from_utf8(line) {
+            return self.text_line(text, on_event);
+        }
+        let text = String::from_utf8_lossy(line).into_owned();
+        self.text_line(&text, on_event)
+    }
+
+    fn text_line<B>(
+        &mut self,
+        line: &str,
+        on_event: &mut impl FnMut(&str) -> ControlFlow<B>,
+    ) -> ControlFlow<B> {
         if line.is_empty() {
-            if let Some(d) = self.data.take() {
-                out.push(d);
+            if std::mem::take(&mut self.has_data) {
+                return on_event(&self.data);
             }
-            return;
+            return ControlFlow::Continue(());
         }
         if line.starts_with(':') {
-            return; // comment / keep-alive
+            return ControlFlow::Continue(()); // comment / keep-alive
         }
         let (field, value) = match line.split_once(':') {
             Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
             None => (line, ""),
         };
         if field == "data" {
-            match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => self.data = Some(value.to_owned()),
+            if self.has_data {
+                self.data.push('\n');
+            } else {
+                self.data.clear();
+                self.has_data = true;
             }
+            self.data.push_str(value);
         }
         // `event`, `id`, `retry` carry nothing Chat Completions needs.
+        ControlFlow::Continue(())
     }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn collect(out: &mut Vec<String>, data: &str) -> ControlFlow<()> {
+    out.push(data.to_owned());
+    ControlFlow::Continue(())
 }
 
 /// What the chunks of one streamed answer add up to.
@@ -114,6 +177,57 @@ impl StreamAnswer {
             self.done = true;
             return Ok(());
         }
+        // The common, well-formed chunk is read without a `Value` tree; anything else the
+        // typed reading refuses gets the `Value` reading, which decides what it means.
+        match serde_json::from_str::<Obj<Chunk<'_>>>(data) {
+            Ok(Obj(chunk)) => self.apply_chunk(chunk),
+            Err(_) => self.apply_value(data),
+        }
+    }
+
+    fn apply_chunk(&mut self, c: Chunk<'_>) -> Result<(), ChunkError> {
+        if let Some(err) = &c.error {
+            return Err(ChunkError::Server(wire::error_message(err)));
+        }
+        // Every chunk repeats the model: copy it only when it changes.
+        if let Some(m) = c.model
+            && !m.0.is_empty()
+            && self.model.as_deref() != Some(&*m.0)
+        {
+            self.model = Some(m.0.into_owned());
+        }
+        if let Some(u) = c.usage {
+            self.usage = serde_json::from_value(u).ok();
+        }
+        for Obj(choice) in c.choices.unwrap_or_default() {
+            // Only the first choice is ours (n = 1); ignore any others.
+            if choice.index.unwrap_or(0) != 0 {
+                continue;
+            }
+            if let Some(Obj(delta)) = choice.delta {
+                if let Some(t) = delta.content {
+                    self.content.push_str(&t.0);
+                }
+                for r in [delta.reasoning_content, delta.reasoning]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.reasoning.push_str(&r.0);
+                }
+                for call in delta.tool_calls.iter().flatten() {
+                    self.apply_tool_call(call);
+                }
+            }
+            if let Some(f) = choice.finish_reason {
+                self.finish_reason = Some(f.0.into_owned());
+            }
+        }
+        Ok(())
+    }
+
+    /// Any chunk, through a `Value` tree: whatever is not a string, object or array where
+    /// one belongs counts as absent.
+    fn apply_value(&mut self, data: &str) -> Result<(), ChunkError> {
         let v: Value = serde_json::from_str(data).map_err(|e| {
             let head: String = data.chars().take(80).collect();
             ChunkError::Malformed(format!("{e} in stream chunk {head:?}"))
@@ -226,6 +340,12 @@ mod tests {
     }
 
     #[test]
+    fn invalid_utf8_becomes_replacement_characters() {
+        assert_eq!(decode_all(&[b"data: a\xffb\n\n"]), vec!["a\u{FFFD}b"]);
+        assert_eq!(decode_all(&[b"data: a\xff"]), vec!["a\u{FFFD}"]);
+    }
+
+    #[test]
     fn last_event_without_blank_line_counts() {
         assert_eq!(decode_all(&[b"data: [DONE]"]), vec!["[DONE]"]);
     }
@@ -267,5 +387,67 @@ mod tests {
             Err(ChunkError::Server("overloaded (server_error)".into()))
         );
         assert!(!a.complete());
+    }
+
+    /// The typed reading and the `Value` reading give the same answer for every chunk,
+    /// well-formed or odd (the typed one refuses the odd ones and falls back).
+    #[test]
+    fn typed_and_value_readings_agree() {
+        let chunks = [
+            r#"{"id":"c","object":"chat.completion.chunk","created":0,"model":"m","choices":[{"index":0,"delta":{"content":"plain"},"finish_reason":null}]}"#,
+            r#"{"model":"m2","choices":[{"index":0,"delta":{"content":"esc\n\"q\" \u7279"}}]}"#,
+            r#"{"choices":[{"index":1,"delta":{"content":"other choice"}}]}"#,
+            r#"{"choices":[{"index":null,"delta":{"content":"null index"}}]}"#,
+            r#"{"choices":[{"index":1.0,"delta":{"content":"float index"}}]}"#,
+            r#"{"choices":[{"index":-1,"delta":{"content":"negative index"}}]}"#,
+            r#"{"choices":[{"delta":"not an object","finish_reason":5}]}"#,
+            r#"{"choices":[[0,{"content":"array choice"},"stop"]]}"#,
+            r#"{"choices":{"0":{"delta":{"content":"object choices"}}}}"#,
+            r#"{"choices":[{"delta":{"content":1,"reasoning":"r"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"a","content":"dup key"}}]}"#,
+            r#"{"choices":[{"delta":{"reasoning_content":"rc","reasoning":"r"},"finish_reason":"length"}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"t","function":{"name":"f","arguments":"{"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":{"index":0}}}]}"#,
+            r#"{"model":5,"choices":[]}"#,
+            r#"{"model":"","usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"{"usage":{"prompt_tokens":"x"}}"#,
+            r#"{"usage":null,"error":null}"#,
+            r#"{"error":{"message":"m","code":7}}"#,
+            r#"["m", null, []]"#,
+            r#""just text""#,
+            r#"{"choices":[]} trailing"#,
+            r#"{"choices": [tru"#,
+        ];
+        for chunk in chunks {
+            let (mut typed, mut value) = (StreamAnswer::default(), StreamAnswer::default());
+            typed.model = Some("m".into());
+            value.model = Some("m".into());
+            let a = typed.apply(chunk);
+            let b = value.apply_value(chunk.trim());
+            assert_eq!(a, b, "result of {chunk}");
+            assert_eq!(typed, value, "answer after {chunk}");
+        }
+    }
+
+    #[test]
+    fn feed_stops_at_a_break_and_splits_anywhere() {
+        let body = b"data: a\n\ndata: b\r\n\ndata: c\n\n";
+        let mut d = SseDecoder::default();
+        let mut seen = Vec::new();
+        let flow = d.feed(body, |e| {
+            seen.push(e.to_owned());
+            if e == "b" {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert!(flow.is_break());
+        assert_eq!(seen, ["a", "b"]);
+        // Split at every byte, the events are the same.
+        for cut in 0..body.len() {
+            let (x, y) = body.split_at(cut);
+            assert_eq!(decode_all(&[x, y]), ["a", "b", "c"], "cut at {cut}");
+        }
     }
 }

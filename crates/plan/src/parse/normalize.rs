@@ -10,60 +10,75 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::ParseError;
+use super::top::{Item, List, RawTask, Top};
 use crate::model::{Hints, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec};
 
 /// A 20,000-task plan with a systematic mistake would otherwise give a 20,000-line error.
 const MAX_PROBLEMS: usize = 100;
 
 pub(super) fn plan_from_value(value: Value) -> Result<PlanSpec, ParseError> {
-    let Value::Object(mut top) = value else {
+    let Value::Object(top) = value else {
         return Err(ParseError::Shape(vec![
             "plan JSON must be an object".to_owned(),
         ]));
     };
+    plan_from_top(Top::from_map(top))
+}
+
+/// A plan object (read lean, see [`Top`]) as a plan.
+pub(super) fn plan_from_top(mut plan: Top) -> Result<PlanSpec, ParseError> {
     // Some models wrap the plan as {"plan": {...}}; unwrap only when nothing else fits.
-    if !has(&top, "tasks")
-        && !has(&top, "steps")
-        && let Some(Value::Object(inner)) = top.get_mut("plan")
-        && (has(inner, "tasks") || has(inner, "steps"))
+    if !plan.tasks.present()
+        && !plan.steps.present()
+        && let Some(inner) = plan.plan.take()
+        && (inner.tasks.present() || inner.steps.present())
     {
-        top = std::mem::take(inner);
+        plan = *inner;
     }
 
     let mut problems = Problems::default();
-    let (format, list) = if let Some(tasks) = take(&mut top, "tasks") {
-        (PlanFormat::Research, Some(("tasks", tasks)))
-    } else if let Some(steps) = take(&mut top, "steps") {
-        (PlanFormat::Steps, Some(("steps", steps)))
+    let (format, list) = if plan.tasks.present() {
+        (
+            PlanFormat::Research,
+            Some(("tasks", std::mem::take(&mut plan.tasks))),
+        )
+    } else if plan.steps.present() {
+        (
+            PlanFormat::Steps,
+            Some(("steps", std::mem::take(&mut plan.steps))),
+        )
     } else {
         problems.push(r#"plan has neither "tasks" nor "steps""#.to_owned());
         (PlanFormat::Research, None)
     };
+    let top = &mut plan.rest;
 
-    let research_type = opt_string(&mut top, &["research_type"], "", &mut problems);
+    let research_type = opt_string(top, &["research_type"], "", &mut problems);
     let topic_keys: &[&'static str] = match format {
         PlanFormat::Research => &["topic", "goal", "title"],
         PlanFormat::Steps => &["goal", "description", "topic", "task", "title"],
     };
-    let topic = opt_string(&mut top, topic_keys, "", &mut problems).unwrap_or_default();
-    let objectives = match take(&mut top, "objectives") {
+    let topic = opt_string(top, topic_keys, "", &mut problems).unwrap_or_default();
+    let objectives = match take(top, "objectives") {
         Some(v) => string_list(v, "objectives", &"", &mut problems),
         None => Vec::new(),
     };
 
     let mut tasks = Vec::new();
     match list {
-        Some((_, Value::Array(items))) => {
+        Some((_, List::Items(items))) => {
             tasks.reserve(items.len());
             for (i, item) in items.into_iter().enumerate() {
                 let position = i + 1;
                 match item {
-                    Value::Object(map) => {
-                        if let Some(task) = task(map, position, format, &mut problems) {
+                    Item::Task(raw) => {
+                        if let Some(task) = task(raw, position, format, &mut problems) {
                             tasks.push(task);
                         }
                     }
-                    _ => problems.push(format!("task #{position}: must be an object")),
+                    Item::NotObject => {
+                        problems.push(format!("task #{position}: must be an object"));
+                    }
                 }
             }
         }
@@ -71,7 +86,7 @@ pub(super) fn plan_from_value(value: Value) -> Result<PlanSpec, ParseError> {
         None => {}
     }
 
-    let about = about(&mut top, &mut problems);
+    let about = about(top, &mut problems);
     problems.finish()?;
     Ok(PlanSpec {
         research_type,
@@ -196,7 +211,7 @@ pub(super) fn one_task(
     format: PlanFormat,
 ) -> Result<TaskSpec, Vec<String>> {
     let mut problems = Problems::default();
-    let task = task(m, position, format, &mut problems);
+    let task = task(RawTask::from_map(m), position, format, &mut problems);
     match (task, problems.messages.is_empty()) {
         (Some(t), true) => Ok(t),
         _ => Err(problems.messages),
@@ -205,16 +220,16 @@ pub(super) fn one_task(
 
 /// One task or step; `None` when its id is unusable (the problem is already recorded).
 fn task(
-    m: Map<String, Value>,
+    m: RawTask,
     position: usize,
     format: PlanFormat,
     problems: &mut Problems,
 ) -> Option<TaskSpec> {
     // One pass over the object, keeping the preferred name of each field: plans can hold
     // tens of thousands of tasks, and a lookup per alias per task adds up.
-    let mut slots: [Option<(u8, String, Value)>; FIELDS] = Default::default();
-    for (key, value) in m {
-        let Some((field, rank)) = classify(&key, format) else {
+    let mut slots: [Option<(u8, &'static str, Value)>; FIELDS] = Default::default();
+    for (key, value) in m.fields {
+        let Some((field, rank)) = classify(key, format) else {
             continue;
         };
         let slot = &mut slots[field as usize];
@@ -250,7 +265,7 @@ fn task(
         position,
     };
 
-    let string = |slot: Option<(String, Value)>, problems: &mut Problems| match slot? {
+    let string = |slot: Option<(&str, Value)>, problems: &mut Problems| match slot? {
         (_, Value::String(s)) => Some(s),
         (key, _) => {
             problems.push(format!("{label}\"{key}\" must be a string"));
@@ -260,7 +275,7 @@ fn task(
     let name = string(take(Field::Name), problems);
     let description = string(take(Field::Description), problems);
     let dependencies = match take(Field::Dependencies) {
-        Some((key, v)) => id_list(v, &key, &label, problems),
+        Some((key, v)) => id_list(v, key, &label, problems),
         None => Vec::new(),
     };
     let hints = match take(Field::Hints) {
@@ -303,11 +318,7 @@ fn task(
 }
 
 /// Seed 004's `optional`: absent or false means a failure blocks the dependents.
-fn optional_flag(
-    slot: Option<(String, Value)>,
-    label: &Label<'_>,
-    problems: &mut Problems,
-) -> bool {
+fn optional_flag(slot: Option<(&str, Value)>, label: &Label<'_>, problems: &mut Problems) -> bool {
     match slot {
         None | Some((_, Value::Bool(false))) => false,
         Some((_, Value::Bool(true))) => true,
@@ -320,7 +331,7 @@ fn optional_flag(
 
 /// Seed 004's `retryCount`: retries after the first attempt.
 fn retry_count(
-    slot: Option<(String, Value)>,
+    slot: Option<(&str, Value)>,
     label: &Label<'_>,
     problems: &mut Problems,
 ) -> Option<u32> {
@@ -430,10 +441,6 @@ fn opt_string(
             None
         }
     }
-}
-
-fn has(m: &Map<String, Value>, key: &str) -> bool {
-    m.get(key).is_some_and(|v| !v.is_null())
 }
 
 /// Removes `key`, treating `null` as absent. Values are moved out, not cloned.
