@@ -4,28 +4,15 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use planwave_engine::{NullSink, RunConfig, RunRequest, execute};
+use planwave_engine::{RunRequest, execute};
 use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_plan::{ValidatedPlan, generate};
-use planwave_prompts::Templates;
-use tokio_util::sync::CancellationToken;
 
 fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
-    let result = rt.block_on(execute(RunRequest {
-        run_id: uuid::Uuid::new_v4(),
-        plan: plan.clone(),
-        provider: Arc::new(SimProvider::new(SimConfig::default())),
-        prompts: Arc::new(Templates::builtin()),
-        sink: Arc::new(NullSink),
-        journal: None,
-        config: RunConfig::default(),
-        deadline: None,
-        slots: None,
-        output: None,
-        cancel: CancellationToken::new(),
-        preset: Vec::new(),
-        mcp: None,
-    }));
+    let result = rt.block_on(execute(RunRequest::in_memory(
+        plan.clone(),
+        Arc::new(SimProvider::new(SimConfig::default())),
+    )));
     match result {
         Ok(r) => assert_eq!(r.stats.completed, plan.len()),
         Err(e) => panic!("run failed: {e}"),

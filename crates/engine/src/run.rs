@@ -56,6 +56,29 @@ pub struct RunRequest {
     pub mcp: Option<Arc<planwave_mcp::McpRegistry>>,
 }
 
+impl RunRequest {
+    /// A run held in memory: the built-in prompts, no event sink, journal, files, deadline,
+    /// shared slots or MCP tools, default settings, a fresh id. For embedding, benchmarks and
+    /// tests; set any field with struct update syntax (`RunRequest { sink, ..in_memory }`).
+    pub fn in_memory(plan: Arc<ValidatedPlan>, provider: Arc<dyn LlmProvider>) -> Self {
+        RunRequest {
+            run_id: uuid::Uuid::new_v4(),
+            plan,
+            provider,
+            prompts: Arc::new(planwave_prompts::Templates::builtin()),
+            sink: Arc::new(crate::event::NullSink),
+            journal: None,
+            config: RunConfig::default(),
+            deadline: None,
+            slots: None,
+            output: None,
+            cancel: CancellationToken::new(),
+            preset: Vec::new(),
+            mcp: None,
+        }
+    }
+}
+
 /// Runs a plan to the end (or until cancelled): every task ends completed, failed or blocked,
 /// the report is written, and `run.json` records the outcome.
 pub async fn execute(req: RunRequest) -> Result<RunResult, EngineError> {

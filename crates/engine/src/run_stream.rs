@@ -138,11 +138,8 @@ mod tests {
 
     use planwave_llm::sim::{Latency, SimConfig, SimProvider};
     use planwave_plan::{PlanSpec, TaskId, TaskSpec};
-    use planwave_prompts::Templates;
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::config::RunConfig;
     use crate::event::{Event, EventKind, EventSink};
     use crate::outcome::TaskStatus;
 
@@ -189,19 +186,8 @@ mod tests {
         let (feed_tx, feed) = mpsc::unbounded_channel();
         let run = tokio::spawn(execute_streaming(
             RunRequest {
-                run_id: uuid::Uuid::new_v4(),
-                plan: early,
-                provider: Arc::new(provider),
-                prompts: Arc::new(Templates::builtin()),
                 sink: Arc::new(Tap(tap)),
-                journal: None,
-                config: RunConfig::default(),
-                deadline: None,
-                slots: None,
-                output: None,
-                cancel: CancellationToken::new(),
-                preset: Vec::new(),
-                mcp: None,
+                ..RunRequest::in_memory(early, Arc::new(provider))
             },
             feed,
         ));
@@ -285,22 +271,14 @@ mod tests {
         let (feed_tx, feed) = mpsc::unbounded_channel();
         let run = tokio::spawn(execute_streaming(
             RunRequest {
-                run_id: uuid::Uuid::new_v4(),
-                plan: first,
-                provider: Arc::new(SimProvider::new(SimConfig {
-                    latency: Latency::from_mean(0.0, 0.0),
-                    ..SimConfig::default()
-                })),
-                prompts: Arc::new(Templates::builtin()),
                 sink: Arc::new(Tap(tap)),
-                journal: None,
-                config: RunConfig::default(),
-                deadline: None,
-                slots: None,
-                output: None,
-                cancel: CancellationToken::new(),
-                preset: Vec::new(),
-                mcp: None,
+                ..RunRequest::in_memory(
+                    first,
+                    Arc::new(SimProvider::new(SimConfig {
+                        latency: Latency::from_mean(0.0, 0.0),
+                        ..SimConfig::default()
+                    })),
+                )
             },
             feed,
         ));
@@ -333,21 +311,10 @@ mod tests {
         let (feed_tx, feed) = mpsc::unbounded_channel::<PlanFeed>();
         drop(feed_tx);
         let got = execute_streaming(
-            RunRequest {
-                run_id: uuid::Uuid::new_v4(),
-                plan: plan(vec![TaskSpec::new(1, "one", vec![])]),
-                provider: Arc::new(SimProvider::new(SimConfig::default())),
-                prompts: Arc::new(Templates::builtin()),
-                sink: Arc::new(crate::event::NullSink),
-                journal: None,
-                config: RunConfig::default(),
-                deadline: None,
-                slots: None,
-                output: None,
-                cancel: CancellationToken::new(),
-                preset: Vec::new(),
-                mcp: None,
-            },
+            RunRequest::in_memory(
+                plan(vec![TaskSpec::new(1, "one", vec![])]),
+                Arc::new(SimProvider::new(SimConfig::default())),
+            ),
             feed,
         )
         .await

@@ -631,12 +631,8 @@ fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
 mod tests {
     use planwave_llm::sim::{Latency, SimConfig, SimProvider};
     use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
-    use planwave_prompts::Templates;
-    use tokio_util::sync::CancellationToken;
 
     use super::*;
-    use crate::config::RunConfig;
-    use crate::event::NullSink;
     use crate::run::{RunRequest, execute};
 
     /// More completions than one batch of held sections (two full batches and a part): the
@@ -659,23 +655,9 @@ mod tests {
             latency: Latency::from_mean(0.0, 0.0),
             ..SimConfig::default()
         });
-        let result = execute(RunRequest {
-            run_id: uuid::Uuid::new_v4(),
-            plan,
-            provider: Arc::new(provider),
-            prompts: Arc::new(Templates::builtin()),
-            sink: Arc::new(NullSink),
-            journal: None,
-            config: RunConfig::default(),
-            deadline: None,
-            slots: None,
-            output: None,
-            cancel: CancellationToken::new(),
-            preset: Vec::new(),
-            mcp: None,
-        })
-        .await
-        .expect("ran");
+        let result = execute(RunRequest::in_memory(plan, Arc::new(provider)))
+            .await
+            .expect("ran");
         assert_eq!(result.stats.completed, n);
         assert_eq!(result.sections.len(), n);
         for (i, s) in result.sections.iter().enumerate() {

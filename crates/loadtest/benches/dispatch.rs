@@ -7,11 +7,10 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use planwave_engine::{Journal, NullSink, PromptSet, RunConfig, RunRequest, execute};
+use planwave_engine::{Journal, PromptSet, RunRequest, execute};
 use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_plan::{ValidatedPlan, generate};
 use planwave_prompts::Templates;
-use tokio_util::sync::CancellationToken;
 
 // The allocator the `planwave` binary uses, so the figures are the ones users get.
 #[global_allocator]
@@ -24,19 +23,12 @@ fn run_once(
     journal: Option<Arc<Journal>>,
 ) {
     let result = rt.block_on(execute(RunRequest {
-        run_id: uuid::Uuid::new_v4(),
-        plan: plan.clone(),
-        provider: Arc::new(SimProvider::new(SimConfig::default())),
         prompts: prompts.clone(),
-        sink: Arc::new(NullSink),
         journal,
-        slots: None,
-        mcp: None,
-        config: RunConfig::default(),
-        deadline: None,
-        output: None,
-        cancel: CancellationToken::new(),
-        preset: Vec::new(),
+        ..RunRequest::in_memory(
+            plan.clone(),
+            Arc::new(SimProvider::new(SimConfig::default())),
+        )
     }));
     match result {
         Ok(r) => assert_eq!(r.stats.completed, plan.len()),

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_engine::{NullSink, RunConfig, RunRequest, execute};
+use planwave_engine::{RunConfig, RunRequest, execute};
 use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::plan_from_value;
@@ -84,23 +84,15 @@ impl Rounds for Memory {
         preset: Vec<Preset>,
         _fresh: bool,
     ) -> Result<RunResult, String> {
+        let provider = self.provider.clone().ok_or("no provider")?;
         execute(RunRequest {
             run_id: uuid::Uuid::nil(),
-            plan,
-            provider: self.provider.clone().ok_or("no provider")?,
-            prompts: Arc::new(Templates::builtin()),
-            sink: Arc::new(NullSink),
-            journal: None,
             config: RunConfig {
                 round: Some(tag),
                 ..RunConfig::default()
             },
-            deadline: None,
-            slots: None,
-            mcp: None,
-            output: None,
-            cancel: CancellationToken::new(),
             preset,
+            ..RunRequest::in_memory(plan, provider)
         })
         .await
         .map_err(|e| e.to_string())
