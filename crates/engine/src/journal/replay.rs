@@ -86,6 +86,11 @@ pub struct Replay {
     /// 1-based numbers of lines before the last that are not JSON at all: not a crash's torn
     /// tail but damage, which resume reports.
     pub garbage_lines: Vec<usize>,
+    /// Tasks completed while a streamed plan was still open whose plan never closed in the
+    /// journal (`plan_completed` missing: a crash after the final plan was written but before
+    /// its close was journaled). Whether the final plan kept them is unknown, so they are not
+    /// counted as completed; [`Replay::presets`] says so.
+    pub unconfirmed: Vec<TaskId>,
 }
 
 impl Replay {
@@ -107,6 +112,10 @@ impl Replay {
     /// events that mark progress matter and a crash can tear the last line.
     pub fn parse(text: &str) -> Replay {
         let mut r = Replay::default();
+        // Completions journaled while a streamed plan was open (after `plan_task_received`,
+        // before `plan_completed`): they count only once the plan's close says they were kept.
+        let mut open = false;
+        let mut provisional: Vec<TaskId> = Vec::new();
         let last = text.lines().count();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
@@ -137,6 +146,14 @@ impl Replay {
                     .is_ok(),
                 "run_resumed" => {
                     r.resumes += 1;
+                    // The attempt before this one ran with the plan's close unrecorded: its
+                    // open-plan completions were not trusted then either.
+                    r.distrust(std::mem::take(&mut provisional));
+                    open = false;
+                    true
+                }
+                "plan_task_received" => {
+                    open = true;
                     true
                 }
                 "task_started" => TaskStarted::deserialize(&value)
@@ -148,6 +165,8 @@ impl Replay {
                 // discarded is no completion of the final plan's task (same id, other task).
                 "plan_completed" => PlanCompleted::deserialize(&value)
                     .map(|p| {
+                        open = false;
+                        provisional.clear();
                         for t in p.cancelled.iter().chain(&p.discarded) {
                             r.completed.remove(t);
                             r.started.remove(t);
@@ -156,6 +175,12 @@ impl Replay {
                     .is_ok(),
                 "task_completed" => CompletedTask::deserialize(&value)
                     .map(|c| {
+                        if open {
+                            provisional.push(c.task.clone());
+                        } else if !r.unconfirmed.is_empty() {
+                            // Run again (after a resume): this completion is trusted.
+                            r.unconfirmed.retain(|t| *t != c.task);
+                        }
                         r.completed.insert(c.task.clone(), c);
                     })
                     .is_ok(),
@@ -165,7 +190,20 @@ impl Replay {
                 r.skipped_lines += 1;
             }
         }
+        if open {
+            r.distrust(provisional);
+        }
         r
+    }
+
+    /// Takes back completions whose plan's close was never journaled.
+    fn distrust(&mut self, tasks: Vec<TaskId>) {
+        for t in tasks {
+            if self.completed.remove(&t).is_some() {
+                self.started.remove(&t);
+                self.unconfirmed.push(t);
+            }
+        }
     }
 
     /// The durably completed tasks of `plan`, to be preset instead of run again: those whose
@@ -180,7 +218,16 @@ impl Replay {
                 .map(String::as_str),
         );
         let mut presets = Vec::new();
-        let mut notes = Vec::new();
+        let mut notes: Vec<String> = self
+            .unconfirmed
+            .iter()
+            .map(|id| {
+                format!(
+                    "task {id}: completed while the plan was still streaming, and the plan's \
+                     close was not journaled; running it again"
+                )
+            })
+            .collect();
         for (i, file) in files.iter().enumerate() {
             let id = plan.id(i);
             let Some(c) = self.completed.get(id) else {
@@ -321,5 +368,57 @@ mod tests {
         // The final plan's own run of task 1 counts.
         let r = Replay::parse(&format!("{text}{}", done(1, 4)));
         assert!(r.completed.contains_key(&TaskId::Int(1)));
+    }
+
+    /// A crash after the final plan was written but before its close was journaled: the
+    /// completions made while the plan streamed may belong to tasks the final plan changed,
+    /// so none of them counts; those after a resume do.
+    #[test]
+    fn work_done_while_the_plan_streamed_counts_only_once_the_close_is_journaled() {
+        let a = uuid::Uuid::new_v4();
+        let line = |body: String| format!("{{\"ts\":\"2026-01-01T00:00:01Z\",{body}}}\n");
+        let received = |t: u32| {
+            line(format!(
+                "\"type\":\"plan_task_received\",\"task\":{t},\"token\":1,\"chars\":1"
+            ))
+        };
+        let done = |t: u32| {
+            line(format!(
+                "\"type\":\"task_completed\",\"task\":{t},\"attempts\":1"
+            ))
+        };
+        let started = line(format!("\"type\":\"run_started\",\"run_id\":\"{a}\""));
+        let open = format!(
+            "{}{started}{}{}{}",
+            received(1),
+            done(1),
+            received(2),
+            done(2)
+        );
+
+        let r = Replay::parse(&open);
+        assert!(r.completed.is_empty(), "{:?}", r.completed.keys());
+        assert_eq!(r.unconfirmed, vec![TaskId::Int(1), TaskId::Int(2)]);
+
+        let closed = format!(
+            "{open}{}",
+            line("\"type\":\"plan_completed\",\"valid\":true,\"tasks\":2,\"kept\":[1,2]".into())
+        );
+        let r = Replay::parse(&closed);
+        assert_eq!(r.completed.len(), 2);
+        assert!(r.unconfirmed.is_empty());
+
+        // Resumed without the close: what the resumed attempt completes counts.
+        let resumed = format!(
+            "{open}{}{}",
+            line("\"type\":\"run_resumed\"".into()),
+            done(2)
+        );
+        let r = Replay::parse(&resumed);
+        assert_eq!(
+            r.completed.keys().collect::<Vec<_>>(),
+            vec![&TaskId::Int(2)]
+        );
+        assert_eq!(r.unconfirmed, vec![TaskId::Int(1)]);
     }
 }
