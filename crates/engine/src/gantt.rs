@@ -81,7 +81,6 @@ pub fn mermaid_gantt(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
 mod tests {
     use super::*;
     use chrono::{TimeZone, Utc};
-    use planwave_llm::Usage;
 
     fn record(
         plan: &ValidatedPlan,
@@ -90,25 +89,11 @@ mod tests {
         span: Option<(i64, i64)>,
     ) -> TaskRecord {
         TaskRecord {
-            id: plan.id(i).clone(),
-            description: plan.task(i).description.clone(),
             status,
-            wave: plan.wave(i),
             attempts: 1,
             started_at: span.map(|(s, _)| Utc.timestamp_millis_opt(s).unwrap()),
             finished_at: span.map(|(_, f)| Utc.timestamp_millis_opt(f).unwrap()),
-            error: None,
-            blocked_by: None,
-            context_from: Vec::new(),
-            section_file: None,
-            usage: Usage::default(),
-            context_cut: Vec::new(),
-            tool_calls: Vec::new(),
-            failure_kind: None,
-            round: None,
-            optional: false,
-            empty_refs: Vec::new(),
-            warnings: Vec::new(),
+            ..TaskRecord::pending(plan, i)
         }
     }
 

@@ -178,29 +178,16 @@ mod tests {
         use chrono::TimeZone;
         (0..p.len())
             .map(|i| TaskRecord {
-                id: p.id(i).clone(),
-                description: p.task(i).description.clone(),
                 status: if i == 0 {
                     TaskStatus::Completed
                 } else {
                     TaskStatus::Blocked
                 },
-                wave: p.wave(i),
                 attempts: 1,
                 started_at: (i == 0).then(|| chrono::Utc.timestamp_millis_opt(1_000).unwrap()),
                 finished_at: (i == 0).then(|| chrono::Utc.timestamp_millis_opt(2_000).unwrap()),
-                error: None,
                 blocked_by: (i == 1).then_some(TaskId::Int(1)),
-                context_from: Vec::new(),
-                section_file: None,
-                usage: Default::default(),
-                context_cut: Vec::new(),
-                tool_calls: Vec::new(),
-                failure_kind: None,
-                round: None,
-                optional: false,
-                empty_refs: Vec::new(),
-                warnings: Vec::new(),
+                ..TaskRecord::pending(p, i)
             })
             .collect()
     }

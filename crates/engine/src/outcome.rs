@@ -128,6 +128,33 @@ pub struct TaskRecord {
     pub warnings: Vec<SectionWarning>,
 }
 
+impl TaskRecord {
+    /// Task `i` of `plan` before it runs: pending, in its wave, nothing recorded yet.
+    pub fn pending(plan: &planwave_plan::ValidatedPlan, i: usize) -> TaskRecord {
+        TaskRecord {
+            id: plan.id(i).clone(),
+            description: plan.task(i).description.clone(),
+            status: TaskStatus::Pending,
+            wave: plan.wave(i),
+            attempts: 0,
+            started_at: None,
+            finished_at: None,
+            error: None,
+            blocked_by: None,
+            context_from: Vec::new(),
+            section_file: None,
+            usage: Usage::default(),
+            context_cut: Vec::new(),
+            tool_calls: Vec::new(),
+            failure_kind: None,
+            round: None,
+            optional: plan.task(i).optional,
+            empty_refs: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+}
+
 /// One tool call attempt, as recorded in `run.json` `tasks[].tool_calls[]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {

@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::Usage;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -117,7 +116,9 @@ impl Actor for Supervisor {
         args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
         let plan = &args.shared.plan;
-        let records = (0..plan.len()).map(|i| pending_record(plan, i)).collect();
+        let records = (0..plan.len())
+            .map(|i| TaskRecord::pending(plan, i))
+            .collect();
         let mut state = SupervisorState {
             sched: Scheduler::new(
                 plan,
@@ -595,31 +596,6 @@ impl SupervisorState {
 
 /// Sections held for the integrator before they are handed over together.
 const HELD_SECTIONS: usize = 256;
-
-/// Task `i` of `plan` before it runs.
-fn pending_record(plan: &planwave_plan::ValidatedPlan, i: usize) -> TaskRecord {
-    TaskRecord {
-        id: plan.id(i).clone(),
-        description: plan.task(i).description.clone(),
-        status: TaskStatus::Pending,
-        wave: plan.wave(i),
-        attempts: 0,
-        started_at: None,
-        finished_at: None,
-        error: None,
-        blocked_by: None,
-        context_from: Vec::new(),
-        section_file: None,
-        usage: Usage::default(),
-        context_cut: Vec::new(),
-        tool_calls: Vec::new(),
-        failure_kind: None,
-        round: None,
-        optional: plan.task(i).optional,
-        empty_refs: Vec::new(),
-        warnings: Vec::new(),
-    }
-}
 
 fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
     start

@@ -135,25 +135,11 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, s)| TaskRecord {
-                id: p.id(i).clone(),
                 description: String::new(),
                 status: *s,
                 wave: 0,
                 attempts: 1,
-                started_at: None,
-                finished_at: None,
-                error: None,
-                blocked_by: None,
-                context_from: Vec::new(),
-                section_file: None,
-                usage: Default::default(),
-                context_cut: Vec::new(),
-                tool_calls: Vec::new(),
-                failure_kind: None,
-                round: None,
-                optional: false,
-                empty_refs: Vec::new(),
-                warnings: Vec::new(),
+                ..TaskRecord::pending(p, i)
             })
             .collect()
     }

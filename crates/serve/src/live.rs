@@ -293,27 +293,11 @@ impl LiveRun {
     }
 }
 
+/// The engine's pending record, titled as the run page shows tasks.
 fn pending_record(plan: &ValidatedPlan, i: usize) -> TaskRecord {
     TaskRecord {
-        id: plan.id(i).clone(),
         description: plan.task(i).title().to_owned(),
-        status: TaskStatus::Pending,
-        wave: plan.wave(i),
-        attempts: 0,
-        started_at: None,
-        finished_at: None,
-        error: None,
-        blocked_by: None,
-        context_from: Vec::new(),
-        section_file: None,
-        usage: Usage::default(),
-        context_cut: Vec::new(),
-        tool_calls: Vec::new(),
-        failure_kind: None,
-        round: None,
-        optional: false,
-        empty_refs: Vec::new(),
-        warnings: Vec::new(),
+        ..TaskRecord::pending(plan, i)
     }
 }
 

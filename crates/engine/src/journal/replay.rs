@@ -260,15 +260,10 @@ impl Replay {
             presets.push(Preset {
                 index: i,
                 record: TaskRecord {
-                    id: id.clone(),
-                    description: plan.task(i).description.clone(),
                     status: TaskStatus::Completed,
-                    wave: plan.wave(i),
                     attempts: c.attempts,
                     started_at: self.started.get(id).copied(),
                     finished_at: Some(c.ts),
-                    error: None,
-                    blocked_by: None,
                     context_from: plan
                         .deps(i)
                         .iter()
@@ -276,14 +271,8 @@ impl Replay {
                         .collect(),
                     section_file: Some(file.clone()),
                     usage: c.usage,
-                    context_cut: Vec::new(),
-                    // Not journaled: a resumed run's record lists the calls of this attempt.
-                    tool_calls: Vec::new(),
-                    failure_kind: None,
-                    round: None,
-                    optional: false,
-                    empty_refs: Vec::new(),
-                    warnings: Vec::new(),
+                    // Tool calls are not journaled: a resumed run's record lists this attempt's.
+                    ..TaskRecord::pending(plan, i)
                 },
                 section: Arc::from(text),
             });

@@ -9,10 +9,10 @@ use std::sync::Arc;
 
 use ractor::ActorRef;
 
-use super::{SupervisorMsg, SupervisorState, pending_record};
+use super::{SupervisorMsg, SupervisorState};
 use crate::event::EventKind;
 use crate::integrator::IntegratorMsg;
-use crate::outcome::TaskStatus;
+use crate::outcome::{TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 
@@ -57,7 +57,9 @@ impl SupervisorState {
         let new = r.shared.plan.clone();
         let mut fates = Fates::default();
         self.stop_dropped(myself, &r.map, &mut fates);
-        let mut records: Vec<_> = (0..new.len()).map(|j| pending_record(&new, j)).collect();
+        let mut records: Vec<_> = (0..new.len())
+            .map(|j| TaskRecord::pending(&new, j))
+            .collect();
         let mut sections = vec![None; new.len()];
         let mut carried = vec![false; new.len()];
         let mut status = vec![TaskStatus::Pending; new.len()];
@@ -74,7 +76,7 @@ impl SupervisorState {
             if was == TaskStatus::Blocked {
                 continue;
             }
-            let mut rec = std::mem::replace(&mut self.records[i], pending_record(&old, i));
+            let mut rec = std::mem::replace(&mut self.records[i], TaskRecord::pending(&old, i));
             rec.wave = new.wave(j);
             records[j] = rec;
             sections[j] = self.sections[i].take();
