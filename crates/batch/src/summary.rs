@@ -64,6 +64,29 @@ pub struct JobSummary {
     pub planning: Option<JobPlanning>,
 }
 
+impl JobSummary {
+    /// A job that ended failed before it ran anything (its run, if any, fills in the rest).
+    pub fn failed(id: &str, line: usize, kind: &str, dir: &str, error: Option<String>) -> Self {
+        JobSummary {
+            id: id.to_owned(),
+            line,
+            kind: kind.to_owned(),
+            run_dir: format!("jobs/{dir}"),
+            state: JobState::Failed,
+            tasks: 0,
+            completed: 0,
+            failed: 0,
+            blocked: 0,
+            tokens: 0,
+            cost: None,
+            currency: None,
+            wall_ms: 0.0,
+            error,
+            planning: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BatchSummary {
     pub jobs: Vec<JobSummary>,

@@ -11,16 +11,19 @@ pub struct Distribution {
     pub max: Option<f64>,
 }
 
+/// The nearest-rank `q` quantile of an ascending sample (`None` when it is empty).
+pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let k = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[k - 1])
+}
+
 impl Distribution {
     pub fn of(mut v: Vec<f64>) -> Distribution {
         v.sort_by(f64::total_cmp);
-        let rank = |q: f64| -> Option<f64> {
-            if v.is_empty() {
-                return None;
-            }
-            let k = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-            Some(v[k - 1])
-        };
+        let rank = |q| nearest_rank(&v, q);
         Distribution {
             samples: v.len(),
             p50: rank(0.50),

@@ -175,13 +175,7 @@ pub struct Percentiles {
 impl Percentiles {
     pub fn of(mut v: Vec<f64>) -> Percentiles {
         v.sort_by(f64::total_cmp);
-        let rank = |q: f64| -> Option<f64> {
-            if v.is_empty() {
-                return None;
-            }
-            let k = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
-            Some(v[k - 1])
-        };
+        let rank = |q| crate::report::nearest_rank(&v, q);
         Percentiles {
             samples: v.len(),
             mean: (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),

@@ -91,6 +91,26 @@ pub struct JobRecord {
     pub files: Vec<String>,
 }
 
+impl JobRecord {
+    /// A job on the queue that no worker has taken yet.
+    pub(crate) fn queued(id: &str, line: usize, kind: &str, dir: &str) -> JobRecord {
+        JobRecord {
+            id: id.to_owned(),
+            line,
+            kind: kind.to_owned(),
+            dir: dir.to_owned(),
+            state: QueueState::Queued,
+            worker: None,
+            reason: None,
+            deliveries: 0,
+            attempts: 0,
+            summary: None,
+            seq: None,
+            files: Vec::new(),
+        }
+    }
+}
+
 /// How long a bucket operation is tried again while the server is away or a cluster elects
 /// a new leader (seconds, not minutes: a job must not burn its deliveries on an election).
 const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);

@@ -83,20 +83,7 @@ pub async fn submit(
     let mut acks = Vec::new();
     for job in jobs {
         let jk = job_key(&job.id);
-        let record = JobRecord {
-            id: job.id.clone(),
-            line: job.line,
-            kind: job.kind.to_owned(),
-            dir: job.dir.clone(),
-            state: QueueState::Queued,
-            worker: None,
-            reason: None,
-            deliveries: 0,
-            attempts: 0,
-            summary: None,
-            seq: None,
-            files: Vec::new(),
-        };
+        let record = JobRecord::queued(&job.id, job.line, job.kind, &job.dir);
         let rk = job_record_key(name, &jk);
         if !create_json(q, &rk, &record).await? {
             // Known already; only a job whose message may never have left (a crash right

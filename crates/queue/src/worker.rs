@@ -218,7 +218,7 @@ impl Worker<'_> {
         let rk = job_record_key(&job.batch, &job_key(&job.id));
         let mut record: JobRecord = get_json(&self.queue, &rk)
             .await?
-            .unwrap_or_else(|| run::record_of(&job));
+            .unwrap_or_else(|| JobRecord::queued(&job.id, job.line, &job.kind, &job.dir));
         let seq = msg.info().map(|i| i.stream_sequence).ok();
         if record.seq.is_some() && seq.is_some() && record.seq != seq {
             // A second message for a job another message already brought.

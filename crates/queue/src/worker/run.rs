@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use planwave_batch::{JobInput, JobState, JobSummary, parse_jobs, resolve_jobs};
+use planwave_batch::{JobInput, JobSummary, parse_jobs, resolve_jobs};
 use planwave_engine::RunDir;
 use planwave_runner::batch::JobContext;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,6 @@ use crate::QueueError;
 use crate::dir_mirror::{DirStream, dir_subject, restore_dir};
 use crate::journal::{StreamMirror, read_journal};
 use crate::names::{job_key, journal_subject, object_name};
-use crate::record::{JobRecord, QueueState};
 use crate::submit::JobMessage;
 
 /// The object holding a job's run directory.
@@ -27,42 +26,8 @@ pub(super) struct JobDone {
     pub files: Vec<String>,
 }
 
-/// The record of a job the bucket does not know (its batch record was lost or never made).
-pub(super) fn record_of(job: &JobMessage) -> JobRecord {
-    JobRecord {
-        id: job.id.clone(),
-        line: job.line,
-        kind: job.kind.clone(),
-        dir: job.dir.clone(),
-        state: QueueState::Queued,
-        worker: None,
-        reason: None,
-        deliveries: 0,
-        attempts: 0,
-        summary: None,
-        seq: None,
-        files: Vec::new(),
-    }
-}
-
 pub(super) fn failed_summary(job: &JobMessage, error: Option<String>) -> JobSummary {
-    JobSummary {
-        id: job.id.clone(),
-        line: job.line,
-        kind: job.kind.clone(),
-        run_dir: format!("jobs/{}", job.dir),
-        state: JobState::Failed,
-        tasks: 0,
-        completed: 0,
-        failed: 0,
-        blocked: 0,
-        tokens: 0,
-        cost: None,
-        currency: None,
-        wall_ms: 0.0,
-        error,
-        planning: None,
-    }
+    JobSummary::failed(&job.id, job.line, &job.kind, &job.dir, error)
 }
 
 /// A directory name from the queue: one plain component.

@@ -82,23 +82,7 @@ impl JobContext<'_> {
     /// Runs one job to its end.
     pub async fn run(&self, job: ResolvedJob) -> JobSummary {
         let clock = Instant::now();
-        let mut summary = JobSummary {
-            id: job.id.clone(),
-            line: job.line,
-            kind: job.kind.to_owned(),
-            run_dir: format!("jobs/{}", job.dir),
-            state: JobState::Failed,
-            tasks: 0,
-            completed: 0,
-            failed: 0,
-            blocked: 0,
-            tokens: 0,
-            cost: None,
-            currency: None,
-            wall_ms: 0.0,
-            error: None,
-            planning: None,
-        };
+        let mut summary = JobSummary::failed(&job.id, job.line, job.kind, &job.dir, None);
         if self.cancel.is_cancelled() {
             summary.state = JobState::Cancelled;
             return summary;
