@@ -201,7 +201,9 @@ pub fn render(input: &ReportInput<'_>) -> String {
                 if !text.starts_with("## ") {
                     let _ = writeln!(out, "## {}\n", task.title());
                 }
-                let _ = writeln!(out, "{text}\n");
+                // Pushed, not formatted: this runs once per section.
+                out.push_str(text);
+                out.push_str("\n\n");
                 if let Some(tag) = rec.round {
                     let _ = writeln!(out, "{}\n", round_note(lang, tag));
                 }

@@ -130,7 +130,9 @@ fn push_uint(out: &mut String, mut n: u64) {
             break;
         }
     }
-    out.push_str(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    for &digit in &buf[at..] {
+        out.push(char::from(digit));
+    }
 }
 
 /// Appends a figure in tenths as `{:.1}` (or, with `plus`, `{:+.1}`) prints it divided by
@@ -198,10 +200,14 @@ pub fn section(ctx: &RequestContext, seed: u64) -> String {
         out.push_str(p.data[2]);
     }
     if ctx.key_questions.is_empty() {
-        let question = match ctx.lang {
-            Lang::Zh => format!("{title}的核心结论是什么"),
-            Lang::En => format!("What is the key finding on {title}?"),
+        let (before, after) = match ctx.lang {
+            Lang::Zh => ("", "的核心结论是什么"),
+            Lang::En => ("What is the key finding on ", "?"),
         };
+        let mut question = String::with_capacity(before.len() + title.len() + after.len());
+        for part in [before, title, after] {
+            question.push_str(part);
+        }
         answer(&mut out, p, 0, &question, &mut rng);
     } else {
         for (i, q) in ctx.key_questions.iter().enumerate() {
