@@ -132,7 +132,7 @@ fn scan(text: &str) -> Body {
     for end in ends {
         // A '\n' is a character boundary; a '\r' before it is trimmed as whitespace, as
         // `str::lines` would have dropped it.
-        let line = text[start..end].trim();
+        let line = trim(&text[start..end]);
         start = end + 1;
         if line.is_empty() || line.starts_with('#') {
             continue;
@@ -145,6 +145,18 @@ fn scan(text: &str) -> Body {
         body.figures = body.figures || has_digit(strip_list_marker(line));
     }
     body
+}
+
+/// `str::trim`, skipped when both ends are visible ASCII (most lines): only those bytes
+/// rule out whitespace at either end, since any byte above 0x7F may belong to a Unicode space.
+fn trim(line: &str) -> &str {
+    let visible = |b: Option<&u8>| b.is_some_and(|b| (0x21..0x7F).contains(b));
+    let bytes = line.as_bytes();
+    if visible(bytes.first()) && visible(bytes.last()) {
+        line
+    } else {
+        line.trim()
+    }
 }
 
 /// Characters (not bytes: "300字" are 300 CJK characters) of the body.

@@ -204,14 +204,10 @@ pub fn section(ctx: &RequestContext, seed: u64) -> String {
             Lang::Zh => ("", "的核心结论是什么"),
             Lang::En => ("What is the key finding on ", "?"),
         };
-        let mut question = String::with_capacity(before.len() + title.len() + after.len());
-        for part in [before, title, after] {
-            question.push_str(part);
-        }
-        answer(&mut out, p, 0, &question, &mut rng);
+        answer(&mut out, p, 0, [before, title, after], &mut rng);
     } else {
         for (i, q) in ctx.key_questions.iter().enumerate() {
-            answer(&mut out, p, i, q, &mut rng);
+            answer(&mut out, p, i, ["", q, ""], &mut rng);
         }
     }
     let source = pick(&mut rng, p.sources);
@@ -222,8 +218,9 @@ pub fn section(ctx: &RequestContext, seed: u64) -> String {
 }
 
 /// The answer to key question `i`: its heading and a paragraph of drawn figures (drawn in
-/// this order: year, growth, share, source).
-fn answer(out: &mut String, p: &Phrases, i: usize, question: &str, rng: &mut StdRng) {
+/// this order: year, growth, share, source). The question comes in three parts, so the
+/// default one is not built as a string of its own.
+fn answer(out: &mut String, p: &Phrases, i: usize, question: [&str; 3], rng: &mut StdRng) {
     // i32, as the formatted version drew them: a draw of another width would change the
     // generator's stream.
     let year: i32 = 2022 + rng.random_range(0..3);
@@ -232,7 +229,11 @@ fn answer(out: &mut String, p: &Phrases, i: usize, question: &str, rng: &mut Std
     let src = pick(rng, p.sources);
     out.push_str("### ");
     push_uint(out, i as u64 + 1);
-    for part in [". ", question, "\n\n", p.answer[0], src, p.answer[1]] {
+    out.push_str(". ");
+    for part in question
+        .into_iter()
+        .chain(["\n\n", p.answer[0], src, p.answer[1]])
+    {
         out.push_str(part);
     }
     push_uint(out, year.unsigned_abs().into());
@@ -240,9 +241,11 @@ fn answer(out: &mut String, p: &Phrases, i: usize, question: &str, rng: &mut Std
     push_tenths(out, growth, true);
     out.push_str(p.answer[3]);
     push_tenths(out, share, false);
-    for part in [p.answer[4], question, p.answer[5]] {
+    out.push_str(p.answer[4]);
+    for part in question {
         out.push_str(part);
     }
+    out.push_str(p.answer[5]);
     push_uint(out, year.unsigned_abs().into());
     out.push_str(p.answer[6]);
 }
