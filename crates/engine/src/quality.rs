@@ -16,9 +16,9 @@ pub const MIN_SECTION_CHARS: usize = 300;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum SectionWarning {
-    /// The body is under [`MIN_SECTION_CHARS`] characters (see [`body_chars`]).
+    /// The body is under [`MIN_SECTION_CHARS`] characters (see [`scan`]).
     Short { chars: usize, min_chars: usize },
-    /// No quantitative data (see [`has_figures`]); the integrator is told, so the summary
+    /// No quantitative data (see [`scan`]); the integrator is told, so the summary
     /// says which sections lack numbers.
     NoFigures,
 }
@@ -120,6 +120,12 @@ struct Body {
 /// so indentation and line breaks do not count either. One pass: the checks run over every
 /// section at the end of a run, and the separate `lines()` walks with a character count per
 /// line were a twelfth of a zero-latency load test's instructions.
+///
+/// Characters are counted, not bytes ("300字" are 300 CJK characters). Quantitative data is
+/// defined simply as a digit (ASCII or full-width) anywhere in the body: that covers
+/// numbers, percentages, amounts, years. Not counted: headings (their `### 1.` numbering)
+/// and the marker of an ordered list item (`1. `), which number the text rather than
+/// measure anything.
 fn scan(text: &str) -> Body {
     // Characters are bytes in ASCII text: checked once instead of counted line by line.
     let ascii = text.is_ascii();
@@ -157,19 +163,6 @@ fn trim(line: &str) -> &str {
     } else {
         line.trim()
     }
-}
-
-/// Characters (not bytes: "300字" are 300 CJK characters) of the body.
-pub fn body_chars(text: &str) -> usize {
-    scan(text).chars
-}
-
-/// Whether the body gives any quantitative data, defined simply as a digit (ASCII or
-/// full-width) anywhere in the body: that covers numbers, percentages, amounts, years. Not
-/// counted: headings (their `### 1.` numbering) and the marker of an ordered list item
-/// (`1. `), which number the text rather than measure anything.
-pub fn has_figures(text: &str) -> bool {
-    scan(text).figures
 }
 
 /// An ASCII digit or a full-width one (`０`..`９`, U+FF10..U+FF19, encoded `EF BC 90`..`99`;
@@ -310,6 +303,14 @@ mod tests {
         // Both outcomes of both checks are exercised.
         assert!(short > 0 && short < texts.len(), "{short}");
         assert!(no_figures > 0 && no_figures < texts.len(), "{no_figures}");
+    }
+
+    fn body_chars(text: &str) -> usize {
+        scan(text).chars
+    }
+
+    fn has_figures(text: &str) -> bool {
+        scan(text).figures
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::collections::BinaryHeap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use planwave_plan::{Lang, TaskId, ValidatedPlan};
+use planwave_plan::{Lang, ValidatedPlan};
 
 use crate::outcome::{ProviderInfoRecord, RunStats, TaskRecord, TaskStatus};
 
@@ -360,7 +360,7 @@ fn table_cell(v: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use planwave_plan::{PlanSpec, TaskSpec};
+    use planwave_plan::{PlanSpec, TaskId, TaskSpec};
 
     use super::*;
 
