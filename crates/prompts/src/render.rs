@@ -126,38 +126,6 @@ impl Templates {
             .to_owned())
     }
 
-    // Borrowed, typed variables serialized straight into minijinja values: building a
-    // `serde_json::Value` tree first (then converting it) was most of the cost of rendering
-    // a subagent prompt, paid once per task.
-    fn subagent_vars<'a>(
-        plan: &'a ValidatedPlan,
-        index: usize,
-        own: &TaskText<'a>,
-        prior: &'a [PriorSection<'a>],
-    ) -> SubagentVars<'a> {
-        let spec = plan.spec();
-        let task = plan.task(index);
-        SubagentVars {
-            task: TaskVars {
-                id: task.id.to_string(),
-                title: task.title(),
-                description: own.description,
-                hints: own.hints,
-            },
-            research_type: spec.research_type.as_deref(),
-            topic: &spec.topic,
-            objectives: &spec.objectives,
-            prior: prior
-                .iter()
-                .map(|p| PriorVars {
-                    id: plan.id(p.index).to_string(),
-                    title: plan.task(p.index).title(),
-                    text: p.text,
-                })
-                .collect(),
-        }
-    }
-
     fn integrator_vars<'a>(
         plan: &'a ValidatedPlan,
         sections: &'a [SectionSummary<'a>],
@@ -189,31 +157,6 @@ impl Templates {
     }
 }
 
-/// Variables of `subagent.j2`.
-#[derive(Serialize)]
-struct SubagentVars<'a> {
-    task: TaskVars<'a>,
-    research_type: Option<&'a str>,
-    topic: &'a str,
-    objectives: &'a [String],
-    prior: Vec<PriorVars<'a>>,
-}
-
-#[derive(Serialize)]
-struct TaskVars<'a> {
-    id: String,
-    title: &'a str,
-    description: &'a str,
-    hints: &'a planwave_plan::Hints,
-}
-
-#[derive(Serialize)]
-struct PriorVars<'a> {
-    id: String,
-    title: &'a str,
-    text: &'a str,
-}
-
 /// Variables of `integrator.j2`.
 #[derive(Serialize)]
 struct IntegratorVars<'a> {
@@ -239,10 +182,13 @@ impl PromptSet for Templates {
         plan: &ValidatedPlan,
         index: usize,
         own: &TaskText<'_>,
-        prior: &[PriorSection<'_>],
+        prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
-        let vars = Templates::subagent_vars(plan, index, own, prior);
-        match self.render_raw(plan.lang(), "subagent", Value::from(Serde(&vars))) {
+        match self.render_raw(
+            plan.lang(),
+            "subagent",
+            subagent::vars(plan, index, own, prior),
+        ) {
             Ok(text) => messages(&text),
             Err(e) => {
                 // Checked at load time; if task data still breaks it, the built-in wording
@@ -344,5 +290,6 @@ pub(crate) fn sample(name: &str) -> Value {
     Value::from(Serde(v))
 }
 
+mod subagent;
 #[cfg(test)]
 mod tests;

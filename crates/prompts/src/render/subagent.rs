@@ -1,0 +1,119 @@
+//! The variables of `subagent.j2`, built straight as minijinja values.
+//!
+//! Rendered once per task, so its cost is part of every task's: serializing a borrowed vars
+//! struct through serde was a tenth of a zero-latency run's CPU, most of it copying each
+//! prerequisite's section into a new minijinja string. The values here are the ones that
+//! serialization made (the `context!` maps are the same `StaticKeyMap` serde builds for a
+//! struct, with the fields in the same order; lists are the same `Vec<Value>` objects), so a
+//! template, the user's own included, sees no difference; `tests` renders both ways and
+//! compares. Sections are shared: minijinja's strings are `Arc<str>`, and so are the
+//! engine's sections.
+
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object, Value};
+use planwave_plan::{TaskId, ValidatedPlan};
+
+use crate::set::{PriorSection, TaskText};
+
+/// `task`, `research_type`, `topic`, `objectives` and `prior` of the subagent writing task
+/// `index`.
+pub(crate) fn vars(
+    plan: &ValidatedPlan,
+    index: usize,
+    own: &TaskText<'_>,
+    prior: &[PriorSection],
+) -> Value {
+    let spec = plan.spec();
+    let task = plan.task(index);
+    let hints = own.hints;
+    let hints = Record::value(
+        &["data_needs", "key_questions", "suggested_tools"],
+        [
+            strings(&hints.data_needs),
+            strings(&hints.key_questions),
+            strings(&hints.suggested_tools),
+        ],
+    );
+    let task = Record::value(
+        &["id", "title", "description", "hints"],
+        [
+            id(&task.id),
+            Value::from(task.title()),
+            Value::from(own.description),
+            hints,
+        ],
+    );
+    let prior = prior
+        .iter()
+        .map(|p| {
+            Record::value(
+                &["id", "title", "text"],
+                [
+                    id(plan.id(p.index)),
+                    Value::from(plan.task(p.index).title()),
+                    Value::from(p.text.clone()),
+                ],
+            )
+        })
+        .collect();
+    Record::value(
+        &["task", "research_type", "topic", "objectives", "prior"],
+        [
+            task,
+            Value::from(spec.research_type.as_deref()),
+            Value::from(spec.topic.as_str()),
+            strings(&spec.objectives),
+            prior,
+        ],
+    )
+}
+
+/// A map with fixed keys, as serde makes of a struct: the keys in field order, a value
+/// each. It answers templates as minijinja's own map of a serialized struct (crate-private,
+/// so not usable here) does, in one allocation.
+#[derive(Debug)]
+struct Record<const N: usize> {
+    keys: &'static [&'static str; N],
+    values: [Value; N],
+}
+
+impl<const N: usize> Record<N> {
+    fn value(keys: &'static [&'static str; N], values: [Value; N]) -> Value {
+        Value::from_object(Record { keys, values })
+    }
+}
+
+impl<const N: usize> Object for Record<N> {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        self.get_value_by_str(key.as_str()?)
+    }
+
+    fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
+        let at = self.keys.iter().position(|k| *k == key)?;
+        Some(self.values[at].clone())
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        Enumerator::Str(self.keys)
+    }
+
+    fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        Some(N)
+    }
+}
+
+/// A task id as the template has always seen it: its text, never a number.
+fn id(id: &TaskId) -> Value {
+    match id {
+        TaskId::Str(s) => Value::from(s.as_str()),
+        TaskId::Int(n) => Value::from(n.to_string()),
+    }
+}
+
+fn strings(list: &[String]) -> Value {
+    list.iter().map(|s| Value::from(s.as_str())).collect()
+}
+
+#[cfg(test)]
+mod tests;
