@@ -9,10 +9,12 @@
 //! compares. Sections are shared: minijinja's strings are `Arc<str>`, and so are the
 //! engine's sections.
 
+use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use minijinja::value::{Enumerator, Object, Value};
-use planwave_plan::{TaskId, ValidatedPlan};
+use planwave_plan::{PlanSpec, TaskId, ValidatedPlan};
 
 use crate::set::{PriorSection, TaskText};
 
@@ -57,16 +59,64 @@ pub(crate) fn vars(
             )
         })
         .collect();
+    let [research_type, topic, objectives] = plan_values(spec);
     Record::value(
         &["task", "research_type", "topic", "objectives", "prior"],
-        [
-            task,
-            Value::from(spec.research_type.as_deref()),
-            Value::from(spec.topic.as_str()),
-            strings(&spec.objectives),
-            prior,
-        ],
+        [task, research_type, topic, objectives, prior],
     )
+}
+
+/// `research_type`, `topic` and `objectives`: the plan's, the same for each of its tasks, so
+/// made once per plan (per thread) rather than copied for every task. Values are immutable
+/// and a render sees one of each, so sharing them is invisible to templates; the cached ones
+/// are used only while they hold the same text as the plan's.
+fn plan_values(spec: &PlanSpec) -> [Value; 3] {
+    thread_local! {
+        static CACHED: RefCell<Option<PlanValues>> = const { RefCell::new(None) };
+    }
+    CACHED.with_borrow_mut(|cached| {
+        if let Some(c) = cached.as_ref().filter(|c| c.holds(spec)) {
+            return c.values.clone();
+        }
+        let fresh = PlanValues::of(spec);
+        let values = fresh.values.clone();
+        *cached = Some(fresh);
+        values
+    })
+}
+
+struct PlanValues {
+    values: [Value; 3],
+    /// The objectives' strings, also in `values[2]`, to compare with the plan's.
+    objectives: Vec<Value>,
+}
+
+impl PlanValues {
+    fn of(spec: &PlanSpec) -> PlanValues {
+        let objectives: Vec<Value> = spec
+            .objectives
+            .iter()
+            .map(|s| Value::from(s.as_str()))
+            .collect();
+        PlanValues {
+            values: [
+                Value::from(spec.research_type.as_deref()),
+                Value::from(spec.topic.as_str()),
+                Value::from_object(objectives.clone()),
+            ],
+            objectives,
+        }
+    }
+
+    fn holds(&self, spec: &PlanSpec) -> bool {
+        let [research_type, topic, _] = &self.values;
+        research_type.as_str() == spec.research_type.as_deref()
+            && topic.as_str() == Some(spec.topic.as_str())
+            && self.objectives.len() == spec.objectives.len()
+            && (self.objectives.iter())
+                .zip(&spec.objectives)
+                .all(|(v, s)| v.as_str() == Some(s.as_str()))
+    }
 }
 
 /// A map with fixed keys, as serde makes of a struct: the keys in field order, a value
@@ -107,8 +157,28 @@ impl<const N: usize> Object for Record<N> {
 fn id(id: &TaskId) -> Value {
     match id {
         TaskId::Str(s) => Value::from(s.as_str()),
-        TaskId::Int(n) => Value::from(n.to_string()),
+        TaskId::Int(n) => Value::from(decimal(*n, &mut [0; 20])),
     }
+}
+
+/// `n` in decimal, as `Display` writes it, in `buf` (an id's text fits minijinja's inline
+/// strings, so this spares `to_string`'s allocation).
+fn decimal(n: i64, buf: &mut [u8; 20]) -> Cow<'_, str> {
+    let mut rest = n.unsigned_abs();
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if n < 0 {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    String::from_utf8_lossy(&buf[at..])
 }
 
 fn strings(list: &[String]) -> Value {

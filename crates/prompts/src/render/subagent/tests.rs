@@ -241,3 +241,51 @@ fn a_template_using_every_variable_renders_byte_identically_to_the_serialized_va
         );
     }
 }
+
+#[test]
+fn integer_ids_read_as_display_writes_them() {
+    for n in [
+        0,
+        1,
+        9,
+        10,
+        99,
+        100,
+        12345,
+        -1,
+        -10,
+        i64::MAX,
+        i64::MIN,
+        i64::MIN + 1,
+    ] {
+        assert_eq!(super::decimal(n, &mut [0; 20]), n.to_string());
+    }
+}
+
+#[test]
+fn plan_values_follow_the_plan_they_are_rendered_for() {
+    // The plan-level values are kept per thread between renders; a second plan (or the same
+    // plan's text changed) must never see the first one's.
+    let t = Templates::builtin();
+    let all = plans();
+    for (a, b) in all.iter().zip(all.iter().skip(1)) {
+        for plan in [a, b, a] {
+            let own = TaskText::of(plan.task(0));
+            let got: Vec<_> = t
+                .subagent(plan, 0, &own, &[])
+                .into_iter()
+                .map(|m| (m.role, m.content))
+                .collect();
+            assert_eq!(got, reference(&t, plan, 0, &own, &[]));
+        }
+    }
+    let mut spec = all[0].spec().clone();
+    let before = ValidatedPlan::new(spec.clone()).expect("valid");
+    spec.objectives[0].push('!');
+    let after = ValidatedPlan::new(spec).expect("valid");
+    for plan in [&before, &after] {
+        let own = TaskText::of(plan.task(0));
+        let got = t.subagent(plan, 0, &own, &[]);
+        assert_eq!(got[0].content, reference(&t, plan, 0, &own, &[])[0].1);
+    }
+}
