@@ -57,6 +57,7 @@ const EXPRESSIONS: &[&str] = &[
     "{{ strings | join(', ', nope=1) }}",
     "{{ strings | join(**{'d': '*'}) }}",
     "{{ strings | join(', ', 'x', 'y') }}",
+    "{{ records | join(none, 'a') }}|{{ records | join(missing, 'a') }}|{{ strings | join(none) }}",
     "{{ n | join(',') }}",
     "{{ bytes | join(',') }}",
     "{{ strings | join(', ') | upper }}|{{ (strings | join(', ')) ~ '!' }}",

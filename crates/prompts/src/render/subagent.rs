@@ -3,9 +3,9 @@
 //! Rendered once per task, so its cost is part of every task's: serializing a borrowed vars
 //! struct through serde was a tenth of a zero-latency run's CPU, most of it copying each
 //! prerequisite's section into a new minijinja string. The values here are the ones that
-//! serialization made (the `context!` maps are the same `StaticKeyMap` serde builds for a
-//! struct, with the fields in the same order; lists are the same `Vec<Value>` objects), so a
-//! template, the user's own included, sees no difference; `tests` renders both ways and
+//! serialization made (each struct a map of its fields in the same order, answering every
+//! lookup, iteration and printing as serde's map does; lists the same `Vec<Value>` objects),
+//! so a template, the user's own included, sees no difference; `tests` renders both ways and
 //! compares. Sections are shared: minijinja's strings are `Arc<str>`, and so are the
 //! engine's sections.
 
@@ -30,7 +30,7 @@ pub(crate) fn vars(
     let task = plan.task(index);
     let hints = own.hints;
     let hints = Record::value(
-        &["data_needs", "key_questions", "suggested_tools"],
+        &HINTS,
         [
             strings(&hints.data_needs),
             strings(&hints.key_questions),
@@ -38,7 +38,7 @@ pub(crate) fn vars(
         ],
     );
     let task = Record::value(
-        &["id", "title", "description", "hints"],
+        &TASK,
         [
             id(&task.id),
             Value::from(task.title()),
@@ -50,7 +50,7 @@ pub(crate) fn vars(
         .iter()
         .map(|p| {
             Record::value(
-                &["id", "title", "text"],
+                &PRIOR,
                 [
                     id(plan.id(p.index)),
                     Value::from(plan.task(p.index).title()),
@@ -60,10 +60,7 @@ pub(crate) fn vars(
         })
         .collect();
     let [research_type, topic, objectives] = plan_values(spec);
-    Record::value(
-        &["task", "research_type", "topic", "objectives", "prior"],
-        [task, research_type, topic, objectives, prior],
-    )
+    Record::value(&ROOT, [task, research_type, topic, objectives, prior])
 }
 
 /// `research_type`, `topic` and `objectives`: the plan's, the same for each of its tasks, so
@@ -119,18 +116,49 @@ impl PlanValues {
     }
 }
 
-/// A map with fixed keys, as serde makes of a struct: the keys in field order, a value
-/// each. It answers templates as minijinja's own map of a serialized struct (crate-private,
-/// so not usable here) does, in one allocation.
+/// The fields of one of the structs the variables were serialized from: their names in
+/// order, and which one a name is (a `match`, a few integer compares: lookups are most of a
+/// render's variable loads).
+struct Fields<const N: usize> {
+    names: [&'static str; N],
+    find: fn(&str) -> Option<usize>,
+}
+
+macro_rules! fields {
+    ($fields:ident, $n:literal: $($at:literal => $name:literal),+) => {
+        static $fields: Fields<$n> = Fields {
+            names: [$($name),+],
+            find: |name| match name {
+                $($name => Some($at),)+
+                _ => None,
+            },
+        };
+    };
+}
+
+fields!(ROOT, 5: 0 => "task", 1 => "research_type", 2 => "topic", 3 => "objectives", 4 => "prior");
+fields!(TASK, 4: 0 => "id", 1 => "title", 2 => "description", 3 => "hints");
+fields!(HINTS, 3: 0 => "data_needs", 1 => "key_questions", 2 => "suggested_tools");
+fields!(PRIOR, 3: 0 => "id", 1 => "title", 2 => "text");
+
+/// A struct's fields and their values, as serde made a map of it: it answers templates as
+/// minijinja's own map of a serialized struct (crate-private, so not usable here) does, in
+/// one allocation.
 #[derive(Debug)]
 struct Record<const N: usize> {
-    keys: &'static [&'static str; N],
+    fields: &'static Fields<N>,
     values: [Value; N],
 }
 
+impl<const N: usize> std::fmt::Debug for Fields<N> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names).finish()
+    }
+}
+
 impl<const N: usize> Record<N> {
-    fn value(keys: &'static [&'static str; N], values: [Value; N]) -> Value {
-        Value::from_object(Record { keys, values })
+    fn value(fields: &'static Fields<N>, values: [Value; N]) -> Value {
+        Value::from_object(Record { fields, values })
     }
 }
 
@@ -140,12 +168,12 @@ impl<const N: usize> Object for Record<N> {
     }
 
     fn get_value_by_str(self: &Arc<Self>, key: &str) -> Option<Value> {
-        let at = self.keys.iter().position(|k| *k == key)?;
+        let at = (self.fields.find)(key)?;
         Some(self.values[at].clone())
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        Enumerator::Str(self.keys)
+        Enumerator::Str(&self.fields.names)
     }
 
     fn enumerator_len(self: &Arc<Self>) -> Option<usize> {

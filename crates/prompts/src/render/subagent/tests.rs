@@ -289,3 +289,17 @@ fn plan_values_follow_the_plan_they_are_rendered_for() {
         assert_eq!(got[0].content, reference(&t, plan, 0, &own, &[])[0].1);
     }
 }
+
+#[test]
+fn each_field_is_found_where_it_is_listed() {
+    fn check<const N: usize>(fields: &super::Fields<N>) {
+        for (at, name) in fields.names.iter().enumerate() {
+            assert_eq!((fields.find)(name), Some(at), "{name}");
+        }
+        assert_eq!((fields.find)("nope"), None);
+    }
+    check(&super::ROOT);
+    check(&super::TASK);
+    check(&super::HINTS);
+    check(&super::PRIOR);
+}
