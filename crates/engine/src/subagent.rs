@@ -231,14 +231,20 @@ fn prompt(state: &SubagentState) -> (Vec<ChatMessage>, RequestContext, Vec<Secti
     );
     let mut context_cut = own.cuts.clone();
     context_cut.extend(section_cuts);
-    // Other subagents' sections are data to this one (see `untrusted`).
-    let cleaned: Vec<(usize, std::borrow::Cow<'_, str>)> = fitted
-        .iter()
-        .map(|(i, text)| (*i, crate::untrusted::clean(text)))
-        .collect();
-    let prior: Vec<PriorSection<'_>> = cleaned
-        .iter()
-        .map(|(i, text)| PriorSection { index: *i, text })
+    // Other subagents' sections are data to this one (see `untrusted`). A clean section (the
+    // usual case) is handed on as the same `Arc`, so the prompt's variables share it.
+    let prior: Vec<PriorSection> = fitted
+        .into_iter()
+        .map(|(index, text)| {
+            let cleaned = match crate::untrusted::clean(&text) {
+                std::borrow::Cow::Borrowed(_) => None,
+                std::borrow::Cow::Owned(cleaned) => Some(Arc::from(cleaned)),
+            };
+            PriorSection {
+                index,
+                text: cleaned.unwrap_or(text),
+            }
+        })
         .collect();
     let text = TaskText {
         description: &own.description,

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use crate::event::{Event, EventKind};
@@ -86,7 +87,10 @@ pub struct SupervisorState {
     sched: Scheduler,
     records: Vec<TaskRecord>,
     sections: Vec<Option<Arc<str>>>,
-    children: HashMap<ActorId, usize>,
+    /// Running subagents by actor. Keyed by ractor's own sequential ids, never by anything a
+    /// model or client chose, so the fast non-keyed hash is safe here (SipHash was ~1 k
+    /// instructions per task between this map and ractor's).
+    children: FxHashMap<ActorId, usize>,
     integrator: Option<ActorRef<IntegratorMsg>>,
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     dispatch_queued: bool,
@@ -128,10 +132,11 @@ impl Actor for Supervisor {
             shared: args.shared.clone(),
             records,
             sections: vec![None; plan.len()],
-            children: HashMap::with_capacity(
+            children: FxHashMap::with_capacity_and_hasher(
                 plan.len()
                     .min(args.shared.config.concurrency.unwrap_or(usize::MAX))
                     .min(1 << 16),
+                Default::default(),
             ),
             integrator: args.integrator,
             done: Some(args.done),
@@ -442,8 +447,7 @@ impl SupervisorState {
                         section,
                         write,
                     };
-                    self.pending_commits.insert(index, pending);
-                    self.on_committed(myself, index, Ok(()));
+                    self.settle_completed(myself, index, pending, Ok(()));
                 }
                 return;
             }
@@ -464,9 +468,20 @@ impl SupervisorState {
         index: usize,
         result: Result<(), JournalError>,
     ) {
-        let Some(p) = self.pending_commits.remove(&index) else {
-            return;
-        };
+        if let Some(p) = self.pending_commits.remove(&index) {
+            self.settle_completed(myself, index, p, result);
+        }
+    }
+
+    /// A completion the journal has (or could not make) durable: the task is completed, its
+    /// dependents become ready.
+    fn settle_completed(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        index: usize,
+        p: PendingCommit,
+        result: Result<(), JournalError>,
+    ) {
         if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
             return; // the run already ended (cancelled); the journal has it for a resume
         }

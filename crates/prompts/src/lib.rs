@@ -10,6 +10,7 @@
 //!
 //! This crate knows nothing of HTTP, actors, the engine or the command line.
 
+mod emit;
 mod reflect;
 mod render;
 mod set;

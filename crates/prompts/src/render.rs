@@ -1,5 +1,7 @@
 //! Rendering: the variables each template gets, and splitting output into chat messages.
 
+use std::sync::OnceLock;
+
 use minijinja::value::{Serde, Value};
 use planwave_llm::{ChatMessage, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan};
@@ -63,7 +65,10 @@ const USER_MARK: &str = "=== user ===";
 pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
     // Runs once per subagent. A mark line contains "===", so only the lines around those
     // (SIMD) matches are looked at; the text between two marks is taken as one slice. Walking
-    // every line and trimming it was 7 % of a zero-latency load test's instructions.
+    // every line and trimming it was 7 % of a zero-latency load test's instructions. Each
+    // message is a copy of its slice, exactly its size: the prompt is held while its model
+    // call is in flight, and the rendered text's buffer is up to twice as large.
+    static MARK: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
     let mut out = Vec::with_capacity(2);
     let mut role: Option<bool> = None; // Some(true) system, Some(false) user
     let flush = |role: Option<bool>, body: &str, out: &mut Vec<ChatMessage>| {
@@ -79,7 +84,8 @@ pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
     let bytes = text.as_bytes();
     let mut start = 0; // where the current message's text begins
     let mut next_line = 0; // lines before this were looked at already
-    for hit in memchr::memmem::find_iter(bytes, b"===") {
+    let mark = MARK.get_or_init(|| memchr::memmem::Finder::new(b"==="));
+    for hit in mark.find_iter(bytes) {
         if hit < next_line {
             continue; // a second "===" on a line already looked at
         }
@@ -126,38 +132,6 @@ impl Templates {
             .to_owned())
     }
 
-    // Borrowed, typed variables serialized straight into minijinja values: building a
-    // `serde_json::Value` tree first (then converting it) was most of the cost of rendering
-    // a subagent prompt, paid once per task.
-    fn subagent_vars<'a>(
-        plan: &'a ValidatedPlan,
-        index: usize,
-        own: &TaskText<'a>,
-        prior: &'a [PriorSection<'a>],
-    ) -> SubagentVars<'a> {
-        let spec = plan.spec();
-        let task = plan.task(index);
-        SubagentVars {
-            task: TaskVars {
-                id: task.id.to_string(),
-                title: task.title(),
-                description: own.description,
-                hints: own.hints,
-            },
-            research_type: spec.research_type.as_deref(),
-            topic: &spec.topic,
-            objectives: &spec.objectives,
-            prior: prior
-                .iter()
-                .map(|p| PriorVars {
-                    id: plan.id(p.index).to_string(),
-                    title: plan.task(p.index).title(),
-                    text: p.text,
-                })
-                .collect(),
-        }
-    }
-
     fn integrator_vars<'a>(
         plan: &'a ValidatedPlan,
         sections: &'a [SectionSummary<'a>],
@@ -189,31 +163,6 @@ impl Templates {
     }
 }
 
-/// Variables of `subagent.j2`.
-#[derive(Serialize)]
-struct SubagentVars<'a> {
-    task: TaskVars<'a>,
-    research_type: Option<&'a str>,
-    topic: &'a str,
-    objectives: &'a [String],
-    prior: Vec<PriorVars<'a>>,
-}
-
-#[derive(Serialize)]
-struct TaskVars<'a> {
-    id: String,
-    title: &'a str,
-    description: &'a str,
-    hints: &'a planwave_plan::Hints,
-}
-
-#[derive(Serialize)]
-struct PriorVars<'a> {
-    id: String,
-    title: &'a str,
-    text: &'a str,
-}
-
 /// Variables of `integrator.j2`.
 #[derive(Serialize)]
 struct IntegratorVars<'a> {
@@ -239,10 +188,13 @@ impl PromptSet for Templates {
         plan: &ValidatedPlan,
         index: usize,
         own: &TaskText<'_>,
-        prior: &[PriorSection<'_>],
+        prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
-        let vars = Templates::subagent_vars(plan, index, own, prior);
-        match self.render_raw(plan.lang(), "subagent", Value::from(Serde(&vars))) {
+        match self.render_raw(
+            plan.lang(),
+            "subagent",
+            subagent::vars(plan, index, own, prior),
+        ) {
             Ok(text) => messages(&text),
             Err(e) => {
                 // Checked at load time; if task data still breaks it, the built-in wording
@@ -344,5 +296,6 @@ pub(crate) fn sample(name: &str) -> Value {
     Value::from(Serde(v))
 }
 
+mod subagent;
 #[cfg(test)]
 mod tests;

@@ -3,15 +3,19 @@
 //! engine calls this trait; the templates in `prompts/` implement it ([`crate::Templates`]),
 //! so the wording lives only there and users can override it without touching the actors.
 
+use std::sync::Arc;
+
 use planwave_llm::{ChatMessage, RequestContext, SectionRef, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use serde::Serialize;
 
-/// A prerequisite's section as handed to a subagent.
+/// A prerequisite's section as handed to a subagent. Shared, not copied: the prompt's
+/// variables hold this same `Arc` (minijinja's strings are `Arc<str>`), and the engine keeps
+/// its sections as `Arc<str>` too.
 #[derive(Clone, Debug)]
-pub struct PriorSection<'a> {
+pub struct PriorSection {
     pub index: usize,
-    pub text: &'a str,
+    pub text: Arc<str>,
 }
 
 /// The task's own text as its prompt gets it: the plan's, or shortened to the context budget.
@@ -59,7 +63,7 @@ pub trait PromptSet: Send + Sync {
         plan: &ValidatedPlan,
         index: usize,
         own: &TaskText<'_>,
-        prior: &[PriorSection<'_>],
+        prior: &[PriorSection],
     ) -> Vec<ChatMessage>;
 
     /// Messages asking for the executive summary over all sections.
@@ -85,7 +89,7 @@ pub fn subagent_context(
     plan: &ValidatedPlan,
     index: usize,
     own: &TaskText<'_>,
-    prior: &[PriorSection<'_>],
+    prior: &[PriorSection],
 ) -> RequestContext {
     let task = plan.task(index);
     RequestContext {

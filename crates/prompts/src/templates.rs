@@ -1,6 +1,8 @@
 //! Loading templates (built in, or overridden from a directory) and checking them.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use minijinja::Environment;
 use planwave_plan::Lang;
@@ -200,8 +202,29 @@ impl std::fmt::Debug for Templates {
     }
 }
 
-pub(crate) fn key(lang: Lang, name: &str) -> String {
-    format!("{}/{name}.j2", lang.as_str())
+/// `lang/name.j2`, the template's name in the environment. Those of the known templates are
+/// made once: a subagent's prompt is rendered per task, and formatting its key was ~800
+/// instructions of that.
+pub(crate) fn key(lang: Lang, name: &str) -> Cow<'static, str> {
+    static KEYS: OnceLock<Vec<String>> = OnceLock::new();
+    let keys = KEYS.get_or_init(|| {
+        [Lang::En, Lang::Zh]
+            .iter()
+            .flat_map(|lang| {
+                TEMPLATE_NAMES
+                    .iter()
+                    .map(move |name| format!("{}/{name}.j2", lang.as_str()))
+            })
+            .collect()
+    });
+    let row = match lang {
+        Lang::En => 0,
+        Lang::Zh => TEMPLATE_NAMES.len(),
+    };
+    match TEMPLATE_NAMES.iter().position(|n| *n == name) {
+        Some(at) => Cow::Borrowed(&keys[row + at]),
+        None => Cow::Owned(format!("{}/{name}.j2", lang.as_str())),
+    }
 }
 
 impl Templates {
@@ -218,6 +241,7 @@ impl Templates {
     pub fn load(dir: Option<&Path>) -> Result<Templates, PromptError> {
         let mut env = Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
+        crate::emit::install(&mut env);
         let mut overridden = Vec::new();
         if let Some(d) = dir
             && !d.is_dir()
@@ -274,7 +298,7 @@ impl Templates {
     ) -> Result<String, PromptError> {
         let k = key(lang, name);
         let err = |e: minijinja::Error| PromptError::Template {
-            name: k.clone(),
+            name: k.to_string(),
             message: error_text(&e),
         };
         self.env

@@ -125,7 +125,10 @@ impl SupervisorState {
             .into_iter()
             .map(|c| (c.get_id(), c))
             .collect();
-        let mut children = HashMap::with_capacity(self.children.len());
+        let mut children = rustc_hash::FxHashMap::with_capacity_and_hasher(
+            self.children.len(),
+            Default::default(),
+        );
         for (actor, i) in self.children.drain() {
             match map.get(i).copied().flatten() {
                 Some(j) => {

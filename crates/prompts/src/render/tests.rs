@@ -206,7 +206,7 @@ fn subagent_prompt_is_seed_002s_template_with_prerequisites() {
         &TaskText::of(plan.task(3)),
         &[PriorSection {
             index: 0,
-            text: "## 公司概况\n\n正文",
+            text: "## 公司概况\n\n正文".into(),
         }],
     );
     let p = &m[0].content;
