@@ -84,16 +84,25 @@ pub fn cut_text(text: &str, tokens: u64, lang: Lang) -> String {
         Lang::En => "[... the rest was cut to fit the context budget]",
     };
     // The note counts against the share too.
-    let limit = tokens.saturating_sub(estimate_tokens(note) + 1) as f64;
-    let mut used = 0.0f64;
-    let mut end = 0;
-    for (i, c) in text.char_indices() {
-        used += char_tokens(c);
-        if used > limit {
-            break;
+    let limit = tokens.saturating_sub(estimate_tokens(note) + 1);
+    let end = if text.is_ascii() {
+        // Every ASCII character costs a quarter token, so the loop below would stop after
+        // 4 × limit of them: taken at once (the summary prompt cuts hundreds of sections).
+        let quarters = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
+        text.len().min(quarters)
+    } else {
+        let limit = limit as f64;
+        let mut used = 0.0f64;
+        let mut end = 0;
+        for (i, c) in text.char_indices() {
+            used += char_tokens(c);
+            if used > limit {
+                break;
+            }
+            end = i + c.len_utf8();
         }
-        end = i + c.len_utf8();
-    }
+        end
+    };
     let mut kept = &text[..end];
     if let Some(nl) = kept.rfind('\n')
         && nl * 5 >= end * 4
@@ -242,6 +251,48 @@ fn own_cut(task: &TaskSpec, part: CutPart, before: &str, after: &str) -> Section
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The cut's end as first computed: character by character, in float quarter tokens.
+    fn float_end(text: &str, tokens: u64, lang: Lang) -> String {
+        let note = match lang {
+            Lang::Zh => "[……后文因上下文长度限制已截断]",
+            Lang::En => "[... the rest was cut to fit the context budget]",
+        };
+        let limit = tokens.saturating_sub(estimate_tokens(note) + 1) as f64;
+        let mut used = 0.0f64;
+        let mut end = 0;
+        for (i, c) in text.char_indices() {
+            used += char_tokens(c);
+            if used > limit {
+                break;
+            }
+            end = i + c.len_utf8();
+        }
+        let mut kept = &text[..end];
+        if let Some(nl) = kept.rfind('\n')
+            && nl * 5 >= end * 4
+        {
+            kept = &kept[..nl];
+        }
+        format!("{}\n\n{note}", kept.trim_end())
+    }
+
+    #[test]
+    fn ascii_cuts_are_the_character_by_character_ones() {
+        let en = "## Margins\n\nRevenue grew 12% in 2024.\nCosts  fell.\n".repeat(30);
+        let zh = "## 标题\n\n营收增长 12%。\n成本下降。\n".repeat(30);
+        for text in [en.as_str(), zh.as_str(), "", "short", "a\nb"] {
+            for tokens in [0, 1, 12, 13, 14, 20, 57, 100, 160, 400, 5_000, u64::MAX] {
+                for lang in [Lang::En, Lang::Zh] {
+                    assert_eq!(
+                        cut_text(text, tokens, lang),
+                        float_end(text, tokens, lang),
+                        "{tokens} {text:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn water_filling_keeps_small_sections_whole() {

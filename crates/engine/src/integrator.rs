@@ -116,13 +116,15 @@ impl IntegratorState {
     async fn integrate(&mut self, req: FinishRequest) -> Integration {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;
-        let (summary, summary_usage, summary_error) = self.summary(&req.records).await;
+        let order = report::dependency_order(plan);
+        let (summary, summary_usage, summary_error) = self.summary(&req.records, &order).await;
         let placed = transitions::place(&summary, plan);
         let info = shared.provider.info().into();
         let text = report::render(&ReportInput {
             plan,
             records: &req.records,
             sections: &self.sections,
+            order: &order,
             summary: &placed.summary,
             transitions: &placed.before,
             summary_error: summary_error.as_deref(),
@@ -149,13 +151,16 @@ impl IntegratorState {
     }
 
     /// The executive summary from the model; on failure a plain summary, with the reason.
-    async fn summary(&self, records: &[TaskRecord]) -> (String, Usage, Option<String>) {
+    async fn summary(
+        &self,
+        records: &[TaskRecord],
+        order: &[usize],
+    ) -> (String, Usage, Option<String>) {
         let shared = &self.args.shared;
         let plan = &shared.plan;
-        let order = report::dependency_order(plan);
         // Bounded: the report has every section, the summary prompt only what fits.
         let (shown, _omitted) = digest::digest(
-            &order,
+            order,
             |i| self.sections[i].clone(),
             |i| plan.id(i).clone(),
             shared.config.summary_budget_tokens,

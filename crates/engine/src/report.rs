@@ -5,7 +5,7 @@ use std::collections::BinaryHeap;
 use std::fmt::Write;
 use std::sync::Arc;
 
-use planwave_plan::{Lang, TaskId, ValidatedPlan};
+use planwave_plan::{Lang, ValidatedPlan};
 
 use crate::outcome::{ProviderInfoRecord, RunStats, TaskRecord, TaskStatus};
 
@@ -16,6 +16,9 @@ pub struct ReportInput<'a> {
     pub plan: &'a ValidatedPlan,
     pub records: &'a [TaskRecord],
     pub sections: &'a [Option<Arc<str>>],
+    /// The sections' order: [`dependency_order`] of `plan` (the integrator computes it once
+    /// for the summary prompt and the report).
+    pub order: &'a [usize],
     /// The summary without its transitions list (see `transitions.rs`).
     pub summary: &'a str,
     /// Transition sentences to put just before each task's section (index = plan order).
@@ -28,19 +31,31 @@ pub struct ReportInput<'a> {
 /// Tasks in dependency order; among tasks available at the same time, the smaller id first.
 pub fn dependency_order(plan: &ValidatedPlan) -> Vec<usize> {
     let n = plan.len();
+    // The heap orders each task's rank by (id, index) rather than the ids themselves:
+    // comparing `TaskId`s in every heap step was most of this at 10,000 tasks. Plans
+    // usually list their ids in ascending order, which needs no sort.
+    let mut by_rank: Vec<usize> = (0..n).collect();
+    if !(1..n).all(|i| plan.id(i - 1) < plan.id(i)) {
+        by_rank.sort_unstable_by(|&a, &b| (plan.id(a), a).cmp(&(plan.id(b), b)));
+    }
+    let mut rank = vec![0usize; n];
+    for (r, &i) in by_rank.iter().enumerate() {
+        rank[i] = r;
+    }
     let mut waiting: Vec<usize> = (0..n).map(|i| plan.deps(i).len()).collect();
-    let mut heap: BinaryHeap<Reverse<(&TaskId, usize)>> = (0..n)
+    let mut heap: BinaryHeap<Reverse<usize>> = (0..n)
         .filter(|&i| waiting[i] == 0)
-        .map(|i| Reverse((plan.id(i), i)))
+        .map(|i| Reverse(rank[i]))
         .collect();
     let mut order = Vec::with_capacity(n);
-    while let Some(Reverse((_, i))) = heap.pop() {
+    while let Some(Reverse(r)) = heap.pop() {
+        let i = by_rank[r];
         order.push(i);
         for &d in plan.dependents(i) {
             let d = d as usize;
             waiting[d] -= 1;
             if waiting[d] == 0 {
-                heap.push(Reverse((plan.id(d), d)));
+                heap.push(Reverse(rank[d]));
             }
         }
     }
@@ -173,7 +188,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
         };
     }
     let _ = writeln!(out, "{}\n", input.summary.trim());
-    for i in dependency_order(plan) {
+    for &i in input.order {
         let task = plan.task(i);
         let rec = &input.records[i];
         // Between the two sections they connect, closing the one before this.
@@ -186,7 +201,9 @@ pub fn render(input: &ReportInput<'_>) -> String {
                 if !text.starts_with("## ") {
                     let _ = writeln!(out, "## {}\n", task.title());
                 }
-                let _ = writeln!(out, "{text}\n");
+                // Pushed, not formatted: this runs once per section.
+                out.push_str(text);
+                out.push_str("\n\n");
                 if let Some(tag) = rec.round {
                     let _ = writeln!(out, "{}\n", round_note(lang, tag));
                 }
@@ -343,7 +360,7 @@ fn table_cell(v: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use planwave_plan::{PlanSpec, TaskSpec};
+    use planwave_plan::{PlanSpec, TaskId, TaskSpec};
 
     use super::*;
 
@@ -365,6 +382,68 @@ mod tests {
             .map(|i| plan.id(i).to_string())
             .collect();
         assert_eq!(ids, ["1", "2", "3", "4"]);
+    }
+
+    /// The order as first computed, with the ids themselves in the heap.
+    fn reference_order(plan: &ValidatedPlan) -> Vec<usize> {
+        let n = plan.len();
+        let mut waiting: Vec<usize> = (0..n).map(|i| plan.deps(i).len()).collect();
+        let mut heap: BinaryHeap<Reverse<(&TaskId, usize)>> = (0..n)
+            .filter(|&i| waiting[i] == 0)
+            .map(|i| Reverse((plan.id(i), i)))
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(Reverse((_, i))) = heap.pop() {
+            order.push(i);
+            for &d in plan.dependents(i) {
+                let d = d as usize;
+                waiting[d] -= 1;
+                if waiting[d] == 0 {
+                    heap.push(Reverse((plan.id(d), d)));
+                }
+            }
+        }
+        order
+    }
+
+    #[test]
+    fn dependency_order_by_rank_is_the_order_by_id() {
+        let mut state: u64 = 7;
+        let mut next = move |m: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (state >> 33) as usize % m
+        };
+        for round in 0..40 {
+            let n = 1 + next(80);
+            // Integer and string ids, in plan order ascending (round 0) or not.
+            let ids: Vec<TaskId> = (0..n)
+                .map(|k| match (round, next(3)) {
+                    (0, _) => TaskId::Int(k as i64),
+                    (_, 0) => TaskId::Str(format!("t{}", k * 7 % 97)),
+                    _ => TaskId::Int((k * 31 % 101) as i64 - 50),
+                })
+                .collect();
+            let tasks: Vec<TaskSpec> = (0..n)
+                .map(|k| {
+                    let deps = (0..k)
+                        .filter(|_| next(6) == 0)
+                        .map(|j| ids[j].clone())
+                        .collect();
+                    TaskSpec::new(ids[k].clone(), format!("task {k}"), deps)
+                })
+                .collect();
+            let Ok(plan) = ValidatedPlan::new(PlanSpec {
+                tasks,
+                ..Default::default()
+            }) else {
+                continue; // a duplicate key ("t7" twice): not a plan
+            };
+            let order = dependency_order(&plan);
+            assert_eq!(order, reference_order(&plan), "round {round}");
+            assert_eq!(order.len(), n);
+        }
     }
 
     #[test]

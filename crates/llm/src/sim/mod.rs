@@ -9,6 +9,8 @@ pub mod plan;
 pub mod reflect;
 pub mod steps;
 mod text;
+#[cfg(test)]
+mod text_reference;
 pub mod timer;
 mod tools;
 
@@ -97,7 +99,8 @@ impl SimConfig {
         if let Some(fixed) = self.latency_overrides.get(key) {
             return *fixed;
         }
-        self.latency.sample(stable_hash(self.seed, key, attempt))
+        self.latency
+            .sample_keyed(|| stable_hash(self.seed, key, attempt))
     }
 }
 
