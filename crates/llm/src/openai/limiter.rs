@@ -163,7 +163,20 @@ impl Limiter {
 mod tests {
     use super::*;
 
-    fn grants(limiter: Arc<Limiter>, n: usize, tokens: u64) -> Vec<Duration> {
+    fn grants(config: LimitConfig, n: usize, tokens: u64) -> Vec<Duration> {
+        grants_after(config, n, tokens, |_| {})
+    }
+
+    /// As [`grants`], with `first` done to the limiter as the test starts. The limiter is
+    /// made on the paused clock too: made before the runtime, its buckets and a cool-down
+    /// were measured on the real clock and ran out early by the time the runtime took to
+    /// start (a cool-down of 2 s once ended after 1.999 s under load).
+    fn grants_after(
+        config: LimitConfig,
+        n: usize,
+        tokens: u64,
+        first: impl FnOnce(&Limiter) + Send + 'static,
+    ) -> Vec<Duration> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .start_paused(true)
@@ -171,6 +184,8 @@ mod tests {
             .expect("runtime");
         rt.block_on(async move {
             let t0 = Instant::now();
+            let limiter = Arc::new(Limiter::new(config));
+            first(&limiter);
             let mut handles = Vec::new();
             for _ in 0..n {
                 let l = limiter.clone();
@@ -191,11 +206,11 @@ mod tests {
 
     #[test]
     fn requests_per_minute_spaces_requests_after_the_burst() {
-        let l = Arc::new(Limiter::new(LimitConfig {
+        let config = LimitConfig {
             requests_per_minute: Some(2),
             ..LimitConfig::default()
-        }));
-        let g = grants(l, 4, 1);
+        };
+        let g = grants(config, 4, 1);
         assert_eq!(
             g,
             vec![
@@ -209,12 +224,12 @@ mod tests {
 
     #[test]
     fn tokens_per_minute_waits_for_refill_in_arrival_order() {
-        let l = Arc::new(Limiter::new(LimitConfig {
+        let config = LimitConfig {
             tokens_per_minute: Some(600),
             ..LimitConfig::default()
-        }));
+        };
         // 600 tokens in the bucket: two requests of 300 now, the third after 30 s.
-        let g = grants(l, 3, 300);
+        let g = grants(config, 3, 300);
         assert_eq!(
             g,
             vec![Duration::ZERO, Duration::ZERO, Duration::from_secs(30)]
@@ -223,9 +238,9 @@ mod tests {
 
     #[test]
     fn cool_down_holds_new_requests() {
-        let l = Arc::new(Limiter::new(LimitConfig::default()));
-        l.cool_down(Duration::from_secs(2));
-        let g = grants(l, 2, 1);
+        let g = grants_after(LimitConfig::default(), 2, 1, |l| {
+            l.cool_down(Duration::from_secs(2))
+        });
         assert_eq!(g, vec![Duration::from_secs(2), Duration::from_secs(2)]);
     }
 
