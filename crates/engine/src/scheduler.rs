@@ -97,17 +97,23 @@ impl Scheduler {
         self.terminal == self.status.len()
     }
 
+    /// Whether [`Scheduler::next_task`] would start a task now: one is ready, under the cap
+    /// and the barrier. Ready tasks held back by either wait for a task to end, not for
+    /// another dispatch turn.
+    pub fn can_start(&self) -> bool {
+        self.in_flight < self.cap
+            && self.ready.peek().is_some_and(|Reverse((wave, _))| {
+                self.schedule != Schedule::Waves || *wave <= self.open_wave
+            })
+    }
+
     /// The next task to start, if the cap, the barrier and the graph allow one. It is marked
     /// running.
     pub fn next_task(&mut self) -> Option<usize> {
-        if self.in_flight >= self.cap {
+        if !self.can_start() {
             return None;
         }
-        let Reverse((wave, i)) = *self.ready.peek()?;
-        if self.schedule == Schedule::Waves && wave > self.open_wave {
-            return None;
-        }
-        self.ready.pop();
+        let Reverse((_, i)) = self.ready.pop()?;
         self.status[i as usize] = TaskStatus::Running;
         self.in_flight += 1;
         Some(i as usize)
@@ -250,6 +256,27 @@ mod tests {
         assert_eq!(drain(&mut s), vec![4]);
         s.complete(&p, 3);
         assert_eq!(drain(&mut s), vec![1]);
+    }
+
+    #[test]
+    fn nothing_can_start_at_the_cap_or_behind_the_barrier_though_tasks_are_ready() {
+        let p = plan(&[(1, &[]), (2, &[]), (3, &[]), (4, &[1])]);
+        let mut capped = Scheduler::new(&p, Schedule::Dataflow, Some(2));
+        assert!(capped.can_start());
+        assert_eq!(drain(&mut capped), vec![0, 1]);
+        assert_eq!(capped.ready_len(), 1, "task 3 is ready");
+        assert!(!capped.can_start(), "but the cap holds it");
+        capped.complete(&p, 0);
+        assert!(capped.can_start());
+
+        let mut waves = Scheduler::new(&p, Schedule::Waves, None);
+        assert_eq!(drain(&mut waves), vec![0, 1, 2]);
+        waves.complete(&p, 0);
+        assert_eq!(waves.ready_len(), 1, "task 4 is ready");
+        assert!(!waves.can_start(), "but wave 0 is still running");
+        waves.complete(&p, 1);
+        waves.complete(&p, 2);
+        assert!(waves.can_start());
     }
 
     #[test]

@@ -321,7 +321,10 @@ impl SupervisorState {
     }
 
     fn queue_dispatch(&mut self, myself: &ActorRef<SupervisorMsg>) {
-        if !self.dispatch_queued && self.cancelled.is_none() && self.sched.ready_len() > 0 {
+        // Only when a task can start now: ready tasks held back by the cap or the wave barrier
+        // wait for a task to end, and a turn queued for them found nothing to start and queued
+        // the next (a busy loop at the cap: 100 % of a core while the model was thinking).
+        if !self.dispatch_queued && self.cancelled.is_none() && self.sched.can_start() {
             self.dispatch_queued = true;
             let _ = myself.send_message(SupervisorMsg::Dispatch);
         }
@@ -331,7 +334,7 @@ impl SupervisorState {
     /// report already queued in the mailbox (the dispatch latency's tail). Still one batch at
     /// most; the rest goes through `Dispatch` as before.
     async fn dispatch_now(&mut self, myself: &ActorRef<SupervisorMsg>) {
-        if self.done.is_some() && self.sched.ready_len() > 0 {
+        if self.done.is_some() && self.sched.can_start() {
             self.dispatch_batch(myself).await;
         }
     }
