@@ -98,7 +98,9 @@ pub struct RunConfig {
     /// Most subagents in flight; `None` means no cap beyond the graph itself.
     pub concurrency: Option<usize>,
     pub retry: RetryPolicy,
-    /// Most subagents spawned per supervisor turn, so completions keep draining meanwhile.
+    /// Most subagents the supervisor spawns per turn (a backlog of ready tasks); between
+    /// turns the ones it spawned get the worker, so a large backlog is not all spawned, each
+    /// holding its memory, before any of it runs.
     pub dispatch_batch: usize,
     /// Seed for retry jitter, so a seeded run replays its timings.
     pub seed: u64,
@@ -139,7 +141,7 @@ impl Default for RunConfig {
             schedule: Schedule::Dataflow,
             concurrency: None,
             retry: RetryPolicy::default(),
-            dispatch_batch: 256,
+            dispatch_batch: 64,
             seed: 0,
             context_budget_tokens: Some(DEFAULT_CONTEXT_BUDGET_TOKENS),
             prices: PriceTable::default(),

@@ -212,7 +212,7 @@ pub(crate) async fn conclude(
 
 /// The run's shared state and section file names, its presets kept, `plan.json` written and
 /// `run_started` emitted.
-fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineError> {
+pub(crate) fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>>), EngineError> {
     // One call per task and the summary, unless retries or tools add more.
     let calls = Arc::new(std::sync::Mutex::new(Vec::with_capacity(
         req.plan.len() + 1,

@@ -1,11 +1,18 @@
 //! The subagent actor: writes one task's section with the model, retrying transient errors,
 //! reports to the supervisor, and stops.
 //!
-//! It does its work in `post_start` so there is no extra message round-trip per task. A panic
-//! there is caught by ractor and reaches the supervisor as `ActorFailed`.
+//! It does its work in `post_start` so there is no extra message round-trip per task. It is
+//! not linked to the supervisor: it settles its own ending in the run's shared state (and
+//! starts what that made ready, see `supervisor`). A panic in its work is caught here and
+//! settled as its task's failure; a subagent whose state is dropped before it settled (its
+//! actor killed or stopped) settles that instead, so every subagent ends in exactly one
+//! outcome.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
+
+use futures::FutureExt;
 
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext, Usage};
@@ -18,13 +25,9 @@ use crate::context::{self, SectionCut};
 use crate::event::EventKind;
 use crate::outcome::FailureKind;
 use crate::shared::RunShared;
-use crate::supervisor::SupervisorMsg;
+use crate::supervisor::{Core, Ending};
 use crate::timefmt;
 use planwave_prompts::{PriorSection, TaskText, subagent_context};
-
-/// The stop reason of a subagent that reported its outcome. Any other termination of a
-/// subagent means it died before reporting.
-pub const DONE: &str = "done";
 
 pub struct Subagent;
 
@@ -33,7 +36,8 @@ pub struct SubagentArgs {
     pub index: usize,
     /// Sections of the direct prerequisites, in the order the task lists them.
     pub prior: Vec<(usize, Arc<str>)>,
-    pub supervisor: ActorRef<SupervisorMsg>,
+    /// The run's shared state, where the subagent settles its ending.
+    pub core: Core,
     /// The task's span: model calls made while writing the section are its children.
     pub span: tracing::Span,
     /// The supervisor's plan generation when this subagent started (its `index` is that
@@ -41,7 +45,25 @@ pub struct SubagentArgs {
     pub generation: u32,
 }
 
-pub type SubagentState = SubagentArgs;
+pub struct SubagentState {
+    args: SubagentArgs,
+    /// Set once the ending is settled; dropped unset, the subagent died without one.
+    settled: bool,
+}
+
+impl Drop for SubagentState {
+    fn drop(&mut self) {
+        if !self.settled {
+            let a = &self.args;
+            crate::supervisor::died(
+                &a.core,
+                a.generation,
+                a.index,
+                "subagent actor ended before reporting".into(),
+            );
+        }
+    }
+}
 
 /// What a subagent reports when it is done.
 #[derive(Debug)]
@@ -75,8 +97,11 @@ impl Actor for Subagent {
         _myself: ActorRef<()>,
         args: SubagentArgs,
     ) -> Result<SubagentState, ActorProcessingErr> {
-        // Runs inside the supervisor's handler (ractor awaits pre_start at spawn): keep it trivial.
-        Ok(args)
+        // Runs inside whoever spawns it (ractor awaits pre_start at spawn): keep it trivial.
+        Ok(SubagentState {
+            args,
+            settled: false,
+        })
     }
 
     async fn post_start(
@@ -84,27 +109,61 @@ impl Actor for Subagent {
         myself: ActorRef<()>,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
-        // A batch caps subagents across all its runs; the permit is held until the report.
-        let _slot = match &state.shared.slots {
-            Some(s) => s.clone().acquire_owned().await.ok(),
-            None => None,
+        let args = &state.args;
+        let ending = match AssertUnwindSafe(work(args)).catch_unwind().await {
+            Ok(report) => Ending::Report(Box::new(report)),
+            Err(panic) => Ending::Died {
+                index: args.index,
+                error: format!("subagent panicked: {}", panic_message(&*panic)),
+            },
         };
-        // Nothing is kept here across the section's wait but what `write_section` keeps: the
-        // report is handed on as it comes back (a report held across the write below took a
-        // slot in every subagent's future for the whole model call).
-        let report = match state.shared.config.task_timeout {
-            None => write_section(state).instrument(state.span.clone()).await,
-            // Boxed: the timer would grow every subagent's future, and a time limit is rare.
-            Some(limit) => Box::pin(write_section_within(state, limit)).await,
-        };
-        report_to_supervisor(state, report).await;
-        myself.stop(Some(DONE.to_owned()));
+        state.settled = true;
+        let args = &state.args;
+        // A panic past this point is in the run's own bookkeeping, not in this task's work.
+        let settling = crate::supervisor::task_ended(&args.core, args.generation, ending);
+        if let Err(panic) = AssertUnwindSafe(settling).catch_unwind().await {
+            crate::supervisor::crash(
+                &args.core,
+                format!(
+                    "settling a task's ending panicked: {}",
+                    panic_message(&*panic)
+                ),
+            );
+        }
+        myself.stop(None);
         Ok(())
     }
 }
 
+/// The section written (or why not), its file in place: the subagent's report.
+async fn work(state: &SubagentArgs) -> SubagentReport {
+    // A batch caps subagents across all its runs; the permit is held until the report.
+    let _slot = match &state.shared.slots {
+        Some(s) => s.clone().acquire_owned().await.ok(),
+        None => None,
+    };
+    // Nothing is kept here across the section's wait but what `write_section` keeps: the
+    // report is handed on as it comes back (a report held across the write below took a
+    // slot in every subagent's future for the whole model call).
+    let report = match state.shared.config.task_timeout {
+        None => write_section(state).instrument(state.span.clone()).await,
+        // Boxed: the timer would grow every subagent's future, and a time limit is rare.
+        Some(limit) => Box::pin(write_section_within(state, limit)).await,
+    };
+    write_file(state, report).await
+}
+
+/// A panic's message, as `panic!` was given it.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
 /// [`write_section`] within `--task-timeout`: past it, a report of the timeout.
-async fn write_section_within(state: &SubagentState, limit: Duration) -> SubagentReport {
+async fn write_section_within(state: &SubagentArgs, limit: Duration) -> SubagentReport {
     let writing = write_section(state).instrument(state.span.clone());
     match tokio::time::timeout(limit, writing).await {
         Ok(r) => r,
@@ -127,15 +186,15 @@ async fn write_section_within(state: &SubagentState, limit: Duration) -> Subagen
     }
 }
 
-/// Writes the section's file (with a run directory) and sends the report.
+/// Writes the section's file (with a run directory) and records how that went in the report.
 ///
 /// Not an `async fn`, which would keep the report twice (its argument and the body's copy).
 // Deliberately not an `async fn` (above): the async block captures the report once.
 #[allow(clippy::manual_async_fn)]
-fn report_to_supervisor(
-    state: &SubagentState,
+fn write_file(
+    state: &SubagentArgs,
     mut report: SubagentReport,
-) -> impl Future<Output = ()> {
+) -> impl Future<Output = SubagentReport> {
     async move {
         // The section file is in place before the supervisor hears of it, so a completion
         // always names a file that is there; it is not synced here: the journal commits the
@@ -154,16 +213,13 @@ fn report_to_supervisor(
             .unwrap_or_else(|e| Err(format!("section writer failed: {e}")));
             report.written = Some(written);
         }
-        // If the supervisor is gone the run is over; nothing useful to do with the report.
-        let _ = state
-            .supervisor
-            .send_message(SupervisorMsg::Finished(state.generation, Box::new(report)));
+        report
     }
 }
 
 /// A tool step: the tool runs directly, without a model, retried like a subagent's model
 /// call (`retry_count` of the step, else `--retries`) while the failure may pass.
-async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) -> SubagentReport {
+async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -> SubagentReport {
     let index = state.index;
     let shared = &state.shared;
     let own = shared.plan.task(index).retry_count;
@@ -217,7 +273,7 @@ async fn tool_step(state: &SubagentState, mut calls: TaskCalls<'_>, tool: &str) 
 
 /// The subagent's messages and request context within the context budget, and what was cut
 /// to fit it.
-fn prompt(state: &SubagentState) -> (Vec<ChatMessage>, RequestContext, Vec<SectionCut>) {
+fn prompt(state: &SubagentArgs) -> (Vec<ChatMessage>, RequestContext, Vec<SectionCut>) {
     let shared = &state.shared;
     let plan = &shared.plan;
     let index = state.index;
@@ -255,7 +311,7 @@ fn prompt(state: &SubagentState) -> (Vec<ChatMessage>, RequestContext, Vec<Secti
     (messages, context, context_cut)
 }
 
-async fn write_section(state: &SubagentState) -> SubagentReport {
+async fn write_section(state: &SubagentArgs) -> SubagentReport {
     let shared = &state.shared;
     let plan = &shared.plan;
     let index = state.index;

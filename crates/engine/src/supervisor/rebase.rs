@@ -4,12 +4,11 @@
 //! dropped tasks are stopped, and reports from an older generation are translated (or
 //! dropped) on arrival. Only the streaming path sends rebases; a plain run never sees one.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ractor::ActorRef;
 
-use super::{SupervisorMsg, SupervisorState};
+use super::SupervisorState;
 use crate::event::EventKind;
 use crate::integrator::IntegratorMsg;
 use crate::outcome::{TaskRecord, TaskStatus};
@@ -52,11 +51,11 @@ impl SupervisorState {
         Some(i)
     }
 
-    pub(super) fn rebase(&mut self, myself: &ActorRef<SupervisorMsg>, r: Rebase) {
+    pub(super) fn rebase(&mut self, r: Rebase) {
         let old = self.shared.plan.clone();
         let new = r.shared.plan.clone();
         let mut fates = Fates::default();
-        self.stop_dropped(myself, &r.map, &mut fates);
+        self.stop_dropped(&r.map, new.len(), &mut fates);
         let mut records: Vec<_> = (0..new.len())
             .map(|j| TaskRecord::pending(&new, j))
             .collect();
@@ -109,38 +108,24 @@ impl SupervisorState {
         if let Some(close) = r.close {
             self.close(close, fates);
         }
-        self.queue_dispatch(myself);
-        self.finish_if_done(myself);
+        self.finish_if_done();
     }
 
     /// Kills the subagents of dropped tasks; the others keep working under their new index.
-    fn stop_dropped(
-        &mut self,
-        myself: &ActorRef<SupervisorMsg>,
-        map: &[Option<usize>],
-        fates: &mut Fates,
-    ) {
-        let cells: HashMap<_, _> = myself
-            .get_children()
-            .into_iter()
-            .map(|c| (c.get_id(), c))
-            .collect();
-        let mut children = rustc_hash::FxHashMap::with_capacity_and_hasher(
-            self.children.len(),
-            Default::default(),
-        );
-        for (actor, i) in self.children.drain() {
+    fn stop_dropped(&mut self, map: &[Option<usize>], tasks: usize, fates: &mut Fates) {
+        let mut children = vec![None; tasks];
+        for (i, child) in self.children.iter_mut().enumerate() {
             match map.get(i).copied().flatten() {
-                Some(j) => {
-                    children.insert(actor, j);
-                }
-                None => {
-                    // Out of the map first: its termination is then no failure of anything.
-                    if let Some(cell) = cells.get(&actor) {
+                Some(j) => children[j] = child.take(),
+                None if self.sched.status(i) == TaskStatus::Running => {
+                    // Its ending maps to no task of the new plan: no failure of anything. A
+                    // subagent not registered yet is killed when it is (see `register`).
+                    if let Some(cell) = child.take() {
                         cell.kill();
                     }
                     fates.cancelled.push(self.shared.plan.id(i).clone());
                 }
+                None => {}
             }
         }
         self.children = children;

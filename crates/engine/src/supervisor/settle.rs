@@ -1,0 +1,322 @@
+//! How a subagent's ending becomes its task's outcome: records, events, the journal's
+//! acknowledgement, the sections handed to the integrator, and the end of the run.
+
+use chrono::{DateTime, Utc};
+
+use super::dispatch::Ending;
+use super::{PendingCommit, SupervisorMsg, SupervisorOutcome, SupervisorState};
+use crate::event::{Event, EventKind};
+use crate::integrator::IntegratorMsg;
+use crate::journal::JournalError;
+use crate::outcome::{FailureKind, TaskStatus};
+use crate::subagent::SubagentReport;
+use crate::timefmt;
+
+/// Sections held for the integrator before they are handed over together.
+pub(super) const HELD_SECTIONS: usize = 256;
+
+impl SupervisorState {
+    pub(super) fn to_integrator(&self, msg: IntegratorMsg) {
+        if let Some(i) = &self.integrator {
+            let _ = i.send_message(msg);
+        }
+    }
+
+    /// A completed section for the integrator, which only reads the sections when the run
+    /// ends. Sent one by one, each send woke the integrator's task in the same turn as the
+    /// dependents' spawn (a second task made ready in one turn of a tokio worker displaces
+    /// the first from the worker's LIFO slot, which also signals the other worker). Held
+    /// sections go out together (one wake-up per batch): when the batch is full, before a
+    /// section that still has to be written, before a rebase renumbers tasks, and before the
+    /// run ends.
+    fn hand_section(&mut self, index: usize, text: std::sync::Arc<str>, write: bool) {
+        if self.integrator.is_none() {
+            return; // an open streamed plan: the closing rebase hands over every section
+        }
+        // Without a run directory there is nothing to write (`write` then only says that no
+        // file was written): held like the rest.
+        if write && self.shared.output.is_some() {
+            self.flush_held();
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
+            return;
+        }
+        self.held.push((index, text, write));
+        if self.held.len() >= HELD_SECTIONS {
+            self.flush_held();
+        }
+    }
+
+    pub(super) fn flush_held(&mut self) {
+        for (index, text, write) in std::mem::take(&mut self.held) {
+            self.to_integrator(IntegratorMsg::Section { index, text, write });
+        }
+    }
+
+    /// A subagent of plan generation `generation` ended: its report, or how it died.
+    pub(super) fn on_ended(&mut self, generation: u32, ending: Ending) {
+        if self.done.is_none() {
+            return; // the run already ended (cancelled, or lost); its records are gone
+        }
+        match ending {
+            Ending::Report(mut report) => {
+                // A task dropped when the plan was rebuilt: its work no longer counts.
+                let Some(index) = self.current_index(generation, report.index) else {
+                    return;
+                };
+                report.index = index;
+                if generation < self.generation
+                    && let Ok(section) = &report.result
+                {
+                    // Its subagent kept its result for the plan it started under; later
+                    // references read the current plan's.
+                    self.shared.results.keep(index, || {
+                        serde_json::from_str(section)
+                            .unwrap_or_else(|_| serde_json::Value::String(section.to_string()))
+                    });
+                }
+                self.on_report(*report);
+            }
+            Ending::Died { index, error } => {
+                // Dropped with its task when the plan was rebuilt: no failure of anything.
+                if let Some(index) = self.current_index(generation, index) {
+                    self.fail_unreported(index, error);
+                }
+            }
+        }
+    }
+
+    fn on_report(&mut self, report: SubagentReport) {
+        let index = report.index;
+        if self.sched.status(index) != TaskStatus::Running {
+            return; // already settled (e.g. cancelled)
+        }
+        self.children[index] = None;
+        self.retries += u64::from(report.attempts.saturating_sub(1));
+        let plan = self.shared.plan.clone();
+        let rec = &mut self.records[index];
+        rec.attempts = report.attempts;
+        rec.finished_at = Some(report.finished_at);
+        rec.usage = report.usage;
+        rec.context_cut = report.context_cut;
+        rec.tool_calls = report.tool_calls;
+        rec.empty_refs = report.empty_refs;
+        let duration_ms = duration_ms(rec.started_at, report.finished_at);
+        let section = match report.result {
+            Ok(section) => section,
+            Err(error) => {
+                self.settle_failure(
+                    index,
+                    report.attempts,
+                    error,
+                    report.failure_kind.unwrap_or(FailureKind::Fatal),
+                );
+                self.finish_if_done();
+                return;
+            }
+        };
+        let (section_file, section_hash, write) = match report.written {
+            Some(Ok(hash)) => (
+                Some(self.shared.section_files[index].clone()),
+                Some(hash),
+                false,
+            ),
+            _ => (None, None, true),
+        };
+        let journaled = section_hash.is_some().then(|| section.clone());
+        let kind = |body: Option<std::sync::Arc<str>>| EventKind::TaskCompleted {
+            task: plan.id(index).clone(),
+            attempts: report.attempts,
+            duration_ms,
+            usage: report.usage,
+            section_file: section_file.clone(),
+            section_hash: section_hash.clone(),
+            section: body,
+            preview: Some(crate::event::preview(&section)),
+        };
+        // The task counts as completed (dependents start, progress shows it) only once the
+        // journal has it on disk.
+        if self.shared.journal.is_some() {
+            let me = self.me.clone();
+            let generation = self.generation;
+            let journaled = self.shared.emit_durable(
+                kind(journaled),
+                Box::new(move |r| {
+                    let _ = me.send_message(SupervisorMsg::Committed(generation, index, r));
+                }),
+            );
+            let event = self.shared.sink.enabled().then_some(journaled);
+            let pending = PendingCommit {
+                event,
+                section,
+                write,
+            };
+            self.pending_commits.insert(index, pending);
+        } else {
+            // Nothing to wait for: settle now.
+            let event = self.shared.sink.enabled().then(|| Event::now(kind(None)));
+            let pending = PendingCommit {
+                event,
+                section,
+                write,
+            };
+            self.settle_completed(index, pending, Ok(()));
+        }
+    }
+
+    pub(super) fn on_committed(&mut self, index: usize, result: Result<(), JournalError>) {
+        if let Some(p) = self.pending_commits.remove(&index) {
+            self.settle_completed(index, p, result);
+        }
+    }
+
+    /// A completion the journal has (or could not make) durable: the task is completed, its
+    /// dependents become ready.
+    fn settle_completed(
+        &mut self,
+        index: usize,
+        p: PendingCommit,
+        result: Result<(), JournalError>,
+    ) {
+        if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
+            return; // the run already ended (cancelled); the journal has it for a resume
+        }
+        let plan = self.shared.plan.clone();
+        if let Err(e) = result {
+            self.warnings.push(format!(
+                "task {}: completion not journaled ({e}); a resume would run it again",
+                plan.id(index)
+            ));
+        }
+        let rec = &mut self.records[index];
+        rec.status = TaskStatus::Completed;
+        rec.round = self.shared.config.round;
+        self.spans.completed(index, rec.attempts, rec.usage);
+        if let Some(event) = p.event {
+            self.shared.publish(event);
+        }
+        self.hand_section(index, p.section.clone(), p.write);
+        // A streamed plan may have grown while this completion waited for the journal: the
+        // new plan's references can name this task, and its subagent kept the result only for
+        // the plan it started under (a no-op unless some reference needs it, and the
+        // subagent's own result wins when it is there).
+        self.shared.results.keep_missing(index, || {
+            serde_json::from_str(&p.section)
+                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
+        });
+        self.sections[index] = Some(p.section);
+        let ready = self.sched.complete(&plan, index);
+        if self.shared.wants_events() {
+            for ready in ready {
+                self.shared.emit(EventKind::TaskReady {
+                    task: plan.id(ready).clone(),
+                    wave: plan.wave(ready),
+                });
+            }
+        }
+        self.finish_if_done();
+    }
+
+    /// A subagent that died without reporting (panic, kill, spawn failure).
+    pub(super) fn fail_unreported(&mut self, index: usize, error: String) {
+        if self.sched.status(index) != TaskStatus::Running {
+            return;
+        }
+        self.children[index] = None;
+        let rec = &mut self.records[index];
+        rec.finished_at = Some(timefmt::now());
+        let attempts = rec.attempts.max(1);
+        rec.attempts = attempts;
+        self.settle_failure(index, attempts, error, FailureKind::Crashed);
+        self.finish_if_done();
+    }
+
+    fn settle_failure(&mut self, index: usize, attempts: u32, error: String, kind: FailureKind) {
+        let plan = self.shared.plan.clone();
+        let rec = &mut self.records[index];
+        rec.status = TaskStatus::Failed;
+        rec.error = Some(error.clone());
+        rec.failure_kind = Some(kind);
+        self.spans.failed(index, attempts, &error);
+        self.shared.emit(EventKind::TaskFailed {
+            task: plan.id(index).clone(),
+            attempts,
+            error,
+        });
+        if plan.task(index).optional {
+            // Seed 004: an optional step's failure blocks nothing.
+            let ready = self.sched.fail_optional(&plan, index);
+            if self.shared.wants_events() {
+                for ready in ready {
+                    self.shared.emit(EventKind::TaskReady {
+                        task: plan.id(ready).clone(),
+                        wave: plan.wave(ready),
+                    });
+                }
+            }
+            return;
+        }
+        let failed_id = plan.id(index).clone();
+        for b in self.sched.fail(&plan, index) {
+            let rec = &mut self.records[b];
+            rec.status = TaskStatus::Blocked;
+            rec.blocked_by = Some(failed_id.clone());
+            self.spans.blocked(&self.shared, b, &failed_id.to_string());
+            self.shared.emit(EventKind::TaskBlocked {
+                task: plan.id(b).clone(),
+                blocked_by: failed_id.clone(),
+            });
+        }
+    }
+
+    pub(super) fn finish_if_done(&mut self) {
+        if !self.open && self.sched.is_done() {
+            self.finish();
+        }
+    }
+
+    pub(super) fn finish(&mut self) {
+        if let Some(done) = self.done.take() {
+            // Before `done`: whoever receives it asks the integrator for the report next.
+            self.flush_held();
+            if self.cancelled.is_some() {
+                self.spans.cancel_open();
+                // Interrupted work is not a failure: it stays pending so a resume runs it.
+                for rec in self
+                    .records
+                    .iter_mut()
+                    .filter(|r| r.status == TaskStatus::Running)
+                {
+                    rec.status = TaskStatus::Pending;
+                    rec.error = Some("cancelled".into());
+                }
+            }
+            let outcome = SupervisorOutcome {
+                records: std::mem::take(&mut self.records),
+                sections: std::mem::take(&mut self.sections),
+                retries: self.retries,
+                cancelled: self.cancelled,
+                warnings: std::mem::take(&mut self.warnings),
+            };
+            self.children = Vec::new();
+            let _ = done.send(outcome);
+            self.me.stop(None);
+        }
+    }
+
+    /// The run ends without an outcome (the supervisor is gone): the caller's wait for
+    /// `done` ends with an error, and running subagents are stopped.
+    pub(super) fn abandon(&mut self) {
+        if self.done.take().is_some() {
+            for cell in self.children.iter_mut().filter_map(Option::take) {
+                cell.kill();
+            }
+        }
+        self.children = Vec::new();
+    }
+}
+
+fn duration_ms(start: Option<DateTime<Utc>>, end: DateTime<Utc>) -> f64 {
+    start
+        .map(|s| (end - s).num_microseconds().unwrap_or(0) as f64 / 1000.0)
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,113 @@
+use planwave_llm::sim::{Latency, SimConfig, SimProvider};
+use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
+
+use super::settle::HELD_SECTIONS;
+use super::*;
+use crate::run::{RunRequest, execute};
+
+/// More completions than one batch of held sections (two full batches and a part): the
+/// integrator still gets every section, so the report has each one whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_report_has_every_section_when_they_reach_the_integrator_in_batches() {
+    let n = 2 * HELD_SECTIONS + 37;
+    let tasks = (0..n)
+        .map(|i| TaskSpec::new(format!("t{i}").as_str(), format!("topic part {i}"), vec![]))
+        .collect();
+    let plan = Arc::new(
+        ValidatedPlan::new(PlanSpec {
+            topic: "batches".into(),
+            tasks,
+            ..PlanSpec::default()
+        })
+        .expect("valid"),
+    );
+    let provider = SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    });
+    let result = execute(RunRequest::in_memory(plan, Arc::new(provider)))
+        .await
+        .expect("ran");
+    assert_eq!(result.stats.completed, n);
+    assert_eq!(result.sections.len(), n);
+    for (i, s) in result.sections.iter().enumerate() {
+        let s = s.as_deref().expect("a section");
+        assert!(
+            result.report.contains(s.trim()),
+            "section of t{i} missing from the report"
+        );
+    }
+}
+
+/// Answers like the simulator, except that the tasks named never answer.
+struct Stuck {
+    sim: SimProvider,
+    tasks: Vec<&'static str>,
+}
+
+#[async_trait::async_trait]
+impl planwave_llm::LlmProvider for Stuck {
+    fn info(&self) -> planwave_llm::ProviderInfo {
+        self.sim.info()
+    }
+
+    async fn chat(
+        &self,
+        request: planwave_llm::ChatRequest,
+    ) -> Result<planwave_llm::ChatResponse, planwave_llm::LlmError> {
+        let task = request.context.task_id.clone().unwrap_or_default();
+        if self.tasks.contains(&task.as_str()) {
+            std::future::pending::<()>().await;
+        }
+        self.sim.chat(request).await
+    }
+}
+
+/// Subagents are not linked to the supervisor: one whose actor ends before it settled (here,
+/// killed) settles that itself, as its task's failure, so its dependents are blocked, the
+/// others finish, and the run ends instead of waiting for a report that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() {
+    // a and b start at once; c needs b. b never answers, so its subagent is still running
+    // when the test kills it; a is left alone.
+    let plan = Arc::new(
+        ValidatedPlan::new(PlanSpec {
+            topic: "killed".into(),
+            tasks: vec![
+                TaskSpec::new("a", "first part", vec![]),
+                TaskSpec::new("b", "second part", vec![]),
+                TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
+            ],
+            ..PlanSpec::default()
+        })
+        .expect("valid"),
+    );
+    let provider = Stuck {
+        sim: SimProvider::new(SimConfig::default()),
+        tasks: vec!["b"],
+    };
+    let req = RunRequest::in_memory(plan, Arc::new(provider));
+    let (shared, _files) = crate::run::start(&req).expect("started");
+    let (supervisor, join, done) = crate::run::spawn_supervisor(&shared, None, Vec::new(), false)
+        .await
+        .expect("supervisor");
+    // b's subagent is registered once its dispatch turn has spawned it; a may be done by then.
+    while !ractor::call!(supervisor, SupervisorMsg::Kill, 1).expect("reply") {
+        tokio::task::yield_now().await;
+    }
+    // A bound for a hang (the regression this test is for), not a measure of speed.
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), done)
+        .await
+        .expect("the run ends")
+        .expect("with an outcome");
+    let _ = join.await;
+    let status = |i: usize| outcome.records[i].status;
+    assert_eq!(status(0), TaskStatus::Completed);
+    assert_eq!(status(1), TaskStatus::Failed);
+    assert_eq!(
+        outcome.records[1].error.as_deref(),
+        Some("subagent actor ended before reporting")
+    );
+    assert_eq!(status(2), TaskStatus::Blocked);
+    assert!(outcome.sections[0].is_some() && outcome.sections[1].is_none());
+}
