@@ -120,7 +120,13 @@ impl Actor for Subagent {
         state.settled = true;
         let args = &state.args;
         // A panic past this point is in the run's own bookkeeping, not in this task's work.
-        let settling = crate::supervisor::task_ended(&args.core, args.generation, ending);
+        // Boxed: inline, the settling (which spawns the next subagents) made every subagent's
+        // future larger for the whole model call (770 bytes per subagent in flight).
+        let settling = Box::pin(crate::supervisor::task_ended(
+            &args.core,
+            args.generation,
+            ending,
+        ));
         if let Err(panic) = AssertUnwindSafe(settling).catch_unwind().await {
             crate::supervisor::crash(
                 &args.core,
