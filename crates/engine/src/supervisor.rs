@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 
-use crate::event::{Event, EventKind};
+use crate::event::Event;
 use crate::integrator::IntegratorMsg;
 use crate::journal::JournalError;
 use crate::outcome::{CancelReason, TaskRecord, TaskStatus};
@@ -277,19 +277,14 @@ impl SupervisorState {
             return;
         }
         let plan = &self.shared.plan;
-        for i in 0..plan.len() {
-            if self.sched.status(i) == TaskStatus::Pending
+        let ready = (0..plan.len()).filter(|&i| {
+            self.sched.status(i) == TaskStatus::Pending
                 && plan
                     .deps(i)
                     .iter()
                     .all(|&d| self.sched.status(d as usize) == TaskStatus::Completed)
-            {
-                self.shared.emit(EventKind::TaskReady {
-                    task: plan.id(i).clone(),
-                    wave: plan.wave(i),
-                });
-            }
-        }
+        });
+        self.announce(ready);
     }
 }
 

@@ -174,18 +174,8 @@ impl SupervisorState {
 
     /// `task_ready` for the tasks new in this plan that can start.
     fn announce_new(&self, carried: &[bool]) {
-        if !self.shared.wants_events() {
-            return;
-        }
-        let plan = &self.shared.plan;
-        for (j, c) in carried.iter().enumerate() {
-            if !c && self.sched.is_ready(j) {
-                self.shared.emit(EventKind::TaskReady {
-                    task: plan.id(j).clone(),
-                    wave: plan.wave(j),
-                });
-            }
-        }
+        let new = (0..carried.len()).filter(|&j| !carried[j] && self.sched.is_ready(j));
+        self.announce(new);
     }
 
     /// The plan is final: the integrator gets the sections done so far, and the run may end.

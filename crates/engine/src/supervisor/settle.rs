@@ -205,14 +205,7 @@ impl SupervisorState {
         });
         self.sections[index] = Some(p.section);
         let ready = self.sched.complete(&plan, index);
-        if self.shared.wants_events() {
-            for ready in ready {
-                self.shared.emit(EventKind::TaskReady {
-                    task: plan.id(ready).clone(),
-                    wave: plan.wave(ready),
-                });
-            }
-        }
+        self.announce(ready);
         self.finish_if_done();
     }
 
@@ -245,14 +238,7 @@ impl SupervisorState {
         if plan.task(index).optional {
             // Seed 004: an optional step's failure blocks nothing.
             let ready = self.sched.fail_optional(&plan, index);
-            if self.shared.wants_events() {
-                for ready in ready {
-                    self.shared.emit(EventKind::TaskReady {
-                        task: plan.id(ready).clone(),
-                        wave: plan.wave(ready),
-                    });
-                }
-            }
+            self.announce(ready);
             return;
         }
         let failed_id = plan.id(index).clone();
@@ -264,6 +250,20 @@ impl SupervisorState {
             self.shared.emit(EventKind::TaskBlocked {
                 task: plan.id(b).clone(),
                 blocked_by: failed_id.clone(),
+            });
+        }
+    }
+
+    /// `task_ready` for tasks that just became ready.
+    pub(super) fn announce(&self, ready: impl IntoIterator<Item = usize>) {
+        if !self.shared.wants_events() {
+            return;
+        }
+        let plan = &self.shared.plan;
+        for i in ready {
+            self.shared.emit(EventKind::TaskReady {
+                task: plan.id(i).clone(),
+                wave: plan.wave(i),
             });
         }
     }
