@@ -123,3 +123,38 @@ fn the_integrator_is_told_which_sections_lack_figures() {
         integrator[0]
     );
 }
+
+/// A resumed run keeps the sections the first attempt completed without asking for them
+/// again; its `run.json` flags them as the first attempt's did.
+#[test]
+fn a_resumed_run_flags_the_sections_it_kept() {
+    let dir = tempdir();
+    let p = plan(
+        "Acme review",
+        &[("1", "Acme business", &[]), ("2", "Acme finances", &[])],
+    );
+    let file = write_json(dir.path(), "plan.json", &p);
+    let out = dir.path().join("out");
+    // Task 1 answers tersely and completes; task 2 fails, so the run can be resumed.
+    run_plan(&file, &out)
+        .opt("--llm", "sim")
+        .opt("--sim-terse", "1")
+        .opt("--sim-fail", "2")
+        .quiet()
+        .run()
+        .expect_code(3);
+    let first = task(&read_json(&out.join("run.json")), "1").clone();
+    assert_eq!(first["status"], "completed");
+    assert_eq!(
+        first["warnings"].as_array().map(Vec::len),
+        Some(2),
+        "{first}"
+    );
+
+    planwave(["resume"]).arg(&out).quiet().run().expect_code(3);
+    let run = read_json(&out.join("run.json"));
+    let kept = task(&run, "1");
+    assert_eq!(kept["status"], "completed");
+    assert_eq!(kept["warnings"], first["warnings"], "{run}");
+    assert_eq!(task(&run, "2")["status"], "failed");
+}

@@ -2,12 +2,11 @@
 //! too short, or that gives no figure at all, is accepted but flagged on its task. Pure.
 
 use std::fmt::{self, Write};
-use std::sync::Arc;
 
 use planwave_plan::{Lang, ValidatedPlan};
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::{TaskRecord, TaskStatus};
+use crate::outcome::TaskRecord;
 
 /// Below this many characters a section is flagged as short ("<300字").
 pub const MIN_SECTION_CHARS: usize = 300;
@@ -80,17 +79,6 @@ pub fn appendix(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
         };
     }
     out
-}
-
-/// Sets each completed task's warnings from its section (a resumed run's kept sections
-/// included, so `run.json` says the same whichever run wrote them).
-pub fn flag_sections(records: &mut [TaskRecord], sections: &[Option<Arc<str>>]) {
-    for (rec, text) in records.iter_mut().zip(sections) {
-        rec.warnings = match (rec.status, text) {
-            (TaskStatus::Completed, Some(text)) => section_warnings(text),
-            _ => Vec::new(),
-        };
-    }
 }
 
 /// The warnings of one section's text, in a fixed order (short first).

@@ -134,9 +134,10 @@ pub(crate) async fn conclude(
     // The scheduling makespan: first dispatch to last task settled, before integration.
     let makespan_ms = clock.elapsed().as_secs_f64() * 1000.0;
 
-    let mut records = outcome.records;
-    // Before integration: the integrator's prompt and the report's appendix name them.
-    crate::quality::flag_sections(&mut records, &outcome.sections);
+    // Each completed record carries its section's quality warnings (checked by its subagent,
+    // or when a resumed run's kept section was preset): the integrator's prompt and the
+    // report's appendix name them.
+    let records = outcome.records;
     // Shared with the integrator for the report, not deep-copied (10,000 records are a few MB).
     let records = Arc::new(records);
     let mut stats = run_stats(&shared.plan, &records, &req.config, makespan_ms);

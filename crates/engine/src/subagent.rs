@@ -84,6 +84,10 @@ pub struct SubagentReport {
     pub written: Option<Result<String, String>>,
     /// References that resolved to an empty string because their optional step failed.
     pub empty_refs: Vec<String>,
+    /// The section's data-quality warnings, checked here, in parallel with other subagents,
+    /// rather than for every section at the run's end (a tenth of a wide zero-latency run's
+    /// instructions, all of it on the serial end).
+    pub warnings: Vec<crate::quality::SectionWarning>,
 }
 
 impl Actor for Subagent {
@@ -151,11 +155,14 @@ async fn work(state: &SubagentArgs) -> SubagentReport {
     // Nothing is kept here across the section's wait but what `write_section` keeps: the
     // report is handed on as it comes back (a report held across the write below took a
     // slot in every subagent's future for the whole model call).
-    let report = match state.shared.config.task_timeout {
+    let mut report = match state.shared.config.task_timeout {
         None => write_section(state).instrument(state.span.clone()).await,
         // Boxed: the timer would grow every subagent's future, and a time limit is rare.
         Some(limit) => Box::pin(write_section_within(state, limit)).await,
     };
+    if let Ok(section) = &report.result {
+        report.warnings = crate::quality::section_warnings(section);
+    }
     write_file(state, report).await
 }
 
@@ -188,6 +195,7 @@ async fn write_section_within(state: &SubagentArgs, limit: Duration) -> Subagent
             // Slow, not wrong: a later pass may well finish in time.
             failure_kind: Some(FailureKind::Transient),
             empty_refs: Vec::new(),
+            warnings: Vec::new(),
         },
     }
 }
@@ -274,6 +282,7 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
         written: None,
         failure_kind,
         empty_refs,
+        warnings: Vec::new(),
     }
 }
 
@@ -397,6 +406,7 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         failure_kind,
         written: None,
         empty_refs: Vec::new(),
+        warnings: Vec::new(),
     }
 }
 

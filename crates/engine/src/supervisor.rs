@@ -184,7 +184,9 @@ impl Actor for Supervisor {
             generation: 0,
             maps: Vec::new(),
         };
-        for p in args.preset {
+        for mut p in args.preset {
+            // Checked again: a resumed run's kept sections are flagged as a first run's are.
+            p.record.warnings = crate::quality::section_warnings(&p.section);
             state.retries += u64::from(p.record.attempts.saturating_sub(1));
             state.sched.preset_completed(&args.shared.plan, p.index);
             state.to_integrator(IntegratorMsg::Section {

@@ -100,6 +100,7 @@ impl SupervisorState {
         rec.context_cut = report.context_cut;
         rec.tool_calls = report.tool_calls;
         rec.empty_refs = report.empty_refs;
+        rec.warnings = report.warnings;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         let section = match report.result {
             Ok(section) => section,
