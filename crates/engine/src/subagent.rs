@@ -155,14 +155,11 @@ async fn work(state: &SubagentArgs) -> SubagentReport {
     // Nothing is kept here across the section's wait but what `write_section` keeps: the
     // report is handed on as it comes back (a report held across the write below took a
     // slot in every subagent's future for the whole model call).
-    let mut report = match state.shared.config.task_timeout {
+    let report = match state.shared.config.task_timeout {
         None => write_section(state).instrument(state.span.clone()).await,
         // Boxed: the timer would grow every subagent's future, and a time limit is rare.
         Some(limit) => Box::pin(write_section_within(state, limit)).await,
     };
-    if let Ok(section) = &report.result {
-        report.warnings = crate::quality::section_warnings(section);
-    }
     write_file(state, report).await
 }
 
@@ -200,7 +197,8 @@ async fn write_section_within(state: &SubagentArgs, limit: Duration) -> Subagent
     }
 }
 
-/// Writes the section's file (with a run directory) and records how that went in the report.
+/// Checks the section's quality, writes its file (with a run directory) and records both in
+/// the report.
 ///
 /// Not an `async fn`, which would keep the report twice (its argument and the body's copy).
 // Deliberately not an `async fn` (above): the async block captures the report once.
@@ -210,6 +208,9 @@ fn write_file(
     mut report: SubagentReport,
 ) -> impl Future<Output = SubagentReport> {
     async move {
+        if let Ok(section) = &report.result {
+            report.warnings = crate::quality::section_warnings(section);
+        }
         // The section file is in place before the supervisor hears of it, so a completion
         // always names a file that is there; it is not synced here: the journal commits the
         // text with the completion (one group-committed sync), and resume writes the file
