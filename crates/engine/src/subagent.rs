@@ -1,5 +1,5 @@
 //! The subagent actor: writes one task's section with the model, retrying transient errors,
-//! reports to the supervisor, and stops.
+//! settles its ending in the run's state, and stops.
 //!
 //! It does its work in `post_start` so there is no extra message round-trip per task. It is
 //! not linked to the supervisor: it settles its own ending in the run's shared state (and

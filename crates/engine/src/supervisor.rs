@@ -5,15 +5,15 @@
 //! starts the subagents its completion made ready, itself, instead of reporting to the
 //! supervisor and waiting for it to start them. Along a chain, each step is then one task
 //! woken (the next subagent) instead of three (a report, ractor's start and end notices to
-//! the supervisor, and the next subagent), and a wide plan's dispatch is spread over every
-//! subagent that ends instead of one actor's turns.
+//! the supervisor, and the next subagent), and the tasks completions make ready are started
+//! on whichever worker the completing subagents run, not all by one actor.
 //!
-//! The supervisor actor starts the first tasks, takes the rest of a large batch in bounded
-//! turns (`Dispatch` self-messages), applies journal acknowledgements, plan rebuilds and
-//! cancellation, and is stopped when the run ends. Subagents are not linked to it: each
-//! one turns its own ending (a report, a panic, being dropped) into exactly one outcome
-//! (see `subagent`), and the supervisor kills running ones through [`SupervisorState`]'s
-//! registry.
+//! The supervisor actor starts the first tasks, takes a backlog of ready tasks in bounded
+//! turns (`Dispatch` self-messages), applies journal acknowledgements (with a journal, a
+//! completion's dependents start from that turn), plan rebuilds and cancellation, and is
+//! stopped when the run ends. Subagents are not linked to it: each one turns its own ending
+//! (a report, a panic, being dropped) into exactly one outcome (see `subagent`), and the
+//! supervisor kills running ones through [`SupervisorState`]'s registry.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
