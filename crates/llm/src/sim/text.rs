@@ -119,20 +119,8 @@ const EN: Phrases = Phrases {
 
 /// Appends `n` in decimal, as `{n}` prints it, without `core::fmt` (whose machinery was
 /// most of the simulator's time writing a section).
-fn push_uint(out: &mut String, mut n: u64) {
-    let mut buf = [0u8; 20];
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &digit in &buf[at..] {
-        out.push(char::from(digit));
-    }
+fn push_uint(out: &mut String, n: u64) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// Appends a figure in tenths as `{:.1}` (or, with `plus`, `{:+.1}`) prints it divided by

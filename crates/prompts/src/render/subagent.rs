@@ -9,7 +9,6 @@
 //! compares. Sections are shared: minijinja's strings are `Arc<str>`, and so are the
 //! engine's sections.
 
-use std::borrow::Cow;
 use std::cell::RefCell;
 use std::sync::Arc;
 
@@ -185,28 +184,9 @@ impl<const N: usize> Object for Record<N> {
 fn id(id: &TaskId) -> Value {
     match id {
         TaskId::Str(s) => Value::from(s.as_str()),
-        TaskId::Int(n) => Value::from(decimal(*n, &mut [0; 20])),
+        // itoa writes what `Display` does, without `to_string`'s allocation.
+        TaskId::Int(n) => Value::from(itoa::Buffer::new().format(*n)),
     }
-}
-
-/// `n` in decimal, as `Display` writes it, in `buf` (an id's text fits minijinja's inline
-/// strings, so this spares `to_string`'s allocation).
-fn decimal(n: i64, buf: &mut [u8; 20]) -> Cow<'_, str> {
-    let mut rest = n.unsigned_abs();
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    if n < 0 {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    String::from_utf8_lossy(&buf[at..])
 }
 
 fn strings(list: &[String]) -> Value {

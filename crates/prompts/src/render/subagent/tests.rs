@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use minijinja::value::{Serde, Value};
 use planwave_llm::MessageRole;
-use planwave_plan::{Hints, Lang, ValidatedPlan, parse_plan_str};
+use planwave_plan::{Hints, Lang, TaskId, ValidatedPlan, parse_plan_str};
 use serde::Serialize;
 
 use crate::render::messages;
@@ -258,7 +258,8 @@ fn integer_ids_read_as_display_writes_them() {
         i64::MIN,
         i64::MIN + 1,
     ] {
-        assert_eq!(super::decimal(n, &mut [0; 20]), n.to_string());
+        let shown = super::id(&TaskId::Int(n));
+        assert_eq!(shown.as_str(), Some(n.to_string().as_str()));
     }
 }
 
