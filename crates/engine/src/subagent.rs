@@ -49,6 +49,8 @@ pub struct SubagentState {
     args: SubagentArgs,
     /// Set once the ending is settled; dropped unset, the subagent died without one.
     settled: bool,
+    /// The settling started subagents from this actor's task (see `handoff`).
+    handed_on: bool,
 }
 
 impl Drop for SubagentState {
@@ -105,6 +107,7 @@ impl Actor for Subagent {
         Ok(SubagentState {
             args,
             settled: false,
+            handed_on: false,
         })
     }
 
@@ -131,16 +134,30 @@ impl Actor for Subagent {
             args.generation,
             ending,
         ));
-        if let Err(panic) = AssertUnwindSafe(settling).catch_unwind().await {
-            crate::supervisor::crash(
+        match AssertUnwindSafe(settling).catch_unwind().await {
+            Ok(handed_on) => state.handed_on = handed_on,
+            Err(panic) => crate::supervisor::crash(
                 &args.core,
                 format!(
                     "settling a task's ending panicked: {}",
                     panic_message(&*panic)
                 ),
-            );
+            ),
         }
         myself.stop(None);
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<()>,
+        state: &mut SubagentState,
+    ) -> Result<(), ActorProcessingErr> {
+        // The last thing this actor's task does (ractor awaits nothing budget-aware after
+        // `post_stop`): what the settling started runs next on this worker, unannounced.
+        if state.handed_on {
+            crate::handoff::after_starting_others();
+        }
         Ok(())
     }
 }

@@ -113,10 +113,10 @@ pub(super) async fn dispatch(core: &Core) {
 }
 
 /// Spawns the subagents of a batch (without the lock: ractor runs each one's `pre_start`
-/// here) and registers them.
-async fn start(core: &Core, generation: u32, batch: Vec<SubagentArgs>) {
+/// here) and registers them. Whether there were any.
+async fn start(core: &Core, generation: u32, batch: Vec<SubagentArgs>) -> bool {
     if batch.is_empty() {
-        return;
+        return false;
     }
     let mut started = Vec::with_capacity(batch.len());
     for args in batch {
@@ -128,6 +128,7 @@ async fn start(core: &Core, generation: u32, batch: Vec<SubagentArgs>) {
         started.push((index, spawned));
     }
     lock(core).register(generation, started);
+    true
 }
 
 /// A subagent's ending, told by the subagent itself: its task's outcome is settled, and as
@@ -135,8 +136,9 @@ async fn start(core: &Core, generation: u32, batch: Vec<SubagentArgs>) {
 /// chain, the next step without a turn of the supervisor). Not more: tasks that were ready
 /// before (a wide plan's backlog) are the supervisor's to start in its bounded turns; taken
 /// by every ending subagent as well, they all started at once and each one's memory was
-/// held for the whole run (twice the page faults of a 10,000-task wide run).
-pub(crate) async fn task_ended(core: &Core, generation: u32, ending: Ending) {
+/// held for the whole run (twice the page faults of a 10,000-task wide run). Whether it
+/// started any.
+pub(crate) async fn task_ended(core: &Core, generation: u32, ending: Ending) -> bool {
     let (batch, current) = {
         let mut state = lock(core);
         let before = state.sched.ready_len();
@@ -145,7 +147,7 @@ pub(crate) async fn task_ended(core: &Core, generation: u32, ending: Ending) {
         let max = made_ready.min(state.shared.config.dispatch_batch.max(1));
         (state.take_ready(core, max), state.generation)
     };
-    start(core, current, batch).await;
+    start(core, current, batch).await
 }
 
 /// A subagent's ending where nothing can wait (its state dropped without a report): settled

@@ -111,3 +111,56 @@ async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() 
     assert_eq!(status(2), TaskStatus::Blocked);
     assert!(outcome.sections[0].is_some() && outcome.sections[1].is_none());
 }
+
+/// A chain at zero latency runs on the worker it started on: each step's subagent is
+/// started by the one before, and tokio is never made to wake the other worker for it
+/// (`handoff`). Without that, every fourth or fifth step parked and unparked a worker.
+#[test]
+fn a_chain_does_not_wake_the_other_worker_at_each_few_steps() {
+    let n = 1000;
+    let tasks = (0..n)
+        .map(|i| {
+            let deps = if i == 0 {
+                vec![]
+            } else {
+                vec![format!("t{}", i - 1).as_str().into()]
+            };
+            TaskSpec::new(format!("t{i}").as_str(), format!("step {i}"), deps)
+        })
+        .collect();
+    let plan = Arc::new(
+        ValidatedPlan::new(PlanSpec {
+            topic: "a chain".into(),
+            tasks,
+            ..PlanSpec::default()
+        })
+        .expect("valid"),
+    );
+    let provider = SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let metrics = rt.metrics();
+    let parks = || {
+        (0..2)
+            .map(|w| metrics.worker_park_unpark_count(w))
+            .sum::<u64>()
+    };
+    let before = parks();
+    let result = rt
+        .block_on(execute(RunRequest::in_memory(plan, Arc::new(provider))))
+        .expect("ran");
+    let during = parks() - before;
+    assert_eq!(result.stats.completed, n);
+    // The run's own start and end wake a worker a handful of times; a step that handed
+    // its successor to the other worker would do it ~500 times (each park and unpark counts).
+    assert!(
+        during < (n / 10) as u64,
+        "{during} parks and unparks over a {n}-step chain"
+    );
+}
