@@ -90,6 +90,11 @@ impl SupervisorState {
         if self.sched.status(index) != TaskStatus::Running {
             return; // already settled (e.g. cancelled)
         }
+        // A fault in the run's own bookkeeping, injected (the state is half updated here).
+        #[cfg(test)]
+        if self.shared.plan.task(index).description == super::tests::PANIC_WHILE_SETTLING {
+            panic!("injected: settling {index}");
+        }
         self.children[index] = None;
         self.retries += u64::from(report.attempts.saturating_sub(1));
         let plan = self.shared.plan.clone();

@@ -164,3 +164,42 @@ fn a_chain_does_not_wake_the_other_worker_at_each_few_steps() {
         "{during} parks and unparks over a {n}-step chain"
     );
 }
+
+/// A task with this description makes the engine's own settling of its report panic.
+pub(super) const PANIC_WHILE_SETTLING: &str = "panic while settling";
+
+/// A panic in the run's own bookkeeping (settling a report, on a subagent's task, with the
+/// run's state locked and half updated) abandons the run: the caller hears the supervisor was
+/// lost, as when the supervisor itself panics, rather than waiting for an end that the broken
+/// state may never reach, or trusting records it left half written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panic_while_settling_abandons_the_run_and_the_caller_hears_so() {
+    let plan = Arc::new(
+        ValidatedPlan::new(PlanSpec {
+            topic: "crash".into(),
+            tasks: vec![
+                TaskSpec::new("a", "first part", vec![]),
+                TaskSpec::new("b", PANIC_WHILE_SETTLING, vec![]),
+                TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
+            ],
+            ..PlanSpec::default()
+        })
+        .expect("valid"),
+    );
+    let provider = SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    });
+    // A bound for a hang (what an unhandled panic here would be), not a measure of speed.
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        execute(RunRequest::in_memory(plan, Arc::new(provider))),
+    )
+    .await
+    .expect("the run ends");
+    match result {
+        Err(crate::EngineError::Lost(what)) => assert_eq!(what, "supervisor"),
+        Err(e) => panic!("another error: {e}"),
+        Ok(r) => panic!("the run finished: {:?}", r.status),
+    }
+}
