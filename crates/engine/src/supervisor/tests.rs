@@ -5,6 +5,26 @@ use super::settle::HELD_SECTIONS;
 use super::*;
 use crate::run::{RunRequest, execute};
 
+/// A plan of `tasks` under `topic`.
+fn plan_of(topic: &str, tasks: Vec<TaskSpec>) -> Arc<ValidatedPlan> {
+    Arc::new(
+        ValidatedPlan::new(PlanSpec {
+            topic: topic.into(),
+            tasks,
+            ..PlanSpec::default()
+        })
+        .expect("valid"),
+    )
+}
+
+/// The simulator at zero latency.
+fn instant_sim() -> SimProvider {
+    SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    })
+}
+
 /// More completions than one batch of held sections (two full batches and a part): the
 /// integrator still gets every section, so the report has each one whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -13,18 +33,8 @@ async fn the_report_has_every_section_when_they_reach_the_integrator_in_batches(
     let tasks = (0..n)
         .map(|i| TaskSpec::new(format!("t{i}").as_str(), format!("topic part {i}"), vec![]))
         .collect();
-    let plan = Arc::new(
-        ValidatedPlan::new(PlanSpec {
-            topic: "batches".into(),
-            tasks,
-            ..PlanSpec::default()
-        })
-        .expect("valid"),
-    );
-    let provider = SimProvider::new(SimConfig {
-        latency: Latency::from_mean(0.0, 0.0),
-        ..SimConfig::default()
-    });
+    let plan = plan_of("batches", tasks);
+    let provider = instant_sim();
     let result = execute(RunRequest::in_memory(plan, Arc::new(provider)))
         .await
         .expect("ran");
@@ -70,17 +80,13 @@ impl planwave_llm::LlmProvider for Stuck {
 async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() {
     // a and b start at once; c needs b. b never answers, so its subagent is still running
     // when the test kills it; a is left alone.
-    let plan = Arc::new(
-        ValidatedPlan::new(PlanSpec {
-            topic: "killed".into(),
-            tasks: vec![
-                TaskSpec::new("a", "first part", vec![]),
-                TaskSpec::new("b", "second part", vec![]),
-                TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
-            ],
-            ..PlanSpec::default()
-        })
-        .expect("valid"),
+    let plan = plan_of(
+        "killed",
+        vec![
+            TaskSpec::new("a", "first part", vec![]),
+            TaskSpec::new("b", "second part", vec![]),
+            TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
+        ],
     );
     let provider = Stuck {
         sim: SimProvider::new(SimConfig::default()),
@@ -128,18 +134,8 @@ fn a_chain_does_not_wake_the_other_worker_at_each_few_steps() {
             TaskSpec::new(format!("t{i}").as_str(), format!("step {i}"), deps)
         })
         .collect();
-    let plan = Arc::new(
-        ValidatedPlan::new(PlanSpec {
-            topic: "a chain".into(),
-            tasks,
-            ..PlanSpec::default()
-        })
-        .expect("valid"),
-    );
-    let provider = SimProvider::new(SimConfig {
-        latency: Latency::from_mean(0.0, 0.0),
-        ..SimConfig::default()
-    });
+    let plan = plan_of("a chain", tasks);
+    let provider = instant_sim();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -174,22 +170,15 @@ pub(super) const PANIC_WHILE_SETTLING: &str = "panic while settling";
 /// state may never reach, or trusting records it left half written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_while_settling_abandons_the_run_and_the_caller_hears_so() {
-    let plan = Arc::new(
-        ValidatedPlan::new(PlanSpec {
-            topic: "crash".into(),
-            tasks: vec![
-                TaskSpec::new("a", "first part", vec![]),
-                TaskSpec::new("b", PANIC_WHILE_SETTLING, vec![]),
-                TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
-            ],
-            ..PlanSpec::default()
-        })
-        .expect("valid"),
+    let plan = plan_of(
+        "crash",
+        vec![
+            TaskSpec::new("a", "first part", vec![]),
+            TaskSpec::new("b", PANIC_WHILE_SETTLING, vec![]),
+            TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
+        ],
     );
-    let provider = SimProvider::new(SimConfig {
-        latency: Latency::from_mean(0.0, 0.0),
-        ..SimConfig::default()
-    });
+    let provider = instant_sim();
     // A bound for a hang (what an unhandled panic here would be), not a measure of speed.
     let result = tokio::time::timeout(
         std::time::Duration::from_secs(60),
