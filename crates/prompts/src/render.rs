@@ -190,6 +190,9 @@ impl PromptSet for Templates {
         own: &TaskText<'_>,
         prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
+        if let Some(compiled) = &self.subagent[usize::from(plan.lang() == Lang::Zh)] {
+            return messages(&compiled.render(plan, index, own, prior));
+        }
         match self.render_raw(
             plan.lang(),
             "subagent",
@@ -296,6 +299,9 @@ pub(crate) fn sample(name: &str) -> Value {
     Value::from(Serde(v))
 }
 
+mod compiled;
 mod subagent;
+
+pub(crate) use compiled::Compiled;
 #[cfg(test)]
 mod tests;

@@ -194,4 +194,4 @@ fn strings(list: &[String]) -> Value {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

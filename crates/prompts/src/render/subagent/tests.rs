@@ -116,7 +116,7 @@ fn plan(json: &str, lang: Lang) -> ValidatedPlan {
 
 /// Plans covering: research type or none, objectives or none, hints full, partial or
 /// absent, string and integer ids, names, special characters and non-ASCII text.
-fn plans() -> Vec<ValidatedPlan> {
+pub(crate) fn plans() -> Vec<ValidatedPlan> {
     let tesla = include_str!("../../../../../examples/tesla.json");
     let odd = r#"{
         "topic": "Quotes \" and {{ braces }}, <data>, & {% raw %}, back\\slash, 🚀 emoji",
@@ -143,7 +143,7 @@ fn plans() -> Vec<ValidatedPlan> {
 
 /// Sections of a task's prerequisites: empty, short (a small minijinja string), long,
 /// with markup, marks and a closing `</data>` a template might print.
-fn sections(plan: &ValidatedPlan, index: usize) -> Vec<PriorSection> {
+pub(crate) fn sections(plan: &ValidatedPlan, index: usize) -> Vec<PriorSection> {
     let texts = [
         "",
         "short",
