@@ -84,7 +84,8 @@ pub fn appendix(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
 /// The warnings of one section's text, in a fixed order (short first).
 pub fn section_warnings(text: &str) -> Vec<SectionWarning> {
     let mut out = Vec::new();
-    let body = scan(text);
+    // Neither warning can apply once the body has both; the rest need not be read.
+    let body = scan_until(text, MIN_SECTION_CHARS);
     if body.chars < MIN_SECTION_CHARS {
         out.push(SectionWarning::Short {
             chars: body.chars,
@@ -114,7 +115,14 @@ struct Body {
 /// numbers, percentages, amounts, years. Not counted: headings (their `### 1.` numbering)
 /// and the marker of an ordered list item (`1. `), which number the text rather than
 /// measure anything.
+#[cfg(test)]
 fn scan(text: &str) -> Body {
+    scan_until(text, usize::MAX)
+}
+
+/// [`scan`], stopped once the body has `enough` characters and a figure (`chars` is then a
+/// lower bound).
+fn scan_until(text: &str, enough: usize) -> Body {
     // Characters are bytes in ASCII text: checked once instead of counted line by line.
     let ascii = text.is_ascii();
     let mut body = Body {
@@ -137,6 +145,9 @@ fn scan(text: &str) -> Body {
             line.chars().count()
         };
         body.figures = body.figures || has_digit(strip_list_marker(line));
+        if body.figures && body.chars >= enough {
+            break;
+        }
     }
     body
 }
@@ -285,6 +296,19 @@ mod tests {
             assert_eq!(body_chars(t), reference::body_chars(t), "{t:?}");
             assert_eq!(has_figures(t), reference::has_figures(t), "{t:?}");
             let w = section_warnings(t);
+            // The warnings, from the scan stopped early, are those of the whole body.
+            let chars = reference::body_chars(t);
+            let mut want = Vec::new();
+            if chars < MIN_SECTION_CHARS {
+                want.push(SectionWarning::Short {
+                    chars,
+                    min_chars: MIN_SECTION_CHARS,
+                });
+            }
+            if !reference::has_figures(t) {
+                want.push(SectionWarning::NoFigures);
+            }
+            assert_eq!(w, want, "{t:?}");
             short += usize::from(w.iter().any(|w| !w.is_no_figures()));
             no_figures += usize::from(w.iter().any(SectionWarning::is_no_figures));
         }

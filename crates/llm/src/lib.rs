@@ -27,7 +27,7 @@ pub use provider::{LlmProvider, ProviderInfo};
 pub use record::CallRecord;
 pub use secret::{ApiKey, scrub};
 pub use stream::{CallTiming, DeltaSink, StreamEvent};
-pub use tokens::{char_tokens, estimate_tokens, is_cjk};
+pub use tokens::{char_count, char_tokens, estimate_tokens, is_cjk};
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
     RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,

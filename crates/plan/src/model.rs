@@ -32,7 +32,9 @@ impl TaskId {
 impl fmt::Display for TaskId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TaskId::Int(n) => write!(f, "{n}"),
+            // itoa writes what `write!(f, "{n}")` did, without core::fmt's integer path: each
+            // subagent's request names its task and prerequisites.
+            TaskId::Int(n) => f.write_str(itoa::Buffer::new().format(*n)),
             TaskId::Str(s) => f.write_str(s),
         }
     }
@@ -261,5 +263,31 @@ impl PlanSpec {
             probe.push_str(&t.description);
         }
         Lang::detect(&probe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TaskId;
+
+    #[test]
+    fn integer_ids_display_as_the_integer_does() {
+        for n in [
+            0,
+            7,
+            -7,
+            10,
+            99,
+            1000,
+            123_456_789,
+            i64::MAX,
+            i64::MIN,
+            i64::MIN + 1,
+        ] {
+            assert_eq!(TaskId::Int(n).to_string(), n.to_string());
+            // Flags of an outer format never applied to an id.
+            assert_eq!(format!("[{:>25}]", TaskId::Int(n)), format!("[{n}]"));
+        }
+        assert_eq!(TaskId::Str("a-1".into()).to_string(), "a-1");
     }
 }

@@ -61,14 +61,25 @@ pub struct RepairVars<'a> {
 const SYSTEM_MARK: &str = "=== system ===";
 const USER_MARK: &str = "=== user ===";
 
+/// [`messages`] of `text`, which a single user message (no marks, nothing to trim: the
+/// built-in subagent prompt) takes as it is rather than as a copy.
+pub(crate) fn messages_owned(text: String) -> Vec<ChatMessage> {
+    let single = text.len() == text.trim().len() && !has_mark(&text);
+    if single && !text.is_empty() {
+        return vec![ChatMessage::user(text)];
+    }
+    messages(&text)
+}
+
+/// Whether a line of `text` is a message mark.
+fn has_mark(text: &str) -> bool {
+    marks(text).next().is_some()
+}
+
 /// Splits rendered text on `=== system ===` / `=== user ===` lines into messages.
 pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
-    // Runs once per subagent. A mark line contains "===", so only the lines around those
-    // (SIMD) matches are looked at; the text between two marks is taken as one slice. Walking
-    // every line and trimming it was 7 % of a zero-latency load test's instructions. Each
-    // message is a copy of its slice, exactly its size: the prompt is held while its model
-    // call is in flight, and the rendered text's buffer is up to twice as large.
-    static MARK: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    // Each message is a copy of its slice, exactly its size: the prompt is held while its
+    // model call is in flight, and the rendered text's buffer is up to twice as large.
     let mut out = Vec::with_capacity(2);
     let mut role: Option<bool> = None; // Some(true) system, Some(false) user
     let flush = |role: Option<bool>, body: &str, out: &mut Vec<ChatMessage>| {
@@ -81,28 +92,39 @@ pub(crate) fn messages(text: &str) -> Vec<ChatMessage> {
             });
         }
     };
-    let bytes = text.as_bytes();
     let mut start = 0; // where the current message's text begins
-    let mut next_line = 0; // lines before this were looked at already
-    let mark = MARK.get_or_init(|| memchr::memmem::Finder::new(b"==="));
-    for hit in mark.find_iter(bytes) {
-        if hit < next_line {
-            continue; // a second "===" on a line already looked at
-        }
-        let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
-        let line_end = memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i + 1);
-        next_line = line_end;
-        let mark = match text[line_start..line_end].trim() {
-            SYSTEM_MARK => true,
-            USER_MARK => false,
-            _ => continue,
-        };
+    for (line_start, line_end, system) in marks(text) {
         flush(role, &text[start..line_start], &mut out);
-        role = Some(mark);
+        role = Some(system);
         start = line_end;
     }
     flush(role, &text[start..], &mut out);
     out
+}
+
+/// The mark lines of `text`: where each starts and ends (after its newline), and whether it
+/// marks a system message.
+fn marks(text: &str) -> impl Iterator<Item = (usize, usize, bool)> + '_ {
+    // Runs once per subagent. A mark line contains "===", so only the lines around those
+    // (SIMD) matches are looked at. Walking every line and trimming it was 7 % of a
+    // zero-latency load test's instructions.
+    static MARK: OnceLock<memchr::memmem::Finder<'static>> = OnceLock::new();
+    let bytes = text.as_bytes();
+    let mut next_line = 0; // lines before this were looked at already
+    let finder = MARK.get_or_init(|| memchr::memmem::Finder::new(b"==="));
+    finder.find_iter(bytes).filter_map(move |hit| {
+        if hit < next_line {
+            return None; // a second "===" on a line already looked at
+        }
+        let line_start = memchr::memrchr(b'\n', &bytes[..hit]).map_or(0, |i| i + 1);
+        let line_end = memchr::memchr(b'\n', &bytes[hit..]).map_or(bytes.len(), |i| hit + i + 1);
+        next_line = line_end;
+        match text[line_start..line_end].trim() {
+            SYSTEM_MARK => Some((line_start, line_end, true)),
+            USER_MARK => Some((line_start, line_end, false)),
+            _ => None,
+        }
+    })
 }
 
 impl Templates {
@@ -191,7 +213,7 @@ impl PromptSet for Templates {
         prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
         if let Some(compiled) = &self.subagent[usize::from(plan.lang() == Lang::Zh)] {
-            return messages(&compiled.render(plan, index, own, prior));
+            return messages_owned(compiled.render(plan, index, own, prior));
         }
         match self.render_raw(
             plan.lang(),

@@ -134,7 +134,7 @@ fn take_prompt(request: &mut ChatRequest) -> usize {
     let chars = request
         .messages
         .iter()
-        .map(|m| m.content.chars().count())
+        .map(|m| crate::char_count(&m.content))
         .sum();
     request.messages = Vec::new();
     chars
@@ -183,7 +183,7 @@ impl LlmProvider for SimProvider {
             let (content, tool_calls, pace) = self.answer(&request)?;
             let usage = Usage {
                 prompt_tokens: text::estimate_tokens(prompt_chars),
-                completion_tokens: text::estimate_tokens(content.chars().count()),
+                completion_tokens: text::estimate_tokens(crate::char_count(&content)),
                 reasoning_tokens: 0,
             };
             let sink = request.on_delta.as_ref();

@@ -93,25 +93,55 @@ impl Compiled {
             own,
             prior,
         };
-        let guess = self.literal_len
-            + own.description.len() * 2
-            + prior.iter().map(|p| p.text.len() + 64).sum::<usize>()
-            + 256;
-        let mut out = String::with_capacity(guess);
+        // Exactly its size: the prompt is held while its model call is in flight, and the
+        // message takes this buffer as it is (see `messages_owned`).
+        let len = self.literal_len + fields_len(&self.steps, &vars, None);
+        let mut out = String::with_capacity(len);
         run(&self.steps, &vars, None, &mut out);
         out
     }
 }
 
+/// The literal text of `steps` written once (not in an `if` or a loop, which depend on the
+/// sections).
 fn literal_len(steps: &[Step]) -> usize {
     steps
         .iter()
         .map(|s| match s {
             Step::Text(t) => t.len(),
-            Step::IfPrior(b) | Step::ForPrior(b) => literal_len(b),
             _ => 0,
         })
         .sum()
+}
+
+/// The length of what `run` writes besides the literal text of `steps` outside loops.
+fn fields_len(steps: &[Step], vars: &Vars<'_>, section: Option<&PriorSection>) -> usize {
+    let mut len = 0;
+    for step in steps {
+        len += match step {
+            Step::Text(_) => 0,
+            Step::Print(f) => field_len(*f, vars, section),
+            Step::Or(f, otherwise) => match field_len(*f, vars, section) {
+                0 => otherwise.len(),
+                n => n,
+            },
+            Step::Join(list, sep, otherwise) => match list_of(*list, vars) {
+                [] => otherwise.len(),
+                items => {
+                    items.iter().map(String::len).sum::<usize>() + sep.len() * (items.len() - 1)
+                }
+            },
+            Step::IfPrior(_) if vars.prior.is_empty() => 0,
+            Step::IfPrior(body) => literal_len(body) + fields_len(body, vars, section),
+            Step::ForPrior(body) => {
+                let text = literal_len(body);
+                (vars.prior.iter())
+                    .map(|s| text + fields_len(body, vars, Some(s)))
+                    .sum()
+            }
+        };
+    }
+    len
 }
 
 fn run(steps: &[Step], vars: &Vars<'_>, section: Option<&PriorSection>, out: &mut String) {
@@ -149,6 +179,28 @@ fn run(steps: &[Step], vars: &Vars<'_>, section: Option<&PriorSection>, out: &mu
                 }
             }
         }
+    }
+}
+
+fn field_len(f: Field, vars: &Vars<'_>, section: Option<&PriorSection>) -> usize {
+    let plan = vars.plan;
+    match (f, section) {
+        (Field::TaskId, _) => id_len(plan.id(vars.index)),
+        (Field::TaskTitle, _) => plan.task(vars.index).title().len(),
+        (Field::TaskDescription, _) => vars.own.description.len(),
+        (Field::Topic, _) => plan.spec().topic.len(),
+        (Field::ResearchType, _) => plan.spec().research_type.as_deref().map_or(0, str::len),
+        (Field::PriorId, Some(s)) => id_len(plan.id(s.index)),
+        (Field::PriorTitle, Some(s)) => plan.task(s.index).title().len(),
+        (Field::PriorText, Some(s)) => s.text.len(),
+        (_, None) => 0,
+    }
+}
+
+fn id_len(id: &TaskId) -> usize {
+    match id {
+        TaskId::Str(s) => s.len(),
+        TaskId::Int(n) => itoa::Buffer::new().format(*n).len(),
     }
 }
 

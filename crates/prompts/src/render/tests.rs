@@ -66,6 +66,9 @@ fn slicing_splitter_matches_the_line_by_line_one() {
         "\u{3000}=== system ===\u{3000}\n中文\n=== user ===\n问题",
         "===",
         "=== user ===",
+        "plain text, one message",
+        " padded \n",
+        "a\n=== user ===",
     ];
     for text in cases {
         let got: Vec<_> = messages(text)
@@ -73,6 +76,12 @@ fn slicing_splitter_matches_the_line_by_line_one() {
             .map(|m| (m.role, m.content))
             .collect();
         assert_eq!(got, messages_by_lines(text), "{text:?}");
+        // Taking the text as it is gives the same messages.
+        let owned: Vec<_> = messages_owned(text.to_owned())
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        assert_eq!(owned, got, "{text:?}");
     }
 }
 
@@ -96,6 +105,11 @@ proptest::proptest! {
             .into_iter()
             .map(|m| (m.role, m.content))
             .collect();
+        let owned: Vec<_> = messages_owned(text.clone())
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        proptest::prop_assert_eq!(&owned, &got, "{:?}", text);
         proptest::prop_assert_eq!(got, messages_by_lines(&text), "{:?}", text);
     }
 }

@@ -119,6 +119,8 @@ fn assert_same_as_minijinja(t: &Templates, what: &str) {
                     let want = minijinja(t, &plan, index, &own, &prior);
                     let got = compiled.render(&plan, index, &own, &prior);
                     assert_eq!(got, want, "{what}: task {index}, {} sections", prior.len());
+                    // Sized exactly: the message takes this buffer for the whole call.
+                    assert_eq!(got.capacity(), got.len(), "{what}: task {index}");
                     checked += 1;
                 }
             }
