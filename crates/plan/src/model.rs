@@ -143,7 +143,15 @@ impl TaskSpec {
             Some(n) if !n.trim().is_empty() => n,
             _ => &self.description,
         };
-        let line = full.trim_start().lines().next().unwrap_or("").trim_end();
+        // The first line: up to a '\n' (memchr), its '\r' trimmed with the other trailing
+        // whitespace, as `lines().next()` and `trim_end` did (titles are looked up for every
+        // prompt and report line that names a task).
+        let full = full.trim_start();
+        let line = match memchr::memchr(b'\n', full.as_bytes()) {
+            Some(end) => &full[..end],
+            None => full,
+        }
+        .trim_end();
         let mut end = line.len().min(MAX_TITLE_BYTES);
         while !line.is_char_boundary(end) {
             end -= 1;
@@ -289,5 +297,26 @@ mod tests {
             assert_eq!(format!("[{:>25}]", TaskId::Int(n)), format!("[{n}]"));
         }
         assert_eq!(TaskId::Str("a-1".into()).to_string(), "a-1");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_title_is_the_first_line_trimmed_and_capped(
+            name in proptest::option::of("[ \t\r\na-z\u{3000}特]{0,12}"),
+            description in "[ \t\r\n\u{85}\u{2028}a-zé特]{0,300}",
+        ) {
+            let mut t = super::TaskSpec::new(TaskId::Int(1), &description, Vec::new());
+            t.name = name;
+            let full = match &t.name {
+                Some(n) if !n.trim().is_empty() => n,
+                _ => &t.description,
+            };
+            let line = full.trim_start().lines().next().unwrap_or("").trim_end();
+            let mut end = line.len().min(super::MAX_TITLE_BYTES);
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            proptest::prop_assert_eq!(t.title(), &line[..end]);
+        }
     }
 }

@@ -11,7 +11,7 @@
 //! The text is minijinja's byte for byte (its default settings: no trimming around blocks, the
 //! template's one trailing newline dropped); `tests` renders both ways and compares.
 
-use planwave_plan::{TaskId, ValidatedPlan};
+use planwave_plan::{Hints, TaskId, ValidatedPlan};
 
 use crate::set::{PriorSection, TaskText};
 
@@ -19,8 +19,6 @@ use crate::set::{PriorSection, TaskText};
 #[derive(Debug)]
 pub(crate) struct Compiled {
     steps: Vec<Step>,
-    /// The literal text's length, to size the output once.
-    literal_len: usize,
 }
 
 #[derive(Debug, PartialEq)]
@@ -61,8 +59,15 @@ enum List {
 struct Vars<'a> {
     plan: &'a ValidatedPlan,
     index: usize,
-    own: &'a TaskText<'a>,
+    description: &'a str,
+    hints: &'a Hints,
     prior: &'a [PriorSection],
+}
+
+/// A piece of the output: text, or an integer id (written by itoa).
+enum Piece<'a> {
+    Text(&'a str),
+    Int(i64),
 }
 
 impl Compiled {
@@ -75,8 +80,7 @@ impl Compiled {
             .unwrap_or(source);
         let mut parser = Parser { rest: source };
         let steps = parser.steps(Scope::Top, None)?;
-        let literal_len = literal_len(&steps);
-        Some(Compiled { steps, literal_len })
+        Some(Compiled { steps })
     }
 
     /// The text minijinja renders for the subagent writing task `index`.
@@ -90,157 +94,99 @@ impl Compiled {
         let vars = Vars {
             plan,
             index,
-            own,
+            description: own.description,
+            hints: own.hints,
             prior,
         };
-        // Exactly its size: the prompt is held while its model call is in flight, and the
+        // The pieces first, each variable looked up once; then the text, in a buffer of
+        // exactly its size: the prompt is held while its model call is in flight, and the
         // message takes this buffer as it is (see `messages_owned`).
-        let len = self.literal_len + fields_len(&self.steps, &vars, None);
+        let mut pieces = Vec::with_capacity(self.steps.len() * 2);
+        collect(&self.steps, &vars, None, &mut pieces);
+        let len = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.len(),
+                Piece::Int(n) => itoa::Buffer::new().format(*n).len(),
+            })
+            .sum();
         let mut out = String::with_capacity(len);
-        run(&self.steps, &vars, None, &mut out);
+        for p in &pieces {
+            match p {
+                Piece::Text(t) => out.push_str(t),
+                Piece::Int(n) => out.push_str(itoa::Buffer::new().format(*n)),
+            }
+        }
         out
     }
 }
 
-/// The literal text of `steps` written once (not in an `if` or a loop, which depend on the
-/// sections).
-fn literal_len(steps: &[Step]) -> usize {
-    steps
-        .iter()
-        .map(|s| match s {
-            Step::Text(t) => t.len(),
-            _ => 0,
-        })
-        .sum()
-}
-
-/// The length of what `run` writes besides the literal text of `steps` outside loops.
-fn fields_len(steps: &[Step], vars: &Vars<'_>, section: Option<&PriorSection>) -> usize {
-    let mut len = 0;
-    for step in steps {
-        len += match step {
-            Step::Text(_) => 0,
-            Step::Print(f) => field_len(*f, vars, section),
-            Step::Or(f, otherwise) => match field_len(*f, vars, section) {
-                0 => otherwise.len(),
-                n => n,
-            },
-            Step::Join(list, sep, otherwise) => match list_of(*list, vars) {
-                [] => otherwise.len(),
-                items => {
-                    items.iter().map(String::len).sum::<usize>() + sep.len() * (items.len() - 1)
-                }
-            },
-            Step::IfPrior(_) if vars.prior.is_empty() => 0,
-            Step::IfPrior(body) => literal_len(body) + fields_len(body, vars, section),
-            Step::ForPrior(body) => {
-                let text = literal_len(body);
-                (vars.prior.iter())
-                    .map(|s| text + fields_len(body, vars, Some(s)))
-                    .sum()
-            }
-        };
-    }
-    len
-}
-
-fn run(steps: &[Step], vars: &Vars<'_>, section: Option<&PriorSection>, out: &mut String) {
+fn collect<'a>(
+    steps: &'a [Step],
+    vars: &Vars<'a>,
+    section: Option<&'a PriorSection>,
+    out: &mut Vec<Piece<'a>>,
+) {
     for step in steps {
         match step {
-            Step::Text(t) => out.push_str(t),
-            Step::Print(f) => field(*f, vars, section, out),
-            Step::Or(f, otherwise) => {
-                let at = out.len();
-                field(*f, vars, section, out);
-                if out.len() == at {
-                    out.push_str(otherwise);
-                }
-            }
-            Step::Join(list, sep, otherwise) => {
-                let items = list_of(*list, vars);
-                if items.is_empty() {
-                    out.push_str(otherwise);
-                }
-                for (at, item) in items.iter().enumerate() {
-                    if at > 0 {
-                        out.push_str(sep);
+            Step::Text(t) => out.push(Piece::Text(t)),
+            Step::Print(f) => out.push(field(*f, vars, section)),
+            Step::Or(f, otherwise) => out.push(match field(*f, vars, section) {
+                Piece::Text("") => Piece::Text(otherwise),
+                p => p,
+            }),
+            Step::Join(list, sep, otherwise) => match list_of(*list, vars) {
+                [] => out.push(Piece::Text(otherwise)),
+                items => {
+                    for (at, item) in items.iter().enumerate() {
+                        if at > 0 {
+                            out.push(Piece::Text(sep));
+                        }
+                        out.push(Piece::Text(item));
                     }
-                    out.push_str(item);
                 }
-            }
+            },
             Step::IfPrior(body) => {
                 if !vars.prior.is_empty() {
-                    run(body, vars, section, out);
+                    collect(body, vars, section, out);
                 }
             }
             Step::ForPrior(body) => {
                 for s in vars.prior {
-                    run(body, vars, Some(s), out);
+                    collect(body, vars, Some(s), out);
                 }
             }
         }
     }
 }
 
-fn field_len(f: Field, vars: &Vars<'_>, section: Option<&PriorSection>) -> usize {
+/// A string variable (a missing research type is empty: only `or` prints it).
+fn field<'a>(f: Field, vars: &Vars<'a>, section: Option<&'a PriorSection>) -> Piece<'a> {
     let plan = vars.plan;
-    match (f, section) {
-        (Field::TaskId, _) => id_len(plan.id(vars.index)),
-        (Field::TaskTitle, _) => plan.task(vars.index).title().len(),
-        (Field::TaskDescription, _) => vars.own.description.len(),
-        (Field::Topic, _) => plan.spec().topic.len(),
-        (Field::ResearchType, _) => plan.spec().research_type.as_deref().map_or(0, str::len),
-        (Field::PriorId, Some(s)) => id_len(plan.id(s.index)),
-        (Field::PriorTitle, Some(s)) => plan.task(s.index).title().len(),
-        (Field::PriorText, Some(s)) => s.text.len(),
-        (_, None) => 0,
-    }
-}
-
-fn id_len(id: &TaskId) -> usize {
-    match id {
-        TaskId::Str(s) => s.len(),
-        TaskId::Int(n) => itoa::Buffer::new().format(*n).len(),
-    }
-}
-
-/// Writes a string variable (a missing research type writes nothing: only `or` prints it).
-fn field(f: Field, vars: &Vars<'_>, section: Option<&PriorSection>, out: &mut String) {
-    let plan = vars.plan;
-    match f {
-        Field::TaskId => id(plan.id(vars.index), out),
-        Field::TaskTitle => out.push_str(plan.task(vars.index).title()),
-        Field::TaskDescription => out.push_str(vars.own.description),
-        Field::Topic => out.push_str(&plan.spec().topic),
-        Field::ResearchType => out.push_str(plan.spec().research_type.as_deref().unwrap_or("")),
+    let text = match (f, section) {
+        (Field::TaskId, _) => return id(plan.id(vars.index)),
+        (Field::TaskTitle, _) => plan.task(vars.index).title(),
+        (Field::TaskDescription, _) => vars.description,
+        (Field::Topic, _) => &plan.spec().topic,
+        (Field::ResearchType, _) => plan.spec().research_type.as_deref().unwrap_or(""),
+        (Field::PriorId, Some(s)) => return id(plan.id(s.index)),
+        (Field::PriorTitle, Some(s)) => plan.task(s.index).title(),
+        (Field::PriorText, Some(s)) => &s.text,
         // The parser allows these only inside the loop.
-        Field::PriorId => {
-            if let Some(s) = section {
-                id(plan.id(s.index), out);
-            }
-        }
-        Field::PriorTitle => {
-            if let Some(s) = section {
-                out.push_str(plan.task(s.index).title());
-            }
-        }
-        Field::PriorText => {
-            if let Some(s) = section {
-                out.push_str(&s.text);
-            }
-        }
-    }
+        (_, None) => "",
+    };
+    Piece::Text(text)
 }
 
-fn id(id: &TaskId, out: &mut String) {
+fn id(id: &TaskId) -> Piece<'_> {
     match id {
-        TaskId::Str(s) => out.push_str(s),
-        TaskId::Int(n) => out.push_str(itoa::Buffer::new().format(*n)),
+        TaskId::Str(s) => Piece::Text(s),
+        TaskId::Int(n) => Piece::Int(*n),
     }
 }
 
-fn list_of<'a>(list: List, vars: &'a Vars<'_>) -> &'a [String] {
-    let hints = vars.own.hints;
+fn list_of<'a>(list: List, vars: &Vars<'a>) -> &'a [String] {
+    let hints = vars.hints;
     match list {
         List::Objectives => &vars.plan.spec().objectives,
         List::DataNeeds => &hints.data_needs,
