@@ -26,6 +26,9 @@ pub enum IntegratorMsg {
         text: Arc<str>,
         write: bool,
     },
+    /// Completed sections handed over together, as `Section` each (one message, not one
+    /// per section: a batch was 256 sends and their channel blocks).
+    Sections(Vec<(usize, Arc<str>, bool)>),
     Finish(Box<FinishRequest>, RpcReplyPort<Integration>),
 }
 
@@ -91,16 +94,11 @@ impl Actor for Integrator {
         state: &mut IntegratorState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            IntegratorMsg::Section { index, text, write } => {
-                if let (true, Some(out)) = (write, &state.args.output) {
-                    match out.write(&state.args.section_files[index], text.as_bytes()) {
-                        Ok(()) => state.written[index] = true,
-                        Err(e) => state.write_errors.push(e.to_string()),
-                    }
-                } else if !write {
-                    state.written[index] = state.args.output.is_some();
+            IntegratorMsg::Section { index, text, write } => state.section(index, text, write),
+            IntegratorMsg::Sections(held) => {
+                for (index, text, write) in held {
+                    state.section(index, text, write);
                 }
-                state.sections[index] = Some(text);
             }
             IntegratorMsg::Finish(req, reply) => {
                 let span = req.span.clone();
@@ -113,6 +111,19 @@ impl Actor for Integrator {
 }
 
 impl IntegratorState {
+    /// A completed section: kept for the report, its file written when `write` asks.
+    fn section(&mut self, index: usize, text: Arc<str>, write: bool) {
+        if let (true, Some(out)) = (write, &self.args.output) {
+            match out.write(&self.args.section_files[index], text.as_bytes()) {
+                Ok(()) => self.written[index] = true,
+                Err(e) => self.write_errors.push(e.to_string()),
+            }
+        } else if !write {
+            self.written[index] = self.args.output.is_some();
+        }
+        self.sections[index] = Some(text);
+    }
+
     async fn integrate(&mut self, req: FinishRequest) -> Integration {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;

@@ -21,7 +21,8 @@ pub struct ReportInput<'a> {
     pub order: &'a [usize],
     /// The summary without its transitions list (see `transitions.rs`).
     pub summary: &'a str,
-    /// Transition sentences to put just before each task's section (index = plan order).
+    /// Transition sentences to put just before each task's section (index = plan order; a
+    /// task past the end has none).
     pub transitions: &'a [Vec<String>],
     pub summary_error: Option<&'a str>,
     pub stats: &'a RunStats,

@@ -179,7 +179,7 @@ impl Actor for Supervisor {
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
-            held: Vec::new(),
+            held: Vec::with_capacity(settle::HELD_SECTIONS),
             open: args.open,
             generation: 0,
             maps: Vec::new(),

@@ -47,8 +47,9 @@ impl SupervisorState {
     }
 
     pub(super) fn flush_held(&mut self) {
-        for (index, text, write) in std::mem::take(&mut self.held) {
-            self.to_integrator(IntegratorMsg::Section { index, text, write });
+        if !self.held.is_empty() {
+            let held = std::mem::replace(&mut self.held, Vec::with_capacity(HELD_SECTIONS));
+            self.to_integrator(IntegratorMsg::Sections(held));
         }
     }
 
