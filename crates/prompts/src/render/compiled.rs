@@ -1,5 +1,5 @@
 //! `subagent.j2` compiled to a few steps, when the template is built from the forms the
-//! built-in ones use: rendered once per task, through minijinja it was 40 % of a zero-latency
+//! built-in ones use: rendered once per task, through minijinja it was 43 % of a zero-latency
 //! chain's instructions (~27 k per task, see docs/benchmarks.md, "the prompt compiled"), here
 //! it is a few string copies.
 //!
