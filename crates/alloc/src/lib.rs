@@ -12,7 +12,7 @@
 //! cost ~4 ms on the VM of `docs/benchmarks.md` and made the dispatch tail; measured again
 //! with today's engine (a heap that grows far less per subagent), huge pages gave the lower
 //! dispatch p99 in every one of 15 interleaved pairs and the faster zero-latency chain, for
-//! 1–2 % more memory per subagent in flight (docs/benchmarks.md, "huge pages again").
+//! 1–3 % more memory per subagent in flight (docs/benchmarks.md, "huge pages again").
 //! `MIMALLOC_ALLOW_THP=0` is mimalloc's own switch to turn them off for the process.
 
 pub mod collect;
