@@ -186,7 +186,6 @@ impl IntegratorState {
                 no_figures: records[*i].warnings.iter().any(|w| w.is_no_figures()),
             })
             .collect();
-        let messages = shared.prompts.integrator(plan, &summaries);
         let context = integrator_context(plan, &summaries);
         let mut usage = Usage::default();
         let mut last_error = String::new();
@@ -194,7 +193,9 @@ impl IntegratorState {
             let t0 = Instant::now();
             let request = ChatRequest {
                 role: AgentRole::Integrator,
-                messages: messages.clone(),
+                // Rendered for each attempt (the same text) rather than kept and copied: the
+                // prompt is a hundred KB or more, and a copy is a fresh block per attempt.
+                messages: shared.prompts.integrator(plan, &summaries),
                 attempt,
                 context: context.clone(),
                 traceparent: None,

@@ -61,14 +61,19 @@ pub struct RepairVars<'a> {
 const SYSTEM_MARK: &str = "=== system ===";
 const USER_MARK: &str = "=== user ===";
 
-/// [`messages`] of `text`, which a single user message (no marks, nothing to trim: the
-/// built-in subagent prompt) takes as it is rather than as a copy.
-pub(crate) fn messages_owned(text: String) -> Vec<ChatMessage> {
-    let single = text.len() == text.trim().len() && !has_mark(&text);
-    if single && !text.is_empty() {
-        return vec![ChatMessage::user(text)];
+/// [`messages`] of `text`, which a single user message (no marks: the built-in subagent and
+/// integrator prompts) takes as it is, trimmed in place, rather than as a copy.
+pub(crate) fn messages_owned(mut text: String) -> Vec<ChatMessage> {
+    if has_mark(&text) {
+        return messages(&text);
     }
-    messages(&text)
+    text.truncate(text.trim_end().len());
+    let lead = text.len() - text.trim_start().len();
+    text.drain(..lead);
+    if text.is_empty() {
+        return Vec::new();
+    }
+    vec![ChatMessage::user(text)]
 }
 
 /// Whether a line of `text` is a message mark.
@@ -236,8 +241,21 @@ impl PromptSet for Templates {
         sections: &[SectionSummary<'_>],
     ) -> Vec<ChatMessage> {
         let vars = Templates::integrator_vars(plan, sections);
-        match self.render_raw(plan.lang(), "integrator", Value::from(Serde(&vars))) {
-            Ok(text) => messages(&text),
+        // Each section's text, and a line for its id, title and status.
+        let hint = sections
+            .iter()
+            .map(|s| s.text.map_or(0, str::len) + plan.task(s.index).title().len() + 64)
+            .sum::<usize>()
+            + plan
+                .spec()
+                .objectives
+                .iter()
+                .map(|o| o.len() + 2)
+                .sum::<usize>()
+            + plan.spec().topic.len();
+        let vars = Value::from(Serde(&vars));
+        match self.render_sized(plan.lang(), "integrator", vars, hint) {
+            Ok(text) => messages_owned(text),
             Err(e) => {
                 tracing::warn!("{e}; using the built-in integrator prompt");
                 builtin().integrator(plan, sections)

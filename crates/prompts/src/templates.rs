@@ -300,6 +300,29 @@ impl Templates {
         Ok(())
     }
 
+    /// [`Self::render_raw`] into one buffer of the template's own text plus `hint` bytes (the
+    /// size its data will take): a prompt of a hundred KB or more (the integrator's) grew by
+    /// doubling, each step a fresh large block.
+    pub(crate) fn render_sized(
+        &self,
+        lang: Lang,
+        name: &str,
+        ctx: minijinja::Value,
+        hint: usize,
+    ) -> Result<String, PromptError> {
+        let k = key(lang, name);
+        let err = |message: String| PromptError::Template {
+            name: k.to_string(),
+            message,
+        };
+        let template = self.env.get_template(&k).map_err(|e| err(error_text(&e)))?;
+        let mut buf = Vec::with_capacity(template.source().len() + hint);
+        template
+            .render_captured_to(ctx, &mut buf)
+            .map_err(|e| err(error_text(&e)))?;
+        String::from_utf8(buf).map_err(|e| err(e.to_string()))
+    }
+
     pub(crate) fn render_raw(
         &self,
         lang: Lang,

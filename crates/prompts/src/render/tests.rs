@@ -426,3 +426,38 @@ fn tool_templates_show_the_protocol_with_examples_and_give_results_as_data() {
         "No more tool calls are possible. Write the section now from what you have."
     );
 }
+
+#[test]
+fn the_integrator_prompt_rendered_into_one_buffer_is_minijinjas_text() {
+    let plan = tesla();
+    let t = Templates::builtin();
+    let texts = ["## 公司概况\n\n甲", "  padded, with 数字 2024  \n\n", ""];
+    for n in 0..=plan.len() {
+        let sections: Vec<SectionSummary<'_>> = (0..n)
+            .map(|i| SectionSummary {
+                index: i,
+                status: if i % 3 == 2 { "failed" } else { "completed" },
+                text: (i % 3 != 2).then_some(texts[i % 2]),
+                no_figures: i % 2 == 0,
+            })
+            .collect();
+        let vars = Templates::integrator_vars(&plan, &sections);
+        let plain = t
+            .render_raw(plan.lang(), "integrator", Value::from(Serde(&vars)))
+            .expect("renders");
+        let sized = t
+            .render_sized(plan.lang(), "integrator", Value::from(Serde(&vars)), 0)
+            .expect("renders");
+        assert_eq!(sized, plain);
+        let got: Vec<_> = t
+            .integrator(&plan, &sections)
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        let want: Vec<_> = messages(&plain)
+            .into_iter()
+            .map(|m| (m.role, m.content))
+            .collect();
+        assert_eq!(got, want, "{n} sections");
+    }
+}
