@@ -119,10 +119,31 @@ pub struct SimServer {
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
+/// Connections the kernel queues for the server before it accepts them (it caps this at
+/// `net.core.somaxconn`). `TcpListener::bind` asks for 1,024: a load generator opening
+/// 1,000 connections at once overflowed that queue, the kernel dropped hundreds of SYNs and
+/// each was retried a second later (`oha -c 1000` measured ~9 k requests/s, and ~33 k in the
+/// runs where nothing was dropped).
+const ACCEPT_BACKLOG: u32 = 8192;
+
+/// A listener on `addr` with [`ACCEPT_BACKLOG`], otherwise as `TcpListener::bind` makes it.
+fn listen(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    // As `TcpListener::bind` does on Unix: a restarted server can take its port back.
+    #[cfg(unix)]
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(ACCEPT_BACKLOG)
+}
+
 impl SimServer {
     /// Binds `addr` (use port 0 for a free port) and starts serving.
     pub async fn start(addr: SocketAddr, cfg: SimServerConfig) -> std::io::Result<SimServer> {
-        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let listener = listen(addr)?;
         let addr = listener.local_addr()?;
         let state = Arc::new(AppState::new(cfg));
         let app = router_with_state(state.clone());
@@ -535,4 +556,58 @@ fn message(answer: &planwave_llm::ChatResponse) -> Value {
         m["tool_calls"] = json!(answer.tool_calls);
     }
     m
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// A kernel setting or resource limit, when this machine reports it.
+    fn limit(path: &str, key: Option<&str>) -> Option<u64> {
+        let text = std::fs::read_to_string(path).ok()?;
+        match key {
+            None => text.trim().parse().ok(),
+            Some(k) => text
+                .lines()
+                .find(|l| l.starts_with(k))?
+                .split_whitespace()
+                .nth(3)?
+                .parse()
+                .ok(),
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_burst_of_connections_waits_in_the_accept_queue() {
+        // More at once than `TcpListener::bind`'s queue of 1,024 holds.
+        const BURST: usize = 1_500;
+        let somaxconn = limit("/proc/sys/net/core/somaxconn", None).unwrap_or(0);
+        let files = limit("/proc/self/limits", Some("Max open files")).unwrap_or(0);
+        if somaxconn < BURST as u64 + 1 || files < 2 * BURST as u64 {
+            eprintln!("skipped: somaxconn {somaxconn}, open files {files}");
+            return;
+        }
+        let listener = listen("127.0.0.1:0".parse().expect("addr")).expect("listens");
+        let addr = listener.local_addr().expect("addr");
+        // Nothing accepts: every handshake must complete into the kernel's queue. A SYN the
+        // queue has no room for is dropped, and its retries find the queue still full.
+        let mut connects = tokio::task::JoinSet::new();
+        for _ in 0..BURST {
+            connects.spawn(tokio::net::TcpStream::connect(addr));
+        }
+        let mut open = Vec::with_capacity(BURST);
+        // Only a guard against hanging: a dropped SYN is retried after 1 s, 3 s, 7 s...
+        let all = tokio::time::timeout(Duration::from_secs(30), async {
+            while let Some(c) = connects.join_next().await {
+                open.push(c.expect("task").expect("connects"));
+            }
+        })
+        .await;
+        assert!(
+            all.is_ok(),
+            "{} of {BURST} connections completed with nothing accepting",
+            open.len()
+        );
+        drop(listener);
+    }
 }
