@@ -19,6 +19,7 @@
 //! It knows nothing of clap or terminals; the model's API key never enters the queue (each
 //! worker reads its own from its environment).
 
+mod cache;
 mod cancel;
 mod connect;
 mod dir_mirror;
@@ -26,21 +27,26 @@ mod error;
 mod fetch;
 mod journal;
 mod limits;
+mod message;
 mod names;
 mod rates;
 mod record;
+mod shared_limits;
 mod status;
 mod submit;
 mod worker;
 
+pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
 pub use connect::{Queue, QueueOptions, redact_url};
 pub use error::QueueError;
 pub use fetch::{Fetched, fetch};
 pub use limits::share_in_flight_limit;
+pub use message::BadMessage;
 pub use names::check_batch_name;
 pub use rates::{OnWait, share_rate_limits};
 pub use record::{BatchRecord, JobRecord, QueueState};
+pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
 pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
