@@ -16,6 +16,10 @@
 //! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
 //!   its requests/tokens of the current minute, shared by every worker.
 //!
+//! A message is input from outside: a worker decodes and checks every field of it
+//! ([`BadMessage`] lists what is wrong; the message is terminated, never run) and writes and
+//! removes only inside its own [`WorkerCache`].
+//!
 //! It knows nothing of clap or terminals; the model's API key never enters the queue (each
 //! worker reads its own from its environment).
 
