@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bounds::Bounds;
 use crate::probe::{Probe, ProbeSnapshot};
-use crate::report::{Distribution, LoadReport};
+use crate::percentiles::Distribution;
+use crate::report::LoadReport;
 use crate::rss;
 use crate::serving::{ServingReport, Slo};
 use crate::timeline::{self, Timeline, TimelineHeader};
