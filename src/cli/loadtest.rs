@@ -252,11 +252,7 @@ impl SweepWatch for Terminal {
 }
 
 /// The figures as JSON (`--json`) or the workload line and the table.
-fn print_results(
-    a: &LoadtestArgs,
-    outcome: &SweepOutcome,
-    w: &WorkloadInfo,
-) -> anyhow::Result<()> {
+fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> anyhow::Result<()> {
     let runs = &outcome.runs;
     if a.json {
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);

@@ -6,7 +6,7 @@ use anyhow::Context;
 
 use super::exit::{InvalidInput, OK, Outcome};
 
-fn read(path: &PathBuf) -> Result<serde_json::Value, InvalidInput> {
+fn read(path: &std::path::Path) -> Result<serde_json::Value, InvalidInput> {
     planwave_loadtest::read_saved(path)
         .map_err(|e| InvalidInput::one(path.display().to_string(), e.to_string()))
 }

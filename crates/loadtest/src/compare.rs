@@ -186,11 +186,23 @@ mod tests {
             p
         };
         let good = write("good.json", r#"{"runs": [{"makespan_ms": 1.0}]}"#);
-        assert_eq!(read_saved(&good).expect("saved")["runs"][0]["makespan_ms"], 1.0);
+        assert_eq!(
+            read_saved(&good).expect("saved")["runs"][0]["makespan_ms"],
+            1.0
+        );
         let text = read_saved(&write("bad.json", "{")).unwrap_err().to_string();
-        assert!(text.starts_with("not the JSON of `planwave loadtest --json`: "), "{text}");
+        assert!(
+            text.starts_with("not the JSON of `planwave loadtest --json`: "),
+            "{text}"
+        );
         let none = read_saved(&write("none.json", "{}")).unwrap_err();
-        assert_eq!(none.to_string(), "no \"runs\": not the output of `planwave loadtest --json`");
-        assert!(matches!(read_saved(&dir.path().join("absent")), Err(SavedError::Read(_))));
+        assert_eq!(
+            none.to_string(),
+            "no \"runs\": not the output of `planwave loadtest --json`"
+        );
+        assert!(matches!(
+            read_saved(&dir.path().join("absent")),
+            Err(SavedError::Read(_))
+        ));
     }
 }

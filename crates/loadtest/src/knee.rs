@@ -148,7 +148,10 @@ mod tests {
         ];
         let s = SweepSummary::of(&runs).expect("a sweep");
         assert_eq!(s.metric, KneeMetric::RequestThroughput);
-        assert_eq!((s.knee, s.knee_point.as_deref()), (1, Some("concurrency=4")));
+        assert_eq!(
+            (s.knee, s.knee_point.as_deref()),
+            (1, Some("concurrency=4"))
+        );
         assert_eq!(s.knee_value, 38.0);
         assert!(!s.rising_at_end);
         assert_eq!(

@@ -68,8 +68,8 @@ mod tests {
 
     #[test]
     fn the_document_has_sorted_keys_and_a_null_sweep_for_one_run() {
-        let plan = planwave_plan::ValidatedPlan::new(planwave_plan::generate::chain(3))
-            .expect("valid");
+        let plan =
+            planwave_plan::ValidatedPlan::new(planwave_plan::generate::chain(3)).expect("valid");
         let workload = WorkloadInfo {
             plan: Arc::new(plan),
             source: "chain (seed 0)".into(),
@@ -88,12 +88,24 @@ mod tests {
             .to_pretty_json()
             .expect("json");
         let at = |key: &str| text.find(&format!("\"{key}\"")).expect(key);
-        assert!(at("runs") < at("sweep") && at("sweep") < at("workload"), "{text}");
-        assert!(at("blocked") < at("bound_source"), "run keys sorted too: {text}");
+        assert!(
+            at("runs") < at("sweep") && at("sweep") < at("workload"),
+            "{text}"
+        );
+        assert!(
+            at("blocked") < at("bound_source"),
+            "run keys sorted too: {text}"
+        );
         let v: serde_json::Value = serde_json::from_str(&text).expect("parses");
         assert_eq!(v["sweep"], serde_json::Value::Null);
         assert_eq!(v["workload"]["latency"], "lognormal:100:1");
-        assert_eq!((v["workload"]["tasks"].as_u64(), v["workload"]["waves"].as_u64()), (Some(3), Some(3)));
+        assert_eq!(
+            (
+                v["workload"]["tasks"].as_u64(),
+                v["workload"]["waves"].as_u64()
+            ),
+            (Some(3), Some(3))
+        );
         assert_eq!(v["workload"]["latency_file"], serde_json::Value::Null);
     }
 }

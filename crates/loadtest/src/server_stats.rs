@@ -48,14 +48,8 @@ pub fn server_side(before: &ServingStats, after: &ServingStats) -> ServerSide {
     let requests: Vec<usize> = (from..after.ttft_ms.len())
         .filter(|&i| after.role.get(i).is_none_or(|r| r == "subagent"))
         .collect();
-    let pick = |v: &[f64]| {
-        Percentiles::of(
-            requests
-                .iter()
-                .filter_map(|&i| v.get(i).copied())
-                .collect(),
-        )
-    };
+    let pick =
+        |v: &[f64]| Percentiles::of(requests.iter().filter_map(|&i| v.get(i).copied()).collect());
     ServerSide {
         answers: requests.len() as u64,
         ttft_ms: pick(&after.ttft_ms),

@@ -1,7 +1,7 @@
 //! The serving metrics of runs side by side, as a plain-text table.
 
-use crate::report::LoadReport;
 use crate::percentiles::Percentiles;
+use crate::report::LoadReport;
 use crate::serving::ServingReport;
 
 fn ms(v: Option<f64>) -> String {

@@ -213,7 +213,10 @@ mod tests {
             by_clients.points().expect("valid")[2].label().as_deref(),
             Some("concurrency=8")
         );
-        assert_eq!(Traffic::default().points().expect("one run")[0].label(), None);
+        assert_eq!(
+            Traffic::default().points().expect("one run")[0].label(),
+            None
+        );
     }
 
     #[test]

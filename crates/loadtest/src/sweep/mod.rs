@@ -297,3 +297,6 @@ fn write_timeline<E>(path: &std::path::Path, runs: &[LoadReport]) -> Result<(), 
     }
     std::io::Write::flush(&mut out).map_err(|e| SweepError::io("writing", path, e))
 }
+
+#[cfg(test)]
+mod tests;
