@@ -129,6 +129,8 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
             a.traffic.html.as_ref(),
         );
     }
+    // Shared with the endpoint's `connect`, which builds a client at every point.
+    let a = Arc::new(a);
     let options = sweep_options(&a)?;
     let interrupt = planwave_runner::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal, interrupt.token()).await;
@@ -146,7 +148,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The flags as the load test's options.
-fn sweep_options(a: &LoadtestArgs) -> anyhow::Result<SweepOptions<anyhow::Error>> {
+fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
     let plan = match &a.plan {
         Some(path) => PlanChoice::Given {
             plan: Arc::new(load_plan(path)?),
@@ -174,10 +176,10 @@ fn sweep_options(a: &LoadtestArgs) -> anyhow::Result<SweepOptions<anyhow::Error>
     let endpoint = match &a.llm_url {
         None => Endpoint::Simulator,
         Some(url) => {
-            let (url2, options) = (url.clone(), HttpOptions::of(a));
+            let (url2, args) = (url.clone(), a.clone());
             Endpoint::Http {
                 url: url.clone(),
-                connect: Box::new(move || http_provider(&url2, &options)),
+                connect: Box::new(move || http_provider(&url2, &args)),
             }
         }
     };
@@ -294,26 +296,7 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
     Ok(())
 }
 
-/// What the HTTP client is built from, owned so each sweep point can build its own.
-struct HttpOptions {
-    model: String,
-    no_stream: bool,
-    seed: u64,
-    api_key_env: Option<String>,
-}
-
-impl HttpOptions {
-    fn of(a: &LoadtestArgs) -> HttpOptions {
-        HttpOptions {
-            model: a.model.clone(),
-            no_stream: a.no_stream,
-            seed: a.seed,
-            api_key_env: a.api_key_env.clone(),
-        }
-    }
-}
-
-fn http_provider(url: &str, a: &HttpOptions) -> anyhow::Result<Arc<dyn LlmProvider>> {
+fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvider>> {
     let options = LlmOptions {
         llm: Some(LlmArg::Openai),
         llm_base_url: Some(url.to_owned()),
