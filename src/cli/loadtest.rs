@@ -8,20 +8,19 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_engine::Schedule;
 use planwave_llm::LlmProvider;
-use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
+use planwave_llm::sim::{SIM_MODEL, SimConfig};
 use planwave_loadtest::{
-    LatencyModel, LoadReport, LoadRequest, Probe, Shape, check_latency_ids, planned_latencies,
-    render_load_table,
+    Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart, Shape,
+    SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo,
+    render_load_table, run_sweep,
 };
-use planwave_plan::ValidatedPlan;
-use serde_json::json;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
-use super::loadtest_traffic::{Point, TrafficOptions};
+use super::loadtest_traffic::TrafficOptions;
 use super::options::{ScheduleArg, read_latency_file};
 
 pub const AFTER_HELP: &str = "\
@@ -37,11 +36,6 @@ Latencies are planned (known before the run) with the in-process simulator or a
 
 Exit codes: 0 every task completed, 2 invalid input, 3 some task did not complete,
 130 interrupted, 1 other error.";
-
-const DEFAULT_LATENCY: LatencyModel = LatencyModel::LogNormal {
-    mean_ms: 100.0,
-    sigma: 1.0,
-};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ShapeArg {
@@ -135,350 +129,171 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
             a.traffic.html.as_ref(),
         );
     }
-    let points = a.traffic.points(&a.concurrency)?;
-    let journal = match &a.journal {
-        Some(path) => Some(Arc::new(
-            Journal::open(path, true).with_context(|| format!("opening {}", path.display()))?,
-        )),
-        None => None,
-    };
+    // Shared with the endpoint's `connect`, which builds a client at every point.
+    let a = Arc::new(a);
+    let options = sweep_options(&a)?;
     let interrupt = planwave_runner::CtrlC::listen();
-    let cancel = interrupt.token();
-    let mut runs: Vec<LoadReport> = Vec::new();
-    let mut schedules = a.schedule.clone();
-    schedules.dedup();
-    let mut last_plan = None;
-    'points: for point in &points {
-        let (plan, source) = workload_plan(&a, point)?;
-        let plan = Arc::new(plan);
-        let w = Workload::new(&a, plan.clone())?;
-        for schedule in &schedules {
-            let at = At {
-                point,
-                schedule: *schedule,
-                serving: a.traffic.wants_serving(a.llm_url.is_some(), points.len()),
-            };
-            let report = run_point(&a, &w, &at, journal.clone(), &cancel).await?;
-            runs.push(report);
-            if cancel.is_cancelled() {
-                break 'points;
-            }
-        }
-        last_plan = Some((plan, source, w.model_label));
-    }
+    let outcome = run_sweep(options, &Terminal, interrupt.token()).await;
     drop(interrupt);
-    if let Some(path) = &a.timeline {
-        write_timeline(path, &runs)?;
-    }
-    if let Some(j) = &journal {
-        j.close().context("writing the journal")?;
-    }
-    let Some((plan, source, model_label)) = last_plan else {
+    let outcome = outcome.map_err(sweep_error)?;
+    let Some(workload) = &outcome.workload else {
         return Ok(Outcome(INTERRUPTED));
     };
-    let latency = a.latency.unwrap_or(DEFAULT_LATENCY);
-    print_results(&a, &plan, &source, latency, &model_label, &runs)?;
-    Ok(Outcome(if cancel.is_cancelled() {
-        INTERRUPTED
-    } else if runs.iter().all(|r| r.completed == r.tasks) {
-        OK
-    } else {
-        PARTIAL
+    print_results(&a, &outcome, workload)?;
+    Ok(Outcome(match outcome.status() {
+        SweepStatus::Interrupted => INTERRUPTED,
+        SweepStatus::Completed => OK,
+        SweepStatus::Partial => PARTIAL,
     }))
 }
 
-/// A point's plan and who answers it.
-struct Workload {
-    plan: Arc<ValidatedPlan>,
-    provider: Arc<dyn LlmProvider>,
-    planned: Option<Vec<f64>>,
-    model_label: String,
-}
-
-impl Workload {
-    fn new(a: &LoadtestArgs, plan: Arc<ValidatedPlan>) -> anyhow::Result<Workload> {
-        let overrides = match &a.latency_file {
-            Some(path) => {
-                let map = read_latency_file(path)?;
-                let unknown = check_latency_ids(&plan, &map);
-                if !unknown.is_empty() {
-                    return Err(InvalidInput {
-                        source_name: path.display().to_string(),
-                        problems: unknown,
-                    }
-                    .into());
-                }
-                map
-            }
-            None => Default::default(),
-        };
-        let sim = SimConfig {
-            seed: a.seed,
-            latency: a.latency.unwrap_or(DEFAULT_LATENCY).sim_latency(),
-            latency_overrides: overrides,
-            ..SimConfig::default()
-        };
-        let (provider, planned, model_label) = model(a, &plan, &sim)?;
-        if let Some(path) = &a.save_latencies {
-            save_latencies(path, &plan, planned.as_deref())?;
-        }
-        Ok(Workload {
-            plan,
-            provider,
-            planned,
-            model_label,
-        })
-    }
-}
-
-/// Where in the sweep a run is.
-struct At<'a> {
-    point: &'a Point,
-    schedule: ScheduleArg,
-    /// Measure serving metrics.
-    serving: bool,
-}
-
-/// One run: a schedule at one point of the sweep, with the endpoint's own figures when it
-/// reports them.
-async fn run_point(
-    a: &LoadtestArgs,
-    w: &Workload,
-    at: &At<'_>,
-    journal: Option<Arc<Journal>>,
-    cancel: &tokio_util::sync::CancellationToken,
-) -> anyhow::Result<LoadReport> {
-    let point = at.point;
-    let schedule = match at.schedule {
-        ScheduleArg::Dataflow => Schedule::Dataflow,
-        ScheduleArg::Waves => Schedule::Waves,
-    };
-    let label = point.label();
-    eprintln!(
-        "planwave loadtest: {} tasks, {} schedule{}, model: {}",
-        w.plan.len(),
-        schedule.as_str(),
-        label
-            .as_deref()
-            .map(|l| format!(", {l}"))
-            .unwrap_or_default(),
-        w.model_label
-    );
-    let server_before = match (&a.llm_url, at.serving) {
-        (Some(url), true) => super::loadtest_traffic::server_stats(url).await,
-        _ => None,
-    };
-    let mut report = planwave_loadtest::run(LoadRequest {
-        plan: w.plan.clone(),
-        provider: w.provider.clone(),
-        prompts: Arc::new(planwave_prompts::Templates::builtin()),
-        sink: Arc::new(NullSink),
-        journal,
-        config: RunConfig {
-            schedule,
-            concurrency: point.concurrency.map(|c| c as usize),
-            retry: RetryPolicy {
-                max_retries: a.retries,
-                ..RetryPolicy::default()
-            },
-            seed: a.seed,
-            ..RunConfig::default()
+/// The flags as the load test's options.
+fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
+    let plan = match &a.plan {
+        Some(path) => PlanChoice::Given {
+            plan: Arc::new(load_plan(path)?),
+            name: path.display().to_string(),
         },
-        planned_ms: w.planned.clone(),
-        cancel: cancel.clone(),
-        timeline: a.timeline.is_some() || a.traffic.html.is_some(),
-        on_start: progress_printer(w.plan.len()),
-        arrivals: a.traffic.arrivals(&w.plan, point, a.seed),
-        serving: at.serving.then(|| a.traffic.serving_options()),
-    })
-    .await
-    .context("running the workload")?;
-    report.label = label;
-    if let (Some(before), Some(url), Some(serving)) =
-        (server_before, &a.llm_url, report.serving.as_mut())
-        && let Some(after) = super::loadtest_traffic::server_stats(url).await
-    {
-        serving.server = Some(super::loadtest_traffic::server_side(&before, &after));
-    }
-    Ok(report)
-}
-
-/// Who answers and what latency each task is planned to take (known with the in-process
-/// simulator, or a replayed latency file), and the model's label.
-type Model = (Arc<dyn LlmProvider>, Option<Vec<f64>>, String);
-
-fn model(a: &LoadtestArgs, plan: &ValidatedPlan, sim: &SimConfig) -> anyhow::Result<Model> {
-    let Some(url) = &a.llm_url else {
-        return Ok((
-            Arc::new(SimProvider::new(sim.clone())),
-            Some(planned_latencies(plan, sim)),
-            "in-process simulator".into(),
-        ));
+        None => PlanChoice::Generated {
+            shape: match a.shape {
+                ShapeArg::Wide => Shape::Wide,
+                ShapeArg::Chain => Shape::Chain,
+                ShapeArg::Layered => Shape::Layered,
+                ShapeArg::Random => Shape::Random,
+            },
+            tasks: a.tasks as usize,
+            fan_in: a.fan_in,
+            width: a.width.map(|w| w as usize),
+        },
     };
-    if a.latency.is_some() {
-        return Err(InvalidInput {
-            source_name: "--latency".into(),
-            problems: vec![
-                "with --llm-url the server decides latency: start `sim-llm serve` with --latency-ms/--sigma or --latency-file (and give the same file here)".into(),
-            ],
-        }
-        .into());
-    }
-    Ok((
-        http_provider(url, a)?,
-        // Only a replayed file says what the server will take; else measure.
-        a.latency_file.as_ref().map(|_| {
-            let only_file = SimConfig {
-                latency: planwave_llm::sim::Latency::Zero,
-                ..sim.clone()
-            };
-            planned_latencies(plan, &only_file)
+    let latency_file = match &a.latency_file {
+        Some(path) => Some(LatencyFile {
+            path: path.clone(),
+            latencies: read_latency_file(path)?,
         }),
-        url.clone(),
-    ))
+        None => None,
+    };
+    let endpoint = match &a.llm_url {
+        None => Endpoint::Simulator,
+        Some(url) => {
+            let (url2, args) = (url.clone(), a.clone());
+            Endpoint::Http {
+                url: url.clone(),
+                connect: Box::new(move || http_provider(&url2, &args)),
+            }
+        }
+    };
+    Ok(SweepOptions {
+        plan,
+        seed: a.seed,
+        latency: a.latency,
+        latency_file,
+        save_latencies: a.save_latencies.clone(),
+        endpoint,
+        schedules: a
+            .schedule
+            .iter()
+            .map(|s| match s {
+                ScheduleArg::Dataflow => Schedule::Dataflow,
+                ScheduleArg::Waves => Schedule::Waves,
+            })
+            .collect(),
+        retries: a.retries,
+        journal: a.journal.clone(),
+        timeline: a.timeline.clone(),
+        pictures: a.traffic.html.is_some(),
+        traffic: a.traffic.traffic(&a.concurrency),
+    })
 }
 
-/// `--save-latencies`: the planned latency per task id.
-fn save_latencies(
-    path: &std::path::Path,
-    plan: &ValidatedPlan,
-    planned: Option<&[f64]>,
-) -> anyhow::Result<()> {
-    let planned = planned.ok_or_else(|| InvalidInput {
-        source_name: "--save-latencies".into(),
-        problems: vec!["with --llm-url the latencies are not known before the run".into()],
-    })?;
-    let map: serde_json::Map<String, serde_json::Value> = (0..plan.len())
-        .map(|i| (plan.id(i).to_string(), json!(planned[i])))
-        .collect();
-    std::fs::write(path, serde_json::to_vec_pretty(&map)?)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+/// The load test's errors as this command reports them: bad input names its flag (exit 2).
+fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
+    let invalid = |source_name: &str, problem: &str| InvalidInput::one(source_name, problem).into();
+    match e {
+        SweepError::Connect(e) => e,
+        SweepError::Traffic(t) => super::loadtest_traffic::invalid(&t).into(),
+        SweepError::Plan { what, problems } => InvalidInput {
+            source_name: what.into(),
+            problems,
+        }
+        .into(),
+        SweepError::LatencyFileIds { path, problems } => InvalidInput {
+            source_name: path.display().to_string(),
+            problems,
+        }
+        .into(),
+        SweepError::LatencyWithEndpoint => invalid(
+            "--latency",
+            "with --llm-url the server decides latency: start `sim-llm serve` with --latency-ms/--sigma or --latency-file (and give the same file here)",
+        ),
+        SweepError::LatenciesUnknown => invalid(
+            "--save-latencies",
+            "with --llm-url the latencies are not known before the run",
+        ),
+        other => other.into(),
+    }
+}
+
+/// What the terminal shows while the sweep runs.
+struct Terminal;
+
+impl SweepWatch for Terminal {
+    fn run_starts(&self, run: &RunStart<'_>) {
+        eprintln!(
+            "planwave loadtest: {} tasks, {} schedule{}, model: {}",
+            run.tasks,
+            run.schedule.as_str(),
+            run.label.map(|l| format!(", {l}")).unwrap_or_default(),
+            run.model
+        );
+    }
+
+    fn progress(&self, tasks: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+        progress_printer(tasks)
+    }
 }
 
 /// The figures as JSON (`--json`) or the workload line and the table.
-fn print_results(
-    a: &LoadtestArgs,
-    plan: &ValidatedPlan,
-    source: &str,
-    latency: LatencyModel,
-    model_label: &str,
-    runs: &[LoadReport],
-) -> anyhow::Result<()> {
+fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> anyhow::Result<()> {
+    let runs = &outcome.runs;
     if a.json {
-        let out = json!({
-            "workload": {
-                "source": source,
-                "tasks": plan.len(),
-                "waves": plan.waves().len(),
-                "seed": a.seed,
-                "latency": latency.to_string(),
-                "latency_file": a.latency_file.as_ref().map(|p| p.display().to_string()),
-                "model": model_label,
-            },
-            "runs": runs,
-            "sweep": super::loadtest_traffic::sweep_summary(runs),
-        });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {
         println!(
-            "workload: {source}, {} tasks in {} waves, latency {}{}, model: {model_label}",
-            plan.len(),
-            plan.waves().len(),
-            if a.llm_url.is_some() {
+            "workload: {}, {} tasks in {} waves, latency {}{}, model: {}",
+            w.source,
+            w.plan.len(),
+            w.plan.waves().len(),
+            if w.latency_by_server {
                 "decided by the server".to_string()
             } else {
-                latency.to_string()
+                w.latency.to_string()
             },
-            a.latency_file
+            w.latency_file
                 .as_ref()
                 .map(|p| format!(" (per-task from {})", p.display()))
                 .unwrap_or_default(),
+            w.model,
         );
         print!("{}", render_load_table(runs));
         if runs.iter().any(|r| r.serving.is_some()) {
             println!();
             print!("{}", planwave_loadtest::render_serving_table(runs));
         }
-        if let Some(sweep) = super::loadtest_traffic::sweep_summary(runs) {
-            println!("{}", super::loadtest_traffic::sweep_line(&sweep));
+        if let Some(sweep) = outcome.summary() {
+            println!("{}", planwave_loadtest::render_sweep_line(&sweep));
         }
     }
     if let Some(path) = &a.traffic.html {
         let html = planwave_loadtest::render_html(&planwave_loadtest::HtmlInput {
-            title: format!("planwave loadtest: {source}, model {model_label}"),
+            title: format!("planwave loadtest: {}, model {}", w.source, w.model),
             runs,
-            plan: Some(plan),
+            plan: Some(&w.plan),
         });
         std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("planwave loadtest: wrote {}", path.display());
     }
     Ok(())
-}
-
-fn write_timeline(path: &std::path::Path, runs: &[LoadReport]) -> anyhow::Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    let mut out = std::io::BufWriter::new(file);
-    for t in runs.iter().filter_map(|r| r.timeline.as_ref()) {
-        t.write_jsonl(&mut out)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    std::io::Write::flush(&mut out).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
-fn workload_plan(a: &LoadtestArgs, point: &Point) -> Result<(ValidatedPlan, String), InvalidInput> {
-    if let Some(n) = a.traffic.request_count(point) {
-        let plan = ValidatedPlan::new(planwave_loadtest::generate(Shape::Wide, n, 0, None, a.seed))
-            .map_err(|e| InvalidInput {
-                source_name: "generated plan".into(),
-                problems: e.0.iter().map(|p| p.to_string()).collect(),
-            })?;
-        return Ok((plan, format!("{n} independent requests")));
-    }
-    let (plan, source) = base_plan(a)?;
-    if a.traffic.plan_rate.is_some() {
-        let copies = a.traffic.plan_count();
-        let spec = planwave_loadtest::replicate(plan.spec(), copies);
-        let plan = ValidatedPlan::new(spec).map_err(|e| InvalidInput {
-            source_name: "replicated plan".into(),
-            problems: e.0.iter().map(|p| p.to_string()).collect(),
-        })?;
-        return Ok((plan, format!("{copies} plans of {source}")));
-    }
-    Ok((plan, source))
-}
-
-fn base_plan(a: &LoadtestArgs) -> Result<(ValidatedPlan, String), InvalidInput> {
-    if let Some(path) = &a.plan {
-        return Ok((load_plan(path)?, format!("plan {}", path.display())));
-    }
-    let shape = match a.shape {
-        ShapeArg::Wide => Shape::Wide,
-        ShapeArg::Chain => Shape::Chain,
-        ShapeArg::Layered => Shape::Layered,
-        ShapeArg::Random => Shape::Random,
-    };
-    let spec = planwave_loadtest::generate(
-        shape,
-        a.tasks as usize,
-        a.fan_in,
-        a.width.map(|w| w as usize),
-        a.seed,
-    );
-    let plan = ValidatedPlan::new(spec).map_err(|e| InvalidInput {
-        source_name: "generated plan".into(),
-        problems: e.0.iter().map(|p| p.to_string()).collect(),
-    })?;
-    let fan_in = match shape {
-        Shape::Random | Shape::Layered => format!(", fan-in {}", a.fan_in),
-        _ => String::new(),
-    };
-    Ok((
-        plan,
-        format!("{} (seed {}{fan_in})", shape.as_str(), a.seed),
-    ))
 }
 
 fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvider>> {

@@ -6,22 +6,9 @@ use anyhow::Context;
 
 use super::exit::{InvalidInput, OK, Outcome};
 
-fn read(path: &PathBuf) -> Result<serde_json::Value, InvalidInput> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| InvalidInput::one(path.display().to_string(), e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
-        InvalidInput::one(
-            path.display().to_string(),
-            format!("not the JSON of `planwave loadtest --json`: {e}"),
-        )
-    })?;
-    if !v["runs"].is_array() {
-        return Err(InvalidInput::one(
-            path.display().to_string(),
-            "no \"runs\": not the output of `planwave loadtest --json`",
-        ));
-    }
-    Ok(v)
+fn read(path: &std::path::Path) -> Result<serde_json::Value, InvalidInput> {
+    planwave_loadtest::read_saved(path)
+        .map_err(|e| InvalidInput::one(path.display().to_string(), e.to_string()))
 }
 
 /// Prints (and with `html`, plots) the ratios B/A of two saved runs.

@@ -44,6 +44,27 @@ pub struct CompareRow {
     pub ratio: Option<f64>,
 }
 
+/// Why a file is not a saved `--json` output.
+#[derive(Debug, thiserror::Error)]
+pub enum SavedError {
+    #[error("{0}")]
+    Read(#[source] std::io::Error),
+    #[error("not the JSON of `planwave loadtest --json`: {0}")]
+    Parse(#[source] serde_json::Error),
+    #[error("no \"runs\": not the output of `planwave loadtest --json`")]
+    NoRuns,
+}
+
+/// A saved `--json` output, checked to have its runs.
+pub fn read_saved(path: &std::path::Path) -> Result<Value, SavedError> {
+    let text = std::fs::read_to_string(path).map_err(SavedError::Read)?;
+    let v: Value = serde_json::from_str(&text).map_err(SavedError::Parse)?;
+    if !v["runs"].is_array() {
+        return Err(SavedError::NoRuns);
+    }
+    Ok(v)
+}
+
 /// Every figure present in both, run by run (runs paired by position).
 pub fn compare(a: &Value, b: &Value) -> Vec<CompareRow> {
     let runs = |v: &Value| v["runs"].as_array().cloned().unwrap_or_default();
@@ -154,5 +175,34 @@ mod tests {
         assert!(t.contains("0.500") && t.contains("1.250"), "{t}");
         let h = render_compare_html(&rows, "A", "B");
         assert!(h.contains("<svg") && !h.contains("http"));
+    }
+
+    #[test]
+    fn a_saved_output_must_be_json_with_runs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let write = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).expect("write");
+            p
+        };
+        let good = write("good.json", r#"{"runs": [{"makespan_ms": 1.0}]}"#);
+        assert_eq!(
+            read_saved(&good).expect("saved")["runs"][0]["makespan_ms"],
+            1.0
+        );
+        let text = read_saved(&write("bad.json", "{")).unwrap_err().to_string();
+        assert!(
+            text.starts_with("not the JSON of `planwave loadtest --json`: "),
+            "{text}"
+        );
+        let none = read_saved(&write("none.json", "{}")).unwrap_err();
+        assert_eq!(
+            none.to_string(),
+            "no \"runs\": not the output of `planwave loadtest --json`"
+        );
+        assert!(matches!(
+            read_saved(&dir.path().join("absent")),
+            Err(SavedError::Read(_))
+        ));
     }
 }

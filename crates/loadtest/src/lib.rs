@@ -7,8 +7,14 @@
 //! come from the calls the engine really made, whichever provider answers (the in-process
 //! simulator or an OpenAI-compatible server over HTTP).
 //!
-//! This crate knows nothing of the command line; it never decides latency itself (the
-//! provider does), it only knows what the workload planned.
+//! [`run_sweep`] is the load test as one operation (cargo's `ops` habit): a
+//! [`SweepOptions`] in (workload, endpoint, [`Traffic`], schedules), every point of a sweep
+//! over rate or concurrency run in turn until done or cancelled, a [`SweepOutcome`] out (the
+//! runs, the workload, the knee as a typed [`SweepSummary`]); [`JsonReport`] is its `--json`
+//! document. The endpoint's own figures come from `sim-llm serve`'s stats ([`server_stats`]).
+//!
+//! This crate knows nothing of the command line (no flags, no terminal, no exit codes); it
+//! never decides latency itself (the provider does), it only knows what the workload planned.
 //!
 //! [`LlmProvider`]: planwave_llm::LlmProvider
 
@@ -16,29 +22,44 @@ mod arrivals;
 mod bounds;
 mod compare;
 mod html;
+mod knee;
+mod output;
+mod percentiles;
 mod probe;
 mod report;
 mod rss;
 mod run;
+mod server_stats;
 mod serving;
 mod serving_table;
 mod svg;
+mod sweep;
 mod timeline;
+mod traffic;
 mod workload;
 
 pub use arrivals::{gamma_arrivals, per_copy, replicate};
 pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
-pub use compare::{CompareRow, compare, render_compare_html, render_compare_table};
+pub use compare::{
+    CompareRow, SavedError, compare, read_saved, render_compare_html, render_compare_table,
+};
 pub use html::{HtmlInput, render_html};
+pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
+pub use output::{JsonReport, WorkloadDoc};
+pub use percentiles::{Distribution, Percentiles};
 pub use probe::{Probe, ProbeSnapshot};
-pub use report::{Distribution, LoadReport, render_load_table};
+pub use report::{LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, ServingOptions, run};
-pub use serving::{
-    CallRecord, Percentiles, ServerSide, ServingReport, Slo, error_class, knee, parse_ms,
-};
+pub use server_stats::{server_side, server_stats};
+pub use serving::{CallRecord, ServerSide, ServingReport, Slo, error_class, parse_ms};
 pub use serving_table::render_serving_table;
+pub use sweep::{
+    Connect, DEFAULT_LATENCY, Endpoint, LatencyFile, PlanChoice, RunStart, SweepError,
+    SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
+};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
+pub use traffic::{Point, Traffic, TrafficError};
 pub use workload::{
     LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,
 };

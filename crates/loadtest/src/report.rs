@@ -2,39 +2,10 @@
 
 use serde::Serialize;
 
-/// p50/p99/max of a sample (nearest-rank percentiles), in ms.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Distribution {
-    pub samples: usize,
-    pub p50: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
-
-/// The nearest-rank `q` quantile of an ascending sample (`None` when it is empty).
-pub(crate) fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let k = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[k - 1])
-}
-
-impl Distribution {
-    pub fn of(mut v: Vec<f64>) -> Distribution {
-        v.sort_by(f64::total_cmp);
-        let rank = |q| nearest_rank(&v, q);
-        Distribution {
-            samples: v.len(),
-            p50: rank(0.50),
-            p99: rank(0.99),
-            max: v.last().copied(),
-        }
-    }
-}
+use crate::percentiles::Distribution;
 
 /// One run of a workload. Times in ms; ratios are makespan / bound (`None` for a zero bound).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct LoadReport {
     pub schedule: String,
     pub tasks: usize,
@@ -164,20 +135,4 @@ pub(crate) fn layout(rows: &[(&str, Vec<String>)]) -> String {
         out.push('\n');
     }
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let d = Distribution::of((1..=200).map(f64::from).rev().collect());
-        assert_eq!(
-            (d.samples, d.p50, d.p99, d.max),
-            (200, Some(100.0), Some(198.0), Some(200.0))
-        );
-        let empty = Distribution::of(Vec::new());
-        assert_eq!((empty.samples, empty.p50, empty.max), (0, None, None));
-    }
 }

@@ -9,8 +9,9 @@ use planwave_plan::ValidatedPlan;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounds::Bounds;
+use crate::percentiles::Distribution;
 use crate::probe::{Probe, ProbeSnapshot};
-use crate::report::{Distribution, LoadReport};
+use crate::report::LoadReport;
 use crate::rss;
 use crate::serving::{ServingReport, Slo};
 use crate::timeline::{self, Timeline, TimelineHeader};

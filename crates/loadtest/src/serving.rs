@@ -10,6 +10,8 @@ use std::time::Duration;
 use planwave_llm::{ChatResponse, LlmError};
 use serde::{Deserialize, Serialize};
 
+use crate::percentiles::Percentiles;
+
 /// One model call as the client saw it. Times in ms; `start_ms` from the run's epoch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CallRecord {
@@ -161,32 +163,6 @@ impl Slo {
     }
 }
 
-/// Mean and nearest-rank percentiles of a sample, in ms.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Percentiles {
-    pub samples: usize,
-    pub mean: Option<f64>,
-    pub p50: Option<f64>,
-    pub p90: Option<f64>,
-    pub p99: Option<f64>,
-    pub max: Option<f64>,
-}
-
-impl Percentiles {
-    pub fn of(mut v: Vec<f64>) -> Percentiles {
-        v.sort_by(f64::total_cmp);
-        let rank = |q| crate::report::nearest_rank(&v, q);
-        Percentiles {
-            samples: v.len(),
-            mean: (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64),
-            p50: rank(0.50),
-            p90: rank(0.90),
-            p99: rank(0.99),
-            max: v.last().copied(),
-        }
-    }
-}
-
 /// The endpoint's own figures for the same requests (from `sim-llm serve`'s stats).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ServerSide {
@@ -301,20 +277,6 @@ impl ServingReport {
     }
 }
 
-/// The knee of a sweep: the first point after which goodput (or, without an SLO, request
-/// throughput) rises by less than 5 %; the last point when it never stops rising.
-pub fn knee(values: &[f64]) -> Option<usize> {
-    if values.is_empty() {
-        return None;
-    }
-    Some(
-        values
-            .windows(2)
-            .position(|w| w[1] < w[0] * 1.05)
-            .unwrap_or(values.len() - 1),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -384,13 +346,6 @@ mod tests {
         let r = ServingReport::of(&calls, 250.0, None);
         assert_eq!((r.requests, r.warmup_excluded), (7, 3));
         assert_eq!(r.goodput, None);
-    }
-
-    #[test]
-    fn knee_is_where_the_rise_stops() {
-        assert_eq!(knee(&[10.0, 20.0, 40.0, 41.0, 39.0]), Some(2));
-        assert_eq!(knee(&[10.0, 20.0, 40.0]), Some(2));
-        assert_eq!(knee(&[]), None);
     }
 
     #[test]

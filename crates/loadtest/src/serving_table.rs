@@ -1,7 +1,8 @@
 //! The serving metrics of runs side by side, as a plain-text table.
 
+use crate::percentiles::Percentiles;
 use crate::report::LoadReport;
-use crate::serving::{Percentiles, ServingReport};
+use crate::serving::ServingReport;
 
 fn ms(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into())

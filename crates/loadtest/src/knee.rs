@@ -1,0 +1,190 @@
+//! Where a sweep saturates: the knee, the point after which goodput (or, without an SLO,
+//! request throughput) stops rising.
+
+use serde::Serialize;
+
+use crate::report::LoadReport;
+
+/// The knee of a sweep: the first point after which the values rise by less than 5 %; the
+/// last point when they never stop rising.
+pub fn knee(values: &[f64]) -> Option<usize> {
+    if values.is_empty() {
+        return None;
+    }
+    Some(
+        values
+            .windows(2)
+            .position(|w| w[1] < w[0] * 1.05)
+            .unwrap_or(values.len() - 1),
+    )
+}
+
+/// What the knee is measured on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KneeMetric {
+    /// Good requests per second (every run had an SLO).
+    Goodput,
+    /// Successful requests per second.
+    RequestThroughput,
+}
+
+impl KneeMetric {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KneeMetric::Goodput => "goodput",
+            KneeMetric::RequestThroughput => "request_throughput",
+        }
+    }
+}
+
+/// One run of the sweep and its value of the metric.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepPoint {
+    /// The run's label (`concurrency=16`).
+    pub point: Option<String>,
+    pub value: f64,
+}
+
+/// A sweep's summary (`"sweep"` in `--json`). Fields in the order the JSON has always had
+/// them (sorted), so saved outputs compare line by line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SweepSummary {
+    /// Index of the knee among the runs.
+    pub knee: usize,
+    pub knee_point: Option<String>,
+    pub knee_value: f64,
+    pub metric: KneeMetric,
+    pub points: Vec<SweepPoint>,
+    /// The knee is the last point: throughput was still rising, the knee is further out.
+    pub rising_at_end: bool,
+}
+
+impl SweepSummary {
+    /// The summary of a sweep: `None` for a single run, or when a run has no serving
+    /// metrics.
+    pub fn of(runs: &[LoadReport]) -> Option<SweepSummary> {
+        if runs.len() < 2 {
+            return None;
+        }
+        let served: Vec<_> = runs.iter().filter_map(|r| r.serving.as_ref()).collect();
+        if served.len() != runs.len() {
+            return None;
+        }
+        let by_goodput = served.iter().all(|s| s.goodput.is_some());
+        let values: Vec<f64> = served
+            .iter()
+            .map(|s| s.goodput.unwrap_or(s.request_throughput))
+            .collect();
+        let k = knee(&values)?;
+        Some(SweepSummary {
+            knee: k,
+            knee_point: runs[k].label.clone(),
+            knee_value: values[k],
+            metric: if by_goodput {
+                KneeMetric::Goodput
+            } else {
+                KneeMetric::RequestThroughput
+            },
+            points: runs
+                .iter()
+                .zip(&values)
+                .map(|(r, v)| SweepPoint {
+                    point: r.label.clone(),
+                    value: *v,
+                })
+                .collect(),
+            rising_at_end: k == values.len() - 1,
+        })
+    }
+}
+
+/// The line printed under a sweep's table.
+pub fn render_sweep_line(s: &SweepSummary) -> String {
+    format!(
+        "knee: {} ({} {:.1} req/s){}",
+        s.knee_point.as_deref().unwrap_or("-"),
+        s.metric.as_str(),
+        s.knee_value,
+        if s.rising_at_end {
+            "; still rising at the last point: the knee is further out"
+        } else {
+            ""
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serving::ServingReport;
+
+    fn run(label: &str, throughput: f64, goodput: Option<f64>) -> LoadReport {
+        LoadReport {
+            label: Some(label.into()),
+            serving: Some(ServingReport {
+                request_throughput: throughput,
+                goodput,
+                ..ServingReport::default()
+            }),
+            ..LoadReport::default()
+        }
+    }
+
+    #[test]
+    fn knee_is_where_the_rise_stops() {
+        assert_eq!(knee(&[10.0, 20.0, 40.0, 41.0, 39.0]), Some(2));
+        assert_eq!(knee(&[10.0, 20.0, 40.0]), Some(2));
+        assert_eq!(knee(&[]), None);
+    }
+
+    #[test]
+    fn a_sweep_names_its_knee_by_throughput_without_an_slo() {
+        let runs = [
+            run("concurrency=1", 10.0, None),
+            run("concurrency=4", 38.0, None),
+            run("concurrency=16", 39.0, None),
+            run("concurrency=64", 30.0, None),
+        ];
+        let s = SweepSummary::of(&runs).expect("a sweep");
+        assert_eq!(s.metric, KneeMetric::RequestThroughput);
+        assert_eq!(
+            (s.knee, s.knee_point.as_deref()),
+            (1, Some("concurrency=4"))
+        );
+        assert_eq!(s.knee_value, 38.0);
+        assert!(!s.rising_at_end);
+        assert_eq!(
+            render_sweep_line(&s),
+            "knee: concurrency=4 (request_throughput 38.0 req/s)"
+        );
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["metric"], "request_throughput");
+        assert_eq!(json["knee_point"], "concurrency=4");
+        assert_eq!(
+            json["points"][3],
+            serde_json::json!({"point": "concurrency=64", "value": 30.0})
+        );
+    }
+
+    #[test]
+    fn goodput_is_the_metric_only_when_every_run_has_it() {
+        let rising = [run("rate=1", 1.0, Some(1.0)), run("rate=2", 2.0, Some(2.0))];
+        let s = SweepSummary::of(&rising).expect("a sweep");
+        assert_eq!((s.metric, s.knee), (KneeMetric::Goodput, 1));
+        assert!(s.rising_at_end);
+        assert!(render_sweep_line(&s).ends_with("the knee is further out"));
+        let mixed = [run("rate=1", 1.0, Some(1.0)), run("rate=2", 2.0, None)];
+        assert_eq!(
+            SweepSummary::of(&mixed).expect("a sweep").metric,
+            KneeMetric::RequestThroughput
+        );
+    }
+
+    #[test]
+    fn one_run_or_a_run_without_serving_metrics_is_no_sweep() {
+        assert_eq!(SweepSummary::of(&[run("rate=1", 1.0, None)]), None);
+        let unserved = [run("rate=1", 1.0, None), LoadReport::default()];
+        assert_eq!(SweepSummary::of(&unserved), None);
+    }
+}

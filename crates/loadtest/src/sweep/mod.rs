@@ -1,0 +1,302 @@
+//! The load test as one operation: every point of a sweep (rate or concurrency), every
+//! schedule at each, through [`run`](crate::run), with the endpoint's own figures around
+//! each run; then the timeline file and the journal closed. Options in, [`SweepOutcome`]
+//! out; what a person sees comes back through [`SweepWatch`].
+
+mod error;
+mod workload;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_llm::LlmProvider;
+use planwave_plan::ValidatedPlan;
+use tokio_util::sync::CancellationToken;
+
+pub use error::SweepError;
+
+use crate::knee::SweepSummary;
+use crate::probe::Probe;
+use crate::report::LoadReport;
+use crate::run::{LoadRequest, run};
+use crate::server_stats::{server_side, server_stats};
+use crate::traffic::{Point, Traffic};
+use crate::workload::{LatencyModel, Shape};
+use workload::{Workload, point_plan};
+
+/// The latency of the in-process simulator when none is given.
+pub const DEFAULT_LATENCY: LatencyModel = LatencyModel::LogNormal {
+    mean_ms: 100.0,
+    sigma: 1.0,
+};
+
+/// The plan a sweep runs (unless the traffic asks for independent requests).
+#[derive(Clone, Debug)]
+pub enum PlanChoice {
+    Generated {
+        shape: Shape,
+        tasks: usize,
+        fan_in: usize,
+        /// Tasks per layer of the layered shape.
+        width: Option<usize>,
+    },
+    /// A plan from elsewhere; `name` says where (a path).
+    Given {
+        plan: Arc<ValidatedPlan>,
+        name: String,
+    },
+}
+
+/// Per-task latencies replayed from a file (task id to latency).
+#[derive(Clone, Debug)]
+pub struct LatencyFile {
+    pub path: PathBuf,
+    pub latencies: HashMap<String, Duration>,
+}
+
+/// Builds the client for an endpoint; called at each point of the sweep, so every point
+/// starts with a client of its own, as a separate run would.
+pub type Connect<E> = Box<dyn Fn() -> Result<Arc<dyn LlmProvider>, E> + Send + Sync>;
+
+/// Who answers the model calls.
+pub enum Endpoint<E> {
+    /// The in-process simulator: latencies are planned, known before the run.
+    Simulator,
+    /// An OpenAI-compatible server at `url`: it decides latency.
+    Http { url: String, connect: Connect<E> },
+}
+
+/// A load test: which workload, who answers, which traffic and schedules.
+pub struct SweepOptions<E> {
+    pub plan: PlanChoice,
+    /// Seed of the generated plan, the latency draws and the arrivals.
+    pub seed: u64,
+    /// The simulator's latency model ([`DEFAULT_LATENCY`] when `None`); refused with an
+    /// HTTP endpoint.
+    pub latency: Option<LatencyModel>,
+    pub latency_file: Option<LatencyFile>,
+    /// Write every task's planned latency here, as a latency file.
+    pub save_latencies: Option<PathBuf>,
+    pub endpoint: Endpoint<E>,
+    /// Run one after the other at each point (repeats in a row run once).
+    pub schedules: Vec<Schedule>,
+    /// Task retries after a transient model error.
+    pub retries: u32,
+    /// Journal every run's events durably to this file (all runs append).
+    pub journal: Option<PathBuf>,
+    /// Write every task's timestamps as JSON lines to this file.
+    pub timeline: Option<PathBuf>,
+    /// Keep timelines and serving figures for pictures, whatever else asks for them.
+    pub pictures: bool,
+    pub traffic: Traffic,
+}
+
+/// A run about to start, for the front end to show.
+pub struct RunStart<'a> {
+    pub tasks: usize,
+    pub schedule: Schedule,
+    /// The sweep point (`rate=20`), if any.
+    pub label: Option<&'a str>,
+    pub model: &'a str,
+}
+
+/// What the front end hears while a sweep runs.
+pub trait SweepWatch: Send + Sync {
+    fn run_starts(&self, _run: &RunStart<'_>) {}
+    /// Called as each run starts, with its task count: a callback that gets the run's probe
+    /// (progress output), or `None`.
+    fn progress(&self, _tasks: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+        None
+    }
+}
+
+/// The workload the results describe (the last point that ran every schedule).
+#[derive(Clone, Debug)]
+pub struct WorkloadInfo {
+    pub plan: Arc<ValidatedPlan>,
+    /// How the plan came about (`random (seed 0, fan-in 3)`, `40 independent requests`).
+    pub source: String,
+    /// `in-process simulator` or the endpoint's URL.
+    pub model: String,
+    pub seed: u64,
+    pub latency: LatencyModel,
+    pub latency_file: Option<PathBuf>,
+    /// An endpoint decided latency (not the simulator).
+    pub latency_by_server: bool,
+}
+
+/// How a sweep ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SweepStatus {
+    /// Every task of every run completed.
+    Completed,
+    /// Some task did not complete.
+    Partial,
+    /// Cancelled.
+    Interrupted,
+}
+
+/// Every run, in order, and the workload they ran.
+#[derive(Debug)]
+pub struct SweepOutcome {
+    pub runs: Vec<LoadReport>,
+    /// `None` when cancelled before a point ran every schedule.
+    pub workload: Option<WorkloadInfo>,
+    pub interrupted: bool,
+}
+
+impl SweepOutcome {
+    pub fn status(&self) -> SweepStatus {
+        if self.interrupted {
+            SweepStatus::Interrupted
+        } else if self.runs.iter().all(|r| r.completed == r.tasks) {
+            SweepStatus::Completed
+        } else {
+            SweepStatus::Partial
+        }
+    }
+
+    /// Where the sweep saturates (`None` without a sweep).
+    pub fn summary(&self) -> Option<SweepSummary> {
+        SweepSummary::of(&self.runs)
+    }
+}
+
+/// Runs the load test: each point of the sweep, each schedule, until done or cancelled.
+pub async fn run_sweep<E>(
+    o: SweepOptions<E>,
+    watch: &dyn SweepWatch,
+    cancel: CancellationToken,
+) -> Result<SweepOutcome, SweepError<E>> {
+    let points = o.traffic.points()?;
+    let journal = match &o.journal {
+        Some(path) => Some(Arc::new(
+            Journal::open(path, true).map_err(|e| SweepError::io("opening", path, e))?,
+        )),
+        None => None,
+    };
+    let endpoint = matches!(o.endpoint, Endpoint::Http { .. });
+    let at = At {
+        serving: o.pictures || o.traffic.wants_serving(endpoint, points.len()),
+        journal,
+        watch,
+        cancel: &cancel,
+    };
+    let mut schedules = o.schedules.clone();
+    schedules.dedup();
+    let mut runs = Vec::new();
+    let mut last = None;
+    'points: for point in &points {
+        let (plan, source) = point_plan(&o, point)?;
+        let w = Workload::new(&o, plan)?;
+        for &schedule in &schedules {
+            runs.push(run_point(&o, &w, point, schedule, &at).await?);
+            if cancel.is_cancelled() {
+                break 'points;
+            }
+        }
+        last = Some((w.plan, source, w.model_label));
+    }
+    if let Some(path) = &o.timeline {
+        write_timeline(path, &runs)?;
+    }
+    if let Some(j) = &at.journal {
+        j.close().map_err(SweepError::JournalClose)?;
+    }
+    Ok(SweepOutcome {
+        runs,
+        workload: last.map(|(plan, source, model)| WorkloadInfo {
+            plan,
+            source,
+            model,
+            seed: o.seed,
+            latency: o.latency.unwrap_or(DEFAULT_LATENCY),
+            latency_file: o.latency_file.as_ref().map(|f| f.path.clone()),
+            latency_by_server: endpoint,
+        }),
+        interrupted: cancel.is_cancelled(),
+    })
+}
+
+/// What every run of the sweep shares.
+struct At<'a> {
+    /// Measure serving metrics.
+    serving: bool,
+    journal: Option<Arc<Journal>>,
+    watch: &'a dyn SweepWatch,
+    cancel: &'a CancellationToken,
+}
+
+/// One run: a schedule at one point of the sweep, with the endpoint's own figures when it
+/// reports them.
+async fn run_point<E>(
+    o: &SweepOptions<E>,
+    w: &Workload,
+    point: &Point,
+    schedule: Schedule,
+    at: &At<'_>,
+) -> Result<LoadReport, SweepError<E>> {
+    let label = point.label();
+    at.watch.run_starts(&RunStart {
+        tasks: w.plan.len(),
+        schedule,
+        label: label.as_deref(),
+        model: &w.model_label,
+    });
+    let url = match (&o.endpoint, at.serving) {
+        (Endpoint::Http { url, .. }, true) => Some(url.as_str()),
+        _ => None,
+    };
+    let before = match url {
+        Some(url) => server_stats(url).await,
+        None => None,
+    };
+    let mut report = run(LoadRequest {
+        plan: w.plan.clone(),
+        provider: w.provider.clone(),
+        prompts: Arc::new(planwave_prompts::Templates::builtin()),
+        sink: Arc::new(NullSink),
+        journal: at.journal.clone(),
+        config: RunConfig {
+            schedule,
+            concurrency: point.concurrency.map(|c| c as usize),
+            retry: RetryPolicy {
+                max_retries: o.retries,
+                ..RetryPolicy::default()
+            },
+            seed: o.seed,
+            ..RunConfig::default()
+        },
+        planned_ms: w.planned.clone(),
+        cancel: at.cancel.clone(),
+        timeline: o.timeline.is_some() || o.pictures,
+        on_start: at.watch.progress(w.plan.len()),
+        arrivals: o.traffic.arrivals(&w.plan, point, o.seed),
+        serving: at.serving.then(|| o.traffic.serving_options()),
+    })
+    .await
+    .map_err(SweepError::Run)?;
+    report.label = label;
+    if let (Some(before), Some(url), Some(serving)) = (before, url, report.serving.as_mut())
+        && let Some(after) = server_stats(url).await
+    {
+        serving.server = Some(server_side(&before, &after));
+    }
+    Ok(report)
+}
+
+fn write_timeline<E>(path: &std::path::Path, runs: &[LoadReport]) -> Result<(), SweepError<E>> {
+    let file = std::fs::File::create(path).map_err(|e| SweepError::io("creating", path, e))?;
+    let mut out = std::io::BufWriter::new(file);
+    for t in runs.iter().filter_map(|r| r.timeline.as_ref()) {
+        t.write_jsonl(&mut out)
+            .map_err(|e| SweepError::io("writing", path, e))?;
+    }
+    std::io::Write::flush(&mut out).map_err(|e| SweepError::io("writing", path, e))
+}
+
+#[cfg(test)]
+mod tests;
