@@ -10,12 +10,12 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
 use planwave_llm::LlmProvider;
-use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_loadtest::{
     LatencyModel, LoadReport, LoadRequest, Probe, Shape, check_latency_ids, planned_latencies,
     render_load_table,
 };
 use planwave_plan::ValidatedPlan;
+use planwave_sim::{SIM_MODEL, SimConfig, SimProvider};
 use serde_json::json;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
@@ -329,7 +329,7 @@ fn model(a: &LoadtestArgs, plan: &ValidatedPlan, sim: &SimConfig) -> anyhow::Res
         // Only a replayed file says what the server will take; else measure.
         a.latency_file.as_ref().map(|_| {
             let only_file = SimConfig {
-                latency: planwave_llm::sim::Latency::Zero,
+                latency: planwave_sim::Latency::Zero,
                 ..sim.clone()
             };
             planned_latencies(plan, &only_file)
