@@ -11,7 +11,13 @@ use planwave_plan::plan_from_value;
 use planwave_sim::{SimConfig, SimProvider};
 use tokio_util::sync::CancellationToken;
 
+use planwave_engine::{CallRecord, Preset, RunResult, RunStatus};
+use planwave_llm::{AgentRole, RoundTag};
+use planwave_plan::{Lang, ValidatedPlan};
+use planwave_prompts::Templates;
+
 use super::*;
+use crate::policy::{LoopPolicy, StopReason};
 
 /// A model that never answers the evaluator; the user presses Ctrl-C meanwhile.
 struct Stuck {
