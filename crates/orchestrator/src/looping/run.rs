@@ -16,6 +16,7 @@ use super::reflection::reflect;
 use super::rounds::{LoopContext, LoopError, Rounds};
 use crate::policy::{LoopPolicy, StopReason, stop_after_reflection, stop_before_reflection};
 
+/// The loop from its first round.
 pub async fn run_loop<R: Rounds>(
     cx: &LoopContext,
     driver: &mut R,
