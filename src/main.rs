@@ -53,7 +53,10 @@ fn main() -> ExitCode {
     // Spans are exported on every way out: success, failure and Ctrl-C (which ends the
     // command normally, as interrupted) all come back here before the process exits.
     if let Err(e) = telemetry.shutdown() {
-        eprintln!("warning: {}", planwave_llm::redact_urls_in(&e.to_string()));
+        eprintln!(
+            "warning: {}",
+            planwave_redact::redact_urls_in(&e.to_string())
+        );
     }
     // Don't wait on stray blocking tasks (e.g. a stdin reader) after the command is done.
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_llm::ApiKey;
-use planwave_llm::sim::{Latency, PlannerFault, SIM_MODEL, SimConfig, TokenRate};
+use planwave_sim::{Latency, PlannerFault, SIM_MODEL, SimConfig, TokenRate};
 use planwave_sim_server::{
     Fault, FaultConfig, FaultRates, ServingConfig, SimServer, SimServerConfig,
 };

@@ -4,7 +4,7 @@
 
 use clap::Args;
 use planwave_llm::AgentRole;
-use planwave_llm::sim::{ReflectScript, TaskFault};
+use planwave_sim::{ReflectScript, TaskFault};
 
 use super::exit::InvalidInput;
 

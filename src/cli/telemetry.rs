@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use clap::Args;
 use planwave_llm::LlmProvider;
+use planwave_llm::TracedProvider;
 use planwave_otlp::{OtlpSettings, Telemetry};
-use planwave_telemetry::TracedProvider;
 use tracing::Instrument;
 use tracing::field::Empty;
 use tracing_subscriber::Layer;
@@ -51,14 +51,14 @@ pub fn init(
     )
     .map_err(|e| InvalidInput {
         source_name: "telemetry".into(),
-        problems: vec![planwave_llm::redact_urls_in(&e.to_string()).into_owned()],
+        problems: vec![planwave_redact::redact_urls_in(&e.to_string()).into_owned()],
     })?;
     let _ = TRACE_CONTENT.set(opts.trace_content);
     let (telemetry, otel) = match &settings {
         Some(s) => {
             let (t, layer) = Telemetry::start(s, runtime).map_err(|e| InvalidInput {
                 source_name: "telemetry".into(),
-                problems: vec![planwave_llm::redact_urls_in(&e.to_string()).into_owned()],
+                problems: vec![planwave_redact::redact_urls_in(&e.to_string()).into_owned()],
             })?;
             (t, Some(layer))
         }

@@ -55,7 +55,7 @@ pub struct LogWriter;
 impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         let text = String::from_utf8_lossy(buf);
-        std::io::stderr().write_all(planwave_llm::redact_urls_in(&text).as_bytes())?;
+        std::io::stderr().write_all(planwave_redact::redact_urls_in(&text).as_bytes())?;
         Ok(buf.len())
     }
 

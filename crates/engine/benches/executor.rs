@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use planwave_engine::{RunRequest, execute};
-use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_plan::{ValidatedPlan, generate};
+use planwave_sim::{SimConfig, SimProvider};
 
 fn run_once(rt: &tokio::runtime::Runtime, plan: &Arc<ValidatedPlan>) {
     let result = rt.block_on(execute(RunRequest::in_memory(

@@ -136,8 +136,8 @@ mod tests {
     use std::collections::HashMap;
     use std::time::Duration;
 
-    use planwave_llm::sim::{Latency, SimConfig, SimProvider};
     use planwave_plan::{PlanSpec, TaskId, TaskSpec};
+    use planwave_sim::{Latency, SimConfig, SimProvider};
 
     use super::*;
     use crate::event::{Event, EventKind, EventSink};

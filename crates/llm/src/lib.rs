@@ -1,35 +1,37 @@
 //! Language-model access for planwave: the [`LlmProvider`] trait every model sits behind, the
-//! request/response types, the OpenAI-compatible HTTP client ([`openai::OpenAiProvider`]) and
-//! the deterministic simulated provider ([`sim::SimProvider`]).
+//! request/response types, the OpenAI-compatible HTTP client ([`openai::OpenAiProvider`]),
+//! [`TracedProvider`] (a GenAI `chat` span around any provider's calls), and what every
+//! provider shares: token estimates, prices, [`stable_hash`].
 //!
 //! Callers (planner, subagents, integrator) build [`ChatRequest`]s; they never know which
-//! provider answers. The simulator is a real provider behind the same trait, used for offline
-//! runs and load tests, not a shortcut around the code users run.
+//! provider answers. The simulated provider lives in `planwave-sim`, behind the same trait.
 //!
-//! This crate knows nothing of actors, run directories, config files or the CLI.
+//! This crate knows nothing of the simulator, actors, run directories, config files or the
+//! CLI; URL credentials are redacted by `planwave-redact`.
 
 mod error;
+mod hash;
 pub mod openai;
 mod pricing;
 mod provider;
 mod record;
 mod secret;
-pub mod sim;
 mod stream;
 pub mod timefmt;
 mod tokens;
+mod traced;
 mod types;
-mod url_secret;
 
 pub use error::LlmError;
+pub use hash::stable_hash;
 pub use pricing::{CostEstimate, ModelPrice, PriceTable};
 pub use provider::{LlmProvider, ProviderInfo};
 pub use record::CallRecord;
 pub use secret::{ApiKey, scrub};
 pub use stream::{CallTiming, DeltaSink, StreamEvent};
 pub use tokens::{char_count, char_tokens, estimate_tokens, is_cjk};
+pub use traced::TracedProvider;
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
     RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
 };
-pub use url_secret::{redact_url, redact_urls_in, url_has_secret};

@@ -201,7 +201,7 @@ impl LlmProvider for Probe {
         match arrival {
             // An open-loop run holds the first send until the task's arrival time.
             Some(at) => Box::pin(async move {
-                planwave_llm::sim::timer::sleep_until(self.epoch + at).await;
+                planwave_sim::timer::sleep_until(self.epoch + at).await;
                 self.observe(index, request).await
             }),
             None => self.observe(index, request),

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use planwave_llm::sim::{Latency, SimConfig};
 use planwave_plan::{PlanSpec, ValidatedPlan, generate as gen_plan};
+use planwave_sim::{Latency, SimConfig};
 
 /// The shape of a generated plan (see `planwave_plan::generate`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

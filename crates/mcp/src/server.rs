@@ -328,7 +328,7 @@ impl Server {
                     ServiceError::TransportClosed => {
                         "the connection closed (the server exited or crashed)".to_owned()
                     }
-                    other => planwave_llm::redact_urls_in(&other.to_string()).into_owned(),
+                    other => planwave_redact::redact_urls_in(&other.to_string()).into_owned(),
                 };
                 Err(ToolError::Transport {
                     server: self.config.name.clone(),
@@ -365,13 +365,13 @@ impl Server {
 /// user; those are dropped and the root cause (say, "Connection refused") is added when the
 /// message does not already end with it.
 fn plain_error(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = without_type_paths(&planwave_llm::redact_urls_in(&e.to_string()));
+    let mut msg = without_type_paths(&planwave_redact::redact_urls_in(&e.to_string()));
     let mut root = e.source();
     while let Some(next) = root.and_then(std::error::Error::source) {
         root = Some(next);
     }
     if let Some(root) = root {
-        let cause = without_type_paths(&planwave_llm::redact_urls_in(&root.to_string()));
+        let cause = without_type_paths(&planwave_redact::redact_urls_in(&root.to_string()));
         if !cause.is_empty() && !msg.contains(&cause) {
             msg = format!("{msg} ({cause})");
         }

@@ -66,7 +66,7 @@ pub(crate) async fn shared_bucket(
 pub(crate) fn endpoint_key(kind: &str, scope: &str) -> String {
     format!(
         "{kind}.{:016x}",
-        planwave_llm::sim::stable_hash(0, &planwave_llm::redact_url(scope), 0)
+        planwave_llm::stable_hash(0, &planwave_redact::redact_url(scope), 0)
     )
 }
 

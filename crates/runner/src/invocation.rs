@@ -88,7 +88,7 @@ impl Invocation {
 /// `args` without the flags (and their values) whose URL carries a credential, and the names
 /// of those flags; a bare argument holding such a URL is kept, redacted.
 fn without_secrets(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<String>) {
-    use planwave_llm::url_has_secret;
+    use planwave_redact::url_has_secret;
     let args: Vec<String> = args.collect();
     let mut kept = Vec::with_capacity(args.len());
     let mut redacted = Vec::new();
@@ -103,7 +103,7 @@ fn without_secrets(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<Stri
             redacted.push(arg.clone());
             i += 1;
         } else if url_has_secret(arg) {
-            kept.push(planwave_llm::redact_url(arg).into_owned());
+            kept.push(planwave_redact::redact_url(arg).into_owned());
             redacted.push(arg.split("://").next().unwrap_or("url").to_owned());
         } else {
             kept.push(arg.clone());

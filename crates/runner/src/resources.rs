@@ -7,10 +7,10 @@ use std::sync::Arc;
 use planwave_config::{LlmChoice, McpServers, Settings};
 use planwave_llm::LlmProvider;
 use planwave_llm::openai::OpenAiProvider;
-use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_mcp::McpRegistry;
 use planwave_plan::ToolCatalog;
 use planwave_prompts::Templates;
+use planwave_sim::{SimConfig, SimProvider};
 
 use crate::{InvalidInput, Notes};
 
@@ -123,7 +123,7 @@ pub fn model_client(
                 "planwave: model {} via {} at {} ({key}, {stream})",
                 o.models.default,
                 o.provider,
-                planwave_llm::redact_url(&o.base_url)
+                planwave_redact::redact_url(&o.base_url)
             ));
             Arc::new(client)
         }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use planwave_config::{LlmChoice, Settings};
-use planwave_llm::sim::SimConfig;
 use planwave_runner::Resources;
+use planwave_sim::SimConfig;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
 use planwave_llm::openai::{LimitConfig, OpenAiConfig, OpenAiProvider};
-use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmProvider, RequestContext};
 use planwave_plan::Lang;
+use planwave_sim::{SimConfig, SimProvider};
 use planwave_sim_server::{SimServer, SimServerConfig};
 
 const CALLS: usize = 512;

@@ -14,11 +14,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use planwave_llm::openai::context_header;
-use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_llm::{
     AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, MessageRole, RequestContext,
 };
 use planwave_plan::Lang;
+use planwave_sim::{SIM_MODEL, SimConfig, SimProvider};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -279,7 +279,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let prompt_tokens = (prompt_chars as u64).div_ceil(3).max(1);
     let prefill = crate::serving::prefill(&st.cfg.serving, prompt_tokens);
     if !prefill.is_zero() {
-        planwave_llm::sim::timer::sleep_until(admitted + prefill).await;
+        planwave_sim::timer::sleep_until(admitted + prefill).await;
     }
     let timing = crate::serving::AnswerTiming {
         received,

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use planwave_llm::openai::{OpenAiConfig, OpenAiProvider};
-use planwave_llm::sim::{Latency, SimConfig, TokenRate};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmProvider, RequestContext};
 use planwave_plan::Lang;
+use planwave_sim::{Latency, SimConfig, TokenRate};
 use planwave_sim_server::{Fault, FaultConfig, ServingConfig, SimServer, SimServerConfig};
 
 fn request(task: usize) -> ChatRequest {

@@ -5,14 +5,13 @@
 //! - [`spans`]: helpers the engine uses on its `tracing` spans (links between task spans,
 //!   error status, W3C `traceparent`), so the engine never names an OpenTelemetry type.
 //! - [`tool`]: `execute_tool` spans for MCP tool calls.
-//! - [`provider`]: [`TracedProvider`], an [`LlmProvider`](planwave_llm::LlmProvider) wrapper
-//!   that puts a GenAI `chat` span around every model call and sends its `traceparent`.
 //!
-//! This crate knows nothing of clap, actors, run directories or where traces are sent.
+//! The model client's `chat` spans are `planwave_llm::TracedProvider`'s, made with these
+//! helpers. This crate depends on no other planwave crate (it names no model or MCP type) and
+//! knows nothing of clap, actors, run directories or where traces are sent, so every library
+//! can use it.
 
-pub mod provider;
 pub mod spans;
 pub mod tool;
 
-pub use provider::TracedProvider;
 pub use spans::{LinkTarget, add_link, link_target, set_error, traceparent};

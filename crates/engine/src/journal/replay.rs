@@ -27,7 +27,7 @@ pub enum ReplayError {
 /// The hash recorded with each section (FNV-1a, 64 bits, hex): enough to tell an intact file
 /// from a changed or half-written one, not a security measure.
 pub fn section_hash(text: &str) -> String {
-    format!("{:016x}", planwave_llm::sim::stable_hash(0, text, 0))
+    format!("{:016x}", planwave_llm::stable_hash(0, text, 0))
 }
 
 /// A `task_completed` event as journaled.

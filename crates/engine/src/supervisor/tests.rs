@@ -1,5 +1,5 @@
-use planwave_llm::sim::{Latency, SimConfig, SimProvider};
 use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
+use planwave_sim::{Latency, SimConfig, SimProvider};
 
 use super::settle::HELD_SECTIONS;
 use super::*;

@@ -192,7 +192,10 @@ impl OpenAiProvider {
     }
 
     fn error(&self, model: &str, message: String, class: GiveUp) -> LlmError {
-        let message = format!("at {}: {message}", crate::redact_url(&self.cfg.base_url));
+        let message = format!(
+            "at {}: {message}",
+            planwave_redact::redact_url(&self.cfg.base_url)
+        );
         match class {
             GiveUp::Transient { retry_after } => LlmError::Transient {
                 provider: self.cfg.provider.clone(),
@@ -596,7 +599,7 @@ fn transport_error(e: &reqwest::Error) -> String {
         src = cause.source();
     }
     // reqwest names the URL it was sending to, credentials included.
-    crate::redact_urls_in(&s).into_owned()
+    planwave_redact::redact_urls_in(&s).into_owned()
 }
 
 #[async_trait]
@@ -610,7 +613,7 @@ impl LlmProvider for OpenAiProvider {
             provider: self.cfg.provider.clone(),
             model: self.cfg.models.for_role(AgentRole::Subagent).to_owned(),
             simulated: false,
-            base_url: Some(crate::redact_url(&self.cfg.base_url).into_owned()),
+            base_url: Some(planwave_redact::redact_url(&self.cfg.base_url).into_owned()),
         }
     }
 

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use planwave_llm::LlmProvider;
-use planwave_llm::sim::{Latency, SimConfig, SimProvider};
 use planwave_plan::{PlanSpec, ValidatedPlan};
+use planwave_sim::{Latency, SimConfig, SimProvider};
 
 use super::{DEFAULT_LATENCY, Endpoint, PlanChoice, SweepError, SweepOptions};
 use crate::arrivals::replicate;

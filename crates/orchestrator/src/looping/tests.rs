@@ -6,12 +6,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use planwave_engine::{RunConfig, RunRequest, execute};
-use planwave_llm::sim::{SimConfig, SimProvider};
 use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::plan_from_value;
+use planwave_sim::{SimConfig, SimProvider};
 use tokio_util::sync::CancellationToken;
 
+use planwave_engine::{CallRecord, Preset, RunResult, RunStatus};
+use planwave_llm::{AgentRole, RoundTag};
+use planwave_plan::{Lang, ValidatedPlan};
+use planwave_prompts::Templates;
+
 use super::*;
+use crate::policy::{LoopPolicy, StopReason};
 
 /// A model that never answers the evaluator; the user presses Ctrl-C meanwhile.
 struct Stuck {
@@ -71,7 +77,7 @@ impl Rounds for Memory {
         if self.fail_planning.contains(&tag.round) {
             return Ok(Planned::Stop(StopReason::PlanningFailed));
         }
-        let spec = plan_from_value(planwave_llm::sim::plan::plan("Tesla", Lang::En))
+        let spec = plan_from_value(planwave_sim::plan::plan("Tesla", Lang::En))
             .map_err(|e| e.to_string())?;
         Ok(Planned::Plan(Box::new(
             ValidatedPlan::new(spec).map_err(|e| e.to_string())?,
@@ -137,7 +143,7 @@ fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {
 
 fn sim(scores: Vec<f64>) -> SimProvider {
     SimProvider::new(SimConfig {
-        reflect: planwave_llm::sim::ReflectScript {
+        reflect: planwave_sim::ReflectScript {
             scores,
             ..Default::default()
         },

@@ -1,7 +1,15 @@
-//! The simulated LLM: deterministic for a seed, with lognormal latency and scripted faults.
+//! The simulated LLM: a real provider behind [`planwave_llm::LlmProvider`], deterministic for
+//! a seed, with lognormal latency, paced token streams and scripted faults, for offline runs,
+//! tests and load tests (`--llm sim`, and `planwave sim-llm serve` over HTTP).
 //!
-//! It answers every role from the request's [`RequestContext`](crate::RequestContext), in the
-//! plan's language, and says in its text that its figures are simulated.
+//! Main types: [`SimProvider`] (the provider), [`SimConfig`] (seed, [`Latency`],
+//! [`TokenRate`], the faults: failing, flaky, panicking and terse tasks, [`PlannerFault`]s and
+//! the reflective loop's [`ReflectScript`]). It answers every role from the request's
+//! [`RequestContext`](planwave_llm::RequestContext), in the plan's language, and says in its
+//! text that its figures are simulated; [`timer`] is its sub-millisecond sleep.
+//!
+//! It knows nothing of the HTTP client, run directories, actors or the CLI: callers cannot
+//! tell it from a model except by [`ProviderInfo::simulated`].
 
 mod latency;
 mod pace;
@@ -21,9 +29,11 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
+use planwave_llm::{
+    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage, stable_hash,
+};
 
-pub use latency::{Latency, stable_hash};
+pub use latency::Latency;
 pub use pace::TokenRate;
 pub use plan::PlannerFault;
 pub use reflect::{FaultKind, ReflectScript, TaskFault};
@@ -134,7 +144,7 @@ fn take_prompt(request: &mut ChatRequest) -> usize {
     let chars = request
         .messages
         .iter()
-        .map(|m| crate::char_count(&m.content))
+        .map(|m| planwave_llm::char_count(&m.content))
         .sum();
     request.messages = Vec::new();
     chars
@@ -183,7 +193,7 @@ impl LlmProvider for SimProvider {
             let (content, tool_calls, pace) = self.answer(&request)?;
             let usage = Usage {
                 prompt_tokens: text::estimate_tokens(prompt_chars),
-                completion_tokens: text::estimate_tokens(crate::char_count(&content)),
+                completion_tokens: text::estimate_tokens(planwave_llm::char_count(&content)),
                 reasoning_tokens: 0,
             };
             let sink = request.on_delta.as_ref();
@@ -219,7 +229,7 @@ impl SimProvider {
     fn answer(
         &self,
         request: &ChatRequest,
-    ) -> Result<(String, Vec<crate::ToolCall>, pace::Pace), LlmError> {
+    ) -> Result<(String, Vec<planwave_llm::ToolCall>, pace::Pace), LlmError> {
         let task = request.context.task_id.as_deref();
         if let Some(id) = task {
             if self.config.fail.contains(id) {

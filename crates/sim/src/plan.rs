@@ -163,7 +163,7 @@ pub fn answer_with_tools(
     goal: &str,
     lang: Lang,
     fault: Option<PlannerFault>,
-    tools: &[crate::ToolRef],
+    tools: &[planwave_llm::ToolRef],
 ) -> String {
     let mut p = plan(goal, lang);
     if !tools.is_empty() {
@@ -207,7 +207,7 @@ pub fn answer_with_tools(
 /// and the ones to replace. Each replacement gets a fresh id after the largest one; a
 /// replaced failed task's stand-in needs nothing, a replaced blocked task's stand-in builds
 /// on the replacement before it, so the chain the failure broke is rebuilt.
-pub fn replacement(ctx: &crate::RequestContext) -> String {
+pub fn replacement(ctx: &planwave_llm::RequestContext) -> String {
     let first = ctx
         .sections
         .iter()

@@ -9,7 +9,7 @@ use planwave_plan::Lang;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
-use crate::{RequestContext, SectionRef};
+use planwave_llm::{RequestContext, SectionRef};
 
 pub(super) const SOURCES_ZH: &[&str] = &[
     "公司年报",

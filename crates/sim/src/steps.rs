@@ -7,7 +7,7 @@ use planwave_plan::Lang;
 use serde_json::{Map, Value, json};
 
 use super::plan::{PlannerFault, pretty, subject};
-use crate::ToolRef;
+use planwave_llm::ToolRef;
 
 /// The planner's answer for a step plan, with `fault` applied as for research plans.
 pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>, tools: &[ToolRef]) -> String {

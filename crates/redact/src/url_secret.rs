@@ -23,7 +23,7 @@ const MASK: &str = "***";
 
 /// `url` with its password and secret query values replaced by `***`.
 pub fn redact_url(url: &str) -> Cow<'_, str> {
-    let Ok(mut parsed) = reqwest::Url::parse(url) else {
+    let Ok(mut parsed) = ::url::Url::parse(url) else {
         return redact_userinfo(url);
     };
     let mut changed = false;

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::{AgentRole, RequestContext, RoundTag};
+use planwave_llm::{AgentRole, RequestContext, RoundTag};
 
 /// How a scripted task failure presents itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,7 +218,7 @@ pub fn step_reflection(ctx: &RequestContext, script: &ReflectScript) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::SectionRef;
+    use planwave_llm::SectionRef;
 
     fn ctx(round: u32, statuses: &[&str]) -> RequestContext {
         RequestContext {

@@ -12,9 +12,9 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use serde_json::{Map, Value, json};
 
-use crate::{RequestContext, ToolCall};
+use planwave_llm::{RequestContext, ToolCall};
 
-use super::stable_hash;
+use planwave_llm::stable_hash;
 
 /// The calls to make now, or `None` when the task has no tools or already has results.
 pub fn chain(ctx: &RequestContext, seed: u64) -> Option<Vec<(String, Value)>> {
@@ -120,7 +120,7 @@ pub fn findings(ctx: &RequestContext) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ToolRef, ToolResultRef};
+    use planwave_llm::{ToolRef, ToolResultRef};
 
     fn ctx() -> RequestContext {
         RequestContext {

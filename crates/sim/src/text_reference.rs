@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::text::{SOURCES_EN, SOURCES_ZH};
-use crate::RequestContext;
+use planwave_llm::RequestContext;
 
 /// A figure in tenths printed as `{:.1}` (or `{:+.1}`) prints it divided by ten, without
 /// float formatting (which was a quarter of the simulator's time writing a section).

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_telemetry::spans;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-use crate::spans;
+use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 
 // Integers go into span fields as i64: tracing-opentelemetry exports u64 fields as strings.
 
@@ -35,7 +35,7 @@ impl LlmProvider for TracedProvider {
         self.inner.info()
     }
 
-    fn model_for(&self, role: planwave_llm::AgentRole) -> String {
+    fn model_for(&self, role: AgentRole) -> String {
         self.inner.model_for(role)
     }
 
@@ -96,7 +96,7 @@ impl LlmProvider for TracedProvider {
             }
             Err(e) => {
                 span.record("error.type", error_type(e));
-                // LlmError's text is already scrubbed of credentials (planwave_llm::secret).
+                // LlmError's text is already scrubbed of credentials (crate::secret).
                 spans::set_error(&span, &e.to_string());
             }
         }
