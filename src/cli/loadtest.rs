@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_engine::{RetryPolicy, RunConfig};
 use planwave_llm::LlmProvider;
 use planwave_llm::sim::{SIM_MODEL, SimConfig, SimProvider};
 use planwave_loadtest::{
@@ -16,6 +16,8 @@ use planwave_loadtest::{
     render_load_table,
 };
 use planwave_plan::ValidatedPlan;
+use planwave_record::{NullSink, Schedule};
+use planwave_storage::Journal;
 use serde_json::json;
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};

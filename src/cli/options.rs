@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use planwave_config::{Flags, parse_positive_secs};
-use planwave_engine::Schedule;
 use planwave_llm::sim::{Latency, PlannerFault, SimConfig, TokenRate};
+use planwave_record::Schedule;
 
 use super::exit::InvalidInput;
 

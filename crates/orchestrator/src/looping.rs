@@ -12,13 +12,14 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{CallRecord, EventKind, Preset, RunResult, RunStatus, TaskStatus};
+use planwave_llm::CallRecord;
 use planwave_llm::{AgentRole, LlmProvider, RequestContext, RoundTag, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{
     EvaluatorVars, FailedStep, FailureNoteVars, PromptError, ReflectorVars, ReplanVars,
     RoundSection, RoundStats, StepReflectionVars, Templates,
 };
+use planwave_record::{EventKind, Preset, RunResult, RunStatus, TaskStatus};
 use serde::Serialize;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;

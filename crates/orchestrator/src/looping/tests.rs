@@ -109,7 +109,7 @@ impl Rounds for Memory {
     ) -> Result<(), String> {
         Ok(())
     }
-    fn event(&mut self, _round: u32, _kind: planwave_engine::EventKind) {}
+    fn event(&mut self, _round: u32, _kind: planwave_record::EventKind) {}
     fn progress(&mut self, _line: &str) {}
     fn warn(&mut self, _line: &str) {}
 }

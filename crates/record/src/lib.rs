@@ -1,0 +1,28 @@
+//! The values a run produces: what `run.json` holds ([`RunResult`], [`TaskRecord`],
+//! [`RunStats`], [`TaskStatus`] and the rest of [`outcome`](RunResult)), the events of
+//! `events.jsonl` ([`Event`], [`EventKind`]) with the [`EventSink`] they are delivered through,
+//! and the pieces those carry ([`SectionCut`], [`SectionWarning`], [`Schedule`], and
+//! [`Preset`], a task completed in an earlier attempt).
+//!
+//! It sits below the engine that makes these values, the storage that writes and reads them
+//! back (`planwave-storage`) and the report that draws them (`planwave-report`), so none of
+//! those depends on another for a type. It deliberately knows nothing of actors, files,
+//! threads or rendering: plain data with its serde form, which is the `run.json` and
+//! `events.jsonl` contract (docs/events.md), plus the sinks that need no thread.
+
+mod cut;
+mod event;
+mod outcome;
+mod preset;
+mod schedule;
+mod warning;
+
+pub use cut::{CutPart, SectionCut};
+pub use event::{Event, EventKind, EventSink, FanoutSink, NullSink, PREVIEW_CHARS, preview};
+pub use outcome::{
+    CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,
+    TaskRecord, TaskStatus, ToolCallRecord,
+};
+pub use preset::Preset;
+pub use schedule::Schedule;
+pub use warning::SectionWarning;
