@@ -1,5 +1,5 @@
-//! The values a run produces: what `run.json` holds ([`RunResult`], [`TaskRecord`],
-//! [`RunStats`], [`TaskStatus`] and the rest of [`outcome`](RunResult)), the events of
+//! The values a run produces: what `run.json` holds ([`RunResult`] with its [`TaskRecord`]s,
+//! [`RunStats`] and [`RunStatus`]), the events of
 //! `events.jsonl` ([`Event`], [`EventKind`]) with the [`EventSink`] they are delivered through,
 //! and the pieces those carry ([`SectionCut`], [`SectionWarning`], [`Schedule`], and
 //! [`Preset`], a task completed in an earlier attempt).
