@@ -19,7 +19,7 @@ pub enum CutPart {
 }
 
 impl CutPart {
-    pub fn is_section(&self) -> bool {
+    fn is_section(&self) -> bool {
         *self == CutPart::Section
     }
 }
