@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context;
 use clap::Args;
-use planwave_engine::{JsonlOptions, JsonlSink};
+use planwave_storage::{JsonlOptions, JsonlSink};
 
 #[derive(Debug, Args)]
 pub struct EventsOptions {

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
-use planwave_engine::Schedule;
 use planwave_llm::LlmProvider;
 use planwave_loadtest::{
     Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart, Shape,
     SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo,
     render_load_table, run_sweep,
 };
+use planwave_record::Schedule;
 use planwave_sim::{SIM_MODEL, SimConfig};
 
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};

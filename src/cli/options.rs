@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use planwave_config::{Flags, parse_positive_secs};
-use planwave_engine::Schedule;
+use planwave_record::Schedule;
 use planwave_sim::{Latency, PlannerFault, SimConfig, TokenRate};
 
 use super::exit::InvalidInput;

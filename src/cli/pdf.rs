@@ -1,7 +1,7 @@
 //! `--pdf` of the commands that write a report: `report.html` printed by a local Chromium.
 
 use clap::Args;
-use planwave_engine::RunDir;
+use planwave_storage::RunDir;
 
 #[derive(Debug, Default, Args)]
 pub struct PdfOptions {

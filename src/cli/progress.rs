@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use planwave_engine::{Event, EventKind, EventSink};
 use planwave_plan::ValidatedPlan;
+use planwave_record::{Event, EventKind, EventSink};
 use planwave_runner::{Watch, Watcher};
 
 /// Running tasks listed by name on the display; the rest are counted.

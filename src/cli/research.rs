@@ -7,10 +7,11 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use planwave_engine::{PlanSource, RunDir, RunStatus};
+use planwave_record::{PlanSource, RunStatus};
 use planwave_runner::{
     CtrlC, Invocation, Research, ResearchOutcome, Stderr, claim_out_dir, lock_run_dir, open_run_dir,
 };
+use planwave_storage::RunDir;
 
 use super::events::{EventsOptions, human, open_stream};
 use super::exit::{INTERRUPTED, Outcome};

@@ -68,7 +68,7 @@ pub async fn run(args: RunArgs) -> anyhow::Result<Outcome> {
                     plan: Arc::new(plan),
                     resources: resources.clone(),
                     config: planwave_engine::RunConfig {
-                        plan_source: Some(planwave_engine::PlanSource::File),
+                        plan_source: Some(planwave_record::PlanSource::File),
                         ..settings.run.clone()
                     },
                     deadline: settings.deadline,

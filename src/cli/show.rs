@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context;
 use clap::Args;
 use planwave_batch::{BatchSummary, render_batch_table};
-use planwave_engine::{RunResult, TaskRecord};
+use planwave_record::{RunResult, TaskRecord};
 
 use super::exit::{InvalidInput, OK, Outcome};
 

@@ -3,8 +3,9 @@
 
 use std::io::Write;
 
-use planwave_engine::{CancelReason, RunDir, RunResult, RunStatus};
+use planwave_record::{CancelReason, RunResult, RunStatus};
 use planwave_runner::{Execution, execute_plan};
+use planwave_storage::RunDir;
 
 use super::events::human;
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};

@@ -4,8 +4,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use planwave_engine::mermaid_label;
 use planwave_plan::ValidatedPlan;
+use planwave_report::mermaid_label;
 
 use super::exit::{OK, Outcome};
 use super::input::load_plan;

@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use planwave_engine::{Schedule, ToolProtocol};
+use planwave_engine::ToolProtocol;
 use planwave_plan::Lang;
+use planwave_record::Schedule;
 
 /// Which model backend the user asked for on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

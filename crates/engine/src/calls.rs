@@ -6,13 +6,11 @@ use std::time::Instant;
 use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, Usage};
 use planwave_mcp::{ToolError, ToolOutput};
 use planwave_plan::TaskId;
+use planwave_record::{EventKind, SectionCut, ToolCallRecord};
 use planwave_telemetry::tool;
 use serde_json::Value;
 use tracing::Instrument;
 
-use crate::context::SectionCut;
-use crate::event::EventKind;
-use crate::outcome::ToolCallRecord;
 use crate::shared::RunShared;
 
 /// Output kept per tool call in `run.json`.

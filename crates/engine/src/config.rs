@@ -3,40 +3,8 @@
 use std::time::Duration;
 
 use planwave_llm::PriceTable;
+use planwave_record::Schedule;
 use serde::{Deserialize, Serialize};
-
-/// When a task may start.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Schedule {
-    /// A task starts as soon as its own prerequisites are done.
-    #[default]
-    Dataflow,
-    /// A barrier per wave: wave k+1 starts only when all of wave k is done. Kept to compare.
-    Waves,
-}
-
-impl std::str::FromStr for Schedule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "dataflow" => Ok(Schedule::Dataflow),
-            "waves" => Ok(Schedule::Waves),
-            other => Err(format!(
-                "unknown schedule {other:?} (expected dataflow or waves)"
-            )),
-        }
-    }
-}
-
-impl Schedule {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Schedule::Dataflow => "dataflow",
-            Schedule::Waves => "waves",
-        }
-    }
-}
 
 /// Task-level retries of transient model errors (retry once by default).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,7 +89,7 @@ pub struct RunConfig {
     pub round: Option<planwave_llm::RoundTag>,
     /// Where the plan came from, set by whoever chose it; `run.json` records it.
     #[serde(default)]
-    pub plan_source: Option<crate::outcome::PlanSource>,
+    pub plan_source: Option<planwave_record::PlanSource>,
     /// A task (all its attempts) taking longer fails with a timeout.
     #[serde(default)]
     pub task_timeout: Option<Duration>,

@@ -5,16 +5,14 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use planwave_llm::{AgentRole, ChatRequest, Usage};
+use planwave_record::{EventKind, RunStats, TaskRecord, TaskStatus};
+use planwave_report::ReportInput;
+use planwave_storage::RunDir;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use tracing::Instrument;
 
 use crate::digest;
-use crate::event::EventKind;
-use crate::outcome::{RunStats, TaskRecord, TaskStatus};
-use crate::report::{self, ReportInput};
-use crate::rundir::RunDir;
 use crate::shared::RunShared;
-use crate::transitions;
 use planwave_prompts::{SectionSummary, integrator_context};
 
 pub struct Integrator;
@@ -127,11 +125,11 @@ impl IntegratorState {
     async fn integrate(&mut self, req: FinishRequest) -> Integration {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;
-        let order = report::dependency_order(plan);
+        let order = planwave_report::dependency_order(plan);
         let (summary, summary_usage, summary_error) = self.summary(&req.records, &order).await;
-        let placed = transitions::place(&summary, plan);
+        let placed = planwave_report::place_transitions(&summary, plan);
         let info = shared.provider.info().into();
-        let text = report::render(&ReportInput {
+        let text = planwave_report::render_markdown(&ReportInput {
             plan,
             records: &req.records,
             sections: &self.sections,
@@ -147,7 +145,7 @@ impl IntegratorState {
                 self.write_errors.push(e.to_string());
             }
             // The same report as a self-contained page (inline CSS and SVG, nothing fetched).
-            let page = crate::html::render(&text, plan, &req.records);
+            let page = planwave_report::render_html(&text, plan, &req.records);
             if let Err(e) = out.write("report.html", page.as_bytes()) {
                 self.write_errors.push(e.to_string());
             }
@@ -237,7 +235,7 @@ impl IntegratorState {
             .filter(|r| r.status == TaskStatus::Completed)
             .count();
         (
-            report::plain_summary(plan, completed, records.len()),
+            planwave_report::plain_summary(plan, completed, records.len()),
             usage,
             Some(last_error),
         )

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use planwave_mcp::{McpRegistry, ServerEvent};
 
-use crate::event::{Event, EventKind};
 use crate::shared::RunShared;
+use planwave_record::{Event, EventKind};
 
 /// Listening to the registry for one run; dropping it stops.
 pub(crate) struct Attached {

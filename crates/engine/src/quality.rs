@@ -1,85 +1,10 @@
 //! Data-quality checks of a completed section (seed 002, "数据质量问题"): a section that is
 //! too short, or that gives no figure at all, is accepted but flagged on its task. Pure.
 
-use std::fmt::{self, Write};
-
-use planwave_plan::{Lang, ValidatedPlan};
-use serde::{Deserialize, Serialize};
-
-use crate::outcome::TaskRecord;
+use planwave_record::SectionWarning;
 
 /// Below this many characters a section is flagged as short ("<300字").
 pub const MIN_SECTION_CHARS: usize = 300;
-
-/// Something worth knowing about a completed section; the task stays completed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SectionWarning {
-    /// The body is under [`MIN_SECTION_CHARS`] characters (see [`scan`]).
-    Short { chars: usize, min_chars: usize },
-    /// No quantitative data (see [`scan`]); the integrator is told, so the summary
-    /// says which sections lack numbers.
-    NoFigures,
-}
-
-impl SectionWarning {
-    pub fn is_no_figures(&self) -> bool {
-        matches!(self, SectionWarning::NoFigures)
-    }
-}
-
-impl SectionWarning {
-    /// The warning in the report's language.
-    pub fn describe(&self, lang: Lang) -> String {
-        match (self, lang) {
-            (SectionWarning::Short { chars, min_chars }, Lang::Zh) => {
-                format!("分析过于简短（{chars} 字，少于 {min_chars} 字），已接受")
-            }
-            (SectionWarning::NoFigures, Lang::Zh) => {
-                "缺少定量数据（没有数字、百分比或金额）".into()
-            }
-            (w, Lang::En) => w.to_string(),
-        }
-    }
-}
-
-impl fmt::Display for SectionWarning {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SectionWarning::Short { chars, min_chars } => write!(
-                f,
-                "short section: {chars} characters (under {min_chars}), accepted"
-            ),
-            SectionWarning::NoFigures => {
-                write!(f, "no quantitative data (no number, percentage or amount)")
-            }
-        }
-    }
-}
-
-/// The report appendix's list of flagged sections, in plan order; empty when none is.
-pub fn appendix(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
-    let lang = plan.lang();
-    let mut out = String::new();
-    for (i, rec) in records.iter().enumerate().take(plan.len()) {
-        if rec.warnings.is_empty() {
-            continue;
-        }
-        if out.is_empty() {
-            let _ = match lang {
-                Lang::Zh => writeln!(out, "\n### 章节质量提示\n"),
-                Lang::En => writeln!(out, "\n### Section warnings\n"),
-            };
-        }
-        let what: Vec<String> = rec.warnings.iter().map(|w| w.describe(lang)).collect();
-        let title = plan.task(i).title();
-        let _ = match lang {
-            Lang::Zh => writeln!(out, "- 任务 {}「{title}」：{}", rec.id, what.join("；")),
-            Lang::En => writeln!(out, "- Task {} \"{title}\": {}", rec.id, what.join("; ")),
-        };
-    }
-    out
-}
 
 /// The warnings of one section's text, in a fixed order (short first).
 pub fn section_warnings(text: &str) -> Vec<SectionWarning> {

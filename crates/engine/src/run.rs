@@ -5,20 +5,20 @@ use std::time::Instant;
 
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{
+    CancelReason, EventKind, EventSink, Preset, RunResult, RunStats, RunStatus, TaskRecord,
+    TaskStatus,
+};
+use planwave_storage::{Journal, RunDir, RunDirError, section_files};
 use ractor::{Actor, ActorRef};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunConfig;
-use crate::event::{EventKind, EventSink};
 use crate::integrator::{FinishRequest, Integration, Integrator, IntegratorArgs, IntegratorMsg};
-use crate::journal::Journal;
-use crate::outcome::CancelReason;
-use crate::outcome::{RunResult, RunStats, RunStatus, TaskRecord, TaskStatus};
-use crate::rundir::{RunDir, RunDirError, section_files};
 use crate::shared::RunShared;
-use crate::supervisor::{Preset, Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome};
+use crate::supervisor::{Supervisor, SupervisorArgs, SupervisorMsg, SupervisorOutcome};
 use crate::timefmt;
 use planwave_prompts::PromptSet;
 
@@ -66,7 +66,7 @@ impl RunRequest {
             plan,
             provider,
             prompts: Arc::new(planwave_prompts::Templates::builtin()),
-            sink: Arc::new(crate::event::NullSink),
+            sink: Arc::new(planwave_record::NullSink),
             journal: None,
             config: RunConfig::default(),
             deadline: None,

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use planwave_plan::ValidatedPlan;
+use planwave_record::{CancelReason, RunResult};
 use tokio::sync::mpsc;
 
-use crate::outcome::{CancelReason, RunResult};
 use crate::run::{
     Ended, EngineError, RunRequest, announce, conclude, prepare, spawn_integrator,
     spawn_supervisor, watch_for_stop,
@@ -140,8 +140,7 @@ mod tests {
     use planwave_sim::{Latency, SimConfig, SimProvider};
 
     use super::*;
-    use crate::event::{Event, EventKind, EventSink};
-    use crate::outcome::TaskStatus;
+    use planwave_record::{Event, EventKind, EventSink, TaskStatus};
 
     /// Hands every event to the test as it happens.
     struct Tap(mpsc::UnboundedSender<Event>);

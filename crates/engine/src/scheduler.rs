@@ -7,9 +7,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use planwave_plan::ValidatedPlan;
-
-use crate::config::Schedule;
-use crate::outcome::TaskStatus;
+use planwave_record::{Schedule, TaskStatus};
 
 #[derive(Debug, Clone)]
 pub struct Scheduler {

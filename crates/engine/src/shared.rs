@@ -6,11 +6,10 @@ use planwave_mcp::McpRegistry;
 
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{Event, EventKind, EventSink};
+use planwave_storage::{Ack, Journal, RunDir};
 
 use crate::config::RunConfig;
-use crate::event::{Event, EventKind, EventSink};
-use crate::journal::{Ack, Journal};
-use crate::rundir::RunDir;
 use planwave_llm::CallRecord;
 use planwave_prompts::PromptSet;
 

@@ -16,14 +16,13 @@ use futures::FutureExt;
 
 use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext, Usage};
+use planwave_record::{EventKind, FailureKind, SectionCut};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
 use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
-use crate::context::{self, SectionCut};
-use crate::event::EventKind;
-use crate::outcome::FailureKind;
+use crate::context;
 use crate::shared::RunShared;
 use crate::supervisor::{Core, Ending};
 use crate::timefmt;
@@ -79,7 +78,7 @@ pub struct SubagentReport {
     /// The section, or why the task failed.
     pub result: Result<Arc<str>, String>,
     /// Tool calls made by the task, every attempt.
-    pub tool_calls: Vec<crate::outcome::ToolCallRecord>,
+    pub tool_calls: Vec<planwave_record::ToolCallRecord>,
     pub failure_kind: Option<FailureKind>,
     /// With a run directory: the section's hash once its file is durable, or why it could
     /// not be written.
@@ -89,7 +88,7 @@ pub struct SubagentReport {
     /// The section's data-quality warnings, checked here, in parallel with other subagents,
     /// rather than for every section at the run's end (a tenth of a wide zero-latency run's
     /// instructions, all of it on the serial end).
-    pub warnings: Vec<crate::quality::SectionWarning>,
+    pub warnings: Vec<planwave_record::SectionWarning>,
 }
 
 impl Actor for Subagent {
@@ -238,7 +237,7 @@ fn write_file(
             let file = state.shared.section_files[state.index].clone();
             let written = tokio::task::spawn_blocking(move || {
                 out.write_unsynced(&file, text.as_bytes())
-                    .map(|()| crate::journal::section_hash(&text))
+                    .map(|()| planwave_storage::section_hash(&text))
                     .map_err(|e| e.to_string())
             })
             .await

@@ -18,13 +18,12 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use planwave_record::{CancelReason, Event, Preset, TaskRecord, TaskStatus};
+use planwave_storage::JournalError;
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 
-use crate::event::Event;
 use crate::integrator::IntegratorMsg;
-use crate::journal::JournalError;
-use crate::outcome::{CancelReason, TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 use crate::task_spans::TaskSpans;
@@ -52,14 +51,6 @@ pub enum SupervisorMsg {
     /// whether it was registered.
     #[cfg(test)]
     Kill(usize, ractor::RpcReplyPort<bool>),
-}
-
-/// Tasks finished in an earlier attempt of this run (resume): not run again.
-#[derive(Debug, Clone)]
-pub struct Preset {
-    pub index: usize,
-    pub record: TaskRecord,
-    pub section: Arc<str>,
 }
 
 pub struct SupervisorArgs {

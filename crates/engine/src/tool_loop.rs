@@ -26,11 +26,11 @@ use planwave_llm::{
 };
 use planwave_mcp::ToolInfo;
 use planwave_prompts::ToolListing;
+use planwave_record::{CutPart, SectionCut};
 use serde_json::{Value, json};
 
 use crate::calls::TaskCalls;
 use crate::config::ToolProtocol;
-use crate::context::{CutPart, SectionCut};
 use crate::tool_answer::{Step, decide};
 
 /// Tool output given back to the model per call (longer outputs are cut).

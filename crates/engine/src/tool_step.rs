@@ -6,10 +6,10 @@ use std::cell::RefCell;
 
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest};
 use planwave_plan::{LLM_CALL, refs};
+use planwave_record::FailureKind;
 use serde_json::Value;
 
 use crate::calls::TaskCalls;
-use crate::outcome::FailureKind;
 use planwave_prompts::{TaskText, subagent_context};
 
 /// What one attempt of a tool step produced.

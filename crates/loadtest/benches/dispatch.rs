@@ -7,10 +7,11 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use planwave_engine::{Journal, PromptSet, RunRequest, execute};
+use planwave_engine::{PromptSet, RunRequest, execute};
 use planwave_plan::{ValidatedPlan, generate};
 use planwave_prompts::Templates;
 use planwave_sim::{SimConfig, SimProvider};
+use planwave_storage::Journal;
 
 // The allocator the `planwave` binary uses, so the figures are the ones users get.
 #[global_allocator]

@@ -3,9 +3,11 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use planwave_engine::{EngineError, EventSink, Journal, PromptSet, RunConfig, RunRequest, execute};
+use planwave_engine::{EngineError, PromptSet, RunConfig, RunRequest, execute};
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
+use planwave_record::EventSink;
+use planwave_storage::Journal;
 use tokio_util::sync::CancellationToken;
 
 use crate::bounds::Bounds;

@@ -1,6 +1,6 @@
 //! When the loop stops, and how a round recovers from failed tasks. Pure functions.
 
-use planwave_engine::{FailureKind, TaskRecord, TaskStatus};
+use planwave_record::{FailureKind, TaskRecord, TaskStatus};
 use serde::Serialize;
 
 use crate::model::{Evaluation, Reflection};

@@ -2,10 +2,10 @@
 //! its answer becomes a new plan: the kept tasks unchanged plus the replacements, validated
 //! together (ids unique, dependencies resolve, no cycle).
 
-use planwave_engine::{TaskRecord, TaskStatus};
 use planwave_llm::SectionRef;
 use planwave_plan::{PlanSpec, TaskId, ValidatedPlan, extract_json, plan_from_value};
 use planwave_prompts::ReplanTask;
+use planwave_record::{TaskRecord, TaskStatus};
 use serde_json::{Value, json};
 
 /// The kept (completed) tasks and the ones to replace (failed, and blocked by a failure).

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use base64::Engine;
-use planwave_engine::{DirMirror, JournalMirror, RunDir};
+use planwave_storage::{DirMirror, JournalMirror, RunDir};
 use serde::{Deserialize, Serialize};
 
 use crate::journal::{publish, read_messages};

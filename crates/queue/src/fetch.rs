@@ -5,7 +5,7 @@ use std::path::Path;
 
 use base64::Engine;
 use planwave_batch::BatchSummary;
-use planwave_engine::RunDir;
+use planwave_storage::RunDir;
 use tokio::io::AsyncReadExt;
 
 use crate::names::{job_key, object_name};

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::stream::RawMessageErrorKind;
-use planwave_engine::JournalMirror;
+use planwave_storage::JournalMirror;
 
 use crate::Queue;
 

@@ -88,8 +88,8 @@ macro_rules! other_from {
 }
 
 other_from!(
-    planwave_engine::RunDirError,
-    planwave_engine::LockError,
+    planwave_storage::RunDirError,
+    planwave_storage::LockError,
     planwave_llm::LlmError,
     std::io::Error,
     serde_json::Error

@@ -4,12 +4,11 @@
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{
-    EventSink, FanoutSink, Journal, JsonlSink, Preset, RunConfig, RunDir, RunRequest, RunResult,
-    RunStatus, execute,
-};
+use planwave_engine::{RunConfig, RunRequest, execute};
 use planwave_mcp::McpRegistry;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{EventSink, FanoutSink, Preset, RunResult, RunStatus};
+use planwave_storage::{Journal, JsonlSink, RunDir};
 use tokio_util::sync::CancellationToken;
 
 use crate::{Resources, record_run, record_status};
@@ -31,7 +30,7 @@ pub struct Unwatched;
 struct NoView;
 
 impl EventSink for NoView {
-    fn emit(&self, _event: &planwave_engine::Event) {}
+    fn emit(&self, _event: &planwave_record::Event) {}
 }
 
 impl Watcher for NoView {}
@@ -118,7 +117,7 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
 pub(crate) struct DeferredView(std::sync::Mutex<Deferred>);
 
 enum Deferred {
-    Held(Vec<planwave_engine::Event>),
+    Held(Vec<planwave_record::Event>),
     Open(Arc<dyn Watcher>),
 }
 
@@ -152,7 +151,7 @@ impl DeferredView {
 }
 
 impl EventSink for DeferredView {
-    fn emit(&self, event: &planwave_engine::Event) {
+    fn emit(&self, event: &planwave_record::Event) {
         let Ok(mut state) = self.0.lock() else {
             return;
         };

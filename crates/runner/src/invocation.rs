@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Context;
-use planwave_engine::{RunDir, RunDirError};
+use planwave_storage::{RunDir, RunDirError};
 use serde::{Deserialize, Serialize};
 
 use crate::InvalidInput;

@@ -12,7 +12,7 @@
 //! - [`Invocation`] records and reads what started a run, so it can be resumed.
 //!
 //! What a person sees (progress bars, tables, exit codes) stays in the front end: the runner
-//! reports through [`EventSink`](planwave_engine::EventSink)s, [`Notes`] and return values.
+//! reports through [`EventSink`](planwave_record::EventSink)s, [`Notes`] and return values.
 
 pub mod batch;
 mod error;

@@ -76,7 +76,7 @@ pub fn claim_out_dir(out: &Path, inputs: &[&Path], force: bool) -> Result<(), In
         )));
     }
     // Never remove the files of a run another process is driving (a batch's job, say).
-    let lock = planwave_engine::RunLock::acquire(out).map_err(|e| bad(e.to_string()))?;
+    let lock = planwave_storage::RunLock::acquire(out).map_err(|e| bad(e.to_string()))?;
     let removed = remove_run_files(out);
     drop(lock);
     removed.map_err(|e| bad(format!("cannot remove the earlier run: {e}")))
@@ -92,7 +92,7 @@ fn remove_run_files(out: &Path) -> std::io::Result<()> {
     }
     for entry in std::fs::read_dir(out)? {
         let entry = entry?;
-        if planwave_engine::is_leftover_temp(&entry.file_name()) {
+        if planwave_storage::is_leftover_temp(&entry.file_name()) {
             remove_if_there(&entry.path(), false)?;
         }
     }

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use planwave_engine::RunDir;
+use planwave_storage::RunDir;
 
 use crate::RunnerError;
 use crate::error::Context;

@@ -1,9 +1,9 @@
 //! A goal to a plan: the planner's loop with a note per attempt, cancellable, and what its
 //! failure means for the job (bad input, or a model that never answered).
 
-use planwave_engine::{Event, EventKind, PlanSource};
 use planwave_llm::AgentRole;
 use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
+use planwave_record::{Event, EventKind, PlanSource};
 use tokio_util::sync::CancellationToken;
 
 use crate::plan_cache::PlanCache;

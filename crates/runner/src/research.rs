@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_config::Settings;
-use planwave_engine::{Event, EventKind, EventSink, JsonlSink, RunDir, RunResult};
 use planwave_orchestrator::{
     LoopContext, LoopError, LoopOutcome, RoundRecord, StopReason, recover_plan, run_loop,
     run_loop_from,
 };
 use planwave_plan::ValidatedPlan;
+use planwave_record::{Event, EventKind, EventSink, RunResult};
+use planwave_storage::{JsonlSink, RunDir};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -126,7 +127,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     });
     let looped = match r.plan {
         Some(plan) => {
-            driver.given_plan(1, planwave_engine::PlanSource::File);
+            driver.given_plan(1, planwave_record::PlanSource::File);
             recover_plan(&cx, &mut driver, plan, Vec::new()).await
         }
         None if r.resume && r.recover => resume_recover(&cx, &mut driver, &out, r.notes).await?,
@@ -185,7 +186,7 @@ async fn resume_recover(
     out: &RunDir,
     notes: &dyn Notes,
 ) -> crate::Result<Result<LoopOutcome, LoopError<RunnerError>>> {
-    driver.given_plan(1, planwave_engine::PlanSource::File);
+    driver.given_plan(1, planwave_record::PlanSource::File);
     let start = crate::resume_loop::loop_start(out, driver, notes)?;
     Ok(match start.resume {
         Some((plan, preset)) => recover_plan(cx, driver, plan, preset).await,

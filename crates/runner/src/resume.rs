@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use planwave_engine::{Event, EventKind, EventSink, Journal, Preset, Replay, RunDir, RunLock};
 use planwave_plan::ValidatedPlan;
+use planwave_record::{Event, EventKind, EventSink, Preset};
+use planwave_storage::{Journal, Replay, RunDir, RunLock};
 
 use crate::{
     InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_journal, open_run_dir,

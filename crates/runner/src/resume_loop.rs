@@ -6,9 +6,10 @@
 
 use std::path::Path;
 
-use planwave_engine::{Replay, RunDir, RunResult};
 use planwave_llm::RoundTag;
 use planwave_orchestrator::{Evaluation, LoopStart, PassRecord, RoundRecord};
+use planwave_record::RunResult;
+use planwave_storage::{Replay, RunDir};
 use serde::Deserialize;
 
 use crate::error::Context;
@@ -57,7 +58,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> crate::Result<T> {
 #[derive(Deserialize)]
 struct SavedRound {
     round: u32,
-    status: planwave_engine::RunStatus,
+    status: planwave_record::RunStatus,
     passes: Vec<PassRecord>,
     overall_score: Option<f64>,
     correctness: Option<f64>,

@@ -7,14 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{
-    CallRecord, Event, EventKind, EventSink, Journal, JsonlSink, PlanSource, Preset, RunConfig,
-    RunDir, RunResult,
-};
+use planwave_engine::{CallRecord, RunConfig};
 use planwave_llm::{AgentRole, RoundTag};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
+use planwave_record::{Event, EventKind, EventSink, PlanSource, Preset, RunResult};
+use planwave_storage::{Journal, JsonlSink, RunDir};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -208,7 +207,7 @@ impl Rounds for RoundsDriver<'_> {
         // The cache answers the loop's first plan at once: nothing to stream. A wave barrier
         // needs every task of a wave known before the next may start.
         let cached = self.setup.cache.is_some() && tag == RoundTag { round: 1, pass: 1 };
-        let dataflow = self.setup.config.schedule == planwave_engine::Schedule::Dataflow;
+        let dataflow = self.setup.config.schedule == planwave_record::Schedule::Dataflow;
         if self.setup.stream_plan && tag.pass == 1 && !cached && dataflow {
             return self.plan_streaming(tag, note).await;
         }

@@ -9,13 +9,13 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{
-    Admission, Event, EventKind, Journal, JsonlSink, PlanFeed, PlanSource, RunConfig, RunResult,
-};
+use planwave_engine::{Admission, PlanFeed, RunConfig};
 use planwave_llm::{DeltaSink, RoundTag, StreamEvent};
 use planwave_orchestrator::{Planned, StopReason};
 use planwave_plan::{TaskStream, ValidatedPlan};
 use planwave_planner::{PlanOutcome, Planner};
+use planwave_record::{Event, EventKind, PlanSource, RunResult};
+use planwave_storage::{Journal, JsonlSink};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::Context;
@@ -48,7 +48,7 @@ impl Feeder<'_> {
     fn emit(&self, kind: EventKind) {
         let event = Event::now(kind);
         if let Some(s) = &self.live {
-            planwave_engine::EventSink::emit(s.as_ref(), &event);
+            planwave_record::EventSink::emit(s.as_ref(), &event);
         }
         self.journal.append(event, None);
     }
@@ -192,7 +192,7 @@ fn completed_at_once(
         discarded: Vec::new(),
     });
     if let Some(l) = live {
-        planwave_engine::EventSink::emit(l, &event);
+        planwave_record::EventSink::emit(l, &event);
     }
     events.append(event, None);
 }
@@ -293,7 +293,7 @@ impl RoundsDriver<'_> {
     fn streamed_execution(
         &self,
         tag: RoundTag,
-        out: &planwave_engine::RunDir,
+        out: &planwave_storage::RunDir,
         events: &Arc<Journal>,
         plan: Arc<ValidatedPlan>,
     ) -> Execution {
@@ -324,7 +324,7 @@ impl RoundsDriver<'_> {
     fn settle(
         &mut self,
         tag: RoundTag,
-        (out, dir): (&planwave_engine::RunDir, &str),
+        (out, dir): (&planwave_storage::RunDir, &str),
         planned: crate::Result<Option<PlanOutcome>>,
         executed: crate::Result<Option<RunResult>>,
     ) -> crate::Result<Planned<RunnerError>> {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{Journal, JournalMirror, RunDir, RunLock};
+use planwave_storage::{Journal, JournalMirror, RunDir, RunLock};
 
 /// The run directory, with every file made durable (fsync, rename, directory fsync).
 pub fn open_run_dir(path: &Path) -> crate::Result<RunDir> {

@@ -6,12 +6,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use planwave_engine::{JsonlOptions, JsonlSink, PlanSource, RunConfig, RunDir, RunLock};
 use planwave_plan::ValidatedPlan;
+use planwave_record::PlanSource;
 use planwave_runner::{
     Execution, Invocation, Research, Silent, execute_plan, lock_run_dir, open_journal,
     open_run_dir, validate_plan,
 };
+use planwave_storage::{JsonlOptions, JsonlSink, RunDir, RunLock};
 use serde_json::{Map, Value};
 
 use crate::error::ApiError;
@@ -228,9 +229,10 @@ impl Job {
                 Execution {
                     plan: Arc::new(plan),
                     resources,
-                    config: RunConfig {
-                        plan_source: Some(PlanSource::File),
-                        ..self.setup.settings.run.clone()
+                    config: {
+                        let mut config = self.setup.settings.run.clone();
+                        config.plan_source = Some(PlanSource::File);
+                        config
                     },
                     deadline: self.setup.settings.deadline,
                     out: self.out.clone(),

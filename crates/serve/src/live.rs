@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
-use planwave_engine::{Event, EventKind, EventSink, TaskRecord, TaskStatus};
 use planwave_llm::{PriceTable, Usage};
 use planwave_plan::{TaskId, ValidatedPlan};
+use planwave_record::{Event, EventKind, EventSink, TaskRecord, TaskStatus};
 use planwave_runner::{Watch, Watcher};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -159,8 +159,8 @@ impl LiveRun {
             "status": status,
             "error": s.error,
             "topic": s.plan.as_ref().map(|p| p.spec().topic.clone()),
-            "started_at": planwave_engine::timefmt::format(&s.started_at),
-            "finished_at": s.finished_at.as_ref().map(planwave_engine::timefmt::format),
+            "started_at": planwave_llm::timefmt::format(&s.started_at),
+            "finished_at": s.finished_at.as_ref().map(planwave_llm::timefmt::format),
             "elapsed_ms": elapsed_ms,
             "eta_ms": eta_ms,
             "stats": {
@@ -276,7 +276,7 @@ impl LiveRun {
                 if let Some(i) = at(s, task) {
                     s.records[i]
                         .tool_calls
-                        .push(planwave_engine::ToolCallRecord {
+                        .push(planwave_record::ToolCallRecord {
                             tool: tool.clone(),
                             server: server.clone(),
                             attempt: *attempt,

@@ -126,7 +126,7 @@ impl EventLog {
     }
 }
 
-/// The `Write` end a [`planwave_engine::JsonlSink`] writes the run's stream into: each
+/// The `Write` end a [`planwave_storage::JsonlSink`] writes the run's stream into: each
 /// complete line becomes one entry of the log.
 pub struct LogWriter {
     pub log: Arc<EventLog>,

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{Html, IntoResponse, Response};
-use planwave_engine::{TaskRecord, dag_svg, gantt_svg};
 use planwave_plan::ValidatedPlan;
+use planwave_record::TaskRecord;
+use planwave_report::{dag_svg, gantt_svg};
 
 use crate::error::{ApiError, no_run};
 use crate::state::AppState;

@@ -2,8 +2,9 @@
 
 use std::time::Duration;
 
-use planwave_engine::{RunConfig, Schedule};
+use planwave_engine::RunConfig;
 use planwave_plan::Lang;
+use planwave_record::Schedule;
 
 use super::*;
 

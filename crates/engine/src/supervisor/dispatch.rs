@@ -2,11 +2,10 @@
 //! spawned outside it, by the supervisor or by the subagent whose ending made them ready,
 //! and then registered so a cancellation or a plan rebuild can kill them.
 
+use planwave_record::{EventKind, TaskStatus};
 use ractor::{Actor, ActorCell};
 
 use super::{Core, SupervisorMsg, SupervisorState, lock};
-use crate::event::EventKind;
-use crate::outcome::TaskStatus;
 use crate::subagent::{Subagent, SubagentArgs, SubagentReport};
 use crate::timefmt;
 

@@ -6,12 +6,11 @@
 
 use std::sync::Arc;
 
+use planwave_record::{EventKind, TaskRecord, TaskStatus};
 use ractor::ActorRef;
 
 use super::SupervisorState;
-use crate::event::EventKind;
 use crate::integrator::IntegratorMsg;
-use crate::outcome::{TaskRecord, TaskStatus};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
 

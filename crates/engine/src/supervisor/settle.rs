@@ -2,13 +2,12 @@
 //! acknowledgement, the sections handed to the integrator, and the end of the run.
 
 use chrono::{DateTime, Utc};
+use planwave_record::{Event, EventKind, FailureKind, TaskStatus};
+use planwave_storage::JournalError;
 
 use super::dispatch::Ending;
 use super::{PendingCommit, SupervisorMsg, SupervisorOutcome, SupervisorState};
-use crate::event::{Event, EventKind};
 use crate::integrator::IntegratorMsg;
-use crate::journal::JournalError;
-use crate::outcome::{FailureKind, TaskStatus};
 use crate::subagent::SubagentReport;
 use crate::timefmt;
 
@@ -138,7 +137,7 @@ impl SupervisorState {
             section_file: section_file.clone(),
             section_hash: section_hash.clone(),
             section: body,
-            preview: Some(crate::event::preview(&section)),
+            preview: Some(planwave_record::preview(&section)),
         };
         // The task counts as completed (dependents start, progress shows it) only once the
         // journal has it on disk.

@@ -11,9 +11,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use planwave_engine::{Journal, NullSink, RetryPolicy, RunConfig, Schedule};
+use planwave_engine::{RetryPolicy, RunConfig};
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{NullSink, Schedule};
+use planwave_storage::Journal;
 use tokio_util::sync::CancellationToken;
 
 pub use error::SweepError;

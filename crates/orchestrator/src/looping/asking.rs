@@ -1,7 +1,7 @@
 //! Asking the evaluator, reflector or planner from inside the loop: cut short by Ctrl-C, and
 //! what was asked kept in the round's files and calls.
 
-use planwave_engine::RunResult;
+use planwave_record::RunResult;
 use serde::Serialize;
 use serde_json::json;
 

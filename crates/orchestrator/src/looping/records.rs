@@ -1,7 +1,7 @@
 //! What the loop keeps of its rounds and passes: the records in `run.json` `rounds[]` and
 //! `round.json`, the loop's outcome, and which round's report is the final one.
 
-use planwave_engine::{EventKind, RunResult, RunStatus, TaskStatus};
+use planwave_record::{EventKind, RunResult, RunStatus, TaskStatus};
 use serde::Serialize;
 use serde_json::json;
 

@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{EventKind, Preset, RunResult, TaskStatus};
 use planwave_llm::RoundTag;
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{FailureNoteVars, PromptError};
+use planwave_record::{EventKind, Preset, RunResult, TaskStatus};
 
 use super::planning::planning_failed;
 use super::reflection::step_reflect;

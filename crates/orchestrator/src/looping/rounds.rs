@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{CallRecord, EventKind, Preset, RunResult};
+use planwave_llm::CallRecord;
 use planwave_llm::{LlmProvider, RoundTag};
 use planwave_plan::ValidatedPlan;
 use planwave_prompts::{PromptError, Templates};
+use planwave_record::{EventKind, Preset, RunResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::{LoopPolicy, StopReason};

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use planwave_engine::{EventKind, Preset};
 use planwave_llm::RoundTag;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{EventKind, Preset};
 use serde_json::json;
 
 use super::evaluation::evaluate;

@@ -11,10 +11,11 @@ use planwave_plan::plan_from_value;
 use planwave_sim::{SimConfig, SimProvider};
 use tokio_util::sync::CancellationToken;
 
-use planwave_engine::{CallRecord, Preset, RunResult, RunStatus};
+use planwave_llm::CallRecord;
 use planwave_llm::{AgentRole, RoundTag};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::Templates;
+use planwave_record::{Preset, RunResult, RunStatus};
 
 use super::*;
 use crate::policy::{LoopPolicy, StopReason};
@@ -115,7 +116,7 @@ impl Rounds for Memory {
     ) -> Result<(), String> {
         Ok(())
     }
-    fn event(&mut self, _round: u32, _kind: planwave_engine::EventKind) {}
+    fn event(&mut self, _round: u32, _kind: planwave_record::EventKind) {}
     fn progress(&mut self, _line: &str) {}
     fn warn(&mut self, _line: &str) {}
 }

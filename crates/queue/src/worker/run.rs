@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use planwave_batch::{JobInput, JobSummary, parse_jobs, resolve_jobs};
-use planwave_engine::RunDir;
 use planwave_runner::batch::JobContext;
+use planwave_storage::RunDir;
 use tokio_util::sync::CancellationToken;
 
 use super::Worker;
@@ -79,7 +79,7 @@ impl Worker<'_> {
             }
         }
         let mut root = root;
-        let mut mirror: Option<Arc<dyn planwave_engine::JournalMirror>> = None;
+        let mut mirror: Option<Arc<dyn planwave_storage::JournalMirror>> = None;
         if let JobInput::Goal(_) = &resolved.input {
             // The loop's rounds, planner files and journals: the whole directory, mirrored.
             let subject = dir_subject(&subject);
@@ -162,7 +162,7 @@ fn list_files(dir: &Path) -> Vec<String> {
         };
         for e in entries.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
-            if name.starts_with('.') || planwave_engine::is_leftover_temp(&e.file_name()) {
+            if name.starts_with('.') || planwave_storage::is_leftover_temp(&e.file_name()) {
                 continue;
             }
             let rel = format!("{prefix}{name}");

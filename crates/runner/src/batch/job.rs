@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
-use planwave_engine::{
-    Event, EventSink, JournalMirror, PlanSource, Replay, RunConfig, RunDir, RunResult, RunStatus,
-};
+use planwave_engine::RunConfig;
 use planwave_plan::ValidatedPlan;
+use planwave_record::{Event, EventSink, PlanSource, RunResult, RunStatus};
+use planwave_storage::{JournalMirror, Replay, RunDir};
 use tokio_util::sync::CancellationToken;
 
 use super::BatchWatch;

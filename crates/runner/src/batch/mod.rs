@@ -14,7 +14,8 @@ use crate::error::Context;
 use futures::StreamExt;
 use planwave_batch::{BadLine, BatchSummary, JobSummary, ResolvedJob, parse_jobs, resolve_jobs};
 use planwave_config::Settings;
-use planwave_engine::{EventSink, RunDir, RunLock};
+use planwave_record::EventSink;
+use planwave_storage::{RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};

@@ -10,7 +10,7 @@ use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd, html};
 
 use planwave_plan::{Lang, ValidatedPlan};
 
-use crate::outcome::TaskRecord;
+use planwave_record::TaskRecord;
 
 /// The plan laid out by waves as inline SVG (a `<g class="node STATUS" data-task="ID">` per
 /// task, status by colour and label), as `report.html` draws it; `planwave serve`'s run page
@@ -25,7 +25,7 @@ pub fn gantt_svg(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
 }
 
 /// The page for `markdown` (the rendered `report.md`) of a run of `plan`.
-pub fn render(markdown: &str, plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
+pub fn render_html(markdown: &str, plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
     let mut body = String::with_capacity(markdown.len() * 2);
     html::push_html(&mut body, Rewrite::new(markdown, plan, records));
     let lang = match plan.lang() {
@@ -159,8 +159,8 @@ svg .bar.other{fill:#bf8700}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::TaskStatus;
     use planwave_plan::{PlanSpec, TaskId, TaskSpec};
+    use planwave_record::TaskStatus;
 
     fn plan() -> ValidatedPlan {
         ValidatedPlan::new(PlanSpec {
@@ -196,7 +196,7 @@ mod tests {
     fn model_text_cannot_script_or_fetch_and_mermaid_becomes_svg() {
         let p = plan();
         let md = "# Acme\n\n## Business\n\n<script>alert(1)</script> ok ![chart](https://example.com/x.png)\n\n```mermaid\ngraph TD\n  t1 --> t2\n```\n";
-        let page = render(md, &p, &records(&p));
+        let page = render_html(md, &p, &records(&p));
         assert!(!page.contains("<script"), "{page}");
         assert!(
             page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),

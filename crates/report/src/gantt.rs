@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 
 use planwave_plan::{Lang, ValidatedPlan};
 
-use crate::outcome::{TaskRecord, TaskStatus};
-use crate::report::mermaid_label;
+use planwave_record::{TaskRecord, TaskStatus};
+
+use crate::markdown::mermaid_label;
 
 /// Bigger runs get a note instead (the DAG has the same cap).
 const GANTT_MAX_TASKS: usize = 200;

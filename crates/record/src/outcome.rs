@@ -3,14 +3,11 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{CallRecord, CostEstimate, ProviderInfo, Usage};
+use planwave_llm::{CallRecord, CostEstimate, ProviderInfo, Usage, timefmt};
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
-use crate::config::Schedule;
-use crate::context::SectionCut;
-use crate::quality::SectionWarning;
-use crate::timefmt;
+use crate::{Schedule, SectionCut, SectionWarning};
 
 /// Where a run's plan came from (`run.json` `plan_source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver};
 
-use crate::event::{Event, EventSink};
+use planwave_record::{Event, EventSink};
+
+use crate::jsonl::write_line;
 use crate::writer_thread::WriterThread;
 
 /// Why queued events are not durable: the writer's first write or sync error, or a closed
@@ -159,7 +161,7 @@ fn write_loop(
                 Cmd::Append(ev, ack) => {
                     if first_err.is_none() {
                         let r = match &mut mirror {
-                            None => crate::event::write_line(&mut w, &ev, run_id),
+                            None => write_line(&mut w, &ev, run_id),
                             Some(m) => m.write_line(&mut w, &ev, run_id),
                         };
                         if let Err(e) = r {
@@ -244,7 +246,7 @@ impl Pending {
         run_id: Option<uuid::Uuid>,
     ) -> io::Result<()> {
         let start = self.lines.len();
-        let r = crate::event::write_line(&mut self.lines, ev, run_id);
+        let r = write_line(&mut self.lines, ev, run_id);
         if r.is_err() {
             self.lines.truncate(start);
             return r;
@@ -298,7 +300,7 @@ pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::event::EventKind;
+    use planwave_record::EventKind;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicUsize, Ordering};
 

@@ -8,7 +8,7 @@ use std::fs;
 use std::io::Write;
 use std::path::{Component, Path, PathBuf};
 
-use crate::outcome::RunResult;
+use planwave_record::RunResult;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunDirError {

@@ -9,9 +9,9 @@ use planwave_llm::Usage;
 use planwave_plan::{TaskId, ValidatedPlan};
 use serde::Deserialize;
 
-use crate::outcome::{TaskRecord, TaskStatus};
+use planwave_record::{Preset, TaskRecord, TaskStatus};
+
 use crate::rundir::{RunDir, section_files};
-use crate::supervisor::Preset;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {

@@ -19,7 +19,7 @@ pub struct Placed {
 /// Takes the transitions list out of `summary`. A line whose second section cannot be found
 /// stays in the summary under its heading, so no sentence of the model's is lost; when every
 /// line is placed, the heading goes too.
-pub fn place(summary: &str, plan: &ValidatedPlan) -> Placed {
+pub fn place_transitions(summary: &str, plan: &ValidatedPlan) -> Placed {
     let lines: Vec<&str> = summary.lines().collect();
     let Some(start) = lines.iter().position(|l| is_transitions_heading(l)) else {
         return Placed {
@@ -128,7 +128,7 @@ mod tests {
     #[test]
     fn each_sentence_goes_before_its_second_section_and_the_list_leaves_the_summary() {
         let s = "Summary.\n\n### Consistency check\n- none\n\n### Transitions\n- (1 → 2) Money next.\n- From \"Finances\" to \"Outlook\": Then the view.\n\n### After\nmore";
-        let p = place(s, &plan());
+        let p = place_transitions(s, &plan());
         assert_eq!(
             p.summary,
             "Summary.\n\n### Consistency check\n- none\n\n### After\nmore"
@@ -146,14 +146,14 @@ mod tests {
     #[test]
     fn a_line_naming_no_known_section_stays_under_its_heading() {
         let s = "S.\n\n### 章节衔接\n- （1 → 3）承接。\n- (1 → 9) lost?";
-        let p = place(s, &plan());
+        let p = place_transitions(s, &plan());
         assert_eq!(p.summary, "S.\n\n### 章节衔接\n- (1 → 9) lost?");
         assert_eq!(p.before[2], vec!["承接。".to_owned()]);
     }
 
     #[test]
     fn a_summary_without_transitions_is_unchanged() {
-        let p = place("Just a summary.\n", &plan());
+        let p = place_transitions("Just a summary.\n", &plan());
         assert_eq!(p.summary, "Just a summary.\n");
         assert!(p.before.is_empty());
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use planwave_plan::{Lang, ValidatedPlan};
 
-use crate::outcome::{ProviderInfoRecord, RunStats, TaskRecord, TaskStatus};
+use planwave_record::{ProviderInfoRecord, RunStats, TaskRecord, TaskStatus};
 
 /// Mermaid stops rendering well long before this; bigger plans get a note instead.
 pub const MERMAID_MAX_TASKS: usize = 300;
@@ -143,7 +143,7 @@ fn labels(lang: Lang) -> Labels {
     }
 }
 
-pub fn render(input: &ReportInput<'_>) -> String {
+pub fn render_markdown(input: &ReportInput<'_>) -> String {
     let plan = input.plan;
     let lang = plan.lang();
     let l = labels(lang);
@@ -220,7 +220,7 @@ pub fn render(input: &ReportInput<'_>) -> String {
     out.push_str(&crate::gantt::mermaid_gantt(plan, input.records));
     let _ = writeln!(out, "\n### {}\n", l.stats);
     out.push_str(&stats_table(input, lang));
-    out.push_str(&crate::quality::appendix(plan, input.records));
+    out.push_str(&crate::warnings::appendix(plan, input.records));
     out
 }
 

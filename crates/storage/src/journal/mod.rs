@@ -13,6 +13,6 @@ mod replay;
 mod writer;
 
 pub use lock::{LockError, RunLock};
-pub use replay::{Replay, ReplayError, section_hash};
+pub use replay::{CompletedTask, Replay, ReplayError, section_hash};
 pub(crate) use writer::sync_dir;
 pub use writer::{Ack, Journal, JournalError, JournalMirror};

@@ -6,8 +6,9 @@ use std::fmt::Write as _;
 
 use planwave_plan::{Lang, ValidatedPlan};
 
+use planwave_record::{TaskRecord, TaskStatus};
+
 use super::escape;
-use crate::outcome::{TaskRecord, TaskStatus};
 
 const NODE_W: usize = 190;
 const NODE_H: usize = 46;

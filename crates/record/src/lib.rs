@@ -1,0 +1,33 @@
+//! The values a run produces: what `run.json` holds ([`RunResult`] with its [`TaskRecord`]s,
+//! [`RunStats`] and [`RunStatus`]), the events of `events.jsonl` ([`Event`], [`EventKind`])
+//! with the [`EventSink`] they are delivered through, and the pieces those carry
+//! ([`SectionCut`], [`SectionWarning`], [`Schedule`], and [`Preset`], a task completed in an
+//! earlier attempt).
+//!
+//! It sits below the engine that makes these values, the storage that writes and reads them
+//! back (`planwave-storage`) and the report that draws them (`planwave-report`). A crate of
+//! its own rather than part of storage: the report, and `planwave serve` drawing a run, need
+//! the records but none of the file handling, fsync and writer threads; and storage needs
+//! them without the engine. So no arrow runs back up and none of the three depends on
+//! another for a type.
+//!
+//! It deliberately knows nothing of actors, files, threads or rendering: plain data with its
+//! serde form, which is the `run.json` and `events.jsonl` contract (docs/events.md), plus the
+//! sinks that need no thread of their own.
+
+mod cut;
+mod event;
+mod outcome;
+mod preset;
+mod schedule;
+mod warning;
+
+pub use cut::{CutPart, SectionCut};
+pub use event::{Event, EventKind, EventSink, FanoutSink, NullSink, PREVIEW_CHARS, preview};
+pub use outcome::{
+    CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,
+    TaskRecord, TaskStatus, ToolCallRecord,
+};
+pub use preset::Preset;
+pub use schedule::Schedule;
+pub use warning::SectionWarning;
