@@ -27,13 +27,13 @@ pub struct McpOptions {
     /// How subagents ask for tool calls [default: json, or `[mcp] tool_protocol`].
     #[arg(long, value_enum)]
     pub tool_protocol: Option<ToolProtocolArg>,
-    /// Seconds one tool call may take before it is abandoned (and retried once)
-    /// [default: 60, or `[mcp] tool_timeout_secs`].
-    #[arg(long, value_name = "SECS")]
-    pub tool_timeout: Option<f64>,
-    /// Seconds each MCP server may take to start and list its tools [default: 30].
-    #[arg(long, value_name = "SECS")]
-    pub mcp_start_timeout: Option<f64>,
+    /// How long one tool call may take before it is abandoned (and retried once): seconds,
+    /// or 500ms, 2m [default: 60, or `[mcp] tool_timeout_secs`].
+    #[arg(long, value_name = "DURATION", value_parser = planwave_config::parse_positive_duration)]
+    pub tool_timeout: Option<std::time::Duration>,
+    /// How long each MCP server may take to start and list its tools [default: 30s].
+    #[arg(long, value_name = "DURATION", value_parser = planwave_config::parse_positive_duration)]
+    pub mcp_start_timeout: Option<std::time::Duration>,
     /// Most model turns with tool calls per task; one more turn then writes the section
     /// [default: 4].
     #[arg(long, value_name = "N")]
@@ -52,8 +52,8 @@ impl super::llm::FlagGroup for McpOptions {
                 ToolProtocolArg::Json => ToolProtocol::Json,
                 ToolProtocolArg::Native => ToolProtocol::Native,
             }),
-            tool_timeout_secs: self.tool_timeout,
-            start_timeout_secs: self.mcp_start_timeout,
+            tool_timeout_secs: self.tool_timeout.map(|d| d.as_secs_f64()),
+            start_timeout_secs: self.mcp_start_timeout.map(|d| d.as_secs_f64()),
             max_tool_rounds: self.max_tool_rounds,
             max_output: self.mcp_max_output,
         });

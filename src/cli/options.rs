@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use planwave_config::{Flags, parse_positive_secs};
+use planwave_config::{Flags, parse_positive_duration};
 use planwave_engine::Schedule;
 use planwave_llm::sim::{Latency, PlannerFault, SimConfig, TokenRate};
 
@@ -37,13 +37,14 @@ pub struct ExecOptions {
     /// Seed for the simulator and for retry jitter: the same seed replays the same run.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// A task still unfinished after this many seconds (all attempts) fails with a timeout
-    /// (default: planwave.toml [run] task_timeout_secs, else none).
-    #[arg(long, value_name = "SECS", value_parser = parse_positive_secs)]
+    /// A task still unfinished after this long (all attempts) fails with a timeout: seconds,
+    /// or with a unit (90s, 2m) (default: planwave.toml [run] task_timeout_secs, else none).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub task_timeout: Option<Duration>,
-    /// Stop the whole run after this many seconds, like Ctrl-C: finished work is kept and
-    /// `planwave resume DIR` goes on; exit code 4 (default: planwave.toml [run] deadline_secs).
-    #[arg(long, value_name = "SECS", value_parser = parse_positive_secs)]
+    /// Stop the whole run after this long (seconds, or 90s, 2m, 1h), like Ctrl-C: finished
+    /// work is kept and `planwave resume DIR` goes on; exit code 4 (default: planwave.toml
+    /// [run] deadline_secs).
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub deadline: Option<Duration>,
 }
 

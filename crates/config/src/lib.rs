@@ -16,6 +16,7 @@
 //! files settings name (the MCP server list); it knows nothing of clap (the binary maps its
 //! flags onto [`Flags`]) and starts nothing.
 
+mod duration;
 mod env;
 mod error;
 mod file;
@@ -31,6 +32,7 @@ mod secs;
 mod settings;
 
 pub use bytesize::ByteSize;
+pub use duration::{MAX_DURATION, parse_duration, parse_positive_duration};
 pub use env::{
     ENV_API_KEY, ENV_BASE_URL, ENV_CONFIG, ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL,
     EnvSource, ProcessEnv,
@@ -41,7 +43,7 @@ pub use flags::{Flags, LlmKind, McpFlags};
 pub use llm::DEFAULT_BASE_URL;
 pub use reflect::DEFAULT_LOOP_POLICY;
 pub use resolve::{load_file, load_settings, resolve_settings};
-pub use secs::{parse_positive_secs, positive_secs};
+pub use secs::positive_secs;
 pub use settings::{LlmChoice, McpServers, PlanCacheSettings, Settings};
 
 #[cfg(test)]
