@@ -61,7 +61,6 @@ fn parse_slo(text: &str) -> Result<SloArg, String> {
     Ok(SloArg(text.parse()?, text.to_owned()))
 }
 
-
 /// One point of a run: the arrival process it uses.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Point {

@@ -13,7 +13,7 @@ use planwave_runner::{CtrlC, Stderr};
 
 use super::batch::progress::{BatchProgress, BatchView};
 use super::exit::{OK, Outcome};
-use super::job::JobOptions;
+use super::job::{JobOptions, Prepare};
 use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::nats::NatsOptions;
 use super::progress::Mode;

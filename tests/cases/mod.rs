@@ -15,7 +15,7 @@ pub(crate) mod mcp;
 mod plan_cache;
 mod quality;
 mod queue;
-mod recover;
+pub(crate) mod recover;
 pub(crate) mod reflect;
 mod report_html;
 mod research;
