@@ -3,16 +3,16 @@
 //! all its jobs). Its API key comes from its own environment, never from the queue.
 //! SIGTERM or Ctrl-C: running jobs are cancelled cleanly and handed back; exit 0.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_queue::Worker;
+use planwave_queue::{CacheError, Worker, WorkerCache};
 use planwave_runner::{CtrlC, Stderr};
 
 use super::batch::progress::{BatchProgress, BatchView};
-use super::exit::{OK, Outcome};
+use super::exit::{InvalidInput, OK, Outcome};
 use super::job::{JobOptions, Prepare};
 use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::nats::NatsOptions;
@@ -40,7 +40,9 @@ pub struct WorkerArgs {
     /// This worker's name in `batch status` (default: host name and process id).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Local cache of run directories (default: a directory under the system's temp dir).
+    /// Local cache of run directories: new, empty, or an earlier worker's (refused otherwise);
+    /// the worker removes what it wrote there, and the directory only if it made it
+    /// (default: a new directory under the system's temp dir, removed on exit).
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
     /// Rounds of plan -> run -> evaluate -> reflect for each goal job.
@@ -76,6 +78,21 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+/// `--cache DIR`, or a new directory under the system's temp dir: refused (exit 2) when it
+/// holds anything but an earlier worker's files, or another running worker uses it.
+fn claim_cache(dir: Option<&Path>) -> anyhow::Result<WorkerCache> {
+    let claimed = match dir {
+        Some(dir) => WorkerCache::claim(dir),
+        None => WorkerCache::temporary(),
+    };
+    claimed.map_err(|e| match e {
+        CacheError::Refused { path, problem } => {
+            InvalidInput::one(format!("--cache {}", path.display()), problem).into()
+        }
+        io => anyhow::Error::new(io).context("the worker's cache directory"),
+    })
+}
+
 pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&[
         &args.job,
@@ -83,49 +100,32 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         &args.plan_cache,
         &MaxRounds(args.max_rounds),
     ])?;
+    // Claimed before anything else: a directory that is not the worker's to use is bad input.
+    let cache = claim_cache(args.cache.as_deref())?;
     let name = args.name.clone().unwrap_or_else(default_name);
     let queue = args
         .nats
         .connect(&format!("planwave worker {name}"))
         .await?;
-    // One provider for every job: one HTTP client, one rate limiter, one retry budget.
+    // One provider for every job: one HTTP client, one rate limiter, one retry budget; its
+    // limits hold across every worker calling the same endpoint.
     let mut resources = args.job.resources(&settings)?;
-    if let planwave_config::LlmChoice::OpenAi { config, .. } = &settings.llm {
-        // The provider's limits hold across every worker calling the same endpoint.
-        if let Some(limit) = config.limits.max_in_flight {
-            resources.provider = planwave_queue::share_in_flight_limit(
-                &queue,
-                resources.provider.clone(),
-                &config.base_url,
-                limit,
-            )
-            .await?;
-        }
-        if config.limits.requests_per_minute.is_some() || config.limits.tokens_per_minute.is_some()
-        {
-            let quiet = args.quiet;
-            resources.provider = planwave_queue::share_rate_limits(
-                &queue,
-                resources.provider.clone(),
-                &config.base_url,
-                config.limits,
-                config.max_tokens,
-                Arc::new(move |line: &str| {
-                    if !quiet {
-                        eprintln!("{line}");
-                    }
-                }),
-            )
-            .await?;
-        }
-    }
+    let quiet = args.quiet;
+    resources.provider = planwave_queue::share_provider_limits(
+        &queue,
+        resources.provider.clone(),
+        &settings.llm,
+        Arc::new(move |line: &str| {
+            if !quiet {
+                eprintln!("{line}");
+            }
+        }),
+    )
+    .await?;
     let interrupt = CtrlC::listen();
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
         .await;
-    let cache = args.cache.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("planwave-worker-{}", std::process::id()))
-    });
     let mode = if args.quiet { Mode::Quiet } else { Mode::Lines };
     let progress = Arc::new(BatchProgress::new(0, mode));
     eprintln!(
@@ -141,7 +141,7 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
                 max_subagents: args.max_subagents.map(|n| n as usize),
                 ack_wait: args.ack_wait,
                 max_deliver: args.max_deliver,
-                cache: cache.clone(),
+                cache: &cache,
                 settings: &settings,
                 resources: resources.clone(),
                 stop: interrupt.token(),
@@ -153,7 +153,8 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
             .map_err(anyhow::Error::from)
         })
         .await?;
-    let _ = std::fs::remove_dir_all(&cache);
+    // Removes what this worker wrote in its cache, and the cache only if it made it.
+    drop(cache);
     eprintln!(
         "worker {name}: stopped ({} job(s) finished, {} handed back)",
         end.finished, end.handed_back

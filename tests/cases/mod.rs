@@ -15,6 +15,7 @@ pub(crate) mod mcp;
 mod plan_cache;
 mod quality;
 mod queue;
+mod queue_hardening;
 pub(crate) mod recover;
 pub(crate) mod reflect;
 mod report_html;

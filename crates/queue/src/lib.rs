@@ -16,9 +16,14 @@
 //! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
 //!   its requests/tokens of the current minute, shared by every worker.
 //!
+//! A message is input from outside: a worker decodes and checks every field of it
+//! ([`BadMessage`] lists what is wrong; the message is terminated, never run) and writes and
+//! removes only inside its own [`WorkerCache`].
+//!
 //! It knows nothing of clap or terminals; the model's API key never enters the queue (each
 //! worker reads its own from its environment).
 
+mod cache;
 mod cancel;
 mod connect;
 mod dir_mirror;
@@ -26,21 +31,26 @@ mod error;
 mod fetch;
 mod journal;
 mod limits;
+mod message;
 mod names;
 mod rates;
 mod record;
+mod shared_limits;
 mod status;
 mod submit;
 mod worker;
 
+pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
 pub use connect::{Queue, QueueOptions, redact_url};
 pub use error::QueueError;
 pub use fetch::{Fetched, fetch};
 pub use limits::share_in_flight_limit;
+pub use message::BadMessage;
 pub use names::check_batch_name;
 pub use rates::{OnWait, share_rate_limits};
 pub use record::{BatchRecord, JobRecord, QueueState};
+pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
 pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};

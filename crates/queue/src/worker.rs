@@ -10,7 +10,6 @@
 mod cancels;
 mod run;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -24,10 +23,11 @@ use planwave_runner::batch::BatchWatch;
 use planwave_runner::{Notes, Resources};
 use tokio_util::sync::CancellationToken;
 
+use crate::message::BadMessage;
 use crate::names::{CONSUMER, job_key, job_record_key};
 use crate::record::{JobRecord, QueueState, get_json, put_json};
 use crate::submit::JobMessage;
-use crate::{Queue, QueueError};
+use crate::{Queue, QueueError, WorkerCache};
 use cancels::Cancels;
 pub(crate) use run::RUN_ARCHIVE;
 
@@ -48,8 +48,9 @@ pub struct Worker<'a> {
     pub ack_wait: Option<Duration>,
     /// Deliveries before a job is given up as failed.
     pub max_deliver: u32,
-    /// Local cache of run directories (JetStream holds the durable copy).
-    pub cache: PathBuf,
+    /// Local cache of run directories (JetStream holds the durable copy): nothing this
+    /// worker writes or removes is outside it.
+    pub cache: &'a WorkerCache,
     pub settings: &'a Settings,
     pub resources: Resources,
     /// Stops the worker (SIGTERM, Ctrl-C): running jobs are handed back.
@@ -209,11 +210,12 @@ impl Worker<'_> {
         slots: Option<Arc<tokio::sync::Semaphore>>,
     ) -> crate::Result<Handled> {
         let delivered = msg.info().map(|i| i.delivered).unwrap_or(1).max(1) as u32;
-        let Ok(job) = serde_json::from_slice::<JobMessage>(&msg.payload) else {
-            self.notes
-                .note("worker: a message on the job queue is not a job; dropped");
-            let _ = msg.ack_with(AckKind::Term).await;
-            return Ok(Handled::Nothing);
+        let job = match crate::message::decode(&msg.subject, &msg.payload) {
+            Ok(job) => job,
+            Err(bad) => {
+                self.refuse(msg, bad).await;
+                return Ok(Handled::Nothing);
+            }
         };
         let rk = job_record_key(&job.batch, &job_key(&job.id));
         let mut record: JobRecord = get_json(&self.queue, &rk)
@@ -282,6 +284,58 @@ impl Worker<'_> {
         }
         let outcome = self.run_job(&job, token.clone(), slots).await;
         self.settle(msg, &job, &rk, record, outcome, cancels).await
+    }
+
+    /// A message that is not a valid job: terminated (never delivered again, never run),
+    /// said on this worker's stderr and in the log, and, when it names a job of a batch whose
+    /// record is waiting for it, recorded there as the job's failure.
+    async fn refuse(&self, msg: &Message, bad: BadMessage) {
+        let _ = msg.ack_with(AckKind::Term).await;
+        let subject = msg.subject.as_str();
+        tracing::warn!(subject, problems = %bad, "refused a job message");
+        self.notes.note(&format!(
+            "worker: refused a message on {subject:?} (terminated, not run): {bad}"
+        ));
+        let Some((batch, id)) = &bad.job else {
+            return;
+        };
+        let seq = msg.info().map(|i| i.stream_sequence).ok();
+        if let Err(e) = self.record_refusal(batch, id, seq, &bad).await {
+            self.notes.note(&format!(
+                "worker: could not record the refusal in job {id:?} of batch {batch}: {e}"
+            ));
+        }
+    }
+
+    async fn record_refusal(
+        &self,
+        batch: &str,
+        id: &str,
+        seq: Option<u64>,
+        bad: &BadMessage,
+    ) -> crate::Result<()> {
+        let rk = job_record_key(batch, &job_key(id));
+        let Some(mut record) = get_json::<JobRecord>(&self.queue, &rk).await? else {
+            // No such job was submitted: nothing for `batch status` to show it in.
+            return Ok(());
+        };
+        // A job that ended, or that another message already brought, is not this one's.
+        if record.state.is_finished() || record.seq.is_some_and(|s| Some(s) != seq) {
+            return Ok(());
+        }
+        let reason = format!("its message was refused: {bad}");
+        record.state = QueueState::Failed;
+        record.worker = Some(self.name.clone());
+        record.summary = Some(planwave_batch::JobSummary::failed(
+            &record.id,
+            record.line,
+            &record.kind,
+            &record.dir,
+            Some(reason.clone()),
+        ));
+        record.reason = Some(reason);
+        record.seq = seq;
+        put_json(&self.queue, &rk, &record).await
     }
 
     /// Stores the verdict and acks, or hands the job back.

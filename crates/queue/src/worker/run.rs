@@ -30,22 +30,6 @@ pub(super) fn failed_summary(job: &JobMessage, error: Option<String>) -> JobSumm
     JobSummary::failed(&job.id, job.line, &job.kind, &job.dir, error)
 }
 
-/// A directory name from the queue: one plain component.
-fn safe_dir(dir: &str) -> Result<(), QueueError> {
-    let ok = !dir.is_empty()
-        && dir != "."
-        && dir != ".."
-        && !dir.contains(['/', '\\', '\0'])
-        && dir.len() <= 255;
-    if ok {
-        Ok(())
-    } else {
-        Err(QueueError::new(format!(
-            "job directory {dir:?} is not a plain name"
-        )))
-    }
-}
-
 impl Worker<'_> {
     /// `Err` when the job cannot start here (it goes back to the queue).
     pub(super) async fn run_job(
@@ -54,7 +38,8 @@ impl Worker<'_> {
         cancel: CancellationToken,
         slots: Option<Arc<tokio::sync::Semaphore>>,
     ) -> crate::Result<JobDone> {
-        safe_dir(&job.dir)?;
+        // Checked when the message was decoded; checked again here, where it becomes a path.
+        crate::message::check_dir(&job.dir).map_err(QueueError::new)?;
         let key = job_key(&job.id);
         let mut line = serde_json::to_vec(&job.job).map_err(|e| QueueError::of("job", e))?;
         line.push(b'\n');
@@ -76,7 +61,7 @@ impl Worker<'_> {
         resolved.dir = job.dir.clone();
         // The cache is rebuilt from JetStream: whatever an earlier attempt left here locally
         // may be older or newer than what is durable.
-        let root_path = self.cache.join(format!("{}-{key}", job.batch));
+        let root_path = self.cache.job_dir(&job.batch, &key)?;
         let _ = std::fs::remove_dir_all(&root_path);
         let root = RunDir::create(&root_path).map_err(|e| QueueError::of("the job cache", e))?;
         let subject = journal_subject(&job.batch, &key);

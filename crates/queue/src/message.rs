@@ -1,0 +1,365 @@
+//! A job message as a worker receives it: input from outside, like an HTTP body. Anyone who
+//! may publish on `planwave.jobs.>` can send one, so every field is checked here, where it
+//! is decoded, before any of it names a key, a subject or a path: the batch by the rule of
+//! `batch --batch NAME`, the id by the rule of a job file's ids, the directory as the plain
+//! name `resolve_jobs` makes, and the job line by the job file parser itself.
+//!
+//! Refusals are final (the worker terminates the message rather than letting it come back)
+//! and name every problem found, not only the first.
+
+use planwave_batch::{JobSource, parse_jobs};
+use serde_json::Value;
+
+use crate::names::{check_batch_name, job_subject};
+use crate::submit::JobMessage;
+
+/// Longest job id a message may carry, in bytes. Ids become hex in subjects and keys, and a
+/// NATS control line (subject included) is at most 4096 bytes by default.
+pub const MAX_ID_BYTES: usize = 1000;
+/// Longest job directory name: `resolve_jobs` makes at most 64 characters, a hash and a
+/// counter.
+const MAX_DIR_BYTES: usize = 128;
+const KINDS: [&str; 4] = ["goal", "plan", "plan_file", "template"];
+
+/// Why a message is not a job this worker will run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", problems.join("; "))]
+pub struct BadMessage {
+    /// The message's batch and job id when both are valid: the job's record can say why.
+    pub job: Option<(String, String)>,
+    /// Every problem, each naming the field and the offending value.
+    pub problems: Vec<String>,
+}
+
+impl BadMessage {
+    fn one(problem: String) -> BadMessage {
+        BadMessage {
+            job: None,
+            problems: vec![problem],
+        }
+    }
+}
+
+/// Decodes and checks a message that arrived on `subject`.
+pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMessage> {
+    let value: Value =
+        serde_json::from_slice(payload).map_err(|e| BadMessage::one(format!("not JSON: {e}")))?;
+    if !value.is_object() {
+        return Err(BadMessage::one(format!(
+            "not a job message: expected a JSON object, found {}",
+            kind_of(&value)
+        )));
+    }
+    let msg: JobMessage = serde_json::from_value(value.clone()).map_err(|e| BadMessage {
+        job: valid_job(&value),
+        problems: vec![format!("not a job message: {e}")],
+    })?;
+    let problems = check(subject, &msg);
+    if problems.is_empty() {
+        Ok(msg)
+    } else {
+        Err(BadMessage {
+            job: valid_job(&value),
+            problems,
+        })
+    }
+}
+
+/// Batch and id of a message that is otherwise broken, when those two are valid.
+fn valid_job(value: &Value) -> Option<(String, String)> {
+    let batch = value.get("batch")?.as_str()?;
+    let id = value.get("id")?.as_str()?;
+    (check_batch_name(batch).is_ok() && check_id(id).is_ok()).then(|| (batch.into(), id.into()))
+}
+
+fn check(subject: &str, msg: &JobMessage) -> Vec<String> {
+    let mut problems = Vec::new();
+    match check_batch_name(&msg.batch) {
+        Err(e) => problems.push(e.to_string()),
+        Ok(()) if subject != job_subject(&msg.batch) => problems.push(format!(
+            "batch {:?} arrived on subject {subject:?}, not {:?}",
+            msg.batch,
+            job_subject(&msg.batch)
+        )),
+        Ok(()) => {}
+    }
+    if let Err(e) = check_id(&msg.id) {
+        problems.push(e);
+    }
+    if let Err(e) = check_dir(&msg.dir) {
+        problems.push(e);
+    }
+    if msg.line == 0 {
+        problems.push("line 0: line numbers start at 1".into());
+    }
+    if !KINDS.contains(&msg.kind.as_str()) {
+        problems.push(format!(
+            "kind {:?}: expected one of {}",
+            msg.kind,
+            KINDS.join(", ")
+        ));
+    }
+    problems.extend(check_job_line(msg));
+    problems
+}
+
+/// A job id as a job file takes it (a non-blank string), short enough for a subject.
+pub(crate) fn check_id(id: &str) -> Result<(), String> {
+    if id.trim().is_empty() {
+        Err(format!("job id {id:?}: must not be empty"))
+    } else if id.len() > MAX_ID_BYTES {
+        Err(format!(
+            "job id of {} bytes: at most {MAX_ID_BYTES}",
+            id.len()
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// A job directory: one plain name of `A-Z a-z 0-9 _ -`, as `resolve_jobs` makes them.
+pub(crate) fn check_dir(dir: &str) -> Result<(), String> {
+    let ok = !dir.is_empty()
+        && dir.len() <= MAX_DIR_BYTES
+        && dir
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "job directory {dir:?}: use 1-{MAX_DIR_BYTES} letters, digits, '_' or '-'"
+        ))
+    }
+}
+
+/// The job line, parsed by the job file parser: one job, the message's id, its plan inline
+/// (files were read when the batch was submitted; a worker reads no file a message names).
+fn check_job_line(msg: &JobMessage) -> Vec<String> {
+    if !msg.job.is_object() {
+        return vec![format!(
+            "job: expected a job line (a JSON object), found {}",
+            kind_of(&msg.job)
+        )];
+    }
+    let parsed = parse_jobs(msg.job.to_string());
+    if let Some(bad) = parsed.bad.first() {
+        return vec![format!("job: {}", bad.error)];
+    }
+    let [job] = parsed.jobs.as_slice() else {
+        return vec!["job: holds no job".into()];
+    };
+    let mut problems = Vec::new();
+    if job.id != msg.id {
+        problems.push(format!(
+            "job: its id {:?} is not the message's {:?}",
+            job.id, msg.id
+        ));
+    }
+    match &job.source {
+        JobSource::Goal(_) if msg.kind != "goal" => problems.push(format!(
+            "job: a goal, but the message's kind is {:?}",
+            msg.kind
+        )),
+        JobSource::Plan(_) if msg.kind == "goal" => {
+            problems.push("job: a plan, but the message's kind is \"goal\"".into());
+        }
+        JobSource::PlanFile(_) | JobSource::Template { .. } => problems.push(format!(
+            "job: a {} names a file on the submitting machine; a message carries its plan inline",
+            job.source.kind()
+        )),
+        _ => {}
+    }
+    problems
+}
+
+fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn good() -> Value {
+        json!({"batch": "q3", "id": "a.b", "line": 1, "kind": "goal", "dir": "a_b-1f2e3d4c",
+               "job": {"id": "a.b", "goal": "分析特斯拉", "metadata": {}}})
+    }
+
+    fn problems(subject: &str, v: &Value) -> Vec<String> {
+        match decode(subject, v.to_string().as_bytes()) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.problems,
+        }
+    }
+
+    #[test]
+    fn a_job_message_as_submit_makes_it_is_accepted() {
+        let m = decode("planwave.jobs.q3", good().to_string().as_bytes()).expect("valid");
+        assert_eq!((m.batch.as_str(), m.id.as_str()), ("q3", "a.b"));
+    }
+
+    #[test]
+    fn paths_in_the_batch_or_directory_are_refused_with_every_problem_named() {
+        let mut v = good();
+        v["batch"] = json!("/srv/data/victim");
+        v["dir"] = json!("../x");
+        assert_eq!(
+            problems("planwave.jobs.q3", &v),
+            [
+                "batch name \"/srv/data/victim\": use 1-64 letters, digits, '_' or '-'",
+                "job directory \"../x\": use 1-128 letters, digits, '_' or '-'",
+            ]
+        );
+        let mut v = good();
+        v["batch"] = json!("..");
+        let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("..");
+        assert_eq!(e.job, None, "no record is named by an invalid batch");
+    }
+
+    #[test]
+    fn a_message_on_another_batchs_subject_or_with_a_mismatched_job_line_is_refused() {
+        assert_eq!(
+            problems("planwave.jobs.other", &good()),
+            ["batch \"q3\" arrived on subject \"planwave.jobs.other\", not \"planwave.jobs.q3\""]
+        );
+        let mut v = good();
+        v["job"]["id"] = json!("zzz");
+        v["kind"] = json!("plan");
+        let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("mismatch");
+        assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
+        assert_eq!(
+            e.problems,
+            [
+                "job: its id \"zzz\" is not the message's \"a.b\"",
+                "job: a goal, but the message's kind is \"plan\"",
+            ]
+        );
+        let mut v = good();
+        v["job"] = json!({"id": "a.b", "plan_file": "/etc/passwd"});
+        v["kind"] = json!("plan_file");
+        assert_eq!(
+            problems("planwave.jobs.q3", &v),
+            [
+                "job: a plan_file names a file on the submitting machine; a message carries its plan inline"
+            ]
+        );
+    }
+
+    #[test]
+    fn ids_follow_the_job_file_rule_and_fit_in_a_subject() {
+        let mut v = good();
+        v["id"] = json!("  ");
+        v["job"]["id"] = json!("  ");
+        assert_eq!(
+            problems("planwave.jobs.q3", &v)[0],
+            "job id \"  \": must not be empty"
+        );
+        assert!(check_id(&"x".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(check_id(&"x".repeat(MAX_ID_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn non_objects_and_missing_fields_are_clear_refusals() {
+        let e = decode("planwave.jobs.q3", b"[1]").expect_err("array");
+        assert_eq!(
+            e.problems,
+            ["not a job message: expected a JSON object, found an array"]
+        );
+        let mut v = good();
+        v.as_object_mut().map(|o| o.remove("dir"));
+        let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("no dir");
+        assert_eq!(e.problems, ["not a job message: missing field `dir`"]);
+        assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            ".{0,12}".prop_map(Value::String),
+            prop_oneof![
+                Just("batch"),
+                Just("id"),
+                Just("dir"),
+                Just("job"),
+                Just("goal")
+            ]
+            .prop_map(|s| Value::String(s.into())),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            let keys = prop_oneof![
+                Just("batch".to_string()),
+                Just("id".to_string()),
+                Just("line".to_string()),
+                Just("kind".to_string()),
+                Just("dir".to_string()),
+                Just("job".to_string()),
+                Just("goal".to_string()),
+                Just("plan".to_string()),
+                ".{0,6}",
+            ];
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(keys, inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A refusal is never empty and never blank: someone reads it.
+    fn clear(e: &BadMessage) -> bool {
+        !e.problems.is_empty() && e.problems.iter().all(|p| !p.trim().is_empty())
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic_and_every_refusal_says_why(
+            bytes in prop::collection::vec(any::<u8>(), 0..256),
+        ) {
+            if let Err(e) = decode("planwave.jobs.q3", &bytes) {
+                prop_assert!(clear(&e), "{e:?}");
+            }
+        }
+
+        #[test]
+        fn arbitrary_json_never_panics_and_what_passes_is_confined(v in json_value()) {
+            match decode("planwave.jobs.q3", v.to_string().as_bytes()) {
+                Ok(m) => {
+                    prop_assert!(check_batch_name(&m.batch).is_ok());
+                    prop_assert!(check_dir(&m.dir).is_ok());
+                }
+                Err(e) => prop_assert!(clear(&e), "{e:?}"),
+            }
+        }
+
+        #[test]
+        fn any_one_field_of_a_good_message_replaced_is_accepted_only_if_valid(
+            field in prop_oneof![Just("batch"), Just("id"), Just("line"), Just("kind"),
+                                 Just("dir"), Just("job")],
+            replacement in json_value(),
+        ) {
+            let mut v = good();
+            v[field] = replacement;
+            match decode("planwave.jobs.q3", v.to_string().as_bytes()) {
+                Ok(m) => {
+                    prop_assert_eq!(m.batch, "q3");
+                    prop_assert!(check_dir(&m.dir).is_ok());
+                    prop_assert!(check_id(&m.id).is_ok());
+                }
+                Err(e) => prop_assert!(clear(&e), "{e:?}"),
+            }
+        }
+    }
+}
