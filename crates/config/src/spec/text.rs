@@ -96,7 +96,7 @@ pub mod meta {
                     Value::String(s) => s,
                     other => other.to_string(),
                 };
-                super::super::llm::parse_meta(&format!("{k}={v}")).map_err(D::Error::custom)
+                crate::spec::parse_meta(&format!("{k}={v}")).map_err(D::Error::custom)
             })
             .collect()
     }
