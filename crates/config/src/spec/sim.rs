@@ -10,7 +10,7 @@ use planwave_llm::AgentRole;
 use planwave_llm::sim::{Latency, PlannerFault, ReflectScript, SimConfig, TaskFault, TokenRate};
 use serde::{Deserialize, Serialize};
 
-use super::text::{self, checked, list};
+use super::text::{self, list};
 use crate::SettingsError;
 
 /// The simulator's behaviour.
@@ -54,7 +54,7 @@ pub struct SimOptions {
     pub sim_latency_file: Option<PathBuf>,
     /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
     /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = checked::<PlannerFault>))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
     #[serde(deserialize_with = "text::list_of::<PlannerFault, _>")]
     pub sim_planner_faults: Vec<String>,
     #[cfg_attr(feature = "clap", command(flatten))]
@@ -114,7 +114,7 @@ pub struct SimReflectOptions {
     pub sim_invalid: Vec<String>,
     /// Task failures in the first execution pass of a round: ROUND:TASK:KIND with KIND
     /// transient or fatal (comma-separated), e.g. 1:2:transient.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = checked::<TaskFault>))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<TaskFault>))]
     #[serde(deserialize_with = "text::list_of::<TaskFault, _>")]
     pub sim_task_fail: Vec<String>,
     /// The strategy the simulated step-level reflection recommends (retry_step,
