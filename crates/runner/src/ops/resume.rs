@@ -135,3 +135,77 @@ async fn resume_run(dir: &Path, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<J
         out,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_argv(_: &[String]) -> Result<JobSpec, String> {
+        Err("no parser".into())
+    }
+
+    /// A run directory with `invocation` recorded and `files` (relative paths) present.
+    fn dir_with(invocation: serde_json::Value, files: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("invocation.json"), invocation.to_string()).unwrap();
+        for f in files {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "{}").unwrap();
+        }
+        dir
+    }
+
+    fn spec(work: serde_json::Value) -> serde_json::Value {
+        json!({"spec": {"work": work, "out": "o"}, "cwd": "/"})
+    }
+
+    #[test]
+    fn every_kind_of_run_directory_is_told_apart_in_one_place() {
+        let plan = json!({"plan": {"plan": "p.json"}});
+        let recover = json!({"plan": {"plan": "p.json", "recover": true}});
+        let goal = json!({"goal": {"goal": "g"}});
+        for (work, files, kind) in [
+            (&plan, &["plan.json"][..], ResumeKind::Run),
+            (&recover, &["rounds/1/plan.json"][..], ResumeKind::Recover),
+            // A run --recover killed before its round had a directory is a plain run.
+            (&recover, &["plan.json"][..], ResumeKind::Run),
+            (&goal, &["rounds/1/plan.json"][..], ResumeKind::Research),
+        ] {
+            let dir = dir_with(spec(work.clone()), files);
+            let r = Resumable::open(dir.path(), &no_argv).unwrap();
+            assert_eq!(r.kind, kind, "{work} with {files:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_without_a_plan_or_a_record_has_nothing_to_resume() {
+        let dir = dir_with(spec(json!({"plan": {"plan": "p.json"}})), &[]);
+        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
+        assert!(err.problems[0].starts_with("no plan.json"), "{err:?}");
+        let empty = tempfile::tempdir().unwrap();
+        let err = Resumable::open(empty.path(), &no_argv).err().unwrap();
+        assert!(
+            err.problems[0].contains("not a planwave run directory"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn an_old_command_line_goes_through_the_front_ends_parser() {
+        let dir = dir_with(
+            json!({"argv": ["run", "p.json"], "cwd": "/"}),
+            &["plan.json"],
+        );
+        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
+        assert_eq!(err.problems, ["invocation.json: no parser"]);
+        let parse = |argv: &[String]| -> Result<JobSpec, String> {
+            serde_json::from_value(json!({"work": {"plan": {"plan": argv[1]}}, "out": "o"}))
+                .map_err(|e| e.to_string())
+        };
+        let r = Resumable::open(dir.path(), &parse).unwrap();
+        assert_eq!(r.kind, ResumeKind::Run);
+        assert_eq!(r.spec.out, PathBuf::from("o"));
+    }
+}
