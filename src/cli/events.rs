@@ -11,7 +11,7 @@ use anyhow::Context;
 use clap::Args;
 use planwave_storage::{JsonlOptions, JsonlSink};
 
-#[derive(Debug, Args)]
+#[derive(Debug, Default, Args)]
 pub struct EventsOptions {
     /// Also stream the run's events as JSON lines to FILE as they happen; `-` is stdout (the
     /// summary then goes to stderr). Same lines as events.jsonl; schema in docs/events.md.
@@ -75,4 +75,14 @@ pub fn open_stream(
             Some(Arc::new(JsonlSink::with_options(Box::new(f), live)))
         }
     })
+}
+
+/// The `--events` stream as the runner's operations ask for it, by run id.
+pub fn stream_to(
+    opts: &EventsOptions,
+) -> impl Fn(uuid::Uuid) -> planwave_runner::Result<Option<Arc<JsonlSink>>> + Sync + '_ {
+    move |run_id| {
+        open_stream(run_id, opts)
+            .map_err(|e| planwave_runner::RunnerError::message(format!("--events: {e:#}")))
+    }
 }

@@ -25,11 +25,15 @@ pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome(INTERRUPTED)) if planwave_runner::terminated() => ExitCode::from(TERMINATED),
         Ok(Outcome(code)) => ExitCode::from(code),
         Err(err) => {
+            // A setting or option that makes no sense is bad input too, wherever it surfaced.
+            let from_settings = err
+                .downcast_ref::<planwave_config::SettingsError>()
+                .map(|e| InvalidInput::from(e.clone()));
             let invalid = err.downcast_ref::<InvalidInput>().or_else(|| {
                 err.downcast_ref::<planwave_runner::RunnerError>()
                     .and_then(planwave_runner::RunnerError::invalid_input)
             });
-            if let Some(inv) = invalid {
+            if let Some(inv) = invalid.or(from_settings.as_ref()) {
                 for p in &inv.problems {
                     eprintln!("{}: {p}", inv.source_name);
                 }

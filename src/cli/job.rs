@@ -1,76 +1,55 @@
 //! What the commands that run jobs (`run`, `research`, `resume`, `batch`, `plan`) share on
-//! the way into the runner: the option groups, and the model client and prompts from the
-//! settings (traced, its line on stderr).
+//! the way into the runner: the model client and prompts from the settings (traced, its
+//! line on stderr). The option groups themselves are the job spec's
+//! (`planwave_config::spec`), parsed here by clap.
 
-use clap::Args;
-use planwave_config::{Flags, Settings};
-use planwave_runner::{Resources, Stderr};
+use planwave_config::Settings;
+pub use planwave_config::spec::{JobOptions, ModelOptions};
+use planwave_runner::ops::{JobIo, StreamFor};
+use planwave_runner::{CtrlC, InvalidInput, Resources, Stderr};
 
-use super::llm::{FlagGroup, LlmOptions, MetaOptions, PromptOptions};
-use super::mcp::McpOptions;
-use super::options::{ExecOptions, SimOptions};
+use super::progress::Terminal;
 
-/// Who answers and with which prompts: the options of every command that calls a model.
-#[derive(Debug, Args)]
-pub struct ModelOptions {
-    #[command(flatten)]
-    pub llm: LlmOptions,
-    #[command(flatten)]
-    pub prompts: PromptOptions,
-    #[command(flatten)]
-    pub sim: SimOptions,
+/// The model client and prompts the settings ask for; nothing is started yet.
+pub trait Prepare {
+    fn resources(&self, settings: &Settings) -> anyhow::Result<Resources>;
 }
 
-impl FlagGroup for ModelOptions {
-    fn add_to(&self, flags: &mut Flags) {
-        self.llm.add_to(flags);
-        self.prompts.add_to(flags);
-    }
-}
-
-impl ModelOptions {
-    /// The model client and prompts the settings ask for; nothing is started yet.
-    pub fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
+impl Prepare for ModelOptions {
+    fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
+        let sim = self
+            .sim
+            .sim_config(settings.run.seed)
+            .map_err(InvalidInput::from)?;
         Ok(Resources::prepare(
             settings,
-            self.sim.sim_config(settings.run.seed)?,
+            sim,
             super::telemetry::traced,
             &Stderr,
         )?)
     }
 }
 
-/// The options of every command that executes plans (`run`, `research`, `batch`; `resume`
-/// reads them back from the recorded command line).
-#[derive(Debug, Args)]
-pub struct JobOptions {
-    #[command(flatten)]
-    pub exec: ExecOptions,
-    #[command(flatten)]
-    pub model: ModelOptions,
-    /// MCP servers are started once per command and shared by every run it makes.
-    #[command(flatten)]
-    pub mcp: McpOptions,
-    #[command(flatten)]
-    pub meta: MetaOptions,
-    /// Replace an earlier run (or batch) in --out: its files are removed first. Without it
-    /// such a directory is refused (`resume` continues it), as is any other non-empty one.
-    #[arg(long)]
-    pub force: bool,
-}
-
-impl FlagGroup for JobOptions {
-    fn add_to(&self, flags: &mut Flags) {
-        self.exec.add_to(flags);
-        self.model.add_to(flags);
-        self.mcp.add_to(flags);
-        self.meta.add_to(flags);
+impl Prepare for JobOptions {
+    fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
+        self.model.resources(settings)
     }
 }
 
-impl JobOptions {
-    /// The model client and prompts; nothing is started yet.
-    pub fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
-        self.model.resources(settings)
+/// What a command lends the runner's operations: the terminal's view, notes on stderr,
+/// Ctrl-C, the `--events` stream; the run's fields go on the root span.
+pub fn io<'a>(
+    watch: &'a Terminal,
+    stream: StreamFor<'a>,
+    interrupt: &CtrlC,
+    quiet: bool,
+) -> JobIo<'a> {
+    JobIo {
+        watch,
+        notes: &Stderr,
+        cancel: interrupt.token(),
+        stream,
+        quiet,
+        root_span: true,
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_loadtest::{Slo, Traffic, TrafficError, parse_ms};
+use planwave_loadtest::{Slo, Traffic, TrafficError};
 
 use super::exit::InvalidInput;
 
@@ -26,7 +26,7 @@ pub struct TrafficOptions {
     pub burstiness: f64,
     /// With --rate: send rate x duration requests (e.g. 30s); with --plan-rate:
     /// start plan-rate x duration plans.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = planwave_config::parse_duration)]
     pub duration: Option<Duration>,
     /// Agentic open loop: start whole plans (the generated or given one) at R per second;
     /// each then runs by its own dataflow.
@@ -37,7 +37,7 @@ pub struct TrafficOptions {
           value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub plans: Option<u64>,
     /// Requests that begin within this time of the first are not counted (e.g. 5s).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, default_value = "0s")]
+    #[arg(long, value_name = "DURATION", value_parser = planwave_config::parse_duration, default_value = "0s")]
     pub warmup: Duration,
     /// Service-level objectives for goodput: `ttft=500ms,tpot=50ms,e2e=10s` (any of them).
     #[arg(long, value_name = "SLO", value_parser = parse_slo)]
@@ -55,12 +55,6 @@ pub struct SloArg(pub Slo, pub String);
 
 fn parse_slo(text: &str) -> Result<SloArg, String> {
     Ok(SloArg(text.parse()?, text.to_owned()))
-}
-
-fn parse_duration(text: &str) -> Result<Duration, String> {
-    parse_ms(text.trim())
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .ok_or_else(|| format!("{text:?} is not a duration (500ms, 30s)"))
 }
 
 impl TrafficOptions {

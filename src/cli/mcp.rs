@@ -1,64 +1,11 @@
-//! `--mcp-config` and the tool options shared by `run`, `research` and `batch` (resolved with
-//! `[mcp]` by `planwave_config`; the runner starts the servers).
+//! The MCP options are the job spec's (`planwave_config::spec::McpOptions`); here the one
+//! command that reads only a server file (`validate --mcp-config`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use clap::{Args, ValueEnum};
-use planwave_config::{Flags, McpFlags, McpServers};
-use planwave_engine::ToolProtocol;
+use planwave_config::McpServers;
 
 use super::exit::InvalidInput;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ToolProtocolArg {
-    /// The model answers {"content": ..., "next": [{"mcp": NAME, "args": {...}}]}.
-    Json,
-    /// OpenAI function calling (`tools` / `tool_calls`).
-    Native,
-}
-
-#[derive(Debug, Args)]
-pub struct McpOptions {
-    /// MCP servers for subagents and tool steps, in the `mcpServers` JSON format
-    /// (`command`/`args`/`env` for stdio, `url`/`headers` for streamable HTTP). Replaces
-    /// `[mcp]` servers of planwave.toml.
-    #[arg(long, value_name = "FILE")]
-    pub mcp_config: Option<PathBuf>,
-    /// How subagents ask for tool calls [default: json, or `[mcp] tool_protocol`].
-    #[arg(long, value_enum)]
-    pub tool_protocol: Option<ToolProtocolArg>,
-    /// Seconds one tool call may take before it is abandoned (and retried once)
-    /// [default: 60, or `[mcp] tool_timeout_secs`].
-    #[arg(long, value_name = "SECS")]
-    pub tool_timeout: Option<f64>,
-    /// Seconds each MCP server may take to start and list its tools [default: 30].
-    #[arg(long, value_name = "SECS")]
-    pub mcp_start_timeout: Option<f64>,
-    /// Most model turns with tool calls per task; one more turn then writes the section
-    /// [default: 4].
-    #[arg(long, value_name = "N")]
-    pub max_tool_rounds: Option<u32>,
-    /// The largest answer an MCP server may send (a tool result), e.g. `4MiB`; a larger one
-    /// fails its call at once [default: 16MiB, or `[mcp] max_output_bytes`].
-    #[arg(long, value_name = "SIZE")]
-    pub mcp_max_output: Option<planwave_config::ByteSize>,
-}
-
-impl super::llm::FlagGroup for McpOptions {
-    fn add_to(&self, flags: &mut Flags) {
-        flags.mcp = Some(McpFlags {
-            config: self.mcp_config.clone(),
-            tool_protocol: self.tool_protocol.map(|p| match p {
-                ToolProtocolArg::Json => ToolProtocol::Json,
-                ToolProtocolArg::Native => ToolProtocol::Native,
-            }),
-            tool_timeout_secs: self.tool_timeout,
-            start_timeout_secs: self.mcp_start_timeout,
-            max_tool_rounds: self.max_tool_rounds,
-            max_output: self.mcp_max_output,
-        });
-    }
-}
 
 /// Only the servers of `--mcp-config` (a command that reads no config file: `validate`).
 pub fn servers_from_file(path: &Path) -> Result<McpServers, InvalidInput> {

@@ -21,7 +21,6 @@ mod run;
 mod serve;
 mod show;
 mod sim_llm;
-mod sim_reflect;
 mod summary;
 pub mod telemetry;
 pub mod term;

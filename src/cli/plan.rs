@@ -8,7 +8,7 @@ use clap::Args;
 use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
-use super::job::ModelOptions;
+use super::job::{ModelOptions, Prepare};
 use super::llm::{self, MetaOptions, PlannerOptions, Seed};
 use super::waves::text as waves_text;
 

@@ -263,6 +263,10 @@ impl Watch for Terminal {
     fn open(&self, plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
         Arc::new(Progress::new(plan.clone(), Mode::detect(self.quiet)))
     }
+
+    fn resumed(&self, run_id: uuid::Uuid, completed: usize, tasks: usize) {
+        println!("resuming run {run_id}: {completed} of {tasks} tasks already completed");
+    }
 }
 
 impl Watcher for Progress {

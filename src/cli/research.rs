@@ -7,18 +7,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
+use planwave_config::spec::{JobSpec, ResearchOptions, Work};
 use planwave_record::{PlanSource, RunStatus};
-use planwave_runner::{
-    CtrlC, Invocation, Research, ResearchOutcome, Stderr, claim_out_dir, lock_run_dir, open_run_dir,
-};
+use planwave_runner::ops::{self, Job};
+use planwave_runner::{CtrlC, Invocation, ResearchOutcome, Stderr, claim_out_dir};
 use planwave_storage::RunDir;
 
-use super::events::{EventsOptions, human, open_stream};
+use super::events::{EventsOptions, human, stream_to};
 use super::exit::{INTERRUPTED, Outcome};
-use super::job::JobOptions;
-use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
+use super::job::{JobOptions, Prepare, io};
+use super::llm;
 use super::progress::Terminal;
-use super::summary::{outcome, print_summary};
+use super::summary::{outcome, print_summary, tell};
 
 #[derive(Debug, Args)]
 pub struct ResearchArgs {
@@ -28,14 +28,8 @@ pub struct ResearchArgs {
     /// rounds/<k>/.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
-    /// Most rounds of plan -> run -> evaluate -> reflect (default: [orchestrator]
-    /// max_reflection_rounds, else 5).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_rounds: Option<u32>,
     #[command(flatten)]
-    pub planner: PlannerOptions,
-    #[command(flatten)]
-    pub plan_cache: PlanCacheOptions,
+    pub research: ResearchOptions,
     #[command(flatten)]
     pub job: JobOptions,
     #[command(flatten)]
@@ -51,21 +45,28 @@ pub struct ResearchArgs {
     pub quiet: bool,
 }
 
+impl ResearchArgs {
+    /// The job these flags describe.
+    pub fn spec(&self) -> JobSpec {
+        JobSpec {
+            work: Work::Goal {
+                goal: self.goal.clone(),
+                research: self.research.clone(),
+                stream_plan: !self.no_stream_plan,
+            },
+            out: self.out.clone(),
+            options: self.job.clone(),
+        }
+    }
+}
+
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[
-        &args.job,
-        &args.planner,
-        &args.plan_cache,
-        &MaxRounds(args.max_rounds),
-    ])?;
+    let spec = args.spec();
+    let settings = llm::settings(&[&args.job, &args.research])?;
     let resources = args.job.resources(&settings)?;
     claim_out_dir(&args.out, &[], args.job.force)?;
     args.events.check(&args.out)?;
-    let out = open_run_dir(&args.out)?;
-    let _lock = lock_run_dir(&out)?;
-    Invocation::current()?.record(&out)?;
-    let run_id = uuid::Uuid::new_v4();
-    let stream = open_stream(run_id, &args.events)?;
+    let invocation = Invocation::current_job(&spec)?;
     let interrupt = CtrlC::listen();
     // Started once: the planner lists the tools and every round's subagents call them.
     let resources = resources
@@ -73,28 +74,19 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
         .await;
     let done = resources
         .scope(async |resources| {
-            planwave_runner::research(Research {
-                goal: args.goal.clone(),
-                plan: None,
-                resume: false,
-                recover: false,
-                out: out.clone(),
-                resources: resources.clone(),
+            let job = Job {
+                spec: &spec,
                 settings: &settings,
-                run_id,
-                stream,
-                quiet: args.quiet,
-                cancel: interrupt.token(),
-                watch: &Terminal { quiet: args.quiet },
-                notes: &Stderr,
-                slots: None,
-                stream_plan: !args.no_stream_plan,
-            })
-            .await
+                resources: resources.clone(),
+                invocation,
+            };
+            let watch = Terminal { quiet: args.quiet };
+            let stream = stream_to(&args.events);
+            ops::research(job, &io(&watch, &stream, &interrupt, args.quiet)).await
         })
         .await?;
-    let outcome = report(&done, &out, true);
-    args.pdf.print(&out).await?;
+    let outcome = tell(&done);
+    args.pdf.print(done.out()).await?;
     Ok(outcome)
 }
 

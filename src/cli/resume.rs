@@ -1,25 +1,24 @@
-//! `planwave resume DIR`: continue an interrupted run from its journal.
+//! `planwave resume DIR`: continue an interrupted run, `run --recover` or `research`.
 //!
-//! The settings come from `DIR/invocation.json` (the command line that started the run), the
-//! plan from `DIR/plan.json`, and what is already done from `DIR/events.jsonl`: a task whose
-//! `task_completed` event names a section file that is present with the recorded hash is
-//! kept; every other task (pending, running when the run stopped, failed, blocked) runs.
+//! Which kind of run directory it is, and how it goes on, is the runner's
+//! (`planwave_runner::ops::Resumable`, the same for the server's resume endpoint): here only
+//! the flags, the recorded options resolved into settings (from the run's original working
+//! directory, so its relative paths mean what they meant), and what is printed.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use clap::Args;
-use planwave_runner::{
-    CtrlC, Execution, InvalidInput, Research, Stderr, lock_run_dir, open_run_dir,
-};
+use clap::{Args, Parser};
+use planwave_config::ProcessEnv;
+use planwave_config::spec::JobSpec;
+use planwave_runner::ops::{self, Job, Resumable};
+use planwave_runner::{CtrlC, InvalidInput, Stderr};
 
+use super::events::{EventsOptions, stream_to};
 use super::exit::Outcome;
-use super::job::JobOptions;
-use super::llm::{self, MaxRounds};
+use super::job::{Prepare, io};
 use super::progress::Terminal;
-use super::research::ResearchArgs;
-use super::run::RunArgs;
-use super::summary::execute_and_summarize;
-use super::{Command, recorded_command};
+use super::summary::tell;
+use super::{Cli, Command};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -30,143 +29,48 @@ pub struct ResumeArgs {
     pub quiet: bool,
 }
 
-/// The command that started the run, as far as resuming needs it.
-enum Recorded {
-    Run(Box<RunArgs>),
-    Research(Box<ResearchArgs>),
-}
-
-/// Parses the recorded command line again; also moves to its working directory so relative
-/// paths in it (config, latency files) mean what they meant.
-fn recorded(dir: &Path) -> Result<Recorded, InvalidInput> {
-    let (inv, command) = recorded_command(dir, "a resumable run directory")?;
-    let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
-    if let Err(e) = inv.enter_cwd() {
-        eprintln!(
-            "warning: cannot enter the run's original directory {}: {e}",
-            inv.cwd.display()
-        );
-    }
-    match command {
-        Command::Run(a) => Ok(Recorded::Run(Box::new(a))),
-        Command::Research(a) => Ok(Recorded::Research(Box::new(a))),
-        _ => Err(bad(
-            "invocation.json does not record a run or research command".into(),
-        )),
+/// The spec a command line of an earlier version recorded (`invocation.json`'s `argv`), read
+/// by this binary's own parser: only `run` and `research` are jobs.
+pub fn spec_from_argv(argv: &[String]) -> Result<JobSpec, String> {
+    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(argv.to_vec()))
+        .map_err(|e| e.to_string().trim().to_owned())?;
+    match cli.command {
+        Command::Run(a) => Ok(a.spec()),
+        Command::Research(a) => Ok(a.spec()),
+        _ => Err("does not record a run or research command".into()),
     }
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
-    let dir = args.dir.canonicalize().map_err(|e| {
-        InvalidInput::one(
-            args.dir.display().to_string(),
-            format!("cannot open the run directory: {e}"),
-        )
-    })?;
-    // A research keeps its rounds under rounds/: its loop goes on from there, even when
-    // killed before anything was published at the top.
-    if dir.join("invocation.json").is_file() && dir.join("rounds").is_dir() {
-        match recorded(&dir)? {
-            Recorded::Research(a) => return resume_research(&dir, *a, args.quiet).await,
-            Recorded::Run(a) if a.recover => return resume_recover(&dir, *a, args.quiet).await,
-            Recorded::Run(_) => {}
-        }
+    let r = Resumable::open(&args.dir, &spec_from_argv)?;
+    for note in r.invocation.check_redacted(|k| std::env::var(k).ok())? {
+        eprintln!("planwave: {note}");
     }
-    let dir = planwave_runner::resumable_dir(&dir)?;
-    let job = match recorded(&dir)? {
-        Recorded::Run(a) => a.job,
-        Recorded::Research(a) => a.job,
-    };
-    let settings = llm::settings(&[&job])?;
-    let resources = job.resources(&settings)?;
-    let mut point = planwave_runner::resume(&dir, &Stderr)?;
-    println!(
-        "resuming run {}: {} of {} tasks already completed",
-        point.run_id,
-        point.preset.len(),
-        point.plan.len()
-    );
+    if let Err(e) = r.invocation.enter_cwd() {
+        eprintln!(
+            "warning: cannot enter the run's original directory {}: {e}",
+            r.invocation.cwd.display()
+        );
+    }
+    let settings = r.spec.settings(&ProcessEnv).map_err(InvalidInput::from)?;
+    let resources = r.spec.options.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
         .await;
+    let events = EventsOptions::default();
     resources
-        .scope(async move |resources| {
-            execute_and_summarize(
-                Execution {
-                    plan: point.plan.clone(),
-                    resources: resources.clone(),
-                    config: settings.run.clone(),
-                    deadline: settings.deadline,
-                    out: point.out.clone(),
-                    events: point.events.clone(),
-                    stream: None,
-                    run_id: point.run_id,
-                    preset: std::mem::take(&mut point.preset),
-                    slots: None,
-                    cancel: interrupt.token(),
-                    root_span: true,
-                },
-                args.quiet,
-            )
-            .await
+        .scope(async |resources| {
+            let job = Job {
+                spec: &r.spec,
+                settings: &settings,
+                resources: resources.clone(),
+                invocation: r.invocation.clone(),
+            };
+            let watch = Terminal { quiet: args.quiet };
+            let stream = stream_to(&events);
+            let done = ops::resume(&r, job, &io(&watch, &stream, &interrupt, args.quiet)).await?;
+            Ok(tell(&done))
         })
         .await
-}
-
-/// The rest of an interrupted `research`: its round in progress (tasks completed kept), then
-/// the loop to its stop condition, with the recorded settings.
-async fn resume_research(dir: &Path, a: ResearchArgs, quiet: bool) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&a.job, &a.planner, &MaxRounds(a.max_rounds)])?;
-    go_on(dir, &a.job, &settings, a.goal.clone(), false, quiet).await
-}
-
-/// The rest of an interrupted `run --recover`: its round goes on (tasks completed kept) and
-/// recovers as before; no evaluation, no reflection.
-async fn resume_recover(dir: &Path, a: RunArgs, quiet: bool) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&a.job])?;
-    let plan = planwave_runner::load_plan(&dir.join("rounds/1/plan.json"), &Stderr)?;
-    let goal = super::run::recover_goal(&plan);
-    go_on(dir, &a.job, &settings, goal, true, quiet).await
-}
-
-/// A reflective loop (`recover`: `run --recover`'s one round) resumed from its rounds.
-async fn go_on(
-    dir: &Path,
-    job: &JobOptions,
-    settings: &planwave_config::Settings,
-    goal: String,
-    recover: bool,
-    quiet: bool,
-) -> anyhow::Result<Outcome> {
-    let resources = job.resources(settings)?;
-    let out = open_run_dir(dir)?;
-    let _lock = lock_run_dir(&out)?;
-    let interrupt = CtrlC::listen();
-    let resources = resources
-        .start_mcp(settings.mcp.as_ref(), quiet, &Stderr)
-        .await;
-    let done = resources
-        .scope(async |resources| {
-            planwave_runner::research(Research {
-                goal: goal.clone(),
-                plan: None,
-                resume: true,
-                recover,
-                out: out.clone(),
-                resources: resources.clone(),
-                settings,
-                run_id: uuid::Uuid::new_v4(),
-                stream: None,
-                quiet,
-                cancel: interrupt.token(),
-                watch: &Terminal { quiet },
-                notes: &Stderr,
-                slots: None,
-                stream_plan: false,
-            })
-            .await
-        })
-        .await?;
-    Ok(super::research::report(&done, &out, !recover))
 }

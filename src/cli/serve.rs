@@ -1,19 +1,20 @@
 //! `planwave serve [--addr 127.0.0.1:8080] [--data DIR]`: the HTTP API and web view
 //! (crates/serve). Here only the flags, the first line of stdout (the base URL, so
-//! `--addr 127.0.0.1:0` can be scripted) and how a job's command line becomes settings:
-//! parsed by this binary's own parser, so a request's options mean what the flags mean.
+//! `--addr 127.0.0.1:0` can be scripted), the options every job starts from (the server's
+//! config file and MCP servers) and how an earlier version's recorded command line is read.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use clap::{Args, Parser};
-use planwave_runner::{CtrlC, InvalidInput, Resources, Stderr};
-use planwave_serve::{Front, JobSetup, ServeConfig, Server};
+use clap::Args;
+use planwave_config::spec::{JobOptions, JobSpec};
+use planwave_runner::{CtrlC, Stderr};
+use planwave_serve::{Front, ServeConfig, Server};
 
 use super::exit::Outcome;
-use super::llm::{self, MaxRounds};
-use super::{Cli, Command};
+use super::job::Prepare;
+use super::llm;
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -38,129 +39,46 @@ pub struct ServeArgs {
 /// The token every request must carry (required off loopback).
 const TOKEN_ENV: &str = "PLANWAVE_SERVE_TOKEN";
 
-/// Job command lines parsed as this binary parses its own.
-struct CliFront {
-    /// The server's own flags every job gets (absolute paths), recorded in its
-    /// invocation.json so `planwave resume` sees the same model and tools.
-    base: Vec<String>,
-}
-
-fn problems(e: InvalidInput) -> Vec<String> {
-    e.problems
-        .into_iter()
-        .map(|p| format!("{}: {p}", e.source_name))
-        .collect()
-}
+/// Run directories an earlier version recorded as a command line, read by this binary's
+/// parser (as `planwave resume` reads them).
+struct CliFront;
 
 impl Front for CliFront {
-    fn job(&self, argv: &[String]) -> Result<JobSetup, Vec<String>> {
-        let mut args = vec!["planwave".to_owned()];
-        let (head, rest) = argv
-            .split_first()
-            .ok_or_else(|| vec!["empty command line".to_owned()])?;
-        args.push(head.clone());
-        // The server's flags first: a job's own (recorded) flags come after and win.
-        if !argv
-            .iter()
-            .any(|a| a.starts_with("--config") || a.starts_with("--mcp-config"))
-        {
-            args.extend(self.base.iter().cloned());
-        }
-        args.extend(rest.iter().cloned());
-        let cli = Cli::try_parse_from(args).map_err(|e| {
-            e.to_string()
-                .lines()
-                .map(str::trim)
-                .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
-                .map(|l| l.trim_start_matches("error: ").to_owned())
-                .collect::<Vec<_>>()
-        })?;
-        match cli.command {
-            Command::Run(a) => {
-                let settings = llm::settings(&[&a.job]).map_err(problems)?;
-                let sim = a
-                    .job
-                    .model
-                    .sim
-                    .sim_config(settings.run.seed)
-                    .map_err(problems)?;
-                Ok(JobSetup {
-                    settings,
-                    sim,
-                    goal: None,
-                    recover: a.recover,
-                    stream_plan: false,
-                })
-            }
-            Command::Research(a) => {
-                let settings =
-                    llm::settings(&[&a.job, &a.planner, &a.plan_cache, &MaxRounds(a.max_rounds)])
-                        .map_err(problems)?;
-                let sim = a
-                    .job
-                    .model
-                    .sim
-                    .sim_config(settings.run.seed)
-                    .map_err(problems)?;
-                Ok(JobSetup {
-                    settings,
-                    sim,
-                    goal: Some(a.goal),
-                    recover: false,
-                    stream_plan: !a.no_stream_plan,
-                })
-            }
-            _ => Err(vec!["not a run or research command line".into()]),
-        }
-    }
-
-    fn server_args(&self) -> Vec<String> {
-        self.base.clone()
+    fn spec_from_argv(&self, argv: &[String]) -> Result<JobSpec, String> {
+        super::resume::spec_from_argv(argv)
     }
 }
 
-fn absolute(flag: &str, path: &Option<PathBuf>) -> anyhow::Result<Option<String>> {
-    let Some(p) = path else { return Ok(None) };
-    let abs = std::path::absolute(p)?;
-    Ok(Some(format!("--{flag}={}", abs.display())))
+fn absolute(path: &Option<PathBuf>) -> anyhow::Result<Option<PathBuf>> {
+    path.as_deref()
+        .map(std::path::absolute)
+        .transpose()
+        .map_err(Into::into)
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
-    let base: Vec<String> = [
-        absolute("config", &args.config)?,
-        absolute("mcp-config", &args.mcp_config)?,
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
-    let front = Arc::new(CliFront { base });
-    // The shared model client and MCP servers, from the server's own flags.
-    let data = args.data.display().to_string();
-    let setup = front
-        .job(&["run".into(), "--out".into(), data, "--".into(), "-".into()])
-        .map_err(|p| InvalidInput {
-            source_name: "serve".into(),
-            problems: p,
-        })?;
-    let resources = Resources::prepare(
-        &setup.settings,
-        setup.sim.clone(),
-        super::telemetry::traced,
-        &Stderr,
-    )?;
+    // The server's own options every job starts from, with absolute paths so a recorded job
+    // means the same files wherever it is resumed from.
+    let mut job = JobOptions::default();
+    job.model.llm.config = absolute(&args.config)?;
+    job.mcp.mcp_config = absolute(&args.mcp_config)?;
+    // The shared model client and MCP servers, from those options.
+    let settings = llm::settings(&[&job])?;
+    let resources = job.resources(&settings)?;
     let interrupt = CtrlC::listen();
     let resources = resources
-        .start_mcp(setup.settings.mcp.as_ref(), false, &Stderr)
+        .start_mcp(settings.mcp.as_ref(), false, &Stderr)
         .await;
     let config = ServeConfig {
         addr: args.addr,
         data: args.data.clone(),
         token: std::env::var(TOKEN_ENV).ok(),
         max_body: usize::try_from(args.max_body.as_u64()).unwrap_or(usize::MAX),
+        job,
     };
     resources
         .scope(async |resources| {
-            let server = Server::bind(config, front.clone(), resources.clone()).await?;
+            let server = Server::bind(config, Arc::new(CliFront), resources.clone()).await?;
             // The first line of stdout, for scripts and tests.
             println!("{}", server.url());
             eprintln!(

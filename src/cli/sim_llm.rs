@@ -101,7 +101,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
     #[command(flatten)]
-    pub reflect: super::sim_reflect::SimReflectOptions,
+    pub reflect: planwave_config::spec::SimReflectOptions,
 }
 
 pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {

@@ -4,19 +4,25 @@
 use std::io::Write;
 
 use planwave_record::{CancelReason, RunResult, RunStatus};
-use planwave_runner::{Execution, execute_plan};
+use planwave_runner::ops::JobOutcome;
 use planwave_storage::RunDir;
 
 use super::events::human;
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::progress::Terminal;
 
-/// Runs `x` with progress on the terminal, then prints the summary; the exit code follows.
-pub async fn execute_and_summarize(x: Execution, quiet: bool) -> anyhow::Result<Outcome> {
-    let out = x.out.clone();
-    let result = execute_plan(x, &Terminal { quiet }).await?;
-    print_summary(&result, &out);
-    Ok(outcome(&result))
+/// How a job ended, told: its summary (a loop's rounds too); the exit code follows.
+pub fn tell(done: &JobOutcome) -> Outcome {
+    match done {
+        JobOutcome::Run { result, out } => {
+            print_summary(result, out);
+            outcome(result)
+        }
+        JobOutcome::Loop {
+            outcome,
+            out,
+            planned,
+        } => super::research::report(outcome, out, *planned),
+    }
 }
 
 pub fn outcome(r: &RunResult) -> Outcome {

@@ -13,7 +13,7 @@ use planwave_runner::{CtrlC, Stderr};
 
 use super::batch::progress::{BatchProgress, BatchView};
 use super::exit::{InvalidInput, OK, Outcome};
-use super::job::JobOptions;
+use super::job::{JobOptions, Prepare};
 use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::nats::NatsOptions;
 use super::progress::Mode;
@@ -59,26 +59,14 @@ pub struct WorkerArgs {
     pub quiet: bool,
 }
 
-/// `30s`, `500ms`, `2m` or plain seconds.
+/// A duration as every flag takes it (`planwave_config::parse_duration`), within the range
+/// a consumer's ack-wait can usefully have.
 fn humantime_secs(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .map(|i| s.split_at(i))
-        .unwrap_or((s, "s"));
-    let n: f64 = num
-        .parse()
-        .map_err(|_| format!("{s:?} is not a duration like 30s"))?;
-    let secs = match unit.trim() {
-        "ms" => n / 1000.0,
-        "s" | "" => n,
-        "m" => n * 60.0,
-        _ => return Err(format!("{s:?}: use ms, s or m")),
-    };
-    if !(0.1..=86_400.0).contains(&secs) {
+    let d = planwave_config::parse_duration(s)?;
+    if !(Duration::from_millis(100)..=Duration::from_secs(86_400)).contains(&d) {
         return Err(format!("{s:?}: between 100ms and 24h"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Ok(d)
 }
 
 fn default_name() -> String {

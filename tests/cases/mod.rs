@@ -16,7 +16,7 @@ mod plan_cache;
 mod quality;
 mod queue;
 mod queue_hardening;
-mod recover;
+pub(crate) mod recover;
 pub(crate) mod reflect;
 mod report_html;
 mod research;

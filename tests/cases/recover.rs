@@ -93,30 +93,32 @@ fn run_recover_replans_around_a_fatal_failure_with_the_topic_as_goal() {
     );
 }
 
-#[test]
-fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
-    let dir = tempdir();
-    let plan = plan(dir.path());
+/// A `run --recover` into `out` killed (-9) while task 3 hangs, after task 1 completed in
+/// the first pass and task 2 in the retry_step pass; its latency file is then emptied, so a
+/// resume finishes.
+pub(crate) fn killed_recover(dir: &std::path::Path, out: &std::path::Path) {
+    let plan = plan(dir);
     // Task 3 never ends while the first process runs.
-    let latency = write_json(
-        dir.path(),
-        "latency.json",
-        &serde_json::json!({"3": 600000}),
-    );
-    let out = dir.path().join("r");
+    let latency = write_json(dir, "latency.json", &serde_json::json!({"3": 600000}));
     let mut child = planwave(["run", "--recover"])
         .arg(&plan)
-        .out(&out)
+        .out(out)
         .opt("--llm", "sim")
         .opt("--sim-latency-ms", "0")
         .opt("--sim-latency-file", &latency)
         .opt("--sim-task-fail", "1:2:transient")
         .opt("--retries", "0")
         .spawn();
-    // Task 1 completes in the first pass, task 2 in the retry_step pass.
     child.wait_for(" completed in ", 2);
     child.kill_9();
     std::fs::write(&latency, "{}").expect("latency");
+}
+
+#[test]
+fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
+    let dir = tempdir();
+    let out = dir.path().join("r");
+    killed_recover(dir.path(), &out);
 
     let r = planwave(["resume"]).arg(&out).run();
     r.expect_ok();
@@ -145,4 +147,27 @@ fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
             .count()
     };
     assert_eq!((calls("1"), calls("2"), calls("3")), (1, 2, 1));
+}
+
+#[test]
+fn resume_reads_the_command_line_an_earlier_version_recorded_for_a_run_recover() {
+    let dir = tempdir();
+    let out = dir.path().join("r");
+    killed_recover(dir.path(), &out);
+    let inv = read_json(&out.join("invocation.json"));
+    assert_eq!(inv["spec"]["work"]["plan"]["recover"], true, "{inv}");
+    // An earlier version recorded only the command line; it is read with today's parser.
+    let old = serde_json::json!({"argv": inv["argv"], "cwd": inv["cwd"]});
+    write_json(&out, "invocation.json", &old);
+    let r = planwave(["resume"]).arg(&out).run();
+    r.expect_ok();
+    assert!(
+        r.stderr
+            .contains("resuming round 1: 2 of 3 tasks already completed"),
+        "{}",
+        r.stderr
+    );
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(run["loop_stop_reason"], "run_finished");
 }

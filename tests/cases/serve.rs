@@ -349,27 +349,53 @@ async fn serve_answers_an_invalid_plan_with_every_problem_as_validate_prints_the
     let (code, body) = post_json(&s.at("api/runs"), &json!({"plan": bad})).await;
     assert_eq!(code, 422);
     assert_eq!(body["problems"], json!(printed));
-    // Options: server paths refused, bad values named as the flag parser names them.
+    // Options: server paths refused and bad values, each named by its field.
     let (code, body) = post_json(
         &s.at("api/runs"),
         &json!({"plan": chain(1), "options": {"config": "/etc/passwd", "mcp_config": "x"}}),
     )
     .await;
     assert_eq!(code, 422);
-    assert_eq!(body["problems"].as_array().unwrap().len(), 2, "{body}");
-    let (code, body) = post_json(
-        &s.at("api/runs"),
-        &json!({"plan": chain(1), "options": {"sim_latency_ms": "soon"}}),
-    )
-    .await;
-    assert_eq!(code, 422);
+    let problems: Vec<&str> = body["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(problems.len(), 2, "{body}");
     assert!(
-        body["problems"][0]
-            .as_str()
-            .unwrap()
-            .contains("--sim-latency-ms"),
+        problems[0].starts_with("options.config: unknown field `config`"),
         "{body}"
     );
+    assert!(
+        problems[1].starts_with("options.mcp_config: unknown field"),
+        "{body}"
+    );
+    for (options, field, says) in [
+        (
+            json!({"sim_latency_ms": "soon"}),
+            "sim_latency_ms",
+            "invalid type",
+        ),
+        (json!({"deadline": "-3s"}), "deadline", "cannot be negative"),
+        (json!({"concurrency": 0}), "concurrency", "nonzero"),
+        (
+            json!({"sim_planner_faults": "cycle,oops"}),
+            "sim_planner_faults",
+            "\"oops\"",
+        ),
+        (json!({"max_rounds": 2}), "max_rounds", "only for a goal"),
+    ] {
+        let (code, body) = post_json(
+            &s.at("api/runs"),
+            &json!({"plan": chain(1), "options": options}),
+        )
+        .await;
+        assert_eq!(code, 422, "{body}");
+        let problem = body["problems"][0].as_str().unwrap();
+        assert!(problem.starts_with(&format!("options.{field}: ")), "{body}");
+        assert!(problem.contains(says), "{body}");
+    }
     let (code, _) = post_json(&s.at("api/runs"), &json!({"plan": chain(1), "goal": "x"})).await;
     assert_eq!(code, 422);
     let r = client()
@@ -813,4 +839,86 @@ async fn serve_shows_the_running_cost_while_a_priced_run_goes_and_the_final_one_
     );
     let (_, list) = get_json(&s.at("api/runs")).await;
     assert_eq!(list["runs"][0]["cost"].as_f64(), Some(last), "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_resumes_a_killed_run_recover_as_planwave_resume_does() {
+    let s = Serve::start(&[], &[]);
+    let dir = tempdir();
+    let out = s.data.join("cli-recover");
+    crate::cases::recover::killed_recover(dir.path(), &out);
+    let (code, body) = post_json(&s.at("api/runs/cli-recover/resume"), &json!({})).await;
+    assert_eq!(code, 202, "{body}");
+    let done = wait_done(&s, "cli-recover").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let run: Value = serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    // Its one round went on recovering: no loop, no evaluation, tasks done before kept.
+    assert_eq!(run["loop_stop_reason"], "run_finished", "{run}");
+    assert!(!out.join("rounds/1/evaluation.json").exists());
+    let journal = crate::support::events(&out.join("rounds/1"));
+    let calls = |id: &str| {
+        journal
+            .iter()
+            .filter(|e| {
+                e["type"] == "llm_call"
+                    && e["role"] == "subagent"
+                    && crate::support::id_text(&e["task"]) == id
+            })
+            .count()
+    };
+    assert_eq!((calls("1"), calls("2"), calls("3")), (1, 2, 1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_resumes_a_run_an_earlier_version_recorded_as_a_command_line() {
+    let s = Serve::start(&[], &[]);
+    let (code, created) = post_json(
+        &s.at("api/runs"),
+        &json!({"plan": chain(4), "options": {"sim_latency_ms": 400, "sim_sigma": 0}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let url = s.at(&format!("api/runs/{id}"));
+    wait_until("task 1 to complete", || async {
+        let (_, v) = get_json(&url).await;
+        (v["tasks"][0]["status"] == "completed").then_some(())
+    })
+    .await;
+    let (code, _) = post_json(&s.at(&format!("api/runs/{id}/cancel")), &json!({})).await;
+    assert_eq!(code, 202);
+    let stopped = wait_done(&s, &id).await;
+    let kept = stopped["stats"]["completed"].as_u64().unwrap();
+    // The job's spec is recorded, with the request's options in it.
+    let dir = s.data.join(&id);
+    let inv: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("invocation.json")).unwrap()).unwrap();
+    assert_eq!(
+        inv["spec"]["options"]["model"]["sim"]["sim_latency_ms"], 400.0,
+        "{inv}"
+    );
+    assert!(
+        inv.get("argv").is_none(),
+        "the server builds no command line: {inv}"
+    );
+    // What the previous version wrote for the same request: its command line.
+    let d = dir.canonicalize().unwrap().display().to_string();
+    let old = json!({
+        "argv": ["run", "--out", d, "--sim-latency-ms=0", "--sim-sigma=0", "--",
+                 format!("{d}/plan.json")],
+        "cwd": s.data,
+    });
+    std::fs::write(dir.join("invocation.json"), old.to_string()).unwrap();
+    let (code, body) = post_json(&s.at(&format!("api/runs/{id}/resume")), &json!({})).await;
+    assert_eq!(code, 202, "{body}");
+    let done = wait_done(&s, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let journal = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let resumed: Vec<Value> = journal
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "run_resumed")
+        .collect();
+    assert_eq!(resumed.len(), 1);
+    assert_eq!(resumed[0]["completed"], kept);
 }

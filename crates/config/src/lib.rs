@@ -13,9 +13,14 @@
 //!
 //! The API key is held in [`planwave_llm::ApiKey`], whose `Debug`, `Display` and `Serialize`
 //! redact it, so printing settings cannot leak it. This crate parses, validates and reads the
-//! files settings name (the MCP server list); it knows nothing of clap (the binary maps its
-//! flags onto [`Flags`]) and starts nothing.
+//! files settings name (the MCP server list) and starts nothing.
+//!
+//! [`spec`] is what a job is as a person chose it ([`spec::JobSpec`]): the command line, a
+//! request body, a queue message and `invocation.json` all read and write it, and it becomes
+//! [`Flags`] here. Its types derive `clap::Args` only with the `clap` feature, which only the
+//! binary turns on; without it this crate knows nothing of clap.
 
+mod duration;
 mod env;
 mod error;
 mod file;
@@ -29,8 +34,10 @@ mod resolve;
 mod run;
 mod secs;
 mod settings;
+pub mod spec;
 
 pub use bytesize::ByteSize;
+pub use duration::{MAX_DURATION, parse_duration, parse_positive_duration};
 pub use env::{
     ENV_API_KEY, ENV_BASE_URL, ENV_CONFIG, ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL,
     EnvSource, ProcessEnv,
@@ -41,7 +48,7 @@ pub use flags::{Flags, LlmKind, McpFlags};
 pub use llm::DEFAULT_BASE_URL;
 pub use reflect::DEFAULT_LOOP_POLICY;
 pub use resolve::{load_file, load_settings, resolve_settings};
-pub use secs::{parse_positive_secs, positive_secs};
+pub use secs::positive_secs;
 pub use settings::{LlmChoice, McpServers, PlanCacheSettings, Settings};
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! The one check of a number of seconds that must be positive (timeouts, deadlines), shared
-//! by the config file, the flags resolved here and the command line's value parsers.
+//! by the config file and the flags resolved here (text on the command line goes through
+//! [`crate::parse_positive_duration`]).
 
 use std::time::Duration;
 
@@ -13,15 +14,6 @@ pub fn positive_secs(secs: f64) -> Option<Duration> {
     } else {
         None
     }
-}
-
-/// A command-line value in seconds (fractions allowed), for value parsers: the message
-/// names the text as given.
-pub fn parse_positive_secs(text: &str) -> Result<Duration, String> {
-    let v: f64 = text
-        .parse()
-        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    positive_secs(v).ok_or_else(|| format!("{text} is not a positive number of seconds"))
 }
 
 /// An optional positive number of seconds from the config file; `field` names it in the
@@ -47,14 +39,5 @@ mod tests {
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e300] {
             assert_eq!(positive_secs(bad), None, "{bad}");
         }
-        assert_eq!(parse_positive_secs("90"), Ok(Duration::from_secs(90)));
-        assert_eq!(
-            parse_positive_secs("0.0"),
-            Err("0.0 is not a positive number of seconds".into())
-        );
-        assert_eq!(
-            parse_positive_secs("soon"),
-            Err("\"soon\" is not a number of seconds".into())
-        );
     }
 }

@@ -16,6 +16,9 @@ use crate::{Resources, record_run, record_status};
 /// How a front end watches executions: a view made for each plan, told when it ends.
 pub trait Watch: Send + Sync {
     fn open(&self, plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher>;
+
+    /// A run goes on from its journal: `completed` of `tasks` were done before.
+    fn resumed(&self, _run_id: uuid::Uuid, _completed: usize, _tasks: usize) {}
 }
 
 /// A front end's view of one execution (a progress bar, a live page).

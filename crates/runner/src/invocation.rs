@@ -1,11 +1,17 @@
-//! `invocation.json`: the command line and working directory that started a run or batch, so
-//! it can be resumed with the same settings. API keys are never flags, so none are recorded;
-//! a flag whose URL carries a credential (`--llm-base-url http://user:SECRET@host/v1`) is left
-//! out with its value, and named, so a resume asks for it again instead of guessing.
+//! `invocation.json`: what started a run or batch and the working directory it started in,
+//! so it can be resumed with the same settings. A job records its [`JobSpec`] (typed; every
+//! front end writes the same); a batch records its command line. A run directory of an
+//! earlier version holds only the command line (`argv`): it is still read, and the front end
+//! that wrote it turns it into a spec (`ops::Resumable::open`).
+//!
+//! API keys are never options, so none are recorded; an option whose URL carries a
+//! credential (`--llm-base-url http://user:SECRET@host/v1`) is left out with its value, and
+//! named, so a resume asks for it again instead of guessing.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::Context;
+use planwave_config::spec::JobSpec;
 use planwave_storage::{RunDir, RunDirError};
 use serde::{Deserialize, Serialize};
 
@@ -15,7 +21,12 @@ const FILE: &str = "invocation.json";
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Invocation {
-    /// The arguments after the program name.
+    /// The job, as chosen (a run, `run --recover`, a research).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<JobSpec>,
+    /// The arguments after the program name: a batch's, or a job's recorded by an earlier
+    /// version.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub argv: Vec<String>,
     pub cwd: PathBuf,
     /// Flags left out of `argv` because their URL carried a credential.
@@ -32,10 +43,50 @@ impl Invocation {
             .map(|a| a.to_string_lossy().into_owned());
         let (argv, redacted) = without_secrets(args);
         Ok(Invocation {
+            spec: None,
             argv,
             cwd,
             redacted,
         })
+    }
+
+    /// A job's spec as recorded: a model URL that carries a credential is left out (and
+    /// named), so nothing secret reaches the run directory.
+    pub fn job(spec: &JobSpec, cwd: PathBuf) -> Invocation {
+        let mut spec = spec.clone();
+        let mut redacted = Vec::new();
+        let llm = &mut spec.options.model.llm;
+        if llm
+            .llm_base_url
+            .as_deref()
+            .is_some_and(planwave_redact::url_has_secret)
+        {
+            llm.llm_base_url = None;
+            redacted.push("--llm-base-url".to_owned());
+        }
+        Invocation {
+            spec: Some(spec),
+            argv: Vec::new(),
+            cwd,
+            redacted,
+        }
+    }
+
+    /// A job started by this process: its spec (what a resume reads back) and, for a person
+    /// reading the file, the command line as typed (credentials left out as
+    /// [`Invocation::current`] leaves them out).
+    pub fn current_job(spec: &JobSpec) -> crate::Result<Invocation> {
+        let current = Invocation::current()?;
+        let mut inv = Invocation::job(spec, current.cwd);
+        inv.argv = current.argv;
+        let mut redacted = current.redacted;
+        for flag in inv.redacted {
+            if !redacted.contains(&flag) {
+                redacted.push(flag);
+            }
+        }
+        inv.redacted = redacted;
+        Ok(inv)
     }
 
     /// Before resuming: the model URL left out for its credential must come from the
@@ -115,6 +166,21 @@ fn without_secrets(args: impl Iterator<Item = String>) -> (Vec<String>, Vec<Stri
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_spec_is_recorded_without_a_model_url_that_carries_credentials() {
+        let mut spec: planwave_config::spec::JobSpec = serde_json::from_value(
+            serde_json::json!({"work": {"plan": {"plan": "p.json"}}, "out": "o"}),
+        )
+        .unwrap();
+        spec.options.model.llm.llm_base_url = Some("http://u:S3CRET@h/v1".into());
+        let inv = super::Invocation::job(&spec, "/".into());
+        let text = serde_json::to_string(&inv).unwrap();
+        assert!(!text.contains("S3CRET"), "{text}");
+        assert_eq!(inv.redacted, ["--llm-base-url"]);
+        let back: super::Invocation = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.spec.unwrap().out, std::path::PathBuf::from("o"));
+    }
+
     #[test]
     fn flags_with_credentials_in_their_urls_are_left_out() {
         let args = [

@@ -10,6 +10,9 @@
 //! - [`resume`] continues an interrupted run from its journal; [`research`] drives the
 //!   reflective loop's rounds and publishes the best one; [`batch`] runs a job file.
 //! - [`Invocation`] records and reads what started a run, so it can be resumed.
+//! - [`ops`]: the operations a front end calls for one job, [`ops::run`],
+//!   [`ops::research`] and [`ops::resume`], from a `JobSpec` to a `JobOutcome`, with the
+//!   directory claimed, locked and recorded, and one resume for every kind of run directory.
 //!
 //! What a person sees (progress bars, tables, exit codes) stays in the front end: the runner
 //! reports through [`EventSink`](planwave_record::EventSink)s, [`Notes`] and return values.
@@ -22,6 +25,7 @@ mod input_size;
 mod interrupt;
 mod invocation;
 mod notes;
+pub mod ops;
 mod outdir;
 mod pdf;
 mod plan_cache;

@@ -17,6 +17,7 @@ use crate::error::{ApiError, ErrorBody, no_run};
 use crate::ids::safe_name;
 use crate::jobs::{self, Start};
 use crate::listing::{self, RunSummary, read_run_json};
+use crate::options::ApiOptions;
 use crate::sse;
 use crate::state::AppState;
 
@@ -31,9 +32,11 @@ pub struct CreateRun {
     pub plan: Option<Value>,
     /// A goal: the reflective loop (`planwave research`).
     pub goal: Option<String>,
-    /// Run flags by long name with `-` written `_` (`{"sim_latency_ms": 300, "sim_fail": "4"}`).
+    /// The job's options, named as the flags are with `-` written `_`
+    /// (`{"sim_latency_ms": 300, "sim_fail": "4"}`); read as [`ApiOptions`], every problem
+    /// reported under its name.
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = Option<ApiOptions>)]
     pub options: Map<String, Value>,
 }
 
@@ -107,7 +110,9 @@ pub async fn create_run(State(state): S, body: Bytes) -> Result<Response, ApiErr
             ));
         }
     };
-    let id = jobs::create(&state, start, &req.options, "")?;
+    let options = ApiOptions::from_map(&req.options)
+        .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
+    let id = jobs::create(&state, start, &options, "")?;
     Ok(created(id))
 }
 
@@ -429,6 +434,8 @@ pub async fn create_batch(
         Some(text) => parse_json(text.as_bytes())?,
         None => Map::new(),
     };
+    let options = ApiOptions::from_map(&options)
+        .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
     let file = planwave_batch::parse_jobs(&body);
     let mut bad_lines: Vec<String> = file.bad.iter().map(ToString::to_string).collect();
     let batch = crate::ids::new_run_id("b");
@@ -448,7 +455,12 @@ pub async fn create_batch(
         };
         let mut opts = options.clone();
         if !job.metadata.is_empty() {
-            opts.insert("meta".into(), json!(job.metadata));
+            // A job's own metadata replaces the batch's, as a job file's does on the CLI.
+            opts.meta = job
+                .metadata
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
         }
         let prefix = format!("{batch}-{}-", sanitize_job(&job.id));
         match jobs::create(&state, start, &opts, &prefix) {

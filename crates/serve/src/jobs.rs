@@ -1,25 +1,27 @@
-//! Starting and resuming jobs: a request becomes the command line the CLI would have been
-//! given (recorded as the run's `invocation.json`, so `planwave resume DIR` works on it
-//! too), the front end turns that into settings, and the runner runs it exactly as the CLI
-//! does, into `DATA/<id>/`.
+//! Starting and resuming jobs: a request becomes a job spec (the server's own options, the
+//! request's [`ApiOptions`] on top), its settings are resolved by `planwave_config` as the
+//! CLI's are, and the job runs through `planwave_runner::ops` exactly as the CLI's does
+//! (recorded as the run's `invocation.json`, so `planwave resume DIR` works on it too), into
+//! `DATA/<id>/`. Resuming goes through the runner's one resume for every kind of run
+//! directory (a plain run, `run --recover`, a research).
 
 use std::path::Path;
 use std::sync::Arc;
 
+use planwave_config::spec::{JobSpec, ResearchOptions, Work};
+use planwave_config::{ProcessEnv, Settings, SettingsError};
 use planwave_plan::ValidatedPlan;
-use planwave_record::PlanSource;
-use planwave_runner::{
-    Execution, Invocation, Research, Silent, execute_plan, lock_run_dir, open_journal,
-    open_run_dir, validate_plan,
-};
-use planwave_storage::{JsonlOptions, JsonlSink, RunDir, RunLock};
-use serde_json::{Map, Value};
+use planwave_runner::ops::{self, Job, JobIo, Resumable, ResumeKind};
+use planwave_runner::{Invocation, Silent, lock_run_dir, open_run_dir, validate_plan};
+use planwave_storage::{JsonlOptions, JsonlSink};
+use serde_json::Value;
 
 use crate::error::ApiError;
 use crate::ids::new_run_id;
 use crate::live::{LiveRun, LiveWatch};
 use crate::log::{EventLog, LogWriter};
-use crate::state::{AppState, JobSetup};
+use crate::options::ApiOptions;
+use crate::state::AppState;
 
 /// What a new job starts from.
 pub enum Start {
@@ -27,35 +29,57 @@ pub enum Start {
     Goal(String),
 }
 
+fn invalid(what: &str, e: &SettingsError) -> ApiError {
+    let source = e.source_name().to_owned();
+    ApiError::Unprocessable(
+        what.into(),
+        e.problems()
+            .into_iter()
+            .map(|p| format!("{source}: {p}"))
+            .collect(),
+    )
+}
+
+/// A spec's settings and simulator, resolved as the CLI resolves its flags.
+fn resolve(spec: &JobSpec, what: &str) -> Result<(Settings, planwave_sim::SimConfig), ApiError> {
+    let settings = spec.settings(&ProcessEnv).map_err(|e| invalid(what, &e))?;
+    let sim = spec
+        .sim_config(settings.run.seed)
+        .map_err(|e| invalid(what, &e))?;
+    Ok((settings, sim))
+}
+
 /// Checks the request, prepares `DATA/<id>/` and starts the job; returns its id.
 pub fn create(
     state: &Arc<AppState>,
     start: Start,
-    options: &Map<String, Value>,
+    options: &ApiOptions,
     prefix: &str,
 ) -> Result<String, ApiError> {
-    let research = matches!(start, Start::Goal(_));
-    let flags = crate::options::to_args(options, research)
-        .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
     let id = new_run_id(prefix);
     let dir = state.data.join(&id);
-    let dir_text = dir.display().to_string();
-    let (head, last) = match &start {
-        Start::Plan(_) => ("run", dir.join("plan.json").display().to_string()),
-        Start::Goal(goal) => ("research", goal.clone()),
+    let work = match &start {
+        Start::Plan(_) => Work::Plan {
+            plan: dir.join("plan.json"),
+            recover: false,
+        },
+        Start::Goal(goal) => Work::Goal {
+            goal: goal.clone(),
+            research: ResearchOptions::default(),
+            stream_plan: true,
+        },
     };
-    // `--` first so a goal starting with `-` stays the goal.
-    let mut argv = vec![head.to_owned(), "--out".into(), dir_text];
-    argv.extend(state.front.server_args());
-    argv.extend(flags);
-    argv.push("--".into());
-    argv.push(last);
-    let setup = state
-        .front
-        .job(&argv)
+    let mut spec = JobSpec {
+        work,
+        out: dir.clone(),
+        options: state.base.clone(),
+    };
+    options
+        .apply(&mut spec)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
+    let (settings, sim) = resolve(&spec, "invalid options")?;
     let plan = match &start {
-        Start::Plan(value) => Some(check_plan(state, value, &setup)?),
+        Start::Plan(value) => Some(check_plan(state, value, &settings)?),
         Start::Goal(g) if g.trim().is_empty() => {
             return Err(ApiError::Unprocessable(
                 "invalid goal".into(),
@@ -64,45 +88,56 @@ pub fn create(
         }
         Start::Goal(_) => None,
     };
-    let out = open_run_dir(&dir).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let lock = lock_run_dir(&out).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Invocation {
-        argv,
-        cwd: state.data.clone(),
-        redacted: Vec::new(),
-    }
-    .record(&out)
-    .map_err(|e| ApiError::Internal(e.to_string()))?;
+    // The directory exists (and is listed) from the moment the id is returned.
+    std::fs::create_dir_all(&dir).map_err(|e| ApiError::Internal(e.to_string()))?;
     let live = LiveRun::new(
         id.clone(),
         dir,
-        research,
+        plan.is_none(),
         EventLog::default(),
         state.shutdown.child_token(),
-        setup.settings.run.prices.clone(),
+        settings.run.prices.clone(),
     );
     state.insert_live(live.clone());
-    let job = Job {
-        state: state.clone(),
-        live,
-        setup,
-        out,
-        lock,
-    };
-    state.jobs.spawn(async move {
-        match plan {
-            Some(plan) => job.run(plan).await,
-            None => job.research(false).await,
-        }
+    let state = state.clone();
+    state.clone().jobs.spawn(async move {
+        let job = Job {
+            spec: &spec,
+            settings: &settings,
+            resources: state.resources_for(&settings, sim),
+            invocation: Invocation::job(&spec, state.data.clone()),
+        };
+        let watch = LiveWatch(live.clone());
+        let stream = |run_id| Ok(Some(stream_into(&live, run_id)));
+        let io = io(&live, &watch, &stream);
+        let result = match plan {
+            Some(plan) => ops::run(job, plan, &io).await,
+            None => ops::research(job, &io).await,
+        };
+        // The operation has unlocked the directory: anyone told it ended may resume it.
+        live.finish(outcome(&live.dir, result.map(|_| ())));
+        state.retire(&live);
     });
     Ok(id)
+}
+
+/// What a job lends the runner: the live view, no notes, its own cancellation, its log.
+fn io<'a>(live: &LiveRun, watch: &'a LiveWatch, stream: ops::StreamFor<'a>) -> JobIo<'a> {
+    JobIo {
+        watch,
+        notes: &Silent,
+        cancel: live.cancel.clone(),
+        stream,
+        quiet: true,
+        root_span: false,
+    }
 }
 
 /// The plan as `validate` checks it: parsed leniently, validated with every problem.
 fn check_plan(
     state: &AppState,
     value: &Value,
-    setup: &JobSetup,
+    settings: &Settings,
 ) -> Result<ValidatedPlan, ApiError> {
     let bytes = serde_json::to_vec(value).map_err(|e| ApiError::BadRequest(e.to_string()))?;
     let mut spec = planwave_plan::parse_plan(&bytes).map_err(|e| {
@@ -111,87 +146,47 @@ fn check_plan(
             e.to_string().lines().map(str::to_owned).collect(),
         )
     })?;
-    spec.about.meta.extend(setup.settings.planner.meta.clone());
+    spec.about.meta.extend(settings.planner.meta.clone());
     let plan = validate_plan("plan", spec, Some(&state.shared.catalog()), &Silent)
         .map_err(|e| ApiError::Unprocessable("invalid plan".into(), e.problems))?;
     Ok(plan)
 }
 
-/// Resumes the stopped run in `dir` from its journal (or its rounds, for `research`).
+/// Resumes the stopped run in `dir` as `planwave resume DIR` would: from its journal, or its
+/// rounds (`research`, `run --recover`).
 pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiError> {
-    let inv = Invocation::read(dir, "a resumable run directory")?;
-    let setup = state
-        .front
-        .job(&inv.argv)
-        .map_err(|p| ApiError::Unprocessable("invalid invocation.json".into(), p))?;
-    if setup.recover {
-        return Err(ApiError::Conflict(
-            "a run --recover is resumed with `planwave resume DIR`".into(),
-        ));
+    let front = state.front.clone();
+    let legacy = move |argv: &[String]| front.spec_from_argv(argv);
+    let r = Resumable::open(dir, &legacy)?;
+    r.invocation.check_redacted(|k| std::env::var(k).ok())?;
+    let (settings, sim) = resolve(&r.spec, "invalid invocation.json")?;
+    // Held by another process (a `planwave resume` of the same directory): refused now,
+    // not reported later as the job's failure. The job takes the lock itself.
+    {
+        let out = open_run_dir(&r.dir).map_err(|e| ApiError::Internal(e.to_string()))?;
+        lock_run_dir(&out).map_err(|e| ApiError::Conflict(e.to_string()))?;
     }
-    let research = setup.goal.is_some();
-    let earlier = read_lines(&dir.join("events.jsonl"));
-    let cancel = state.shutdown.child_token();
-    if research {
-        let out = open_run_dir(dir).map_err(|e| ApiError::Internal(e.to_string()))?;
-        let lock = lock_run_dir(&out).map_err(|e| ApiError::Conflict(e.to_string()))?;
-        let live = LiveRun::new(
-            id.into(),
-            dir.into(),
-            true,
-            EventLog::seeded(earlier),
-            cancel,
-            setup.settings.run.prices.clone(),
-        );
-        state.insert_live(live.clone());
-        let job = Job {
-            state: state.clone(),
-            live,
-            setup,
-            out,
-            lock,
-        };
-        state.jobs.spawn(job.research(true));
-        return Ok(());
-    }
-    let dir = planwave_runner::resumable_dir(dir)?;
-    let mut point = planwave_runner::resume(&dir, &Silent).map_err(|e| match e {
-        planwave_runner::RunnerError::Invalid(i) => ApiError::from(i),
-        other => ApiError::Conflict(other.to_string()),
-    })?;
+    let earlier = read_lines(&r.dir.join("events.jsonl"));
     let live = LiveRun::new(
         id.into(),
-        dir,
-        false,
+        r.dir.clone(),
+        r.kind != ResumeKind::Run,
         EventLog::seeded(earlier),
-        cancel,
-        setup.settings.run.prices.clone(),
+        state.shutdown.child_token(),
+        settings.run.prices.clone(),
     );
     state.insert_live(live.clone());
     let state = state.clone();
     state.clone().jobs.spawn(async move {
-        let resources = state.resources_for(&setup);
-        let stream = stream_into(&live, point.run_id);
-        let result = execute_plan(
-            Execution {
-                plan: point.plan.clone(),
-                resources,
-                config: setup.settings.run.clone(),
-                deadline: setup.settings.deadline,
-                out: point.out.clone(),
-                events: point.events.clone(),
-                stream: Some(stream),
-                run_id: point.run_id,
-                preset: std::mem::take(&mut point.preset),
-                slots: None,
-                cancel: live.cancel.clone(),
-                root_span: false,
-            },
-            &LiveWatch(live.clone()),
-        )
-        .await;
-        // Unlocked before anyone can see the run ended (and ask to resume it again).
-        drop(point);
+        let job = Job {
+            spec: &r.spec,
+            settings: &settings,
+            resources: state.resources_for(&settings, sim),
+            invocation: r.invocation.clone(),
+        };
+        let watch = LiveWatch(live.clone());
+        let stream = |run_id| Ok(Some(stream_into(&live, run_id)));
+        let result = ops::resume(&r, job, &io(&live, &watch, &stream)).await;
         live.finish(outcome(&live.dir, result.map(|_| ())));
         state.retire(&live);
     });
@@ -206,86 +201,6 @@ fn read_lines(path: &Path) -> Vec<Arc<str>> {
         .filter(|l| !l.trim().is_empty())
         .map(Arc::from)
         .collect()
-}
-
-/// A job running in the background; the run directory's lock lives as long as it does.
-struct Job {
-    state: Arc<AppState>,
-    live: Arc<LiveRun>,
-    setup: JobSetup,
-    out: RunDir,
-    lock: RunLock,
-}
-
-impl Job {
-    async fn run(self, plan: ValidatedPlan) {
-        let lock = self.lock;
-        let resources = self.state.resources_for(&self.setup);
-        let run_id = uuid::Uuid::new_v4();
-        let live = self.live;
-        let result = async {
-            let events = open_journal(&self.out, "events.jsonl", run_id)?;
-            execute_plan(
-                Execution {
-                    plan: Arc::new(plan),
-                    resources,
-                    config: {
-                        let mut config = self.setup.settings.run.clone();
-                        config.plan_source = Some(PlanSource::File);
-                        config
-                    },
-                    deadline: self.setup.settings.deadline,
-                    out: self.out.clone(),
-                    events,
-                    stream: Some(stream_into(&live, run_id)),
-                    run_id,
-                    preset: Vec::new(),
-                    slots: None,
-                    cancel: live.cancel.clone(),
-                    root_span: false,
-                },
-                &LiveWatch(live.clone()),
-            )
-            .await
-            .map(|_| ())
-        }
-        .await;
-        // Unlocked before anyone can see the run ended (and ask to resume it).
-        drop(lock);
-        live.finish(outcome(&live.dir, result));
-        self.state.retire(&live);
-    }
-
-    async fn research(self, resume: bool) {
-        let lock = self.lock;
-        let live = self.live;
-        let resources = self.state.resources_for(&self.setup);
-        let run_id = uuid::Uuid::new_v4();
-        let result = planwave_runner::research(Research {
-            goal: self.setup.goal.clone().unwrap_or_default(),
-            plan: None,
-            resume,
-            recover: false,
-            out: self.out.clone(),
-            resources,
-            settings: &self.setup.settings,
-            run_id,
-            stream: Some(stream_into(&live, run_id)),
-            quiet: true,
-            cancel: live.cancel.clone(),
-            watch: &LiveWatch(live.clone()),
-            notes: &Silent,
-            slots: None,
-            // A resume finishes the recorded plan; only a fresh research streams it.
-            stream_plan: self.setup.stream_plan && !resume,
-        })
-        .await
-        .map(|_| ());
-        // Unlocked before anyone can see the run ended (and ask to resume it).
-        drop(lock);
-        live.finish(outcome(&live.dir, result));
-        self.state.retire(&live);
-    }
 }
 
 /// The run's `--events` stream, written into its live log.

@@ -9,9 +9,12 @@
 //! runs started here. Every job goes through `planwave_runner` as the CLI's do, sharing
 //! one model client, limiter and MCP registry ([`AppState::shared`]).
 //!
-//! This crate knows no command-line flags: the front end turns a job's command line into
-//! settings through [`Front`], so a request's `"options"` mean what the same flags mean.
-//! It never prints: the front end prints [`Server::url`].
+//! This crate knows no command-line flags and builds no command line: a request's
+//! `"options"` are [`ApiOptions`], the part of the job's spec (`planwave_config::spec`) a
+//! request may set, so they mean what the same flags mean; the job runs through
+//! `planwave_runner::ops` (which records the spec) and is resumed by the same
+//! `ops::Resumable` as `planwave resume`. [`Front`] only reads back the command line an
+//! earlier version recorded. It never prints: the front end prints [`Server::url`].
 
 mod api;
 mod auth;
@@ -42,7 +45,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use openapi::ApiDoc;
-pub use state::{AppState, Front, JobSetup};
+pub use options::ApiOptions;
+pub use state::{AppState, Front};
 
 /// How the server listens.
 #[derive(Clone, Debug)]
@@ -54,6 +58,9 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// The largest request body accepted (413 above).
     pub max_body: usize,
+    /// The options every job starts from (the server's config file and MCP servers); a
+    /// request's options go on top.
+    pub job: planwave_config::spec::JobOptions,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +116,7 @@ impl Server {
         let state = Arc::new(AppState {
             data,
             front,
+            base: config.job,
             shared,
             token,
             live: Default::default(),

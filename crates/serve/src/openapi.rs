@@ -27,6 +27,7 @@ use crate::api;
     ),
     components(schemas(
         api::CreateRun,
+        crate::options::ApiOptions,
         api::Created,
         api::RunLinks,
         api::RunList,

@@ -1,10 +1,11 @@
 //! What every request handler shares: the data directory, the runs this process is
-//! executing, the job settings parser the front end supplies, and the shared resources.
+//! executing, the server's own job options, and the shared resources.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use planwave_config::spec::{JobOptions, JobSpec};
 use planwave_config::{LlmChoice, Settings};
 use planwave_runner::Resources;
 use planwave_sim::SimConfig;
@@ -15,37 +16,19 @@ use crate::ids::safe_name;
 use crate::listing::SummaryCache;
 use crate::live::LiveRun;
 
-/// A job's settings, as the front end resolves a command line (`run PLAN --out DIR
-/// --sim-latency-ms 300`, `research GOAL --out DIR`, `batch JOBS --out DIR`).
-pub struct JobSetup {
-    pub settings: Settings,
-    /// The simulator's behaviour for this job (used when `settings.llm` is the simulator).
-    pub sim: SimConfig,
-    /// The goal of a `research` command line; `None` for `run`.
-    pub goal: Option<String>,
-    /// `run --recover` (resumed only by the CLI).
-    pub recover: bool,
-    /// `research` executes tasks while the plan streams (unless `--no-stream-plan`).
-    pub stream_plan: bool,
-}
-
-/// What the front end (the binary) lends the server: it alone knows the command line's
-/// flags, so options become settings exactly as they would on the command line.
+/// What the front end (the binary) lends the server: it alone knows the command line, so a
+/// run directory an earlier version recorded as a command line (`invocation.json`'s `argv`)
+/// is read back into a spec by it.
 pub trait Front: Send + Sync + 'static {
-    /// The settings of the job `argv` describes (the arguments after the program name), or
-    /// every problem with it.
-    fn job(&self, argv: &[String]) -> Result<JobSetup, Vec<String>>;
-
-    /// The server's own flags every job's command line carries (its model config file and
-    /// MCP servers), so the recorded command line resumes with the same.
-    fn server_args(&self) -> Vec<String> {
-        Vec::new()
-    }
+    fn spec_from_argv(&self, argv: &[String]) -> Result<JobSpec, String>;
 }
 
 pub struct AppState {
     pub data: PathBuf,
     pub front: Arc<dyn Front>,
+    /// The server's own options every job starts from (its config file and MCP servers, as
+    /// absolute paths), recorded with the job so `planwave resume` sees the same.
+    pub base: JobOptions,
     /// The model client (one HTTP client and limiter), templates and MCP registry every job
     /// shares.
     pub shared: Resources,
@@ -95,15 +78,11 @@ impl AppState {
     /// The resources a job runs with: the shared ones, except that a simulated model is the
     /// job's own (its latency and scripted failures are per job options); the simulator has
     /// no connection or limiter to share.
-    pub fn resources_for(&self, setup: &JobSetup) -> Resources {
-        match setup.settings.llm {
+    pub fn resources_for(&self, settings: &Settings, sim: SimConfig) -> Resources {
+        match settings.llm {
             LlmChoice::Sim => Resources {
-                provider: planwave_runner::model_client(
-                    &setup.settings,
-                    setup.sim.clone(),
-                    &planwave_runner::Silent,
-                )
-                .unwrap_or_else(|_| self.shared.provider.clone()),
+                provider: planwave_runner::model_client(settings, sim, &planwave_runner::Silent)
+                    .unwrap_or_else(|_| self.shared.provider.clone()),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
             },

@@ -17,7 +17,7 @@ use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_
 use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
-use super::job::JobOptions;
+use super::job::{JobOptions, Prepare};
 use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::progress::Mode;
 use super::{Command, recorded_command};

@@ -1,0 +1,211 @@
+//! The one resume: what kind of run directory `DIR` is (a plain run, `run --recover`, a
+//! `research`), read from its recorded spec and its layout in this one place, and the job
+//! going on from there. `planwave resume`, the server's resume endpoint and anything else
+//! that continues a run call [`Resumable::open`] then [`resume`].
+
+use std::path::{Path, PathBuf};
+
+use planwave_config::spec::JobSpec;
+
+use super::{Job, JobIo, JobOutcome, loop_job, recover_goal};
+use crate::{
+    Execution, InvalidInput, Invocation, execute_plan, load_plan, lock_run_dir, open_run_dir,
+};
+
+/// What an interrupted job goes on as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResumeKind {
+    /// One execution from its journal (`run`; also a `research` stopped before its first
+    /// round had a directory, when it has a plan).
+    Run,
+    /// `run --recover`: its one round goes on recovering (tasks completed kept).
+    Recover,
+    /// `research`: the round in progress, then the loop to its stop condition.
+    Research,
+}
+
+/// A run directory that can be resumed: its recorded spec and what kind of job it was.
+pub struct Resumable {
+    /// Canonical.
+    pub dir: PathBuf,
+    pub spec: JobSpec,
+    pub invocation: Invocation,
+    pub kind: ResumeKind,
+}
+
+/// Reads an old `invocation.json` (a command line, before the spec was recorded) into a
+/// spec: only the front end that wrote it knows its flags.
+pub type LegacyArgv<'a> = &'a dyn Fn(&[String]) -> Result<JobSpec, String>;
+
+impl Resumable {
+    /// The run directory `dir` as something to resume, or why it is not one.
+    pub fn open(dir: &Path, legacy: LegacyArgv<'_>) -> Result<Resumable, InvalidInput> {
+        let dir = dir.canonicalize().map_err(|e| {
+            InvalidInput::one(
+                dir.display().to_string(),
+                format!("cannot open the run directory: {e}"),
+            )
+        })?;
+        let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
+        // A run killed before it recorded anything has nothing to resume; say so as a
+        // plain run would.
+        if !dir.join("invocation.json").is_file() {
+            crate::resumable_dir(&dir)?;
+        }
+        let invocation = Invocation::read(&dir, "a resumable run directory")?;
+        let spec = match &invocation.spec {
+            Some(spec) => spec.clone(),
+            None => legacy(&invocation.argv).map_err(|p| bad(format!("invocation.json: {p}")))?,
+        };
+        // A loop keeps its rounds under rounds/: it goes on from there, even when killed
+        // before anything was published at the top.
+        let rounds = dir.join("rounds").is_dir();
+        let kind = match (&spec.work, rounds) {
+            (planwave_config::spec::Work::Goal { .. }, true) => ResumeKind::Research,
+            (planwave_config::spec::Work::Plan { recover: true, .. }, true) => ResumeKind::Recover,
+            _ => {
+                crate::resumable_dir(&dir)?;
+                ResumeKind::Run
+            }
+        };
+        Ok(Resumable {
+            dir,
+            spec,
+            invocation,
+            kind,
+        })
+    }
+}
+
+/// Goes on with `r` (the job's settings resolved from `r.spec` and its resources prepared
+/// by the front end): a run from its journal, a loop from its rounds.
+pub async fn resume(r: &Resumable, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+    match r.kind {
+        ResumeKind::Run => resume_run(&r.dir, job, io).await,
+        ResumeKind::Recover | ResumeKind::Research => {
+            let out = open_run_dir(&r.dir)?;
+            let _lock = lock_run_dir(&out)?;
+            let (goal, planned) = if r.kind == ResumeKind::Recover {
+                let plan = load_plan(&r.dir.join("rounds/1/plan.json"), io.notes)?;
+                (recover_goal(&plan), false)
+            } else {
+                (r.spec.goal().unwrap_or_default().to_owned(), true)
+            };
+            let run_id = uuid::Uuid::new_v4();
+            let stream = (io.stream)(run_id)?;
+            let outcome = loop_job(&job, &out, goal, None, true, run_id, stream, io).await?;
+            Ok(JobOutcome::Loop {
+                outcome,
+                out,
+                planned,
+            })
+        }
+    }
+}
+
+/// One execution going on from its journal.
+async fn resume_run(dir: &Path, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+    let mut point = crate::resume(dir, io.notes)?;
+    io.watch
+        .resumed(point.run_id, point.preset.len(), point.plan.len());
+    let stream = (io.stream)(point.run_id)?;
+    let out = point.out.clone();
+    let result = execute_plan(
+        Execution {
+            plan: point.plan.clone(),
+            resources: job.resources.clone(),
+            config: job.settings.run.clone(),
+            deadline: job.settings.deadline,
+            out: point.out.clone(),
+            events: point.events.clone(),
+            stream,
+            run_id: point.run_id,
+            preset: std::mem::take(&mut point.preset),
+            slots: None,
+            cancel: io.cancel.clone(),
+            root_span: io.root_span,
+        },
+        io.watch,
+    )
+    .await;
+    // Unlocked before the caller can tell anyone the run ended.
+    drop(point);
+    Ok(JobOutcome::Run {
+        result: Box::new(result?),
+        out,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn no_argv(_: &[String]) -> Result<JobSpec, String> {
+        Err("no parser".into())
+    }
+
+    /// A run directory with `invocation` recorded and `files` (relative paths) present.
+    fn dir_with(invocation: serde_json::Value, files: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("invocation.json"), invocation.to_string()).unwrap();
+        for f in files {
+            let p = dir.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "{}").unwrap();
+        }
+        dir
+    }
+
+    fn spec(work: serde_json::Value) -> serde_json::Value {
+        json!({"spec": {"work": work, "out": "o"}, "cwd": "/"})
+    }
+
+    #[test]
+    fn every_kind_of_run_directory_is_told_apart_in_one_place() {
+        let plan = json!({"plan": {"plan": "p.json"}});
+        let recover = json!({"plan": {"plan": "p.json", "recover": true}});
+        let goal = json!({"goal": {"goal": "g"}});
+        for (work, files, kind) in [
+            (&plan, &["plan.json"][..], ResumeKind::Run),
+            (&recover, &["rounds/1/plan.json"][..], ResumeKind::Recover),
+            // A run --recover killed before its round had a directory is a plain run.
+            (&recover, &["plan.json"][..], ResumeKind::Run),
+            (&goal, &["rounds/1/plan.json"][..], ResumeKind::Research),
+        ] {
+            let dir = dir_with(spec(work.clone()), files);
+            let r = Resumable::open(dir.path(), &no_argv).unwrap();
+            assert_eq!(r.kind, kind, "{work} with {files:?}");
+        }
+    }
+
+    #[test]
+    fn a_run_without_a_plan_or_a_record_has_nothing_to_resume() {
+        let dir = dir_with(spec(json!({"plan": {"plan": "p.json"}})), &[]);
+        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
+        assert!(err.problems[0].starts_with("no plan.json"), "{err:?}");
+        let empty = tempfile::tempdir().unwrap();
+        let err = Resumable::open(empty.path(), &no_argv).err().unwrap();
+        assert!(
+            err.problems[0].contains("not a planwave run directory"),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn an_old_command_line_goes_through_the_front_ends_parser() {
+        let dir = dir_with(
+            json!({"argv": ["run", "p.json"], "cwd": "/"}),
+            &["plan.json"],
+        );
+        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
+        assert_eq!(err.problems, ["invocation.json: no parser"]);
+        let parse = |argv: &[String]| -> Result<JobSpec, String> {
+            serde_json::from_value(json!({"work": {"plan": {"plan": argv[1]}}, "out": "o"}))
+                .map_err(|e| e.to_string())
+        };
+        let r = Resumable::open(dir.path(), &parse).unwrap();
+        assert_eq!(r.kind, ResumeKind::Run);
+        assert_eq!(r.spec.out, PathBuf::from("o"));
+    }
+}
