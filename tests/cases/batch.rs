@@ -354,8 +354,8 @@ fn planning_ms(out: &Path, job: &str) -> f64 {
         .sum()
 }
 
-/// Seed 003 §8.2: planning success rate, mean planning time and plan execution success rate,
-/// in batch.json and in `planwave show BATCH_DIR`.
+/// The batch's metrics: planning success rate, mean planning time and plan execution
+/// success rate, in batch.json and in `planwave show BATCH_DIR`.
 #[test]
 fn batch_json_and_show_give_planning_and_execution_success_rates() {
     let dir = tempdir();

@@ -1,4 +1,4 @@
-//! Data-quality rules of seed 002 ("数据质量问题"): a short section is accepted with a warning,
+//! Data-quality rules: a short section is accepted with a warning,
 //! and a section without figures is flagged and named to the integrator.
 
 use crate::cases::aimock::{aimock_requests, aimock_with};

@@ -1,4 +1,4 @@
-//! Seed 001's own `config.toml`, accepted as it is, every key doing what it says: the loop's
+//! A `config.toml` in the reference format, accepted as it is, every key doing what it says: the loop's
 //! time limit, evaluation without reflection, and step-level reflection choosing the
 //! recovery; the ids of evaluations and reflections kept.
 
@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support::{Planwave, planwave, read_json, tempdir, write_json};
 
-/// Seed 001's `config.toml` verbatim, with `overrides` replacing whole lines by key.
+/// The reference `config.toml`, with `overrides` replacing whole lines by key.
 fn seed_config(dir: &Path, overrides: &[(&str, &str)]) -> PathBuf {
     let mut text = String::from(
         "[orchestrator]\nmax_reflection_rounds = 5\ntask_timeout_secs = 3600\n\

@@ -1,4 +1,4 @@
-//! What seeds 003 and 004 specify for step plans, through the real binary: optional steps,
+//! What step plans can do, through the real binary: optional steps,
 //! per-step retries, `{{vars.NAME}}` and `{{meta.KEY}}` references, the planner writing a
 //! step plan for the tools it is given, and the single-task fallback after failed planning.
 

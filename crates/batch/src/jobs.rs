@@ -38,7 +38,7 @@ pub struct Job {
     /// 1-based line number in the job file.
     pub line: usize,
     pub source: JobSource,
-    /// The job's metadata (seed 001): shown to its planner, referable as `{{meta.KEY}}`.
+    /// The job's metadata: shown to its planner, referable as `{{meta.KEY}}`.
     pub metadata: BTreeMap<String, String>,
 }
 

@@ -1,4 +1,5 @@
-//! The batch's success metrics (seed 003, §8.2 指标监控): planning success rate, mean
+//! The batch's success metrics, for watching how planning and execution go: planning
+//! success rate, mean
 //! planning time and plan execution success rate, from the jobs' summaries. Pure.
 
 use serde::{Deserialize, Serialize};

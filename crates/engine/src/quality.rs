@@ -1,5 +1,6 @@
-//! Data-quality checks of a completed section (seed 002, "数据质量问题"): a section that is
-//! too short, or that gives no figure at all, is accepted but flagged on its task. Pure.
+//! Data-quality checks of a completed section: a section that is too short, or that gives
+//! no figure at all, is accepted but flagged on its task (failing it would block the tasks
+//! that depend on it, for a fault a reader can judge). Pure.
 
 use planwave_record::SectionWarning;
 
@@ -30,12 +31,12 @@ struct Body {
 }
 
 /// The analysis itself, line by line: heading lines (`#`...) are left out, since a title is
-/// not analysis and the seed's "300字" measures what the section says; each line is trimmed,
-/// so indentation and line breaks do not count either. One pass: the checks run over every
-/// section at the end of a run, and the separate `lines()` walks with a character count per
-/// line were a twelfth of a zero-latency load test's instructions.
+/// not analysis and the 300-character minimum measures what the section says; each line is
+/// trimmed, so indentation and line breaks do not count either. One pass: the checks run
+/// over every section at the end of a run, and the separate `lines()` walks with a character
+/// count per line were a twelfth of a zero-latency load test's instructions.
 ///
-/// Characters are counted, not bytes ("300字" are 300 CJK characters). Quantitative data is
+/// Characters are counted, not bytes (300 CJK characters count as 300). Quantitative data is
 /// defined simply as a digit (ASCII or full-width) anywhere in the body: that covers
 /// numbers, percentages, amounts, years. Not counted: headings (their `### 1.` numbering)
 /// and the marker of an ordered list item (`1. `), which number the text rather than

@@ -126,7 +126,7 @@ async fn run_inner(
                 ));
             }
         };
-        // Seed 004: the step's expected output guides the model's answer.
+        // The step's expected output, when it has one, guides the model's answer.
         let prompt = match plan.task(index).expected_output.as_deref().map(str::trim) {
             Some(e) if !e.is_empty() => format!("{prompt}\n\n{}: {e}", expected_label(plan.lang())),
             _ => prompt,

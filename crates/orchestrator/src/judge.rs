@@ -135,7 +135,7 @@ fn text(m: &Map<String, Value>, key: &str, path: &str, p: &mut Problems) -> Stri
 }
 
 /// An id the model gave (a string or a number); empty when it gave none, for the loop to
-/// fill in. Never a problem: seed 001's answers carry one, others need not.
+/// fill in. Never a problem: an answer need not carry one.
 fn id(m: &Map<String, Value>, key: &str) -> String {
     match m.get(key) {
         Some(Value::String(s)) => s.trim().to_owned(),

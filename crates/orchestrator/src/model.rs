@@ -15,7 +15,7 @@ pub struct Dimensions {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Evaluation {
-    /// The model's id for this evaluation (seed 001's `eval_xxx`), else `eval_r<round>`.
+    /// The model's id for this evaluation (such as `eval_xxx`), else `eval_r<round>`.
     #[serde(default)]
     pub evaluation_id: String,
     pub overall_score: f64,
@@ -36,7 +36,7 @@ pub struct Suggestion {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Reflection {
-    /// The model's id for this reflection (seed 001's `refl_xxx`), else `refl_r<round>`.
+    /// The model's id for this reflection (such as `refl_xxx`), else `refl_r<round>`.
     #[serde(default)]
     pub reflection_id: String,
     pub root_causes: Vec<String>,
@@ -87,8 +87,8 @@ impl Reflection {
     }
 }
 
-/// Seed 001's step-level reflection: why the failed tasks failed, and the recovery the
-/// reflector recommends.
+/// A step-level reflection: why the failed tasks failed, and the recovery the reflector
+/// recommends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepReflection {
     pub analysis: String,

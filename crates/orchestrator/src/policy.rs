@@ -15,13 +15,13 @@ pub struct LoopPolicy {
     pub max_consecutive_failures: u32,
     pub max_step_retries: u32,
     pub max_task_replanning_attempts: u32,
-    /// Seed 001's `enable_auto_reflection`: `false` evaluates each round but never reflects,
+    /// `[orchestrator] enable_auto_reflection`: `false` evaluates each round but never reflects,
     /// so the loop ends after the first round the stop rules do not end earlier.
     pub auto_reflection: bool,
-    /// Seed 001's `enable_step_level_reflection`: before a recovery pass the reflector
+    /// `[reflection] enable_step_level_reflection`: before a recovery pass the reflector
     /// analyses the failed tasks and recommends the strategy.
     pub step_reflection: bool,
-    /// Seed 001's `task_timeout_secs`: the whole loop's time limit.
+    /// `[orchestrator] task_timeout_secs`: the whole loop's time limit.
     pub timeout: Option<std::time::Duration>,
 }
 

@@ -86,7 +86,7 @@ pub enum PlanFormat {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TaskSpec {
     pub id: TaskId,
-    /// Short name (`name`/`step_name` of step plans); absent in seed-002 plans.
+    /// Short name (`name`/`step_name` of step plans); absent in research-task plans.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     pub description: String,
@@ -104,7 +104,7 @@ pub struct TaskSpec {
     pub params: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_output: Option<String>,
-    /// An optional step's failure does not block its dependents (seed 004): they run, and
+    /// An optional step's failure does not block its dependents: they run, and
     /// references to its result resolve to an empty string.
     #[serde(default, skip_serializing_if = "is_false")]
     pub optional: bool,
@@ -176,14 +176,15 @@ pub struct PlanSpec {
     pub tasks: Vec<TaskSpec>,
     #[serde(default, skip_serializing_if = "is_research")]
     pub format: PlanFormat,
-    /// What a plan says about itself beyond its tasks (seeds 001, 003, 004), kept so
+    /// What a plan says about itself beyond its tasks (id, creation time, metadata,
+    /// variables), kept so
     /// `plan.json` round-trips it and steps can use it.
     #[serde(flatten)]
     pub about: PlanAbout,
 }
 
-/// The `metadata` key that marks a fallback plan (seed 003 §4.2: planning failed and one
-/// task answers the goal directly); its value says why planning failed.
+/// The `metadata` key that marks a fallback plan (planning failed and one task answers
+/// the goal directly); its value says why planning failed.
 pub const FALLBACK_KEY: &str = "planwave_fallback";
 
 impl PlanAbout {
@@ -200,12 +201,12 @@ impl PlanAbout {
 pub struct PlanAbout {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_id: Option<String>,
-    /// As the model wrote it: seed 003 writes a date-time string, seed 004 milliseconds.
+    /// As the model wrote it: a date-time string or milliseconds since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_duration_secs: Option<f64>,
-    /// The planner's metadata object (seed 004's `createdBy`, `complexity`, ...).
+    /// The planner's metadata object (such as `createdBy`, `complexity`, ...).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub metadata: serde_json::Map<String, serde_json::Value>,
     /// `{{vars.NAME}}` in a step's parameters reads `global_variables.NAME`.

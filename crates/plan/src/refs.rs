@@ -7,8 +7,7 @@
 //! `{{input}}` is not a reference: it belongs to the tool loop's chaining rule.
 //!
 //! Two names are namespaces rather than tasks, unless a task has that id: `{{vars.NAME}}`
-//! reads the plan's `global_variables` (seed 004) and `{{meta.KEY}}` the job's metadata
-//! (seed 001, `--meta`).
+//! reads the plan's `global_variables` and `{{meta.KEY}}` the job's metadata (`--meta`).
 
 use serde_json::Value;
 

@@ -21,11 +21,12 @@ pub struct PlannerConfig {
     pub max_tasks: usize,
     /// Forces the prompts' (and the plan's) language; `None` follows the goal.
     pub lang: Option<Lang>,
-    /// Which plan the model is asked for: research tasks, or tool steps (seeds 003, 004).
+    /// Which plan the model is asked for: research tasks, or tool steps.
     pub format: PlanFormat,
-    /// What happens after the last failed attempt (seed 003 §4.2).
+    /// What happens after the last failed attempt: an error, or a one-task plan that answers
+    /// the goal directly.
     pub fallback: Fallback,
-    /// The job's metadata (seed 001): shown in the planning prompt, kept in the plan for
+    /// The job's metadata (`--meta`): shown in the planning prompt, kept in the plan for
     /// `{{meta.KEY}}`.
     pub meta: BTreeMap<String, String>,
 }
@@ -369,8 +370,9 @@ impl Planner {
 }
 
 impl Planner {
-    /// Seed 003 §4.2: after the last failed attempt, one task that answers the goal
-    /// directly, marked in its metadata so the run and its report say what happened.
+    /// The plan when planning has failed: rather than no answer at all, one task that
+    /// answers the goal directly, marked in its metadata so the run and its report say
+    /// what happened.
     fn fallback_plan(&self, goal: &str, lang: Lang, why: &str) -> ValidatedPlan {
         let description = match lang {
             Lang::Zh => format!("直接回答研究目标：{goal}"),

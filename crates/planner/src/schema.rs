@@ -56,7 +56,7 @@ pub struct PlanHints {
     pub suggested_tools: Vec<String>,
 }
 
-/// A tool-step plan (seeds 003, 004): each step runs one tool, or `llm_call`, directly.
+/// A tool-step plan: each step runs one tool, or `llm_call`, directly.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[schemars(title = "StepPlan")]
 pub struct StepPlan {

@@ -64,7 +64,7 @@ pub struct FailedStep {
     pub error: String,
 }
 
-/// Variables of `step_reflection.j2` (seed 001's step-level reflection).
+/// Variables of `step_reflection.j2` (the step-level reflection before a recovery pass).
 #[derive(Clone, Debug, Serialize)]
 pub struct StepReflectionVars<'a> {
     pub goal: &'a str,

@@ -49,7 +49,7 @@ pub enum EventKind {
         task: TaskId,
         wave: u32,
         /// What the task is about: its title (name, else the description's first line, at
-        /// most 200 bytes), as the seeds stream it.
+        /// most 200 bytes), so a progress view can say what started.
         #[serde(default)]
         description: String,
         /// The tool a tool step runs (`llm_call` included); absent for a subagent task.
@@ -79,7 +79,7 @@ pub enum EventKind {
         /// file did not survive a crash.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         section: Option<std::sync::Arc<str>>,
-        /// The start of the output on one line (seed 004's step result), at most
+        /// The start of the output on one line (a step's result at a glance), at most
         /// [`PREVIEW_CHARS`] characters: what a progress view shows, with or without a journal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<String>,

@@ -112,7 +112,7 @@ pub struct TaskRecord {
     /// The reflective loop's round and pass that wrote this task's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub round: Option<planwave_llm::RoundTag>,
-    /// An optional step (seed 004): its failure blocked nothing.
+    /// An optional step: its failure blocked nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
     /// Parameter references that resolved to an empty string because the optional step

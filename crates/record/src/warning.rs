@@ -1,4 +1,4 @@
-//! Data-quality warnings of a completed section (seed 002): the task stays completed, and
+//! Data-quality warnings of a completed section: the task stays completed, and
 //! the report, `show` and the integrator's prompt name them.
 
 use std::fmt;

@@ -1,5 +1,5 @@
-//! The integrator's transitions (seed 002, Step 5: "补充必要的过渡段落") moved from the
-//! summary to where they belong: each sentence just before the second section of its pair.
+//! The transitions the integrator writes between sections (it is asked to add the
+//! transitional sentences the report needs) moved from the summary to where they belong: each sentence just before the second section of its pair.
 //! Pure: the summary text in, the summary without them and the sentences per task out.
 
 use planwave_plan::ValidatedPlan;

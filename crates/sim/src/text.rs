@@ -238,8 +238,8 @@ fn answer(out: &mut String, p: &Phrases, i: usize, question: [&str; 3], rng: &mu
     out.push_str(p.answer[6]);
 }
 
-/// A section of one sentence and no figures (`--sim-terse`): short and unquantified, as the
-/// seed's data-quality rules describe.
+/// A section of one sentence and no figures (`--sim-terse`): short and unquantified, so the
+/// data-quality checks flag it.
 pub fn terse_section(ctx: &RequestContext) -> String {
     let title = ctx.task_title.trim();
     match ctx.lang {

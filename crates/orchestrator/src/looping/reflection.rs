@@ -78,7 +78,7 @@ pub(super) async fn reflect<R: Rounds>(
     Ok(Ok(reflection))
 }
 
-/// Seed 001's step-level reflection: the reflector analyses the pass's failed tasks and
+/// Step-level reflection: the reflector analyses the pass's failed tasks and
 /// recommends one of `offered` (kept as `rounds/<k>/step-reflection-pass-<p>.json`).
 /// `None` when no valid answer came (the rule's choice stands) or when interrupted.
 pub(super) async fn step_reflect<R: Rounds>(

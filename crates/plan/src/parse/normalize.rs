@@ -98,7 +98,8 @@ pub(super) fn plan_from_top(mut plan: Top) -> Result<PlanSpec, ParseError> {
     })
 }
 
-/// The plan-level fields besides the tasks, under the names the seeds use.
+/// The plan-level fields besides the tasks, under each name plans use for them
+/// (snake_case, camelCase and a few synonyms).
 fn about(top: &mut Map<String, Value>, problems: &mut Problems) -> PlanAbout {
     let plan_id = match take_any(top, &["plan_id", "planId"]) {
         None => None,
@@ -317,7 +318,7 @@ fn task(
     })
 }
 
-/// Seed 004's `optional`: absent or false means a failure blocks the dependents.
+/// A step's `optional`: absent or false means a failure blocks the dependents.
 fn optional_flag(slot: Option<(&str, Value)>, label: &Label<'_>, problems: &mut Problems) -> bool {
     match slot {
         None | Some((_, Value::Bool(false))) => false,
@@ -329,7 +330,7 @@ fn optional_flag(slot: Option<(&str, Value)>, label: &Label<'_>, problems: &mut 
     }
 }
 
-/// Seed 004's `retryCount`: retries after the first attempt.
+/// A step's `retryCount`: retries after the first attempt.
 fn retry_count(
     slot: Option<(&str, Value)>,
     label: &Label<'_>,

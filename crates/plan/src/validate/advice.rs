@@ -1,4 +1,4 @@
-//! Warnings about a valid plan that strays from the research-plan format (seed 002): ids that
+//! Warnings about a valid plan that strays from the research-plan format: ids that
 //! are not 1..N, a `research_type` outside the five, and dependencies already implied through
 //! another prerequisite (the format asks for direct prerequisites only). The plan still runs;
 //! `validate` says what a careful author would fix.
