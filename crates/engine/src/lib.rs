@@ -16,7 +16,6 @@ mod context;
 mod digest;
 mod event;
 mod gantt;
-mod handoff;
 mod html;
 mod journal;
 mod mcp_events;
