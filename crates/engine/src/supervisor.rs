@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
 
@@ -113,7 +114,8 @@ pub struct SupervisorState {
     records: Vec<TaskRecord>,
     sections: Vec<Option<Arc<str>>>,
     /// Linked subagents by actor, so a supervision event names the task it ends.
-    children: HashMap<ActorId, Child>,
+    /// ractor's ids are sequential integers: FxHash, not SipHash.
+    children: FxHashMap<ActorId, Child>,
     integrator: Option<ActorRef<IntegratorMsg>>,
     /// Taken when the run ends; dropped unsent (the supervisor panicked), the caller hears
     /// the run was lost.
@@ -158,7 +160,7 @@ impl Actor for Supervisor {
             me: myself,
             records,
             sections: vec![None; plan.len()],
-            children: HashMap::new(),
+            children: FxHashMap::default(),
             integrator: args.integrator,
             done: Some(args.done),
             dispatch_queued: false,
