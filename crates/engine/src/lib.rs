@@ -19,7 +19,6 @@ mod calls;
 mod config;
 mod context;
 mod digest;
-mod handoff;
 mod mcp_events;
 mod quality;
 mod results;

@@ -1,12 +1,14 @@
 //! The subagent actor: writes one task's section with the model, retrying transient errors,
-//! settles its ending in the run's state, and stops.
+//! reports how its task ended to the supervisor, and stops.
 //!
-//! It does its work in `post_start` so there is no extra message round-trip per task. It is
-//! not linked to the supervisor: it settles its own ending in the run's shared state (and
-//! starts what that made ready, see `supervisor`). A panic in its work is caught here and
-//! settled as its task's failure; a subagent whose state is dropped before it settled (its
-//! actor killed or stopped) settles that instead, so every subagent ends in exactly one
-//! outcome.
+//! Its work runs on a task of its own (owned by the actor, aborted with it) so the actor
+//! stays responsive while a model call is in flight: a stop from outside takes effect at
+//! once, not after the call. The work sends the report straight to the supervisor, then
+//! tells its actor (`SubagentMsg::WorkEnded`), which stops. A panic in the work comes back
+//! the same way and fails the actor, so the supervisor hears it as ractor's
+//! `ActorFailed` with the panic's message; a subagent stopped or killed before its report
+//! was sent reaches the supervisor as `ActorTerminated` (it is spawned linked). The
+//! supervisor turns both into the task's failure.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -18,13 +20,14 @@ use chrono::{DateTime, Utc};
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext, Usage};
 use planwave_record::{EventKind, FailureKind, SectionCut};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
+use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
 use crate::context;
 use crate::shared::RunShared;
-use crate::supervisor::{Core, Ending};
+use crate::supervisor::SupervisorMsg;
 use crate::timefmt;
 use planwave_prompts::{PriorSection, TaskText, subagent_context};
 
@@ -35,8 +38,8 @@ pub struct SubagentArgs {
     pub index: usize,
     /// Sections of the direct prerequisites, in the order the task lists them.
     pub prior: Vec<(usize, Arc<str>)>,
-    /// The run's shared state, where the subagent settles its ending.
-    pub core: Core,
+    /// Where the report goes.
+    pub supervisor: ActorRef<SupervisorMsg>,
     /// The task's span: model calls made while writing the section are its children.
     pub span: tracing::Span,
     /// The supervisor's plan generation when this subagent started (its `index` is that
@@ -44,25 +47,30 @@ pub struct SubagentArgs {
     pub generation: u32,
 }
 
+pub enum SubagentMsg {
+    /// The work is over: its report was sent to the supervisor (`Ok`), or it panicked
+    /// (`Err`, the panic's message).
+    WorkEnded(Result<(), String>),
+}
+
 pub struct SubagentState {
-    args: SubagentArgs,
-    /// Set once the ending is settled; dropped unset, the subagent died without one.
-    settled: bool,
-    /// The settling started subagents from this actor's task (see `handoff`).
-    handed_on: bool,
+    /// The task doing the work; aborted if the actor ends first (stopped or killed).
+    work: JoinHandle<()>,
+    /// The report was sent: the supervisor reads this in the state ractor hands it with the
+    /// stop event, which may overtake the report (supervision events are delivered first).
+    reported: bool,
+}
+
+impl SubagentState {
+    pub(crate) fn reported(&self) -> bool {
+        self.reported
+    }
 }
 
 impl Drop for SubagentState {
     fn drop(&mut self) {
-        if !self.settled {
-            let a = &self.args;
-            crate::supervisor::died(
-                &a.core,
-                a.generation,
-                a.index,
-                "subagent actor ended before reporting".into(),
-            );
-        }
+        // A no-op once the work is done; otherwise the model call is dropped with it.
+        self.work.abort();
     }
 }
 
@@ -92,72 +100,50 @@ pub struct SubagentReport {
 }
 
 impl Actor for Subagent {
-    /// A subagent takes no messages: it works once and stops.
-    type Msg = ();
+    type Msg = SubagentMsg;
     type State = SubagentState;
     type Arguments = SubagentArgs;
 
     async fn pre_start(
         &self,
-        _myself: ActorRef<()>,
+        myself: ActorRef<SubagentMsg>,
         args: SubagentArgs,
     ) -> Result<SubagentState, ActorProcessingErr> {
-        // Runs inside whoever spawns it (ractor awaits pre_start at spawn): keep it trivial.
+        // Runs inside the supervisor's turn (ractor awaits pre_start at spawn): it only
+        // starts the work. The work's first message to this actor is queued until the actor
+        // runs, so it cannot be missed.
+        let work = tokio::spawn(async move {
+            let ended = match AssertUnwindSafe(work(&args)).catch_unwind().await {
+                Ok(report) => {
+                    let msg = SupervisorMsg::Ended(args.generation, Box::new(report));
+                    let _ = args.supervisor.send_message(msg);
+                    Ok(())
+                }
+                Err(panic) => Err(panic_message(&*panic).to_owned()),
+            };
+            let _ = myself.send_message(SubagentMsg::WorkEnded(ended));
+        });
         Ok(SubagentState {
-            args,
-            settled: false,
-            handed_on: false,
+            work,
+            reported: false,
         })
     }
 
-    async fn post_start(
+    async fn handle(
         &self,
-        myself: ActorRef<()>,
+        myself: ActorRef<SubagentMsg>,
+        msg: SubagentMsg,
         state: &mut SubagentState,
     ) -> Result<(), ActorProcessingErr> {
-        let args = &state.args;
-        let ending = match AssertUnwindSafe(work(args)).catch_unwind().await {
-            Ok(report) => Ending::Report(Box::new(report)),
-            Err(panic) => Ending::Died {
-                index: args.index,
-                error: format!("subagent panicked: {}", panic_message(&*panic)),
-            },
-        };
-        state.settled = true;
-        let args = &state.args;
-        // A panic past this point is in the run's own bookkeeping, not in this task's work.
-        // Boxed: inline, the settling (which spawns the next subagents) made every subagent's
-        // future larger for the whole model call (770 bytes per subagent in flight).
-        let settling = Box::pin(crate::supervisor::task_ended(
-            &args.core,
-            args.generation,
-            ending,
-        ));
-        match AssertUnwindSafe(settling).catch_unwind().await {
-            Ok(handed_on) => state.handed_on = handed_on,
-            Err(panic) => crate::supervisor::crash(
-                &args.core,
-                format!(
-                    "settling a task's ending panicked: {}",
-                    panic_message(&*panic)
-                ),
-            ),
+        match msg {
+            SubagentMsg::WorkEnded(Ok(())) => {
+                state.reported = true;
+                myself.stop(None);
+                Ok(())
+            }
+            // The actor fails with the panic's message: ractor tells the supervisor.
+            SubagentMsg::WorkEnded(Err(panic)) => Err(panic.into()),
         }
-        myself.stop(None);
-        Ok(())
-    }
-
-    async fn post_stop(
-        &self,
-        _myself: ActorRef<()>,
-        state: &mut SubagentState,
-    ) -> Result<(), ActorProcessingErr> {
-        // The last thing this actor's task does (ractor awaits nothing budget-aware after
-        // `post_stop`): what the settling started runs next on this worker, unannounced.
-        if state.handed_on {
-            crate::handoff::after_starting_others();
-        }
-        Ok(())
     }
 }
 

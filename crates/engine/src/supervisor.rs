@@ -1,39 +1,39 @@
-//! The run's scheduling state and the supervisor actor that owns its lifetime.
+//! The supervisor actor: the only owner of its run's scheduling state.
 //!
-//! The state (which task may start, the records, the sections) sits behind one mutex shared
-//! by the supervisor and the subagents: a subagent that ends settles its own outcome and
-//! starts the subagents its completion made ready, itself, instead of reporting to the
-//! supervisor and waiting for it to start them. Along a chain, each step is then one task
-//! woken (the next subagent) instead of three (a report, ractor's start and end notices to
-//! the supervisor, and the next subagent), and the tasks completions make ready are started
-//! on whichever worker the completing subagents run, not all by one actor.
+//! It asks the pure [`Scheduler`] which tasks may start, spawns one linked [`Subagent`] per
+//! ready task, and hears how each one ended: a [`SupervisorMsg::Ended`] report by message,
+//! or, when a subagent panicked or stopped before reporting, a supervision event from
+//! ractor (`handle_supervisor_evt`), which fails the task with the panic's message or the
+//! stop's reason. Either way it records the outcome, journals it, and starts what became
+//! ready. Nothing of its state is reachable from a subagent: no lock, no shared handle.
 //!
-//! The supervisor actor starts the first tasks, takes a backlog of ready tasks in bounded
-//! turns (`Dispatch` self-messages), applies journal acknowledgements (with a journal, a
-//! completion's dependents start from that turn), plan rebuilds and cancellation, and is
-//! stopped when the run ends. Subagents are not linked to it: each one turns its own ending
-//! (a report, a panic, being dropped) into exactly one outcome (see `subagent`), and the
-//! supervisor kills running ones through [`SupervisorState`]'s registry.
+//! It also takes a backlog of ready tasks in bounded turns (`Dispatch` self-messages),
+//! journal acknowledgements (with a journal, a completion's dependents start from that
+//! turn), plan rebuilds of a streamed plan (`Rebase`) and cancellation, and stops itself
+//! when the run ends; ractor then stops any subagent still linked to it.
+//!
+//! [`Subagent`]: crate::subagent::Subagent
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 
 use planwave_record::{CancelReason, Event, Preset, TaskRecord, TaskStatus};
 use planwave_storage::JournalError;
-use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef};
+use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use crate::integrator::IntegratorMsg;
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
+use crate::subagent::SubagentReport;
 use crate::task_spans::TaskSpans;
 
+mod children;
 mod dispatch;
 mod rebase;
 mod settle;
 
-pub use dispatch::Ending;
-pub(crate) use dispatch::{crash, died, task_ended};
 pub use rebase::{Close, Rebase};
 
 pub struct Supervisor;
@@ -41,16 +41,18 @@ pub struct Supervisor;
 pub enum SupervisorMsg {
     /// Start up to one batch of ready tasks (sent to itself).
     Dispatch,
+    /// A subagent of plan generation `generation` reports how its task ended.
+    Ended(u32, Box<SubagentReport>),
     /// The journal made task `index` (of the generation given) durable (or could not).
     Committed(u32, usize, Result<(), JournalError>),
     /// The plan grew or closed while running (a streamed plan): a new generation.
     Rebase(Box<Rebase>),
     /// Stop starting tasks, kill running subagents, and finish the run now.
     Cancel(CancelReason),
-    /// Kills task `index`'s subagent without cancelling anything (it ends unsettled); replies
-    /// whether it was registered.
+    /// The actor of task `index`'s subagent, while it is linked (for tests that stop or
+    /// kill it from outside).
     #[cfg(test)]
-    Kill(usize, ractor::RpcReplyPort<bool>),
+    Child(usize, ractor::RpcReplyPort<Option<ActorCell>>),
 }
 
 pub struct SupervisorArgs {
@@ -76,15 +78,6 @@ pub struct SupervisorOutcome {
     pub warnings: Vec<String>,
 }
 
-/// The run's scheduling state, shared by the supervisor and every subagent.
-pub type Core = Arc<Mutex<SupervisorState>>;
-
-/// The state, even after a panic elsewhere left the lock poisoned: whoever takes it next
-/// must still be able to end the run (see [`crash`]).
-pub(crate) fn lock(core: &Core) -> MutexGuard<'_, SupervisorState> {
-    core.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
 /// A completion waiting for the journal's acknowledgement.
 struct PendingCommit {
     /// None when no sink listens.
@@ -94,18 +87,29 @@ struct PendingCommit {
     write: bool,
 }
 
+/// A linked subagent, until ractor tells the supervisor it has stopped.
+struct Child {
+    cell: ActorCell,
+    /// The plan generation it started under and its task's index in that generation.
+    generation: u32,
+    index: usize,
+}
+
+/// The run's scheduling state, owned by the supervisor actor alone.
 pub struct SupervisorState {
     shared: Arc<RunShared>,
-    /// The supervisor actor: journal acknowledgements and further dispatch turns go to it,
-    /// and it is stopped when the run ends.
+    /// The supervisor itself: journal acknowledgements and further dispatch turns go to it,
+    /// subagents report to it, and it stops itself when the run ends.
     me: ActorRef<SupervisorMsg>,
     sched: Scheduler,
     records: Vec<TaskRecord>,
     sections: Vec<Option<Arc<str>>>,
-    /// Running subagents by task (this generation's indices), to kill on cancellation or
-    /// when a rebuilt plan drops their task.
-    children: Vec<Option<ActorCell>>,
+    /// Linked subagents by actor, so a supervision event names the task it ends.
+    /// ractor's ids are sequential integers: FxHash, not SipHash.
+    children: FxHashMap<ActorId, Child>,
     integrator: Option<ActorRef<IntegratorMsg>>,
+    /// Taken when the run ends; dropped unsent (the supervisor panicked), the caller hears
+    /// the run was lost.
     done: Option<oneshot::Sender<SupervisorOutcome>>,
     dispatch_queued: bool,
     retries: u64,
@@ -113,7 +117,7 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
-    /// Completed sections not yet handed to the integrator (see [`SupervisorState::hand_section`]).
+    /// Completed sections not yet handed to the integrator (see `settle::hand_section`).
     held: Vec<(usize, Arc<str>, bool)>,
     /// The plan may still grow (streamed plan not closed).
     open: bool,
@@ -123,30 +127,16 @@ pub struct SupervisorState {
     maps: Vec<Vec<Option<usize>>>,
 }
 
-/// The supervisor actor's own state: its handle on the shared one.
-pub struct SupervisorHandle {
-    core: Core,
-}
-
-impl Drop for SupervisorHandle {
-    /// However the supervisor ends (stopped after the run, or a panic in one of its turns),
-    /// a run not yet finished is abandoned: the waiting caller hears it was lost instead of
-    /// waiting on subagents that may never end it.
-    fn drop(&mut self) {
-        lock(&self.core).abandon();
-    }
-}
-
 impl Actor for Supervisor {
     type Msg = SupervisorMsg;
-    type State = SupervisorHandle;
+    type State = SupervisorState;
     type Arguments = SupervisorArgs;
 
     async fn pre_start(
         &self,
         myself: ActorRef<SupervisorMsg>,
         args: SupervisorArgs,
-    ) -> Result<SupervisorHandle, ActorProcessingErr> {
+    ) -> Result<SupervisorState, ActorProcessingErr> {
         let plan = &args.shared.plan;
         let records = (0..plan.len())
             .map(|i| TaskRecord::pending(plan, i))
@@ -161,7 +151,7 @@ impl Actor for Supervisor {
             me: myself,
             records,
             sections: vec![None; plan.len()],
-            children: vec![None; plan.len()],
+            children: FxHashMap::default(),
             integrator: args.integrator,
             done: Some(args.done),
             dispatch_queued: false,
@@ -188,48 +178,35 @@ impl Actor for Supervisor {
             state.sections[p.index] = Some(p.section);
             state.records[p.index] = p.record;
         }
-        Ok(SupervisorHandle {
-            core: Arc::new(Mutex::new(state)),
-        })
+        Ok(state)
     }
 
     async fn post_start(
         &self,
-        _myself: ActorRef<SupervisorMsg>,
-        handle: &mut SupervisorHandle,
+        myself: ActorRef<SupervisorMsg>,
+        state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
-        lock(&handle.core).announce_ready();
-        dispatch::dispatch(&handle.core).await;
-        lock(&handle.core).finish_if_done();
+        state.announce_ready();
+        state.dispatch(&myself).await;
+        state.finish_if_done();
         Ok(())
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<SupervisorMsg>,
+        myself: ActorRef<SupervisorMsg>,
         msg: SupervisorMsg,
-        handle: &mut SupervisorHandle,
+        state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
-        let core = &handle.core;
         match msg {
-            SupervisorMsg::Dispatch => {
-                // The subagents of the previous turn get this worker first (they queue behind
-                // it). Back to back, the turns started a 10,000-task backlog faster than two
-                // workers ran it, and every subagent waiting to run held its memory: 60 %
-                // more page faults for a wide zero-latency run. A subagent that starts a
-                // model call yields at once, so turns are not held up by slow models.
-                tokio::task::yield_now().await;
-                lock(core).dispatch_queued = false;
-            }
+            SupervisorMsg::Dispatch => state.dispatch_queued = false,
+            SupervisorMsg::Ended(generation, report) => state.on_ended(generation, *report),
             SupervisorMsg::Committed(generation, index, result) => {
-                let mut state = lock(core);
-                let Some(index) = state.current_index(generation, index) else {
-                    return Ok(());
-                };
-                state.on_committed(index, result);
+                if let Some(index) = state.current_index(generation, index) {
+                    state.on_committed(index, result);
+                }
             }
             SupervisorMsg::Rebase(rebase) => {
-                let mut state = lock(core);
                 if state.cancelled.is_none() {
                     // Held sections carry this generation's indices.
                     state.flush_held();
@@ -237,28 +214,46 @@ impl Actor for Supervisor {
                 }
             }
             SupervisorMsg::Cancel(reason) => {
-                let mut state = lock(core);
                 if state.cancelled.is_none() {
                     state.cancelled = Some(reason);
-                    for cell in state.children.iter_mut().filter_map(Option::take) {
-                        cell.kill();
-                    }
+                    state.kill_children();
                     state.finish();
                 }
                 return Ok(());
             }
             #[cfg(test)]
-            SupervisorMsg::Kill(index, reply) => {
-                let state = lock(core);
-                let child = state.children.get(index).and_then(Option::as_ref);
-                if let Some(cell) = child {
-                    cell.kill();
-                }
-                let _ = reply.send(child.is_some());
+            SupervisorMsg::Child(index, reply) => {
+                let _ = reply.send(state.child_of(index));
                 return Ok(());
             }
         }
-        dispatch::dispatch(core).await;
+        state.dispatch(&myself).await;
+        Ok(())
+    }
+
+    /// How a linked subagent stopped. One that reported first is only forgotten; one that
+    /// panicked or was stopped before it reported fails its task (a panic's message, or the
+    /// stop's reason, is the task's error), so no task is lost and the run never waits for
+    /// a report that cannot come.
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        event: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        let ended = match event {
+            SupervisionEvent::ActorFailed(cell, err) => {
+                state.child_died(cell.get_id(), format!("subagent panicked: {err}"))
+            }
+            SupervisionEvent::ActorTerminated(cell, last_state, reason) => {
+                state.child_stopped(cell.get_id(), last_state, reason)
+            }
+            // Started, and process groups (which a run does not use).
+            _ => false,
+        };
+        if ended {
+            state.dispatch(&myself).await;
+        }
         Ok(())
     }
 }

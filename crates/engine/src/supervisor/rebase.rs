@@ -54,7 +54,7 @@ impl SupervisorState {
         let old = self.shared.plan.clone();
         let new = r.shared.plan.clone();
         let mut fates = Fates::default();
-        self.stop_dropped(&r.map, new.len(), &mut fates);
+        self.stop_dropped(&r.map, &mut fates);
         let mut records: Vec<_> = (0..new.len())
             .map(|j| TaskRecord::pending(&new, j))
             .collect();
@@ -111,23 +111,14 @@ impl SupervisorState {
     }
 
     /// Kills the subagents of dropped tasks; the others keep working under their new index.
-    fn stop_dropped(&mut self, map: &[Option<usize>], tasks: usize, fates: &mut Fates) {
-        let mut children = vec![None; tasks];
-        for (i, child) in self.children.iter_mut().enumerate() {
-            match map.get(i).copied().flatten() {
-                Some(j) => children[j] = child.take(),
-                None if self.sched.status(i) == TaskStatus::Running => {
-                    // Its ending maps to no task of the new plan: no failure of anything. A
-                    // subagent not registered yet is killed when it is (see `register`).
-                    if let Some(cell) = child.take() {
-                        cell.kill();
-                    }
-                    fates.cancelled.push(self.shared.plan.id(i).clone());
-                }
-                None => {}
+    fn stop_dropped(&mut self, map: &[Option<usize>], fates: &mut Fates) {
+        self.kill_dropped(map);
+        for (i, to) in map.iter().enumerate() {
+            // Its ending maps to no task of the new plan: no failure of anything.
+            if to.is_none() && self.sched.status(i) == TaskStatus::Running {
+                fates.cancelled.push(self.shared.plan.id(i).clone());
             }
         }
-        self.children = children;
     }
 
     /// A fresh scheduler for the current plan, told what already happened to each task.

@@ -5,7 +5,6 @@ use chrono::{DateTime, Utc};
 use planwave_record::{Event, EventKind, FailureKind, TaskStatus};
 use planwave_storage::JournalError;
 
-use super::dispatch::Ending;
 use super::{PendingCommit, SupervisorMsg, SupervisorOutcome, SupervisorState};
 use crate::integrator::IntegratorMsg;
 use crate::subagent::SubagentReport;
@@ -52,37 +51,27 @@ impl SupervisorState {
         }
     }
 
-    /// A subagent of plan generation `generation` ended: its report, or how it died.
-    pub(super) fn on_ended(&mut self, generation: u32, ending: Ending) {
+    /// A subagent of plan generation `generation` reported how its task ended.
+    pub(super) fn on_ended(&mut self, generation: u32, mut report: SubagentReport) {
         if self.done.is_none() {
-            return; // the run already ended (cancelled, or lost); its records are gone
+            return; // the run already ended (cancelled); its records are gone
         }
-        match ending {
-            Ending::Report(mut report) => {
-                // A task dropped when the plan was rebuilt: its work no longer counts.
-                let Some(index) = self.current_index(generation, report.index) else {
-                    return;
-                };
-                report.index = index;
-                if generation < self.generation
-                    && let Ok(section) = &report.result
-                {
-                    // Its subagent kept its result for the plan it started under; later
-                    // references read the current plan's.
-                    self.shared.results.keep(index, || {
-                        serde_json::from_str(section)
-                            .unwrap_or_else(|_| serde_json::Value::String(section.to_string()))
-                    });
-                }
-                self.on_report(*report);
-            }
-            Ending::Died { index, error } => {
-                // Dropped with its task when the plan was rebuilt: no failure of anything.
-                if let Some(index) = self.current_index(generation, index) {
-                    self.fail_unreported(index, error);
-                }
-            }
+        // A task dropped when the plan was rebuilt: its work no longer counts.
+        let Some(index) = self.current_index(generation, report.index) else {
+            return;
+        };
+        report.index = index;
+        if generation < self.generation
+            && let Ok(section) = &report.result
+        {
+            // Its subagent kept its result for the plan it started under; later
+            // references read the current plan's.
+            self.shared.results.keep(index, || {
+                serde_json::from_str(section)
+                    .unwrap_or_else(|_| serde_json::Value::String(section.to_string()))
+            });
         }
+        self.on_report(report);
     }
 
     fn on_report(&mut self, report: SubagentReport) {
@@ -95,7 +84,6 @@ impl SupervisorState {
         if self.shared.plan.task(index).description == super::tests::PANIC_WHILE_SETTLING {
             panic!("injected: settling {index}");
         }
-        self.children[index] = None;
         self.retries += u64::from(report.attempts.saturating_sub(1));
         let plan = self.shared.plan.clone();
         let rec = &mut self.records[index];
@@ -215,18 +203,19 @@ impl SupervisorState {
         self.finish_if_done();
     }
 
-    /// A subagent that died without reporting (panic, kill, spawn failure).
-    pub(super) fn fail_unreported(&mut self, index: usize, error: String) {
-        if self.sched.status(index) != TaskStatus::Running {
-            return;
+    /// A subagent that ended without reporting (panic, stop, kill, spawn failure). Whether
+    /// its task was still running (and so ended here).
+    pub(super) fn fail_unreported(&mut self, index: usize, error: String) -> bool {
+        if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
+            return false;
         }
-        self.children[index] = None;
         let rec = &mut self.records[index];
         rec.finished_at = Some(timefmt::now());
         let attempts = rec.attempts.max(1);
         rec.attempts = attempts;
         self.settle_failure(index, attempts, error, FailureKind::Crashed);
         self.finish_if_done();
+        true
     }
 
     fn settle_failure(&mut self, index: usize, attempts: u32, error: String, kind: FailureKind) {
@@ -303,21 +292,10 @@ impl SupervisorState {
                 cancelled: self.cancelled,
                 warnings: std::mem::take(&mut self.warnings),
             };
-            self.children = Vec::new();
+            self.children.clear();
             let _ = done.send(outcome);
             self.me.stop(None);
         }
-    }
-
-    /// The run ends without an outcome (the supervisor is gone): the caller's wait for
-    /// `done` ends with an error, and running subagents are stopped.
-    pub(super) fn abandon(&mut self) {
-        if self.done.take().is_some() {
-            for cell in self.children.iter_mut().filter_map(Option::take) {
-                cell.kill();
-            }
-        }
-        self.children = Vec::new();
     }
 }
 

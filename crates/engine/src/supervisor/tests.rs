@@ -73,15 +73,16 @@ impl planwave_llm::LlmProvider for Stuck {
     }
 }
 
-/// Subagents are not linked to the supervisor: one whose actor ends before it settled (here,
-/// killed) settles that itself, as its task's failure, so its dependents are blocked, the
-/// others finish, and the run ends instead of waiting for a report that never comes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() {
-    // a and b start at once; c needs b. b never answers, so its subagent is still running
-    // when the test kills it; a is left alone.
+/// The supervisor of a run of a, b and c (c needs b), where b's model never answers, and
+/// the actor of b's subagent once it is linked.
+async fn run_with_b_stuck() -> (
+    ActorRef<SupervisorMsg>,
+    ractor::concurrency::JoinHandle<()>,
+    oneshot::Receiver<SupervisorOutcome>,
+    ActorCell,
+) {
     let plan = plan_of(
-        "killed",
+        "stuck",
         vec![
             TaskSpec::new("a", "first part", vec![]),
             TaskSpec::new("b", "second part", vec![]),
@@ -97,11 +98,24 @@ async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() 
     let (supervisor, join, done) = crate::run::spawn_supervisor(&shared, None, Vec::new(), false)
         .await
         .expect("supervisor");
-    // b's subagent is registered once its dispatch turn has spawned it; a may be done by then.
-    while !ractor::call!(supervisor, SupervisorMsg::Kill, 1).expect("reply") {
+    // b's subagent is linked once the supervisor's first dispatch turn has spawned it.
+    let child = loop {
+        if let Some(cell) = ractor::call!(supervisor, SupervisorMsg::Child, 1).expect("reply") {
+            break cell;
+        }
         tokio::task::yield_now().await;
-    }
-    // A bound for a hang (the regression this test is for), not a measure of speed.
+    };
+    (supervisor, join, done, child)
+}
+
+/// The outcome of a run started by [`run_with_b_stuck`], asserting that b failed with
+/// `error` and c was blocked by it while a completed.
+async fn assert_b_failed(
+    join: ractor::concurrency::JoinHandle<()>,
+    done: oneshot::Receiver<SupervisorOutcome>,
+    error: &str,
+) {
+    // A bound for a hang (the regression this is for), not a measure of speed.
     let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), done)
         .await
         .expect("the run ends")
@@ -110,62 +124,93 @@ async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() 
     let status = |i: usize| outcome.records[i].status;
     assert_eq!(status(0), TaskStatus::Completed);
     assert_eq!(status(1), TaskStatus::Failed);
+    assert_eq!(outcome.records[1].error.as_deref(), Some(error));
     assert_eq!(
-        outcome.records[1].error.as_deref(),
-        Some("subagent actor ended before reporting")
+        outcome.records[1].failure_kind,
+        Some(planwave_record::FailureKind::Crashed)
     );
     assert_eq!(status(2), TaskStatus::Blocked);
     assert!(outcome.sections[0].is_some() && outcome.sections[1].is_none());
 }
 
-/// A chain at zero latency runs on the worker it started on: each step's subagent is
-/// started by the one before, and tokio is never made to wake the other worker for it
-/// (`handoff`). Without that, every fourth or fifth step parked and unparked a worker.
-#[test]
-fn a_chain_does_not_wake_the_other_worker_at_each_few_steps() {
-    let n = 1000;
-    let tasks = (0..n)
-        .map(|i| {
-            let deps = if i == 0 {
-                vec![]
-            } else {
-                vec![format!("t{}", i - 1).as_str().into()]
-            };
-            TaskSpec::new(format!("t{i}").as_str(), format!("step {i}"), deps)
-        })
-        .collect();
-    let plan = plan_of("a chain", tasks);
-    let provider = instant_sim();
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let metrics = rt.metrics();
-    let parks = || {
-        (0..2)
-            .map(|w| metrics.worker_park_unpark_count(w))
-            .sum::<u64>()
-    };
-    let before = parks();
-    let result = rt
-        .block_on(execute(RunRequest::in_memory(plan, Arc::new(provider))))
-        .expect("ran");
-    let during = parks() - before;
-    assert_eq!(result.stats.completed, n);
-    // The run's own start and end wake a worker a handful of times; a step that handed
-    // its successor to the other worker would do it ~500 times (each park and unpark counts).
-    assert!(
-        during < (n / 10) as u64,
-        "{during} parks and unparks over a {n}-step chain"
+/// A subagent killed before it reported reaches the supervisor as a supervision event
+/// (`ActorTerminated`, reason `killed`): its task fails, its dependents are blocked, the
+/// others finish, and the run ends instead of waiting for a report that never comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() {
+    let (_supervisor, join, done, child) = run_with_b_stuck().await;
+    child.kill();
+    assert_b_failed(join, done, "subagent actor ended before reporting: killed").await;
+}
+
+/// A subagent stopped from outside (not by the supervisor) while its model call is in
+/// flight: the stop takes effect at once (the work runs beside the actor, which stays
+/// responsive), and the supervisor fails the task with the stop's reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_stopped_from_outside_fails_its_task_with_the_reason_and_the_run_ends() {
+    let (_supervisor, join, done, child) = run_with_b_stuck().await;
+    child.stop(Some("stopped by an operator".into()));
+    assert_b_failed(
+        join,
+        done,
+        "subagent actor ended before reporting: stopped by an operator",
+    )
+    .await;
+}
+
+/// A subagent whose work panics fails its actor; ractor hands the panic's message to the
+/// supervisor's `handle_supervisor_evt` as `ActorFailed`, the only place that writes a
+/// `subagent panicked: ...` error, and the task fails with it while its dependent is
+/// blocked and the rest of the run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subagent_panic_arrives_through_the_supervision_event_as_a_failed_task() {
+    let plan = plan_of(
+        "panic",
+        vec![
+            TaskSpec::new("a", "first part", vec![]),
+            TaskSpec::new("b", "second part", vec![]),
+            TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
+            TaskSpec::new("d", "after a", vec![planwave_plan::TaskId::from("a")]),
+        ],
     );
+    let provider = SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        panic: ["b".to_owned()].into_iter().collect(),
+        ..SimConfig::default()
+    });
+    let result = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        execute(RunRequest::in_memory(plan, Arc::new(provider))),
+    )
+    .await
+    .expect("the run ends")
+    .expect("ran");
+    let rec = |id: &str| {
+        result
+            .tasks
+            .iter()
+            .find(|t| t.id.to_string() == id)
+            .expect("a record")
+    };
+    assert_eq!(rec("b").status, TaskStatus::Failed);
+    assert_eq!(
+        rec("b").error.as_deref(),
+        Some("subagent panicked: simulated panic in task b")
+    );
+    assert_eq!(
+        rec("b").failure_kind,
+        Some(planwave_record::FailureKind::Crashed)
+    );
+    assert_eq!(rec("c").status, TaskStatus::Blocked);
+    assert_eq!(rec("a").status, TaskStatus::Completed);
+    assert_eq!(rec("d").status, TaskStatus::Completed);
 }
 
 /// A task with this description makes the engine's own settling of its report panic.
 pub(super) const PANIC_WHILE_SETTLING: &str = "panic while settling";
 
-/// A panic in the run's own bookkeeping (settling a report, on a subagent's task, with the
-/// run's state locked and half updated) abandons the run: the caller hears the supervisor was
+/// A panic in the run's own bookkeeping (settling a report, in the supervisor, its state
+/// half updated) abandons the run: the caller hears the supervisor was
 /// lost, as when the supervisor itself panics, rather than waiting for an end that the broken
 /// state may never reach, or trusting records it left half written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
