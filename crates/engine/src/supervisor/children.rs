@@ -3,8 +3,8 @@
 //! task here; one whose report was sent is only forgotten (the report, a message, may still
 //! be queued behind the supervision event, which ractor delivers first).
 
-use ractor::{ActorCell, ActorId};
 use ractor::actor::messages::BoxedState;
+use ractor::{ActorCell, ActorId};
 
 use super::{Child, SupervisorState};
 use crate::subagent::SubagentState;
