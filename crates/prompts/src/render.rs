@@ -217,15 +217,12 @@ impl PromptSet for Templates {
         own: &TaskText<'_>,
         prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
-        if let Some(compiled) = &self.subagent[usize::from(plan.lang() == Lang::Zh)] {
-            return messages_owned(compiled.render(plan, index, own, prior));
-        }
         match self.render_raw(
             plan.lang(),
             "subagent",
             subagent::vars(plan, index, own, prior),
         ) {
-            Ok(text) => messages(&text),
+            Ok(text) => messages_owned(text),
             Err(e) => {
                 // Checked at load time; if task data still breaks it, the built-in wording
                 // is better than no section.
@@ -339,9 +336,7 @@ pub(crate) fn sample(name: &str) -> Value {
     Value::from(Serde(v))
 }
 
-mod compiled;
 mod subagent;
 
-pub(crate) use compiled::Compiled;
 #[cfg(test)]
 mod tests;

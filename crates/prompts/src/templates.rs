@@ -192,8 +192,6 @@ pub struct Templates {
     pub(crate) env: Environment<'static>,
     /// `lang/name` of each template that came from the override directory.
     overridden: Vec<String>,
-    /// `subagent.j2` of each language (`Lang::En`, `Lang::Zh`) compiled, when it can be.
-    pub(crate) subagent: [Option<crate::render::Compiled>; 2],
 }
 
 impl std::fmt::Debug for Templates {
@@ -245,7 +243,6 @@ impl Templates {
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Chainable);
         crate::emit::install(&mut env);
         let mut overridden = Vec::new();
-        let mut subagent = [None, None];
         if let Some(d) = dir
             && !d.is_dir()
         {
@@ -267,20 +264,13 @@ impl Templates {
                 }
                 None => (*source).to_owned(),
             };
-            if *name == "subagent" {
-                subagent[usize::from(*lang == "zh")] = crate::render::Compiled::of(&text);
-            }
             env.add_template_owned(k.clone(), text)
                 .map_err(|e| PromptError::Template {
                     name: k.clone(),
                     message: error_text(&e),
                 })?;
         }
-        let t = Templates {
-            env,
-            overridden,
-            subagent,
-        };
+        let t = Templates { env, overridden };
         t.check()?;
         Ok(t)
     }
