@@ -263,7 +263,9 @@ fn a_broken_message_for_a_submitted_job_ends_it_failed_once_with_the_reason_in_b
 
     // A message of the previous version left in the stream: refused for good, saying so.
     submit_one(&url, dir.path(), "old", "j1");
-    let seq = raw.jobs_stream()["state"]["last_seq"].as_u64().expect("seq");
+    let seq = raw.jobs_stream()["state"]["last_seq"]
+        .as_u64()
+        .expect("seq");
     let deleted = raw.request(
         "$JS.API.STREAM.MSG.DELETE.PLANWAVE_JOBS",
         json!({"seq": seq}).to_string().as_bytes(),

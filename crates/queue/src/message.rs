@@ -358,7 +358,11 @@ mod tests {
         let old = json!({"batch": "q3", "id": "a.b", "line": 1, "kind": "goal",
                          "dir": "a_b-1f2e3d4c", "job": {"id": "a.b", "goal": "g"}});
         let e = decode("planwave.jobs.q3", old.to_string().as_bytes()).expect_err("old");
-        assert_eq!(e.job, Some(("q3".into(), "a.b".into())), "its record says why");
+        assert_eq!(
+            e.job,
+            Some(("q3".into(), "a.b".into())),
+            "its record says why"
+        );
         assert!(e.problems[0].contains("previous version"), "{e:?}");
     }
 

@@ -129,7 +129,8 @@ pub async fn submit(
         } else {
             done.added += 1;
         }
-        let body = serde_json::to_vec(&message(name, job)).map_err(|e| QueueError::of("encoding a job", e))?;
+        let body = serde_json::to_vec(&message(name, job))
+            .map_err(|e| QueueError::of("encoding a job", e))?;
         let sent = Sent {
             id: job.id.clone(),
             subject: job_subject(name),
@@ -192,4 +193,59 @@ async fn confirm(q: &Queue, acks: &mut Vec<Pending>) -> crate::Result<()> {
         .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use planwave_batch::{parse_jobs, resolve_jobs};
+
+    use super::*;
+
+    #[test]
+    fn what_submit_sends_is_what_a_worker_accepts_and_carries_only_the_jobs_metadata() {
+        let lines = concat!(
+            r#"{"id": "g", "goal": "分析特斯拉", "metadata": {"region": "eu"}}"#,
+            "\n",
+            r#"{"id": "p", "plan": {"topic": "t", "tasks": [{"id": "t1", "description": "d"}]}}"#,
+            "\n"
+        );
+        let meta = BTreeMap::from([("team".to_owned(), "a".to_owned())]);
+        let (jobs, bad) = resolve_jobs(parse_jobs(lines), Path::new("."), None, &meta, &|_| {
+            Err("no files".into())
+        });
+        assert!(bad.is_empty(), "{bad:?}");
+        for job in &jobs {
+            let body = serde_json::to_vec(&message("q3", job)).unwrap();
+            let m = crate::message::decode("planwave.jobs.q3", &body).expect("accepted");
+            assert_eq!(
+                (m.id.as_str(), m.dir.as_str()),
+                (job.id.as_str(), job.dir.as_str())
+            );
+            let sent: BTreeMap<_, _> = m.options.meta.meta.iter().cloned().collect();
+            assert_eq!(
+                sent, job.metadata,
+                "the batch's --meta with the line's over it"
+            );
+            let rest = JobOptions {
+                meta: Default::default(),
+                ..m.options.clone()
+            };
+            assert_eq!(
+                rest,
+                JobOptions::default(),
+                "nothing of the submitter's own"
+            );
+            match (&m.work, &job.input) {
+                (Work::Goal { goal, .. }, JobInput::Goal(g)) => assert_eq!(goal, g),
+                (Work::Plan { plan, recover }, JobInput::Plan(p)) => {
+                    assert_eq!((plan.to_str(), *recover), (Some(PLAN_FILE), false));
+                    assert_eq!(m.plan.as_ref(), Some(p.spec()));
+                }
+                other => panic!("work of another kind: {other:?}"),
+            }
+        }
+    }
 }

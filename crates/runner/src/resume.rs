@@ -9,9 +9,7 @@ use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventKind, EventSink, Preset};
 use planwave_storage::{Journal, Replay, RunDir, RunLock};
 
-use crate::{
-    InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_run_dir,
-};
+use crate::{InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_run_dir};
 
 /// The tasks `replay` shows durably completed for `plan` (with notes on completions not
 /// trusted), recorded in `events` as a `run_resumed` event.

@@ -112,8 +112,8 @@ impl Worker<'_> {
             (Work::Plan { .. }, Some(spec)) => {
                 let mut spec = spec.clone();
                 spec.about.meta.extend(metadata.clone());
-                let plan = ValidatedPlan::with_tools(spec, &self.resources.catalog())
-                    .map_err(|e| {
+                let plan =
+                    ValidatedPlan::with_tools(spec, &self.resources.catalog()).map_err(|e| {
                         let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
                         QueueError::new(format!("invalid plan: {}", each.join("; ")))
                     })?;

@@ -20,7 +20,9 @@ use tokio_util::sync::CancellationToken;
 use super::BatchWatch;
 use crate::execute::Watch;
 use crate::ops;
-use crate::{Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal_mirrored};
+use crate::{
+    Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal_mirrored,
+};
 
 /// The plan a batch's plan job names: its own, in its run directory.
 pub const PLAN_FILE: &str = "plan.json";

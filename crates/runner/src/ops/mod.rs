@@ -113,7 +113,18 @@ pub async fn run(job: Job<'_>, plan: ValidatedPlan, io: &JobIo<'_>) -> crate::Re
     let stream = (io.stream)(run_id)?;
     if job.spec.recovers() {
         let goal = recover_goal(&plan);
-        let outcome = loop_job(&job, &out, goal, Some(plan), false, run_id, stream, io, None).await?;
+        let outcome = loop_job(
+            &job,
+            &out,
+            goal,
+            Some(plan),
+            false,
+            run_id,
+            stream,
+            io,
+            None,
+        )
+        .await?;
         return Ok(JobOutcome::Loop {
             outcome,
             out,

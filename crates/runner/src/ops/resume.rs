@@ -230,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn a_batch_job_whose_spec_the_batch_holds_is_told_apart_the_same_way() {
+        let spec = |work: serde_json::Value| -> JobSpec {
+            serde_json::from_value(json!({"work": work, "out": "o"})).unwrap()
+        };
+        let goal = spec(json!({"goal": {"goal": "g", "stream_plan": false}}));
+        let plan = spec(json!({"plan": {"plan": "plan.json"}}));
+        // No invocation.json: the batch recorded none for its job.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("rounds/1")).unwrap();
+        let r = Resumable::with_spec(dir.path(), goal.clone()).unwrap();
+        assert_eq!(r.kind, ResumeKind::Research);
+        assert_eq!(r.invocation.spec.as_ref(), Some(&goal));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
+        let err = Resumable::with_spec(dir.path(), plan.clone())
+            .err()
+            .unwrap();
+        assert!(err.problems[0].starts_with("no plan.json"), "{err:?}");
+        std::fs::write(dir.path().join("plan.json"), "{}").unwrap();
+        let r = Resumable::with_spec(dir.path(), plan).unwrap();
+        assert_eq!(r.kind, ResumeKind::Run);
+    }
+
+    #[test]
     fn a_run_without_a_plan_or_a_record_has_nothing_to_resume() {
         let dir = dir_with(spec(json!({"plan": {"plan": "p.json"}})), &[]);
         let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
