@@ -53,7 +53,7 @@ mod tests {
         match read_run(dir.path()) {
             Err(ReadRunError::NotARecord { path, reason }) => {
                 assert_eq!(path, dir.path().join("run.json"));
-                assert!(reason.contains("run_id"), "{reason}");
+                assert!(reason.contains("UUID"), "{reason}");
             }
             other => panic!("expected NotARecord, got {other:?}"),
         }
