@@ -3,7 +3,8 @@
 //! with the [`EventSink`] they are delivered through, and the pieces those carry
 //! ([`SectionCut`], [`SectionWarning`], [`Schedule`], and [`Preset`], a task completed in an
 //! earlier attempt). [`figures`](RunResult::usage_by_role) derives what `planwave show`
-//! tabulates: times relative to the run's start, tokens per task and per role.
+//! tabulates: times relative to the run's start, tokens per task and per role; [`Tally`] is
+//! what a run's events add up to while it goes on.
 //!
 //! It sits below the engine that makes these values, the storage that writes and reads them
 //! back (`planwave-storage`) and the report that draws them (`planwave-report`). A crate of
@@ -22,6 +23,7 @@ mod figures;
 mod outcome;
 mod preset;
 mod schedule;
+mod tally;
 mod warning;
 
 pub use cut::{CutPart, SectionCut};
@@ -33,4 +35,5 @@ pub use outcome::{
 };
 pub use preset::Preset;
 pub use schedule::Schedule;
+pub use tally::Tally;
 pub use warning::SectionWarning;
