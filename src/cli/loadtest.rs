@@ -318,19 +318,7 @@ fn progress_printer(total: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> 
         return None;
     }
     Some(Box::new(move |probe: Arc<Probe>| {
-        let weak = Arc::downgrade(&probe);
-        drop(probe);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let Some(p) = weak.upgrade() else { break };
-                let done = p.tasks_done();
-                eprint!("\r  {done}/{total} tasks done");
-                if done >= total {
-                    break;
-                }
-            }
-            eprintln!();
-        });
+        let show = move |done| eprint!("\r  {done}/{total} tasks done");
+        Probe::tick(probe, total, Duration::from_secs(1), show, || eprintln!());
     }))
 }
