@@ -11,8 +11,7 @@ use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
 use planwave_loadtest::{
     Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart, Shape,
-    SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo,
-    render_load_table, run_sweep,
+    SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
 };
 use planwave_record::Schedule;
 use planwave_sim::{SIM_MODEL, SimConfig};
@@ -255,41 +254,13 @@ impl SweepWatch for Terminal {
 
 /// The figures as JSON (`--json`) or the workload line and the table.
 fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> anyhow::Result<()> {
-    let runs = &outcome.runs;
     if a.json {
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {
-        println!(
-            "workload: {}, {} tasks in {} waves, latency {}{}, model: {}",
-            w.source,
-            w.plan.len(),
-            w.plan.waves().len(),
-            if w.latency_by_server {
-                "decided by the server".to_string()
-            } else {
-                w.latency.to_string()
-            },
-            w.latency_file
-                .as_ref()
-                .map(|p| format!(" (per-task from {})", p.display()))
-                .unwrap_or_default(),
-            w.model,
-        );
-        print!("{}", render_load_table(runs));
-        if runs.iter().any(|r| r.serving.is_some()) {
-            println!();
-            print!("{}", planwave_loadtest::render_serving_table(runs));
-        }
-        if let Some(sweep) = outcome.summary() {
-            println!("{}", planwave_loadtest::render_sweep_line(&sweep));
-        }
+        print!("{}", planwave_loadtest::render_sweep_text(outcome, w));
     }
     if let Some(path) = &a.traffic.html {
-        let html = planwave_loadtest::render_html(&planwave_loadtest::HtmlInput {
-            title: format!("planwave loadtest: {}, model {}", w.source, w.model),
-            runs,
-            plan: Some(&w.plan),
-        });
+        let html = planwave_loadtest::render_sweep_html(outcome, w);
         std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;
         eprintln!("planwave loadtest: wrote {}", path.display());
     }
@@ -347,19 +318,7 @@ fn progress_printer(total: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> 
         return None;
     }
     Some(Box::new(move |probe: Arc<Probe>| {
-        let weak = Arc::downgrade(&probe);
-        drop(probe);
-        tokio::spawn(async move {
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                let Some(p) = weak.upgrade() else { break };
-                let done = p.tasks_done();
-                eprint!("\r  {done}/{total} tasks done");
-                if done >= total {
-                    break;
-                }
-            }
-            eprintln!();
-        });
+        let show = move |done| eprint!("\r  {done}/{total} tasks done");
+        Probe::tick(probe, total, Duration::from_secs(1), show, || eprintln!());
     }))
 }

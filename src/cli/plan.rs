@@ -73,37 +73,22 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         print!("{json}");
         return Ok(Outcome(OK));
     }
-    let chain: Vec<String> = plan
-        .critical_path()
-        .iter()
-        .map(|&i| plan.id(i as usize).to_string())
-        .collect();
     println!(
         "plan: {} tasks, {} waves, longest chain {} ({}) after {} attempt(s), {} tokens",
         plan.len(),
         plan.waves().len(),
-        chain.len(),
-        chain.join(" -> "),
+        plan.critical_path().len(),
+        plan.joined_ids(plan.critical_path(), " -> "),
         attempts,
         tokens
     );
     println!("topic: {}", plan.spec().topic);
     for (i, t) in plan.tasks().iter().enumerate() {
-        let deps: Vec<String> = plan
-            .deps(i)
-            .iter()
-            .map(|&d| plan.id(d as usize).to_string())
-            .collect();
-        println!(
-            "  task {}: {} (after: {})",
-            t.id,
-            t.title(),
-            if deps.is_empty() {
-                "-".to_string()
-            } else {
-                deps.join(", ")
-            }
-        );
+        let after = match plan.deps(i) {
+            [] => "-".to_string(),
+            deps => plan.joined_ids(deps, ", "),
+        };
+        println!("  task {}: {} (after: {after})", t.id, t.title());
     }
     print!("{}", waves_text(plan));
     for w in &warnings {

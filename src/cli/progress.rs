@@ -1,13 +1,12 @@
 //! Live progress: an indicatif display on a terminal, plain log lines otherwise.
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use planwave_plan::ValidatedPlan;
-use planwave_record::{Event, EventKind, EventSink};
+use planwave_record::{Event, EventKind, EventSink, Tally};
 use planwave_runner::{Watch, Watcher};
 
 /// Running tasks listed by name on the display; the rest are counted.
@@ -38,22 +37,12 @@ struct Bars {
     running: ProgressBar,
 }
 
-struct Counts {
-    failed: usize,
-    blocked: usize,
-    /// Tasks settled (completed, failed or blocked), for the estimate of time left.
-    settled: usize,
-    /// Tokens of every model call so far (all roles, failed calls included).
-    tokens: u64,
-    running: BTreeMap<String, String>,
-}
-
 pub struct Progress {
     plan: Arc<ValidatedPlan>,
     bars: Option<Bars>,
     lines: bool,
     start: Instant,
-    counts: Mutex<Counts>,
+    counts: Mutex<Tally>,
 }
 
 impl Progress {
@@ -85,13 +74,7 @@ impl Progress {
             bars,
             lines: matches!(mode, Mode::Lines),
             start: Instant::now(),
-            counts: Mutex::new(Counts {
-                failed: 0,
-                blocked: 0,
-                settled: 0,
-                tokens: 0,
-                running: BTreeMap::new(),
-            }),
+            counts: Mutex::new(Tally::default()),
         }
     }
 
@@ -118,18 +101,15 @@ impl Progress {
 
     /// `1.2k tokens, ETA 14s`: the rate so far applied to the tasks left (no estimate
     /// before the first task settles).
-    fn tokens_and_eta(&self, c: &Counts) -> String {
+    fn tokens_and_eta(&self, c: &Tally) -> String {
         let mut s = format!("{} tokens", compact(c.tokens));
-        let total = self.plan.len();
-        if c.settled > 0 && c.settled < total {
-            let elapsed = self.start.elapsed().as_secs_f64();
-            let left = elapsed / c.settled as f64 * (total - c.settled) as f64;
+        if let Some(left) = c.eta_secs(self.plan.len(), self.start.elapsed().as_secs_f64()) {
             s.push_str(&format!(", ETA {}", human_secs(left)));
         }
         s
     }
 
-    fn update_bars(&self, c: &Counts) {
+    fn update_bars(&self, c: &Tally) {
         let Some(b) = &self.bars else { return };
         let mut msg = format!("{} ", self.tokens_and_eta(c));
         if c.failed > 0 {
@@ -164,75 +144,58 @@ impl EventSink for Progress {
         let Ok(mut c) = self.counts.lock() else {
             return;
         };
-        match &event.kind {
-            EventKind::TaskStarted { task, wave, .. } => {
-                let title = self.title(task);
-                if self.lines {
-                    self.line(format!("task {task} started (wave {wave}): {title}"));
-                }
-                c.running.insert(task.to_string(), title);
-            }
-            EventKind::LlmCall { usage, .. } => {
-                c.tokens += usage.total();
-            }
-            EventKind::TaskCompleted {
-                task,
-                attempts,
-                duration_ms,
-                ..
-            } => {
-                c.running.remove(&task.to_string());
-                c.settled += 1;
-                if let Some(b) = &self.bars {
-                    b.overall.inc(1);
-                }
-                if self.lines {
-                    self.line(format!(
-                        "task {task} completed in {:.2}s ({attempts} attempt(s)); {}",
-                        duration_ms / 1000.0,
-                        self.tokens_and_eta(&c)
-                    ));
-                }
-            }
-            EventKind::TaskRetry {
-                task,
-                attempt,
-                error,
-                delay_ms,
-            } => {
-                if self.lines {
-                    self.line(format!(
-                        "task {task} attempt {attempt} failed, retrying in {delay_ms} ms: {error}"
-                    ));
-                }
-            }
-            EventKind::TaskFailed { task, error, .. } => {
-                c.running.remove(&task.to_string());
-                c.failed += 1;
-                c.settled += 1;
-                if let Some(b) = &self.bars {
-                    b.overall.inc(1);
-                }
-                if self.lines {
-                    self.line(format!("task {task} FAILED: {error}"));
-                }
-            }
-            EventKind::TaskBlocked { task, blocked_by } => {
-                c.blocked += 1;
-                c.settled += 1;
-                if let Some(b) = &self.bars {
-                    b.overall.inc(1);
-                }
-                if self.lines {
-                    self.line(format!(
-                        "task {task} blocked: prerequisite {blocked_by} failed"
-                    ));
-                }
-            }
-            _ => return,
+        if !c.count(&event.kind, |task| self.title(task)) {
+            return;
+        }
+        let settled = matches!(
+            event.kind,
+            EventKind::TaskCompleted { .. }
+                | EventKind::TaskFailed { .. }
+                | EventKind::TaskBlocked { .. }
+        );
+        if let Some(b) = &self.bars
+            && settled
+        {
+            b.overall.inc(1);
+        }
+        if self.lines
+            && let Some(line) = line_of(&event.kind, &c, || self.tokens_and_eta(&c))
+        {
+            self.line(line);
         }
         self.update_bars(&c);
     }
+}
+
+/// The plain line for an event (`Lines` mode); a model call has none.
+fn line_of(kind: &EventKind, c: &Tally, tokens_and_eta: impl FnOnce() -> String) -> Option<String> {
+    Some(match kind {
+        EventKind::TaskStarted { task, wave, .. } => {
+            let title = c.running.get(&task.to_string()).map_or("", String::as_str);
+            format!("task {task} started (wave {wave}): {title}")
+        }
+        EventKind::TaskCompleted {
+            task,
+            attempts,
+            duration_ms,
+            ..
+        } => format!(
+            "task {task} completed in {:.2}s ({attempts} attempt(s)); {}",
+            duration_ms / 1000.0,
+            tokens_and_eta()
+        ),
+        EventKind::TaskRetry {
+            task,
+            attempt,
+            error,
+            delay_ms,
+        } => format!("task {task} attempt {attempt} failed, retrying in {delay_ms} ms: {error}"),
+        EventKind::TaskFailed { task, error, .. } => format!("task {task} FAILED: {error}"),
+        EventKind::TaskBlocked { task, blocked_by } => {
+            format!("task {task} blocked: prerequisite {blocked_by} failed")
+        }
+        _ => return None,
+    })
 }
 
 /// `950`, `12.3k`, `4.1M`.

@@ -8,6 +8,7 @@ use anyhow::Context;
 use clap::Args;
 use planwave_batch::{BatchSummary, render_batch_table};
 use planwave_record::{RunResult, TaskRecord};
+use planwave_storage::ReadRunError;
 
 use super::exit::{InvalidInput, OK, Outcome};
 
@@ -18,27 +19,24 @@ pub struct ShowArgs {
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
-    let path = args.dir.join("run.json");
     // A batch directory has batch.json and no run.json of its own.
-    if !path.exists() && args.dir.join("batch.json").exists() {
+    if !args.dir.join("run.json").exists() && args.dir.join("batch.json").exists() {
         return show_batch(&args.dir.join("batch.json"));
     }
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(InvalidInput {
-                source_name: args.dir.display().to_string(),
-                problems: vec![
-                    "no run.json here: not a run directory, or the run has not finished (events.jsonl shows its progress)".into(),
-                ],
-            }
-            .into());
+    let run = planwave_storage::read_run(&args.dir).map_err(|e| match e {
+        ReadRunError::NotFinished { dir } => InvalidInput::one(
+            dir.display().to_string(),
+            "no run.json here: not a run directory, or the run has not finished (events.jsonl shows its progress)",
+        )
+        .into(),
+        ReadRunError::Io { path, source } => {
+            anyhow::Error::new(source).context(format!("reading {}", path.display()))
         }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
-    };
-    let run: RunResult = serde_json::from_str(&text).map_err(|e| InvalidInput {
-        source_name: path.display().to_string(),
-        problems: vec![format!("not a planwave run record: {e}")],
+        ReadRunError::NotARecord { path, reason } => InvalidInput::one(
+            path.display().to_string(),
+            format!("not a planwave run record: {reason}"),
+        )
+        .into(),
     })?;
     print!("{}", render(&run));
     Ok(Outcome(OK))
@@ -69,13 +67,6 @@ fn show_batch(path: &Path) -> anyhow::Result<Outcome> {
 
 fn secs(ms: f64) -> String {
     format!("{:.2}s", ms / 1000.0)
-}
-
-fn duration_ms(t: &TaskRecord) -> Option<f64> {
-    match (t.started_at, t.finished_at) {
-        (Some(s), Some(f)) => Some((f - s).num_microseconds().unwrap_or(0) as f64 / 1000.0),
-        _ => None,
-    }
 }
 
 /// The table, in plan order, with totals and the reason of each failure.
@@ -126,9 +117,9 @@ fn task_table(out: &mut String, run: &RunResult) {
     for t in &run.tasks {
         let start = t
             .started_at
-            .map(|st| secs((st - run.started_at).num_microseconds().unwrap_or(0) as f64 / 1000.0))
+            .map(|st| secs(run.since_start_ms(st)))
             .unwrap_or_else(|| "-".into());
-        let dur = duration_ms(t).map(secs).unwrap_or_else(|| "-".into());
+        let dur = t.duration_ms().map(secs).unwrap_or_else(|| "-".into());
         let title: String = t.description.chars().take(48).collect();
         let _ = writeln!(
             out,
@@ -140,17 +131,11 @@ fn task_table(out: &mut String, run: &RunResult) {
             dur,
             t.attempts,
             t.usage.prompt_tokens,
-            t.usage.completion_tokens + t.usage.reasoning_tokens,
+            t.tokens_out(),
             title.lines().next().unwrap_or("")
         );
     }
-    let task_in: u64 = run.tasks.iter().map(|t| t.usage.prompt_tokens).sum();
-    let task_out: u64 = run
-        .tasks
-        .iter()
-        .map(|t| t.usage.completion_tokens + t.usage.reasoning_tokens)
-        .sum();
-    let attempts: u32 = run.tasks.iter().map(|t| t.attempts).sum();
+    let totals = run.task_totals();
     let _ = writeln!(
         out,
         "{:<id_w$}  {:<9}  {:>4}  {:>8}  {:>9}  {:>8}  {:>9}  {:>9}",
@@ -159,9 +144,9 @@ fn task_table(out: &mut String, run: &RunResult) {
         s.waves,
         "",
         secs(s.makespan_ms),
-        attempts,
-        task_in,
-        task_out
+        totals.attempts,
+        totals.tokens_in,
+        totals.tokens_out
     );
 }
 
@@ -177,31 +162,14 @@ fn totals(out: &mut String, run: &RunResult) {
         s.blocked,
         s.retries,
         secs(s.makespan_ms),
-        secs(
-            (run.finished_at - run.started_at)
-                .num_microseconds()
-                .unwrap_or(0) as f64
-                / 1000.0
-        )
+        secs(run.wall_ms())
     );
 }
 
 /// Tokens in total and per role, and the cost estimate.
 fn tokens_by_role(out: &mut String, run: &RunResult) {
     let s = &run.stats;
-    let mut roles: Vec<(String, usize, u64, u64)> = Vec::new();
-    for c in &run.calls {
-        let i = match roles.iter().position(|r| r.0 == c.role) {
-            Some(i) => i,
-            None => {
-                roles.push((c.role.clone(), 0, 0, 0));
-                roles.len() - 1
-            }
-        };
-        roles[i].1 += 1;
-        roles[i].2 += c.prompt_tokens;
-        roles[i].3 += c.completion_tokens + c.reasoning_tokens;
-    }
+    let roles = run.usage_by_role();
     let _ = writeln!(
         out,
         "tokens: {} total ({} in, {} out){}",
@@ -210,10 +178,11 @@ fn tokens_by_role(out: &mut String, run: &RunResult) {
         s.usage.completion_tokens + s.usage.reasoning_tokens,
         if roles.is_empty() { "" } else { " by role:" }
     );
-    for (role, calls, tin, tout) in &roles {
+    for r in &roles {
         let _ = writeln!(
             out,
-            "  {role:<10} {calls:>5} call(s)  {tin:>9} in  {tout:>9} out"
+            "  {:<10} {:>5} call(s)  {:>9} in  {:>9} out",
+            r.role, r.calls, r.tokens_in, r.tokens_out
         );
     }
     if let Some(c) = &s.cost {
@@ -223,18 +192,14 @@ fn tokens_by_role(out: &mut String, run: &RunResult) {
 
 /// Why each task that did not complete did not.
 fn problems(out: &mut String, run: &RunResult) {
-    let problems: Vec<&TaskRecord> = run
+    let mut problems = run
         .tasks
         .iter()
-        .filter(|t| t.error.is_some() || t.blocked_by.is_some())
-        .collect();
-    if !problems.is_empty() {
+        .filter_map(|t| Some((t, t.why_not_completed()?)))
+        .peekable();
+    if problems.peek().is_some() {
         let _ = writeln!(out);
-        for t in problems {
-            let why = match &t.blocked_by {
-                Some(b) => format!("blocked by {b}"),
-                None => t.error.clone().unwrap_or_default(),
-            };
+        for (t, why) in problems {
             let _ = writeln!(out, "task {} {}: {}", t.id, t.status.as_str(), why);
         }
     }

@@ -8,10 +8,8 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_llm::ApiKey;
-use planwave_sim::{Latency, PlannerFault, SIM_MODEL, SimConfig, TokenRate};
-use planwave_sim_server::{
-    Fault, FaultConfig, FaultRates, ServingConfig, SimServer, SimServerConfig,
-};
+use planwave_sim::{PlannerFault, SIM_MODEL, TokenRate};
+use planwave_sim_server::{Fault, FaultRates, ServeOptions, SimServer, SimServerConfig};
 
 use super::exit::{InvalidInput, OK, Outcome};
 use super::options::read_latency_file;
@@ -110,29 +108,8 @@ pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {
     }
 }
 
-fn rate(name: &str, p: f64) -> Result<f64, InvalidInput> {
-    if (0.0..=1.0).contains(&p) {
-        Ok(p)
-    } else {
-        Err(InvalidInput {
-            source_name: name.into(),
-            problems: vec![format!("{p} is not a probability between 0 and 1")],
-        })
-    }
-}
-
-fn non_negative_us(name: &str, us: f64) -> Result<Duration, InvalidInput> {
-    if us.is_finite() && us >= 0.0 {
-        Ok(Duration::from_secs_f64(us / 1e6))
-    } else {
-        Err(InvalidInput::one(
-            name,
-            "expected a non-negative number of microseconds",
-        ))
-    }
-}
-
-async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
+/// The flags as the server's options; an option out of range is named by its flag.
+fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
     let api_key = match &a.api_key_env {
         None => None,
         Some(var) => Some(
@@ -145,51 +122,50 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
                 })?,
         ),
     };
-    if !(a.retry_after_secs.is_finite() && a.retry_after_secs >= 0.0) {
-        return Err(InvalidInput {
-            source_name: "--retry-after-secs".into(),
-            problems: vec!["expected a non-negative number".into()],
-        }
-        .into());
-    }
-    let cfg = SimServerConfig {
-        sim: SimConfig {
-            seed: a.seed,
-            latency: Latency::from_mean(a.latency_ms, a.sigma),
-            planner_faults: a.planner_faults.clone(),
-            reflect: a.reflect.script()?,
-            latency_overrides: match &a.latency_file {
-                Some(path) => read_latency_file(path)?,
-                None => Default::default(),
-            },
-            token_rate: TokenRate {
-                jitter: rate("--token-jitter", a.token_jitter)?,
-                ..a.tokens_per_sec.clone()
-            },
-            ..SimConfig::default()
+    let options = ServeOptions {
+        seed: a.seed,
+        latency_ms: a.latency_ms,
+        sigma: a.sigma,
+        // Read in the order the flags were always checked: the script, then the file.
+        reflect: a.reflect.script()?,
+        latency_overrides: match &a.latency_file {
+            Some(path) => read_latency_file(path)?,
+            None => Default::default(),
         },
-        serving: ServingConfig {
-            max_concurrency: a.max_concurrency.map(|n| n as usize),
-            prefill_per_token: non_negative_us("--prefill-us-per-token", a.prefill_us_per_token)?,
+        planner_faults: a.planner_faults.clone(),
+        fault_script: a.fault_script.clone(),
+        rates: FaultRates {
+            rate_limit: a.rate_429,
+            server_error: a.rate_500,
+            slow_first_byte: a.rate_slow,
+            stall: a.rate_stall,
+            malformed: a.rate_malformed,
+            truncated: a.rate_truncated,
+            reset: a.rate_reset,
         },
-        faults: FaultConfig {
-            script: a.fault_script.clone(),
-            rates: FaultRates {
-                rate_limit: rate("--rate-429", a.rate_429)?,
-                server_error: rate("--rate-500", a.rate_500)?,
-                slow_first_byte: rate("--rate-slow", a.rate_slow)?,
-                stall: rate("--rate-stall", a.rate_stall)?,
-                malformed: rate("--rate-malformed", a.rate_malformed)?,
-                truncated: rate("--rate-truncated", a.rate_truncated)?,
-                reset: rate("--rate-reset", a.rate_reset)?,
-            },
-            seed: a.seed,
-            retry_after: Duration::from_secs_f64(a.retry_after_secs),
-            first_byte_delay: Duration::from_millis(a.first_byte_delay_ms),
-            stall: Duration::from_millis(a.stall_ms),
-        },
+        retry_after_secs: a.retry_after_secs,
+        first_byte_delay_ms: a.first_byte_delay_ms,
+        stall_ms: a.stall_ms,
+        tokens_per_sec: a.tokens_per_sec.clone(),
+        token_jitter: a.token_jitter,
+        prefill_us_per_token: a.prefill_us_per_token,
+        max_concurrency: a.max_concurrency,
         api_key,
     };
+    options.config().map_err(|e| {
+        let flag = match e.option {
+            "rates.rate_limit" => "--rate-429".to_owned(),
+            "rates.server_error" => "--rate-500".to_owned(),
+            "rates.slow_first_byte" => "--rate-slow".to_owned(),
+            rate if rate.starts_with("rates.") => format!("--rate-{}", &rate[6..]),
+            other => format!("--{}", other.replace('_', "-")),
+        };
+        InvalidInput::one(flag, e.problem).into()
+    })
+}
+
+async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
+    let cfg = config(&a)?;
     if !a.addr.ip().is_loopback() {
         eprintln!(
             "warning: sim-llm is listening on {}, not loopback: other machines can reach it",
@@ -209,7 +185,7 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         "planwave sim-llm: serving the simulated LLM; use --llm openai --llm-base-url {} --model {SIM_MODEL}",
         server.base_url()
     );
-    wait_for_signal().await;
+    planwave_runner::stop_signal().await;
     let stats = server.stats();
     server.shutdown(Duration::from_secs(2)).await;
     eprintln!(
@@ -217,8 +193,4 @@ async fn serve(a: ServeArgs) -> anyhow::Result<Outcome> {
         stats.requests
     );
     Ok(Outcome(OK))
-}
-
-async fn wait_for_signal() {
-    planwave_runner::stop_signal().await;
 }

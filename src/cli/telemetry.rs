@@ -9,12 +9,8 @@ use planwave_llm::LlmProvider;
 use planwave_llm::TracedProvider;
 use planwave_otlp::{OtlpSettings, Telemetry};
 use tracing::Instrument;
-use tracing::field::Empty;
-use tracing_subscriber::Layer;
-use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::util::SubscriberInitExt;
 
-use super::exit::{InvalidInput, OK, Outcome};
+use super::exit::{InvalidInput, Outcome};
 
 /// Traces (OpenTelemetry). Without an endpoint (flag or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT)
 /// nothing is exported.
@@ -43,49 +39,20 @@ pub fn init(
     opts: &TelemetryOptions,
     runtime: &tokio::runtime::Handle,
 ) -> Result<Telemetry, InvalidInput> {
+    let invalid = |e: &dyn std::fmt::Display| InvalidInput {
+        source_name: "telemetry".into(),
+        problems: vec![planwave_redact::redact_urls_in(&e.to_string()).into_owned()],
+    };
     let settings = OtlpSettings::resolve(
         opts.otlp_endpoint.as_deref(),
         opts.otlp_protocol.as_deref(),
         opts.trace_content,
         |k| std::env::var(k).ok(),
     )
-    .map_err(|e| InvalidInput {
-        source_name: "telemetry".into(),
-        problems: vec![planwave_redact::redact_urls_in(&e.to_string()).into_owned()],
-    })?;
+    .map_err(|e| invalid(&e))?;
     let _ = TRACE_CONTENT.set(opts.trace_content);
-    let (telemetry, otel) = match &settings {
-        Some(s) => {
-            let (t, layer) = Telemetry::start(s, runtime).map_err(|e| InvalidInput {
-                source_name: "telemetry".into(),
-                problems: vec![planwave_redact::redact_urls_in(&e.to_string()).into_owned()],
-            })?;
-            (t, Some(layer))
-        }
-        None => (Telemetry::disabled(), None),
-    };
-    let default = match verbose {
-        // rmcp logs its transport failures with Rust type names; planwave reports the same
-        // failure itself, in words, so rmcp's own lines wait for -v.
-        0 => "warn,rmcp=off",
-        1 => "info,ractor=warn,rmcp=warn",
-        _ => "debug,ractor=info",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    // The stderr filter is per layer, so `warn` on stderr still lets the export layer see
-    // planwave's info-level spans.
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_writer(super::term::log_writer)
-        .with_filter(filter);
-    let _ = tracing_subscriber::registry()
-        .with(otel)
-        .with(fmt)
-        .try_init();
-    if let Some(s) = &settings {
-        tracing::info!("exporting traces: {s:?}");
-    }
-    Ok(telemetry)
+    planwave_otlp::install(verbose, settings.as_ref(), super::term::log_writer, runtime)
+        .map_err(|e| invalid(&e))
 }
 
 /// Every model call gets a GenAI `chat` span.
@@ -99,31 +66,11 @@ pub async fn in_root(
     command: &'static str,
     work: impl Future<Output = anyhow::Result<Outcome>>,
 ) -> anyhow::Result<Outcome> {
-    let span = tracing::info_span!(
-        target: "planwave::cli",
-        "run",
-        planwave.command = command,
-        planwave.run.id = Empty,
-        planwave.topic = Empty,
-        planwave.tasks = Empty,
-        planwave.waves = Empty,
-        planwave.status = Empty,
-        planwave.exit_code = Empty,
-        otel.status_code = Empty,
-        otel.status_description = Empty,
-    );
+    let span = planwave_telemetry::root_span(command);
     let result = work.instrument(span.clone()).await;
     match &result {
-        Ok(Outcome(code)) => {
-            span.record("planwave.exit_code", i64::from(*code));
-            if *code != OK {
-                span.record("otel.status_code", "error");
-            }
-        }
-        Err(e) => {
-            span.record("otel.status_code", "error");
-            span.record("otel.status_description", format!("{e:#}").as_str());
-        }
+        Ok(Outcome(code)) => planwave_telemetry::end_root(&span, Ok(*code)),
+        Err(e) => planwave_telemetry::end_root(&span, Err(format!("{e:#}").as_str())),
     }
     result
 }

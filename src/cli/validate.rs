@@ -35,17 +35,12 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
     for w in plan.format_advice() {
         eprintln!("{}: warning: {w}", args.plan.display());
     }
-    let chain: Vec<String> = plan
-        .critical_path()
-        .iter()
-        .map(|&i| plan.id(i as usize).to_string())
-        .collect();
     println!(
         "valid: {} tasks, {} waves, longest chain {} ({})",
         plan.len(),
         plan.waves().len(),
-        chain.len(),
-        chain.join(" -> ")
+        plan.critical_path().len(),
+        plan.joined_ids(plan.critical_path(), " -> ")
     );
     Ok(Outcome(OK))
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::nats::{Nats, WorkerProc, cluster3};
-use crate::support::{SimLlm, all_files, planwave, read_json, tempdir};
+use crate::support::{SimLlm, all_files, events, planwave, read_json, tempdir};
 
 /// A chain of `n` tasks `{p}1 -> {p}2 -> ...` (ids unique across jobs: the sim server
 /// counts requests per task id).
@@ -230,6 +230,26 @@ fn kill_9_of_a_worker_mid_batch_another_resumes_its_jobs_without_resending_compl
         assert!(n - was <= 1, "task {t} sent {n} times");
     }
     b.terminate();
+    // Each job went on as the same run, resumed once (the one resume records it), keeping
+    // every task worker a had completed.
+    let out = dir.path().join("fetched");
+    planwave(["batch", "fetch", "crash", "--nats", &url])
+        .out(&out)
+        .run()
+        .expect_ok();
+    for j in 0..3 {
+        let evs = events(&out.join(format!("jobs/k{j}")));
+        let runs: BTreeSet<&str> = evs.iter().filter_map(|e| e["run_id"].as_str()).collect();
+        assert_eq!(runs.len(), 1, "job k{j}: {runs:?}");
+        let resumed: Vec<&Value> = evs.iter().filter(|e| e["type"] == "run_resumed").collect();
+        assert_eq!(resumed.len(), 1, "job k{j}: {resumed:?}");
+        let kept = before
+            .iter()
+            .filter(|t| t.starts_with(&format!("k{j}t")))
+            .count();
+        let completed = resumed[0]["completed"].as_u64().expect("completed") as usize;
+        assert!(completed >= kept, "job k{j}: {completed} kept of {kept}");
+    }
 }
 
 #[test]

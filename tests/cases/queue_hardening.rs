@@ -135,6 +135,13 @@ fn one_task_plan(id: &str) -> Value {
 /// A message as `planwave batch` sends it, but for `batch`, `id` and `dir` as given.
 fn message(batch: &str, id: &str, dir: &str) -> Value {
     json!({"batch": batch, "id": id, "line": 1, "kind": "plan", "dir": dir,
+           "work": {"plan": {"plan": "plan.json"}}, "options": {"meta": {}},
+           "plan": one_task_plan("v")})
+}
+
+/// A message as the previous version sent it: the job as a raw job line.
+fn old_message(batch: &str, id: &str) -> Value {
+    json!({"batch": batch, "id": id, "line": 1, "kind": "plan", "dir": id,
            "job": {"id": id, "metadata": {}, "plan": one_task_plan("v")}})
 }
 
@@ -254,6 +261,18 @@ fn a_broken_message_for_a_submitted_job_ends_it_failed_once_with_the_reason_in_b
     assert_eq!(deleted["success"], true, "{deleted}");
     raw.publish("planwave.jobs.rec", &message("rec", "j1", "../../etc"));
 
+    // A message of the previous version left in the stream: refused for good, saying so.
+    submit_one(&url, dir.path(), "old", "j1");
+    let seq = raw.jobs_stream()["state"]["last_seq"]
+        .as_u64()
+        .expect("seq");
+    let deleted = raw.request(
+        "$JS.API.STREAM.MSG.DELETE.PLANWAVE_JOBS",
+        json!({"seq": seq}).to_string().as_bytes(),
+    );
+    assert_eq!(deleted["success"], true, "{deleted}");
+    raw.publish("planwave.jobs.old", &old_message("old", "j1"));
+
     let mut w = worker(&url, &sim, &dir.path().join("cache"), &["--jobs", "1"]);
     let s = wait_status(&url, "rec", |s| s["counts"]["failed"] == 1);
     let job = &s["jobs"][0];
@@ -266,6 +285,15 @@ fn a_broken_message_for_a_submitted_job_ends_it_failed_once_with_the_reason_in_b
     let consumer = raw.wait_settled();
     assert_eq!(consumer["num_redelivered"], 0, "{consumer:#}");
     assert_eq!(raw.jobs_stream()["state"]["messages"], 0);
+    assert_eq!(sim.stats()["requests"], 0, "the job never ran");
+
+    let s = wait_status(&url, "old", |s| s["counts"]["failed"] == 1);
+    let reason = s["jobs"][0]["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("its message was refused: a message of the previous version"),
+        "{reason}"
+    );
+
     assert_eq!(sim.stats()["requests"], 0, "the job never ran");
     let (code, seen) = w.terminate();
     assert_eq!(code, 0, "{seen:#?}");

@@ -1,4 +1,4 @@
-//! `run --recover` (seed 004's adaptive controller for any plan): failed tasks of a plan
+//! `run --recover` (adaptive recovery for any plan, not only a goal's): failed tasks of a plan
 //! file are recovered with the same policy `research` uses, the plan's topic as the goal.
 
 use crate::cases::reflect::subagent_calls;

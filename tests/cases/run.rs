@@ -432,7 +432,7 @@ fn the_same_seed_replays_the_same_sections() {
     );
 }
 
-/// Seed 002, Step 5: the integrator's transition paragraphs go between the sections they
+/// The integrator's transition paragraphs go between the sections they
 /// connect, not in a list under the summary.
 #[test]
 fn each_transition_sits_between_the_two_sections_it_connects() {

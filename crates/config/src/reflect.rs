@@ -11,8 +11,8 @@ use crate::flags::Flags;
 /// The loop's defaults (the orchestrator has none of its own): five rounds, success at an
 /// overall score of 80, three failed rounds in a row stop the loop, three step retries and
 /// one replanning per round, every round reflected on, no step-level reflection, and an
-/// hour for the whole loop (seed 001's `config.toml`, except step-level reflection: it adds
-/// a model call to every recovery, so it is asked for, not assumed).
+/// hour for the whole loop (the reference `config.toml`'s values, except step-level
+/// reflection: it adds a model call to every recovery, so it is asked for, not assumed).
 pub const DEFAULT_LOOP_POLICY: LoopPolicy = LoopPolicy {
     max_rounds: 5,
     success_threshold: 80.0,

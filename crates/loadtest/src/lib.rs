@@ -34,6 +34,7 @@ mod serving;
 mod serving_table;
 mod svg;
 mod sweep;
+mod sweep_text;
 mod timeline;
 mod traffic;
 mod workload;
@@ -58,6 +59,7 @@ pub use sweep::{
     Connect, DEFAULT_LATENCY, Endpoint, LatencyFile, PlanChoice, RunStart, SweepError,
     SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
 };
+pub use sweep_text::{render_sweep_html, render_sweep_text, render_workload_line};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
 pub use traffic::{Point, Traffic, TrafficError};
 pub use workload::{

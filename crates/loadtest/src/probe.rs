@@ -103,6 +103,32 @@ impl Probe {
             .count()
     }
 
+    /// Shows the tasks done every `every` for as long as the run holds its probe, then calls
+    /// `end`: a progress line for long runs. The ticker holds the probe only weakly, so it
+    /// stops with the run (or once all `total` tasks are done).
+    pub fn tick(
+        probe: Arc<Probe>,
+        total: usize,
+        every: Duration,
+        show: impl Fn(usize) + Send + 'static,
+        end: impl FnOnce() + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&probe);
+        drop(probe);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                let Some(p) = weak.upgrade() else { break };
+                let done = p.tasks_done();
+                show(done);
+                if done >= total {
+                    break;
+                }
+            }
+            end();
+        })
+    }
+
     pub fn snapshot(&self) -> ProbeSnapshot {
         let read = |v: &[AtomicU64]| {
             v.iter()
@@ -206,5 +232,43 @@ impl LlmProvider for Probe {
             }),
             None => self.observe(index, request),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use planwave_plan::{ValidatedPlan, generate};
+    use planwave_sim::{SimConfig, SimProvider};
+
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_ticker_shows_progress_until_the_run_drops_its_probe() {
+        let plan = Arc::new(ValidatedPlan::new(generate::wide(3)).expect("valid"));
+        let sim: Arc<dyn LlmProvider> = Arc::new(SimProvider::new(SimConfig::default()));
+        let probe = Arc::new(Probe::new(sim, plan));
+        let shown = Arc::new(Mutex::new(Vec::new()));
+        let ended = Arc::new(AtomicU64::new(0));
+        let (s, e) = (shown.clone(), ended.clone());
+        let ticker = Probe::tick(
+            probe.clone(),
+            3,
+            Duration::from_secs(1),
+            move |done| s.lock().expect("lock").push(done),
+            move || {
+                e.fetch_add(1, Ordering::Relaxed);
+            },
+        );
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert_eq!(*shown.lock().expect("lock"), [0, 0], "one line a second");
+        assert_eq!(ended.load(Ordering::Relaxed), 0);
+        drop(probe);
+        ticker.await.expect("ticker");
+        assert_eq!(
+            shown.lock().expect("lock").len(),
+            2,
+            "nothing after the run"
+        );
+        assert_eq!(ended.load(Ordering::Relaxed), 1, "ended once");
     }
 }

@@ -2,16 +2,25 @@
 //! may publish on `planwave.jobs.>` can send one, so every field is checked here, where it
 //! is decoded, before any of it names a key, a subject or a path: the batch by the rule of
 //! `batch --batch NAME`, the id by the rule of a job file's ids, the directory as the plain
-//! name `resolve_jobs` makes, and the job line by the job file parser itself.
+//! name `resolve_jobs` makes, the work as the spec's [`Work`] (decoded by serde, unknown
+//! fields refused) with its plan validated as a plan, and the options as the spec's
+//! [`JobOptions`] of which only `meta` may be set: the rest is the worker's own (model,
+//! keys, config files, limits), so a message that sets any of it is refused rather than
+//! trusted (see `submit`'s rule of what travels). A worker reads no file a message names: a
+//! plan job's plan is inline, its path always the job's own `plan.json`.
+//!
+//! A message of the previous version (its job as a raw job line under `job`) is refused
+//! with a terminal record that says so: submit the batch again with this version.
 //!
 //! Refusals are final (the worker terminates the message rather than letting it come back)
 //! and name every problem found, not only the first.
 
-use planwave_batch::{JobSource, parse_jobs};
+use planwave_config::spec::{JobOptions, ResearchOptions, Work};
+use planwave_plan::ValidatedPlan;
 use serde_json::Value;
 
 use crate::names::{check_batch_name, job_subject};
-use crate::submit::JobMessage;
+use crate::submit::{JobMessage, PLAN_FILE};
 
 /// Longest job id a message may carry, in bytes. Ids become hex in subjects and keys, and a
 /// NATS control line (subject included) is at most 4096 bytes by default.
@@ -49,6 +58,16 @@ pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMes
             "not a job message: expected a JSON object, found {}",
             kind_of(&value)
         )));
+    }
+    if value.get("job").is_some() && value.get("work").is_none() {
+        return Err(BadMessage {
+            job: valid_job(&value),
+            problems: vec![
+                "a message of the previous version (its job as a raw job line under `job`): \
+                 not run; submit the batch again with this version"
+                    .into(),
+            ],
+        });
     }
     let msg: JobMessage = serde_json::from_value(value.clone()).map_err(|e| BadMessage {
         job: valid_job(&value),
@@ -99,7 +118,8 @@ fn check(subject: &str, msg: &JobMessage) -> Vec<String> {
             KINDS.join(", ")
         ));
     }
-    problems.extend(check_job_line(msg));
+    problems.extend(check_work(msg));
+    problems.extend(check_options(&msg.options));
     problems
 }
 
@@ -133,44 +153,77 @@ pub(crate) fn check_dir(dir: &str) -> Result<(), String> {
     }
 }
 
-/// The job line, parsed by the job file parser: one job, the message's id, its plan inline
-/// (files were read when the batch was submitted; a worker reads no file a message names).
-fn check_job_line(msg: &JobMessage) -> Vec<String> {
-    if !msg.job.is_object() {
-        return vec![format!(
-            "job: expected a job line (a JSON object), found {}",
-            kind_of(&msg.job)
-        )];
-    }
-    let parsed = parse_jobs(msg.job.to_string());
-    if let Some(bad) = parsed.bad.first() {
-        return vec![format!("job: {}", bad.error)];
-    }
-    let [job] = parsed.jobs.as_slice() else {
-        return vec!["job: holds no job".into()];
-    };
+/// The work: a goal, or a plan given inline and valid as a plan (checked again against the
+/// worker's tools where it runs), matching the message's kind; a batch's jobs have no
+/// recover kind and stream no plan.
+fn check_work(msg: &JobMessage) -> Vec<String> {
     let mut problems = Vec::new();
-    if job.id != msg.id {
-        problems.push(format!(
-            "job: its id {:?} is not the message's {:?}",
-            job.id, msg.id
-        ));
-    }
-    match &job.source {
-        JobSource::Goal(_) if msg.kind != "goal" => problems.push(format!(
-            "job: a goal, but the message's kind is {:?}",
-            msg.kind
-        )),
-        JobSource::Plan(_) if msg.kind == "goal" => {
-            problems.push("job: a plan, but the message's kind is \"goal\"".into());
+    match &msg.work {
+        Work::Goal {
+            goal,
+            research,
+            stream_plan,
+        } => {
+            if msg.kind != "goal" {
+                problems.push(format!(
+                    "work: a goal, but the message's kind is {:?}",
+                    msg.kind
+                ));
+            }
+            if goal.trim().is_empty() {
+                problems.push("work: the goal must not be empty".into());
+            }
+            if *research != ResearchOptions::default() {
+                problems.push(
+                    "work: research options are the worker's own; a message sets none".into(),
+                );
+            }
+            if *stream_plan {
+                problems.push("work: stream_plan: a batch's goal jobs stream no plan".into());
+            }
+            if msg.plan.is_some() {
+                problems.push("plan: a goal job carries no plan".into());
+            }
         }
-        JobSource::PlanFile(_) | JobSource::Template { .. } => problems.push(format!(
-            "job: a {} names a file on the submitting machine; a message carries its plan inline",
-            job.source.kind()
-        )),
-        _ => {}
+        Work::Plan { plan, recover } => {
+            if msg.kind == "goal" {
+                problems.push("work: a plan, but the message's kind is \"goal\"".into());
+            }
+            if plan.as_os_str() != PLAN_FILE {
+                problems.push(format!(
+                    "work: plan {:?} names a file; a message carries its plan inline \
+                     (the work's plan is always {PLAN_FILE:?})",
+                    plan.display().to_string()
+                ));
+            }
+            if *recover {
+                problems.push("work: recover: a batch's plan jobs have no recover kind".into());
+            }
+            match &msg.plan {
+                None => problems.push("plan: a plan job's message carries its plan".into()),
+                Some(spec) => {
+                    if let Err(e) = ValidatedPlan::new(spec.clone()) {
+                        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+                        problems.push(format!("plan: invalid plan: {}", each.join("; ")));
+                    }
+                }
+            }
+        }
     }
     problems
+}
+
+/// Of the job's options only its metadata travels; the rest is the worker's own.
+fn check_options(options: &JobOptions) -> Option<String> {
+    let rest = JobOptions {
+        meta: Default::default(),
+        ..options.clone()
+    };
+    (rest != JobOptions::default()).then(|| {
+        "options: only `meta` travels with a job; the model, keys, config files and limits \
+         are the worker's own"
+            .into()
+    })
 }
 
 fn kind_of(v: &Value) -> &'static str {
@@ -192,7 +245,14 @@ mod tests {
 
     fn good() -> Value {
         json!({"batch": "q3", "id": "a.b", "line": 1, "kind": "goal", "dir": "a_b-1f2e3d4c",
-               "job": {"id": "a.b", "goal": "分析特斯拉", "metadata": {}}})
+               "work": {"goal": {"goal": "分析特斯拉", "stream_plan": false}},
+               "options": {"meta": {"region": "eu"}}})
+    }
+
+    fn good_plan() -> Value {
+        json!({"batch": "q3", "id": "p1", "line": 2, "kind": "template", "dir": "p1",
+               "work": {"plan": {"plan": "plan.json"}},
+               "plan": {"topic": "t", "tasks": [{"id": "t1", "title": "one", "description": "d"}]}})
     }
 
     fn problems(subject: &str, v: &Value) -> Vec<String> {
@@ -227,39 +287,89 @@ mod tests {
     }
 
     #[test]
-    fn a_message_on_another_batchs_subject_or_with_a_mismatched_job_line_is_refused() {
+    fn a_message_on_another_batchs_subject_or_with_mismatched_work_is_refused() {
         assert_eq!(
             problems("planwave.jobs.other", &good()),
             ["batch \"q3\" arrived on subject \"planwave.jobs.other\", not \"planwave.jobs.q3\""]
         );
         let mut v = good();
-        v["job"]["id"] = json!("zzz");
         v["kind"] = json!("plan");
+        v["work"]["goal"]["stream_plan"] = json!(true);
         let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("mismatch");
         assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
         assert_eq!(
             e.problems,
             [
-                "job: its id \"zzz\" is not the message's \"a.b\"",
-                "job: a goal, but the message's kind is \"plan\"",
+                "work: a goal, but the message's kind is \"plan\"",
+                "work: stream_plan: a batch's goal jobs stream no plan",
             ]
         );
-        let mut v = good();
-        v["job"] = json!({"id": "a.b", "plan_file": "/etc/passwd"});
-        v["kind"] = json!("plan_file");
+    }
+
+    #[test]
+    fn a_plan_job_carries_a_valid_plan_inline_and_names_no_other_file() {
+        let m = decode("planwave.jobs.q3", good_plan().to_string().as_bytes()).expect("valid");
+        assert_eq!(m.plan.map(|p| p.tasks.len()), Some(1));
+        let mut v = good_plan();
+        v["work"]["plan"] = json!({"plan": "/etc/passwd", "recover": true});
+        v.as_object_mut().map(|o| o.remove("plan"));
         assert_eq!(
             problems("planwave.jobs.q3", &v),
             [
-                "job: a plan_file names a file on the submitting machine; a message carries its plan inline"
+                "work: plan \"/etc/passwd\" names a file; a message carries its plan inline (the work's plan is always \"plan.json\")",
+                "work: recover: a batch's plan jobs have no recover kind",
+                "plan: a plan job's message carries its plan",
             ]
         );
+        let mut v = good_plan();
+        v["plan"]["tasks"] = json!([]);
+        let p = problems("planwave.jobs.q3", &v);
+        assert!(
+            p.len() == 1 && p[0].starts_with("plan: invalid plan: "),
+            "{p:?}"
+        );
+    }
+
+    #[test]
+    fn the_workers_own_options_and_unknown_fields_never_come_in_a_message() {
+        let mut v = good();
+        v["options"]["llm"] = json!({"api_key": "sk-secret"});
+        let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("llm");
+        assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
+        assert!(e.problems[0].starts_with("not a job message: "), "{e:?}");
+        let mut v = good();
+        v["options"]["exec"] = json!({"concurrency": 3});
+        v["work"]["goal"]["research"] = json!({"max_rounds": 9});
+        let p = problems("planwave.jobs.q3", &v);
+        assert_eq!(
+            p,
+            [
+                "work: research options are the worker's own; a message sets none",
+                "options: only `meta` travels with a job; the model, keys, config files and limits are the worker's own",
+            ]
+        );
+        let mut v = good();
+        v["extra"] = json!(1);
+        assert!(problems("planwave.jobs.q3", &v)[0].contains("unknown field `extra`"));
+    }
+
+    #[test]
+    fn a_message_of_the_previous_version_is_refused_saying_so() {
+        let old = json!({"batch": "q3", "id": "a.b", "line": 1, "kind": "goal",
+                         "dir": "a_b-1f2e3d4c", "job": {"id": "a.b", "goal": "g"}});
+        let e = decode("planwave.jobs.q3", old.to_string().as_bytes()).expect_err("old");
+        assert_eq!(
+            e.job,
+            Some(("q3".into(), "a.b".into())),
+            "its record says why"
+        );
+        assert!(e.problems[0].contains("previous version"), "{e:?}");
     }
 
     #[test]
     fn ids_follow_the_job_file_rule_and_fit_in_a_subject() {
         let mut v = good();
         v["id"] = json!("  ");
-        v["job"]["id"] = json!("  ");
         assert_eq!(
             problems("planwave.jobs.q3", &v)[0],
             "job id \"  \": must not be empty"
@@ -293,8 +403,9 @@ mod tests {
                 Just("batch"),
                 Just("id"),
                 Just("dir"),
-                Just("job"),
-                Just("goal")
+                Just("work"),
+                Just("goal"),
+                Just("plan.json")
             ]
             .prop_map(|s| Value::String(s.into())),
         ];
@@ -305,7 +416,9 @@ mod tests {
                 Just("line".to_string()),
                 Just("kind".to_string()),
                 Just("dir".to_string()),
-                Just("job".to_string()),
+                Just("work".to_string()),
+                Just("options".to_string()),
+                Just("meta".to_string()),
                 Just("goal".to_string()),
                 Just("plan".to_string()),
                 ".{0,6}",
@@ -347,7 +460,7 @@ mod tests {
         #[test]
         fn any_one_field_of_a_good_message_replaced_is_accepted_only_if_valid(
             field in prop_oneof![Just("batch"), Just("id"), Just("line"), Just("kind"),
-                                 Just("dir"), Just("job")],
+                                 Just("dir"), Just("work"), Just("options"), Just("plan")],
             replacement in json_value(),
         ) {
             let mut v = good();

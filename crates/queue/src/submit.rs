@@ -1,27 +1,53 @@
 //! Submitting a job file: a record per job in KV (created only if absent) and a message per
 //! new job on the work queue, with message id `batch.job` so even a crash between the two
-//! and a resubmission cannot queue a job twice. Each message carries the job as one
-//! self-contained job line (plan files and templates already read and rendered), so workers
-//! need nothing from the submitting machine.
+//! and a resubmission cannot queue a job twice.
+//!
+//! Each message carries the job as the typed parts of its [`JobSpec`](planwave_config::spec::JobSpec)
+//! that belong to the submitter, self-contained (plan files and templates already read and
+//! rendered), so workers need nothing from the submitting machine:
+//! - `work`: the goal, or the plan (its path is always the job's own `plan.json`, written
+//!   from the inline `plan`; a batch's plans have no recover kind);
+//! - `options`: of the job's options only `meta` (the batch's `--meta` with the job line's
+//!   `metadata` over it), the one option `batch --nats` gives that shapes each job.
+//!
+//! Everything else is the worker's own, as it always was: the model and its URL, API keys,
+//! config files, limits, the planner and its rounds come from `planwave worker`'s flags,
+//! environment and planwave.toml. None of it is ever put in a message (a message with any
+//! other option set is refused), so no key or local path travels on the queue.
 
 use async_nats::jetstream::message::PublishMessage as Publish;
+use std::path::PathBuf;
+
 use planwave_batch::{BadLine, JobInput, ResolvedJob};
+use planwave_config::spec::{JobOptions, Work};
+use planwave_plan::PlanSpec;
 use serde::{Deserialize, Serialize};
 
 use crate::names::{batch_record_key, job_key, job_record_key, job_subject};
 use crate::record::{BatchRecord, JobRecord, QueueState, create_json, get_json, put_json};
 use crate::{Queue, QueueError};
 
+/// The path a plan job's `work` names: the plan in the job's own run directory, which the
+/// worker writes from the message's inline plan (it reads no other file a message names).
+pub(crate) use planwave_runner::batch::PLAN_FILE;
+
 /// A job as it travels on the queue.
 #[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct JobMessage {
     pub batch: String,
     pub id: String,
     pub line: usize,
     pub kind: String,
     pub dir: String,
-    /// A job line (`{"id":..,"goal":..}` or `{"id":..,"plan":{..}}`, with its metadata).
-    pub job: serde_json::Value,
+    /// What the job runs: its goal, or its plan (as [`PLAN_FILE`]).
+    pub work: Work,
+    /// The submitter's options of the job: only `meta` (the worker has its own for the rest).
+    #[serde(default)]
+    pub options: JobOptions,
+    /// A plan job's plan, inline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanSpec>,
 }
 
 /// What a submission did.
@@ -33,16 +59,22 @@ pub struct Submitted {
     pub existing: usize,
 }
 
-fn job_line(job: &ResolvedJob) -> crate::Result<serde_json::Value> {
-    let mut line = serde_json::json!({ "id": job.id, "metadata": job.metadata });
-    match &job.input {
-        JobInput::Goal(g) => line["goal"] = serde_json::Value::String(g.clone()),
-        JobInput::Plan(p) => {
-            line["plan"] = serde_json::to_value(p.spec())
-                .map_err(|e| QueueError::of(&format!("job {}: encoding its plan", job.id), e))?;
-        }
+fn message(name: &str, job: &ResolvedJob) -> JobMessage {
+    // The job's spec as every batch job's: the message carries its work and options.
+    let spec = planwave_runner::batch::job_spec(job, PathBuf::new());
+    JobMessage {
+        batch: name.to_owned(),
+        id: job.id.clone(),
+        line: job.line,
+        kind: job.kind.to_owned(),
+        dir: job.dir.clone(),
+        work: spec.work,
+        options: spec.options,
+        plan: match &job.input {
+            JobInput::Plan(p) => Some(p.spec().clone()),
+            JobInput::Goal(_) => None,
+        },
     }
-    Ok(line)
 }
 
 fn now_ms() -> u64 {
@@ -97,15 +129,8 @@ pub async fn submit(
         } else {
             done.added += 1;
         }
-        let message = JobMessage {
-            batch: name.to_owned(),
-            id: job.id.clone(),
-            line: job.line,
-            kind: job.kind.to_owned(),
-            dir: job.dir.clone(),
-            job: job_line(job)?,
-        };
-        let body = serde_json::to_vec(&message).map_err(|e| QueueError::of("encoding a job", e))?;
+        let body = serde_json::to_vec(&message(name, job))
+            .map_err(|e| QueueError::of("encoding a job", e))?;
         let sent = Sent {
             id: job.id.clone(),
             subject: job_subject(name),
@@ -168,4 +193,59 @@ async fn confirm(q: &Queue, acks: &mut Vec<Pending>) -> crate::Result<()> {
         .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use planwave_batch::{parse_jobs, resolve_jobs};
+
+    use super::*;
+
+    #[test]
+    fn what_submit_sends_is_what_a_worker_accepts_and_carries_only_the_jobs_metadata() {
+        let lines = concat!(
+            r#"{"id": "g", "goal": "分析特斯拉", "metadata": {"region": "eu"}}"#,
+            "\n",
+            r#"{"id": "p", "plan": {"topic": "t", "tasks": [{"id": "t1", "description": "d"}]}}"#,
+            "\n"
+        );
+        let meta = BTreeMap::from([("team".to_owned(), "a".to_owned())]);
+        let (jobs, bad) = resolve_jobs(parse_jobs(lines), Path::new("."), None, &meta, &|_| {
+            Err("no files".into())
+        });
+        assert!(bad.is_empty(), "{bad:?}");
+        for job in &jobs {
+            let body = serde_json::to_vec(&message("q3", job)).unwrap();
+            let m = crate::message::decode("planwave.jobs.q3", &body).expect("accepted");
+            assert_eq!(
+                (m.id.as_str(), m.dir.as_str()),
+                (job.id.as_str(), job.dir.as_str())
+            );
+            let sent: BTreeMap<_, _> = m.options.meta.meta.iter().cloned().collect();
+            assert_eq!(
+                sent, job.metadata,
+                "the batch's --meta with the line's over it"
+            );
+            let rest = JobOptions {
+                meta: Default::default(),
+                ..m.options.clone()
+            };
+            assert_eq!(
+                rest,
+                JobOptions::default(),
+                "nothing of the submitter's own"
+            );
+            match (&m.work, &job.input) {
+                (Work::Goal { goal, .. }, JobInput::Goal(g)) => assert_eq!(goal, g),
+                (Work::Plan { plan, recover }, JobInput::Plan(p)) => {
+                    assert_eq!((plan.to_str(), *recover), (Some(PLAN_FILE), false));
+                    assert_eq!(m.plan.as_ref(), Some(p.spec()));
+                }
+                other => panic!("work of another kind: {other:?}"),
+            }
+        }
+    }
 }

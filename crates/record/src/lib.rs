@@ -2,7 +2,9 @@
 //! [`RunStats`] and [`RunStatus`]), the events of `events.jsonl` ([`Event`], [`EventKind`])
 //! with the [`EventSink`] they are delivered through, and the pieces those carry
 //! ([`SectionCut`], [`SectionWarning`], [`Schedule`], and [`Preset`], a task completed in an
-//! earlier attempt).
+//! earlier attempt). [`figures`](RunResult::usage_by_role) derives what `planwave show`
+//! tabulates: times relative to the run's start, tokens per task and per role; [`Tally`] is
+//! what a run's events add up to while it goes on.
 //!
 //! It sits below the engine that makes these values, the storage that writes and reads them
 //! back (`planwave-storage`) and the report that draws them (`planwave-report`). A crate of
@@ -17,17 +19,21 @@
 
 mod cut;
 mod event;
+mod figures;
 mod outcome;
 mod preset;
 mod schedule;
+mod tally;
 mod warning;
 
 pub use cut::{CutPart, SectionCut};
 pub use event::{Event, EventKind, EventSink, FanoutSink, NullSink, PREVIEW_CHARS, preview};
+pub use figures::{RoleUsage, TaskTotals};
 pub use outcome::{
     CancelReason, FailureKind, PlanSource, ProviderInfoRecord, RunResult, RunStats, RunStatus,
     TaskRecord, TaskStatus, ToolCallRecord,
 };
 pub use preset::Preset;
 pub use schedule::Schedule;
+pub use tally::Tally;
 pub use warning::SectionWarning;

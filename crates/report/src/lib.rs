@@ -2,7 +2,8 @@
 //! dependency order, placeholders for the ones not written, the Mermaid DAG and Gantt
 //! timeline, statistics, the sections the quality checks flagged), [`render_html`] turns it
 //! into the self-contained `report.html` with the pictures drawn as inline SVG, and
-//! [`dag_svg`]/[`gantt_svg`] give `planwave serve`'s run page the same pictures.
+//! [`dag_svg`]/[`gantt_svg`] give `planwave serve`'s run page the same pictures;
+//! [`waves_mermaid`] draws a plan's waves before it runs (`planwave waves`).
 //! [`place_transitions`] takes the executive summary's transitions out and places each
 //! before the section it leads into.
 //!
@@ -17,5 +18,7 @@ mod transitions;
 mod warnings;
 
 pub use html::{dag_svg, gantt_svg, render_html};
-pub use markdown::{ReportInput, dependency_order, mermaid_label, plain_summary, render_markdown};
+pub use markdown::{
+    ReportInput, dependency_order, mermaid_label, plain_summary, render_markdown, waves_mermaid,
+};
 pub use transitions::{Placed, place_transitions};

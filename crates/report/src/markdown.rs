@@ -248,6 +248,27 @@ pub fn mermaid_label(text: &str) -> String {
     short.replace('"', "#quot;").replace(['\n', '\r'], " ")
 }
 
+/// The plan's waves as Mermaid subgraphs, left to right, arrows prerequisite -> dependent
+/// (`planwave waves --format mermaid`: the plan alone, before anything ran).
+pub fn waves_mermaid(plan: &ValidatedPlan) -> String {
+    let mut s = String::from("graph LR\n");
+    for (k, w) in plan.waves().iter().enumerate() {
+        let _ = writeln!(s, "    subgraph wave{k} [\"wave {k}\"]");
+        for &i in w {
+            let i = i as usize;
+            let label = mermaid_label(&format!("{}: {}", plan.id(i), plan.task(i).title()));
+            let _ = writeln!(s, "        t{i}[\"{label}\"]");
+        }
+        let _ = writeln!(s, "    end");
+    }
+    for i in 0..plan.len() {
+        for &d in plan.deps(i) {
+            let _ = writeln!(s, "    t{d} --> t{i}");
+        }
+    }
+    s
+}
+
 /// The plan's DAG as a Mermaid graph, nodes coloured by status, arrows prerequisite -> dependent.
 pub fn mermaid_dag(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
     if plan.len() > MERMAID_MAX_TASKS {
@@ -445,6 +466,23 @@ mod tests {
             assert_eq!(order, reference_order(&plan), "round {round}");
             assert_eq!(order.len(), n);
         }
+    }
+
+    #[test]
+    fn waves_become_subgraphs_and_prerequisites_arrows() {
+        let tasks = vec![
+            TaskSpec::new(1, "Market \"size\"", vec![]),
+            TaskSpec::new(2, "b", vec![TaskId::Int(1)]),
+        ];
+        let plan = ValidatedPlan::new(PlanSpec {
+            tasks,
+            ..Default::default()
+        })
+        .expect("valid");
+        assert_eq!(
+            waves_mermaid(&plan),
+            "graph LR\n    subgraph wave0 [\"wave 0\"]\n        t0[\"1: Market #quot;size#quot;\"]\n    end\n    subgraph wave1 [\"wave 1\"]\n        t1[\"2: b\"]\n    end\n    t0 --> t1\n"
+        );
     }
 
     #[test]

@@ -57,6 +57,6 @@ pub use plan_cache::{CacheKey, PlanCache};
 pub use planning::{GoalPlan, PlanRequest, describe_attempt, plan_goal, plan_goal_cached};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, start_mcp};
-pub use resume::{Resumed, resumable_dir, resume, resume_presets};
+pub use resume::{Resumed, resumable_dir, resume, resume_opened, resume_presets};
 pub use trace_fields::{record_run, record_status};
 pub use workdir::{lock_run_dir, open_journal, open_journal_mirrored, open_run_dir};

@@ -9,9 +9,7 @@ use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventKind, EventSink, Preset};
 use planwave_storage::{Journal, Replay, RunDir, RunLock};
 
-use crate::{
-    InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_journal, open_run_dir,
-};
+use crate::{InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_run_dir};
 
 /// The tasks `replay` shows durably completed for `plan` (with notes on completions not
 /// trusted), recorded in `events` as a `run_resumed` event.
@@ -69,7 +67,18 @@ pub fn resumable_dir(dir: &Path) -> Result<PathBuf, InvalidInput> {
 /// Locks `dir` (from [`resumable_dir`]), reads its plan and journal, and reopens the journal
 /// with the resume recorded. Completions that cannot be trusted are noted (`resume: ...`).
 pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
-    let out = open_run_dir(dir)?;
+    resume_opened(open_run_dir(dir)?, notes, None)
+}
+
+/// As [`resume`], in `out` as the front end opened it (a queue worker's mirrors its files),
+/// the reopened journal's lines also stored in `mirror` (a queue worker's stream).
+pub fn resume_opened(
+    out: RunDir,
+    notes: &dyn Notes,
+    mirror: Option<Arc<dyn planwave_storage::JournalMirror>>,
+) -> crate::Result<Resumed> {
+    let dir = out.root().to_path_buf();
+    let dir = dir.as_path();
     let lock = lock_run_dir(&out)?;
     let plan = Arc::new(load_plan(&dir.join("plan.json"), notes)?);
     let replay = Replay::read(&out.path_no_links("events.jsonl")?)
@@ -89,7 +98,7 @@ pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
             "resume: removed {temps} temporary file(s) an interrupted write left"
         ));
     }
-    let events = open_journal(&out, "events.jsonl", run_id)?;
+    let events = crate::open_journal_mirrored(&out, "events.jsonl", run_id, mirror)?;
     let (preset, kept_notes) = resume_presets(&replay, &plan, &out, &events, run_id);
     for n in kept_notes {
         notes.note(&format!("resume: {n}"));

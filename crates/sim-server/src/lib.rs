@@ -13,13 +13,16 @@
 //! queue), and measures its own queue wait and time to first token per answer
 //! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked.
 //!
-//! This crate knows nothing of plans, actors or the CLI.
+//! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
+//! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
 
 mod faults;
+mod options;
 mod server;
 mod serving;
 mod stream;
 
 pub use faults::{Fault, FaultConfig, FaultRates};
+pub use options::{OptionError, ServeOptions};
 pub use server::{ServerStats, SimServer, SimServerConfig, router};
 pub use serving::{ServingConfig, ServingStats};

@@ -4,7 +4,7 @@
 //! commit and acknowledges an event once it is durable (and stored by a [`JournalMirror`]);
 //! [`Replay`] reads a journal back into the tasks a resume need not run again; [`RunLock`]
 //! keeps a second process out of a run directory; [`JsonlSink`] writes the same event lines
-//! to any stream (`--events`).
+//! to any stream (`--events`); [`read_run`] reads a finished run's `run.json` back.
 //!
 //! It depends on `planwave-record` for the values it writes and reads, and deliberately knows
 //! nothing of actors, scheduling, models or rendering: the engine decides *when* a file is
@@ -13,6 +13,7 @@
 
 mod journal;
 mod jsonl;
+mod run_file;
 mod rundir;
 mod writer_thread;
 
@@ -21,6 +22,7 @@ pub use journal::{
     RunLock, section_hash,
 };
 pub use jsonl::{JsonlOptions, JsonlSink};
+pub use run_file::{ReadRunError, read_run};
 pub use rundir::{
     DirMirror, RunDir, RunDirError, is_leftover_temp, sanitize_file_stem, section_files,
 };

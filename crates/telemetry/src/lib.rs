@@ -4,6 +4,7 @@
 //!
 //! - [`spans`]: helpers the engine uses on its `tracing` spans (links between task spans,
 //!   error status, W3C `traceparent`), so the engine never names an OpenTelemetry type.
+//! - [`root`]: the root span `run` every executing command runs in, and how it ends.
 //! - [`tool`]: `execute_tool` spans for MCP tool calls.
 //!
 //! The model client's `chat` spans are `planwave_llm::TracedProvider`'s, made with these
@@ -11,7 +12,9 @@
 //! knows nothing of clap, actors, run directories or where traces are sent, so every library
 //! can use it.
 
+pub mod root;
 pub mod spans;
 pub mod tool;
 
+pub use root::{end_root, root_span};
 pub use spans::{LinkTarget, add_link, link_target, set_error, traceparent};

@@ -166,3 +166,57 @@ async fn contradictory_traffic_is_refused_before_anything_runs() {
         "no journal opened"
     );
 }
+
+#[tokio::test]
+async fn the_text_shows_the_workload_then_the_tables_and_a_sweep_its_knee() {
+    let o = options(Traffic {
+        requests: Some(6),
+        concurrency: vec![1, 3],
+        ..Traffic::default()
+    });
+    let mut out = run_sweep(o, &Seen(Default::default()), CancellationToken::new())
+        .await
+        .expect("runs");
+    let mut w = out.workload.take().expect("the workload");
+    let line = format!(
+        "workload: 6 independent requests, 6 tasks in 1 waves, latency {}, model: in-process simulator",
+        w.latency
+    );
+    assert_eq!(crate::render_workload_line(&w), line);
+    let text = crate::render_sweep_text(&out, &w);
+    let expected_start = format!(
+        "{line}\n{}\n{}",
+        crate::render_load_table(&out.runs),
+        crate::render_serving_table(&out.runs)
+    );
+    assert!(text.starts_with(&expected_start), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(last.starts_with("knee: "), "{text}");
+    assert!(
+        crate::render_sweep_html(&out, &w)
+            .contains("planwave loadtest: 6 independent requests, model in-process simulator")
+    );
+    w.latency_by_server = true;
+    w.latency_file = Some("lat.json".into());
+    assert!(
+        crate::render_workload_line(&w)
+            .contains("latency decided by the server (per-task from lat.json), model:")
+    );
+    // One run, no endpoint figures, no sweep: the line and the table only.
+    let mut out = run_sweep(
+        options(Traffic::default()),
+        &Seen(Default::default()),
+        CancellationToken::new(),
+    )
+    .await
+    .expect("runs");
+    let w = out.workload.take().expect("the workload");
+    assert_eq!(
+        crate::render_sweep_text(&out, &w),
+        format!(
+            "{}\n{}",
+            crate::render_workload_line(&w),
+            crate::render_load_table(&out.runs)
+        )
+    );
+}

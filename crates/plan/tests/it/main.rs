@@ -1,6 +1,7 @@
 //! Integration tests of the plan crate, in one binary (one link) with a module per concern.
 
 mod generate;
+mod layout;
 mod parsing;
 mod props;
 mod shape;

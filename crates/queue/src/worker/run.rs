@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
-use planwave_batch::{JobInput, JobSummary, parse_jobs, resolve_jobs};
+use planwave_batch::{JobInput, JobSummary, ResolvedJob};
+use planwave_config::spec::Work;
+use planwave_plan::ValidatedPlan;
 use planwave_runner::batch::JobContext;
 use planwave_storage::RunDir;
 use tokio_util::sync::CancellationToken;
@@ -41,24 +43,7 @@ impl Worker<'_> {
         // Checked when the message was decoded; checked again here, where it becomes a path.
         crate::message::check_dir(&job.dir).map_err(QueueError::new)?;
         let key = job_key(&job.id);
-        let mut line = serde_json::to_vec(&job.job).map_err(|e| QueueError::of("job", e))?;
-        line.push(b'\n');
-        let tools = self.resources.catalog();
-        let (mut resolved, bad) = resolve_jobs(
-            parse_jobs(&line),
-            Path::new("."),
-            Some(&tools),
-            &BTreeMap::new(),
-            &|_| Err("plan files are read when the batch is submitted".into()),
-        );
-        if let Some(b) = bad.first() {
-            return Err(QueueError::new(b.error.clone()));
-        }
-        let Some(mut resolved) = resolved.pop() else {
-            return Err(QueueError::new("the message holds no job"));
-        };
-        resolved.line = job.line;
-        resolved.dir = job.dir.clone();
+        let resolved = self.resolve(job)?;
         // The cache is rebuilt from JetStream: whatever an earlier attempt left here locally
         // may be older or newer than what is durable.
         let root_path = self.cache.job_dir(&job.batch, &key)?;
@@ -117,6 +102,36 @@ impl Worker<'_> {
         let files = self.store_files(job, &key, &dir).await?;
         let _ = std::fs::remove_dir_all(&root_path);
         Ok(JobDone { summary, files })
+    }
+
+    /// The message's job as a batch runs it: its plan validated against this worker's tools.
+    fn resolve(&self, job: &JobMessage) -> crate::Result<ResolvedJob> {
+        let metadata: BTreeMap<String, String> = job.options.meta.meta.iter().cloned().collect();
+        let (kind, input) = match (&job.work, &job.plan) {
+            (Work::Goal { goal, .. }, _) => ("goal", JobInput::Goal(goal.clone())),
+            (Work::Plan { .. }, Some(spec)) => {
+                let mut spec = spec.clone();
+                spec.about.meta.extend(metadata.clone());
+                let plan =
+                    ValidatedPlan::with_tools(spec, &self.resources.catalog()).map_err(|e| {
+                        let each: Vec<String> = e.0.iter().map(ToString::to_string).collect();
+                        QueueError::new(format!("invalid plan: {}", each.join("; ")))
+                    })?;
+                // Given inline, as the job line of the previous version was.
+                ("plan", JobInput::Plan(Box::new(plan)))
+            }
+            (Work::Plan { .. }, None) => {
+                return Err(QueueError::new("the message holds no plan"));
+            }
+        };
+        Ok(ResolvedJob {
+            id: job.id.clone(),
+            line: job.line,
+            dir: job.dir.clone(),
+            kind,
+            input,
+            metadata,
+        })
     }
 
     /// Stores the run directory as one object (a JSON map of relative path to base64

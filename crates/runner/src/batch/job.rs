@@ -1,12 +1,16 @@
-//! One job of a batch: its run directory, its plan (given or planned), and its run, resumed
-//! from its own journal when one exists. Whatever goes wrong is the job's verdict, never the
-//! batch's failure.
+//! One job of a batch: its run directory, its plan (given or planned), and its run. A job
+//! that ran before (a crash, Ctrl-C, a queue worker killed) goes on through the one resume
+//! ([`ops::Resumable::with_spec`] and [`ops::resume_in`], as `planwave resume` and the server
+//! do), with its [`job_spec`]. Whatever goes wrong is the job's verdict, never the batch's
+//! failure.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
+use planwave_config::spec::{JobOptions, JobSpec, MetaOptions, ResearchOptions, Work};
 use planwave_engine::RunConfig;
 use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventSink, PlanSource, RunResult, RunStatus};
@@ -15,10 +19,41 @@ use tokio_util::sync::CancellationToken;
 
 use super::BatchWatch;
 use crate::execute::Watch;
+use crate::ops;
 use crate::{
     Execution, Notes, Resources, RunnerError, Watcher, execute_plan, open_journal_mirrored,
-    resume_presets,
 };
+
+/// The plan a batch's plan job names: its own, in its run directory.
+pub const PLAN_FILE: &str = "plan.json";
+
+/// A batch job's spec, run in `out`: a goal planned whole (a batch streams no plan), or its
+/// given plan as the job's own `plan.json` (a batch has no recover kind); of the options only
+/// its metadata (the batch's `--meta` with the job line's over it), the rest being the
+/// batch's (or a queue worker's) own. A queue message carries its work and options.
+pub fn job_spec(job: &ResolvedJob, out: PathBuf) -> JobSpec {
+    let work = match &job.input {
+        JobInput::Goal(goal) => Work::Goal {
+            goal: goal.clone(),
+            research: ResearchOptions::default(),
+            stream_plan: false,
+        },
+        JobInput::Plan(_) => Work::Plan {
+            plan: PLAN_FILE.into(),
+            recover: false,
+        },
+    };
+    JobSpec {
+        work,
+        out,
+        options: JobOptions {
+            meta: MetaOptions {
+                meta: job.metadata.clone().into_iter().collect(),
+            },
+            ..JobOptions::default()
+        },
+    }
+}
 
 /// What every job of a batch shares (a queue worker builds one for its jobs too).
 pub struct JobContext<'a> {
@@ -52,6 +87,23 @@ struct JobWatch(Arc<dyn EventSink>);
 impl Watch for JobWatch {
     fn open(&self, _plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
         Arc::new(JobView(self.0.clone()))
+    }
+}
+
+/// A resumed plan job's view: its tasks, those done before included, join the batch's
+/// progress when the journal says how many were done.
+struct ResumedJobWatch<'a> {
+    sink: Arc<dyn EventSink>,
+    batch: &'a dyn BatchWatch,
+}
+
+impl Watch for ResumedJobWatch<'_> {
+    fn open(&self, _plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
+        Arc::new(JobView(self.sink.clone()))
+    }
+
+    fn resumed(&self, _run_id: uuid::Uuid, completed: usize, tasks: usize) {
+        self.batch.add_tasks(tasks, completed);
     }
 }
 
@@ -143,34 +195,38 @@ impl JobContext<'_> {
             .with_durable(true);
         // The same lock as `run` and `resume` take: neither can enter a job's directory while
         // the batch drives it, nor the batch theirs.
-        let _lock = crate::lock_run_dir(&out)?;
+        let lock = crate::lock_run_dir(&out)?;
         // A run that ended before a crash (run.json written, batch.json not yet) is not redone.
         if let Some(done) = finished_run(&out) {
             return Ok(Some(done));
         }
-        if let JobInput::Goal(goal) = &job.input {
-            return self.research(job, goal, out).await;
-        }
-        // A job that ran before (crash, Ctrl-C) goes on as the same run, from its journal.
+        // A job that ran before goes on as the same run: the one resume takes the lock.
         let replay = Replay::read(&out.root().join("events.jsonl"))
             .ok()
             .filter(|r| r.run_id.is_some());
+        let interrupted = match &job.input {
+            JobInput::Goal(_) => out.root().join("rounds").is_dir(),
+            JobInput::Plan(_) => replay.is_some() && out.root().join(PLAN_FILE).is_file(),
+        };
+        if interrupted {
+            drop(lock);
+            return self.resume(job, out).await;
+        }
+        if let JobInput::Goal(goal) = &job.input {
+            return self.research(job, goal, out).await;
+        }
+        // A journal without a plan yet: the same run id goes on, nothing done to keep.
         let run_id = replay
             .as_ref()
             .and_then(|r| r.run_id)
             .unwrap_or_else(uuid::Uuid::new_v4);
         let events = open_journal_mirrored(&out, "events.jsonl", run_id, self.mirror.clone())?;
-        let resumable = out.root().join("plan.json").is_file();
         let Some((plan, source)) = Self::given_plan(job) else {
             let _ = events.close();
             return Err(RunnerError::message("a goal job runs the reflective loop"));
         };
         let plan = Arc::new(plan);
-        let preset = match replay {
-            Some(replay) if resumable => resume_presets(&replay, &plan, &out, &events, run_id).0,
-            _ => Vec::new(),
-        };
-        self.watch.add_tasks(plan.len(), preset.len());
+        self.watch.add_tasks(plan.len(), 0);
         let result = execute_plan(
             Execution {
                 plan,
@@ -184,7 +240,7 @@ impl JobContext<'_> {
                 events,
                 stream: None,
                 run_id,
-                preset,
+                preset: Vec::new(),
                 slots: self.slots.clone(),
                 cancel: self.cancel.child_token(),
                 root_span: false,
@@ -192,27 +248,83 @@ impl JobContext<'_> {
             &JobWatch(self.watch.for_job(&job.id)),
         )
         .await?;
+        drop(lock);
         Ok(Some(result))
     }
 
+    /// The settings a job runs with: the batch's, with the job's metadata, its plan's source,
+    /// and no deadline of its own (the batch's cancels every job).
+    fn job_settings(&self, job: &ResolvedJob) -> planwave_config::Settings {
+        let mut settings = self.settings.clone();
+        settings.planner.meta = job.metadata.clone();
+        settings.deadline = None;
+        settings.run = RunConfig {
+            plan_source: Self::given_plan(job).map(|(_, source)| source),
+            ..self.config.clone()
+        };
+        settings
+    }
+
+    /// A job that ran before, going on through the one resume: a plan from its journal
+    /// (completed tasks kept), a goal's loop from its rounds. `None` when the loop was
+    /// cancelled before a round was shown.
+    async fn resume(&self, job: &ResolvedJob, out: RunDir) -> crate::Result<Option<RunResult>> {
+        let r = ops::Resumable::with_spec(out.root(), job_spec(job, out.root().to_path_buf()))?;
+        let settings = self.job_settings(job);
+        let sink = self.watch.for_job(&job.id);
+        let plan_watch = ResumedJobWatch {
+            sink: sink.clone(),
+            batch: self.watch,
+        };
+        let loop_watch = LoopJobWatch {
+            sink,
+            batch: self.watch,
+        };
+        let goal = matches!(job.input, JobInput::Goal(_));
+        let io = ops::JobIo {
+            watch: if goal { &loop_watch } else { &plan_watch },
+            notes: self.notes,
+            cancel: self.cancel.child_token(),
+            stream: &|_| Ok(None),
+            quiet: true,
+            root_span: false,
+        };
+        let shared = ops::Shared {
+            out: Some(out),
+            // A goal's directory mirrors itself whole; a plan's journal goes to its stream.
+            mirror: if goal { None } else { self.mirror.clone() },
+            slots: self.slots.clone(),
+        };
+        let spec_job = ops::Job {
+            spec: &r.spec,
+            settings: &settings,
+            resources: self.resources.clone(),
+            invocation: r.invocation.clone(),
+        };
+        let done = ops::resume_in(&r, spec_job, &io, &shared)
+            .await
+            .map_err(planning_failed)?;
+        Ok(match done {
+            ops::JobOutcome::Run { result, .. } => Some(*result),
+            ops::JobOutcome::Loop { outcome, .. } => {
+                outcome.shown_round().map(|r| r.result.clone())
+            }
+        })
+    }
+
     /// A goal job: the reflective loop, as `research` runs it, its rounds under the job's
-    /// run directory (a job that ran before goes on from them). `None` when cancelled before
-    /// its first round ran.
+    /// run directory. `None` when cancelled before its first round ran.
     async fn research(
         &self,
         job: &ResolvedJob,
         goal: &str,
         out: RunDir,
     ) -> crate::Result<Option<RunResult>> {
-        let mut settings = self.settings.clone();
-        settings.planner.meta = job.metadata.clone();
-        // The batch's deadline cancels every job; a job has none of its own.
-        settings.deadline = None;
-        let resume = out.root().join("rounds").is_dir();
+        let settings = self.job_settings(job);
         let done = crate::research(crate::Research {
             goal: goal.to_owned(),
             plan: None,
-            resume,
+            resume: false,
             recover: false,
             out,
             resources: self.resources.clone(),
@@ -230,13 +342,7 @@ impl JobContext<'_> {
             stream_plan: false,
         })
         .await
-        .map_err(|e| match e {
-            // The job's verdict names what failed, as for a job planned on its own.
-            RunnerError::Invalid(i) if i.source_name == "planner" => {
-                RunnerError::message(format!("planning failed: {}", i.problems.join("; ")))
-            }
-            other => other,
-        })?;
+        .map_err(planning_failed)?;
         Ok(done.shown_round().map(|r| r.result.clone()))
     }
 
@@ -251,6 +357,16 @@ impl JobContext<'_> {
             _ => PlanSource::Inline,
         };
         Some(((**p).clone(), source))
+    }
+}
+
+/// The job's verdict names what failed, as for a job planned on its own.
+fn planning_failed(e: RunnerError) -> RunnerError {
+    match e {
+        RunnerError::Invalid(i) if i.source_name == "planner" => {
+            RunnerError::message(format!("planning failed: {}", i.problems.join("; ")))
+        }
+        other => other,
     }
 }
 

@@ -19,7 +19,7 @@ use planwave_storage::{RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};
-pub use job::JobContext;
+pub use job::{JobContext, PLAN_FILE, job_spec};
 
 /// How a front end watches a batch.
 pub trait BatchWatch: Send + Sync {

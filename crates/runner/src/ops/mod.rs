@@ -21,10 +21,10 @@ use planwave_config::spec::JobSpec;
 use planwave_engine::RunConfig;
 use planwave_plan::ValidatedPlan;
 use planwave_record::{PlanSource, RunResult};
-use planwave_storage::{JsonlSink, RunDir};
+use planwave_storage::{JournalMirror, JsonlSink, RunDir};
 use tokio_util::sync::CancellationToken;
 
-pub use resume::{Resumable, ResumeKind, resume};
+pub use resume::{Resumable, ResumeKind, resume, resume_in};
 
 use crate::execute::Watch;
 use crate::{
@@ -59,6 +59,29 @@ pub struct Job<'a> {
     pub invocation: Invocation,
 }
 
+/// What a batch's job brings to an operation besides its spec (a command and the server
+/// bring nothing: [`Shared::default`]).
+#[derive(Clone, Default)]
+pub struct Shared {
+    /// The run directory as the front end opened it (a queue worker's mirrors every file it
+    /// writes into JetStream); `None`: the operation opens the spec's.
+    pub out: Option<RunDir>,
+    /// Where journal lines must also be stored before they count as durable (a queue
+    /// worker's stream).
+    pub mirror: Option<Arc<dyn JournalMirror>>,
+    /// The run slots the batch's jobs share.
+    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+}
+
+impl Shared {
+    fn open(&self, dir: &std::path::Path) -> crate::Result<RunDir> {
+        match &self.out {
+            Some(out) => Ok(out.clone()),
+            None => open_run_dir(dir),
+        }
+    }
+}
+
 /// How a job ended.
 pub enum JobOutcome {
     /// One execution of a plan (`run`, or its resume).
@@ -90,7 +113,18 @@ pub async fn run(job: Job<'_>, plan: ValidatedPlan, io: &JobIo<'_>) -> crate::Re
     let stream = (io.stream)(run_id)?;
     if job.spec.recovers() {
         let goal = recover_goal(&plan);
-        let outcome = loop_job(&job, &out, goal, Some(plan), false, run_id, stream, io).await?;
+        let outcome = loop_job(
+            &job,
+            &out,
+            goal,
+            Some(plan),
+            false,
+            run_id,
+            stream,
+            io,
+            None,
+        )
+        .await?;
         return Ok(JobOutcome::Loop {
             outcome,
             out,
@@ -133,7 +167,7 @@ pub async fn research(job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome>
     let run_id = uuid::Uuid::new_v4();
     let stream = (io.stream)(run_id)?;
     let goal = job.spec.goal().unwrap_or_default().to_owned();
-    let outcome = loop_job(&job, &out, goal, None, false, run_id, stream, io).await?;
+    let outcome = loop_job(&job, &out, goal, None, false, run_id, stream, io, None).await?;
     Ok(JobOutcome::Loop {
         outcome,
         out,
@@ -153,7 +187,7 @@ pub fn recover_goal(plan: &ValidatedPlan) -> String {
 }
 
 /// The loop over `out` (opened and locked by the caller): fresh, or (`resume`) from its
-/// rounds; `plan`: `run --recover`'s.
+/// rounds; `plan`: `run --recover`'s; `slots`: a batch's.
 #[allow(clippy::too_many_arguments)]
 async fn loop_job(
     job: &Job<'_>,
@@ -164,6 +198,7 @@ async fn loop_job(
     run_id: uuid::Uuid,
     stream: Option<Arc<JsonlSink>>,
     io: &JobIo<'_>,
+    slots: Option<Arc<tokio::sync::Semaphore>>,
 ) -> crate::Result<ResearchOutcome> {
     let recover = job.spec.recovers();
     let stream_plan = match &job.spec.work {
@@ -184,7 +219,7 @@ async fn loop_job(
         cancel: io.cancel.clone(),
         watch: io.watch,
         notes: io.notes,
-        slots: None,
+        slots,
         // A resume finishes the recorded plan; only a fresh research streams it.
         stream_plan,
     })

@@ -1,16 +1,16 @@
 //! The one resume: what kind of run directory `DIR` is (a plain run, `run --recover`, a
 //! `research`), read from its recorded spec and its layout in this one place, and the job
 //! going on from there. `planwave resume`, the server's resume endpoint and anything else
-//! that continues a run call [`Resumable::open`] then [`resume`].
+//! that continues a run call [`Resumable::open`] then [`resume`]; a batch's job (local, or
+//! on a queue worker), whose spec the batch holds rather than the directory, calls
+//! [`Resumable::with_spec`] then [`resume_in`] with what the batch shares ([`Shared`]).
 
 use std::path::{Path, PathBuf};
 
 use planwave_config::spec::JobSpec;
 
-use super::{Job, JobIo, JobOutcome, loop_job, recover_goal};
-use crate::{
-    Execution, InvalidInput, Invocation, execute_plan, load_plan, lock_run_dir, open_run_dir,
-};
+use super::{Job, JobIo, JobOutcome, Shared, loop_job, recover_goal};
+use crate::{Execution, InvalidInput, Invocation, execute_plan, load_plan, lock_run_dir};
 
 /// What an interrupted job goes on as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,17 +57,7 @@ impl Resumable {
             Some(spec) => spec.clone(),
             None => legacy(&invocation.argv).map_err(|p| bad(format!("invocation.json: {p}")))?,
         };
-        // A loop keeps its rounds under rounds/: it goes on from there, even when killed
-        // before anything was published at the top.
-        let rounds = dir.join("rounds").is_dir();
-        let kind = match (&spec.work, rounds) {
-            (planwave_config::spec::Work::Goal { .. }, true) => ResumeKind::Research,
-            (planwave_config::spec::Work::Plan { recover: true, .. }, true) => ResumeKind::Recover,
-            _ => {
-                crate::resumable_dir(&dir)?;
-                ResumeKind::Run
-            }
-        };
+        let kind = kind_of(&dir, &spec)?;
         Ok(Resumable {
             dir,
             spec,
@@ -75,15 +65,59 @@ impl Resumable {
             kind,
         })
     }
+
+    /// The run directory `dir` of a batch's job, whose spec the batch holds (its message on a
+    /// queue), as something to resume, or why it is not one.
+    pub fn with_spec(dir: &Path, spec: JobSpec) -> Result<Resumable, InvalidInput> {
+        let dir = dir.canonicalize().map_err(|e| {
+            InvalidInput::one(
+                dir.display().to_string(),
+                format!("cannot open the run directory: {e}"),
+            )
+        })?;
+        let kind = kind_of(&dir, &spec)?;
+        Ok(Resumable {
+            invocation: Invocation::job(&spec, dir.clone()),
+            dir,
+            spec,
+            kind,
+        })
+    }
+}
+
+/// What kind of job the run directory `dir` of `spec` goes on as: every kind is told apart
+/// here. A loop keeps its rounds under rounds/: it goes on from there, even when killed
+/// before anything was published at the top.
+fn kind_of(dir: &Path, spec: &JobSpec) -> Result<ResumeKind, InvalidInput> {
+    let rounds = dir.join("rounds").is_dir();
+    Ok(match (&spec.work, rounds) {
+        (planwave_config::spec::Work::Goal { .. }, true) => ResumeKind::Research,
+        (planwave_config::spec::Work::Plan { recover: true, .. }, true) => ResumeKind::Recover,
+        _ => {
+            crate::resumable_dir(dir)?;
+            ResumeKind::Run
+        }
+    })
 }
 
 /// Goes on with `r` (the job's settings resolved from `r.spec` and its resources prepared
 /// by the front end): a run from its journal, a loop from its rounds.
 pub async fn resume(r: &Resumable, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+    resume_in(r, job, io, &Shared::default()).await
+}
+
+/// As [`resume`], with what a batch shares with its job (its run directory as opened, the
+/// journal's mirror, the run slots).
+pub async fn resume_in(
+    r: &Resumable,
+    job: Job<'_>,
+    io: &JobIo<'_>,
+    shared: &Shared,
+) -> crate::Result<JobOutcome> {
     match r.kind {
-        ResumeKind::Run => resume_run(&r.dir, job, io).await,
+        ResumeKind::Run => resume_run(&r.dir, job, io, shared).await,
         ResumeKind::Recover | ResumeKind::Research => {
-            let out = open_run_dir(&r.dir)?;
+            let out = shared.open(&r.dir)?;
             let _lock = lock_run_dir(&out)?;
             let (goal, planned) = if r.kind == ResumeKind::Recover {
                 let plan = load_plan(&r.dir.join("rounds/1/plan.json"), io.notes)?;
@@ -93,7 +127,18 @@ pub async fn resume(r: &Resumable, job: Job<'_>, io: &JobIo<'_>) -> crate::Resul
             };
             let run_id = uuid::Uuid::new_v4();
             let stream = (io.stream)(run_id)?;
-            let outcome = loop_job(&job, &out, goal, None, true, run_id, stream, io).await?;
+            let outcome = loop_job(
+                &job,
+                &out,
+                goal,
+                None,
+                true,
+                run_id,
+                stream,
+                io,
+                shared.slots.clone(),
+            )
+            .await?;
             Ok(JobOutcome::Loop {
                 outcome,
                 out,
@@ -104,8 +149,13 @@ pub async fn resume(r: &Resumable, job: Job<'_>, io: &JobIo<'_>) -> crate::Resul
 }
 
 /// One execution going on from its journal.
-async fn resume_run(dir: &Path, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
-    let mut point = crate::resume(dir, io.notes)?;
+async fn resume_run(
+    dir: &Path,
+    job: Job<'_>,
+    io: &JobIo<'_>,
+    shared: &Shared,
+) -> crate::Result<JobOutcome> {
+    let mut point = crate::resume_opened(shared.open(dir)?, io.notes, shared.mirror.clone())?;
     io.watch
         .resumed(point.run_id, point.preset.len(), point.plan.len());
     let stream = (io.stream)(point.run_id)?;
@@ -121,7 +171,7 @@ async fn resume_run(dir: &Path, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<J
             stream,
             run_id: point.run_id,
             preset: std::mem::take(&mut point.preset),
-            slots: None,
+            slots: shared.slots.clone(),
             cancel: io.cancel.clone(),
             root_span: io.root_span,
         },
@@ -177,6 +227,30 @@ mod tests {
             let r = Resumable::open(dir.path(), &no_argv).unwrap();
             assert_eq!(r.kind, kind, "{work} with {files:?}");
         }
+    }
+
+    #[test]
+    fn a_batch_job_whose_spec_the_batch_holds_is_told_apart_the_same_way() {
+        let spec = |work: serde_json::Value| -> JobSpec {
+            serde_json::from_value(json!({"work": work, "out": "o"})).unwrap()
+        };
+        let goal = spec(json!({"goal": {"goal": "g", "stream_plan": false}}));
+        let plan = spec(json!({"plan": {"plan": "plan.json"}}));
+        // No invocation.json: the batch recorded none for its job.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("rounds/1")).unwrap();
+        let r = Resumable::with_spec(dir.path(), goal.clone()).unwrap();
+        assert_eq!(r.kind, ResumeKind::Research);
+        assert_eq!(r.invocation.spec.as_ref(), Some(&goal));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
+        let err = Resumable::with_spec(dir.path(), plan.clone())
+            .err()
+            .unwrap();
+        assert!(err.problems[0].starts_with("no plan.json"), "{err:?}");
+        std::fs::write(dir.path().join("plan.json"), "{}").unwrap();
+        let r = Resumable::with_spec(dir.path(), plan).unwrap();
+        assert_eq!(r.kind, ResumeKind::Run);
     }
 
     #[test]

@@ -1,0 +1,207 @@
+//! The server's options as a front end receives them (plain numbers: means, shares,
+//! milliseconds), checked and turned into a [`SimServerConfig`].
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use planwave_llm::ApiKey;
+use planwave_sim::{Latency, PlannerFault, ReflectScript, SimConfig, TokenRate};
+
+use crate::faults::{Fault, FaultConfig, FaultRates};
+use crate::server::SimServerConfig;
+use crate::serving::ServingConfig;
+
+/// Everything `planwave sim-llm serve` can set, unchecked.
+#[derive(Clone, Debug, Default)]
+pub struct ServeOptions {
+    /// Seed of the simulated text, latencies and fault draws.
+    pub seed: u64,
+    /// Mean simulated latency per answer (lognormal), in ms; 0 = none.
+    pub latency_ms: f64,
+    pub sigma: f64,
+    /// Latency per task id, overriding the random latency.
+    pub latency_overrides: HashMap<String, Duration>,
+    pub planner_faults: Vec<PlannerFault>,
+    pub reflect: ReflectScript,
+    pub fault_script: Vec<Fault>,
+    /// Shares of requests per fault, each between 0 and 1.
+    pub rates: FaultRates,
+    pub retry_after_secs: f64,
+    pub first_byte_delay_ms: u64,
+    pub stall_ms: u64,
+    pub tokens_per_sec: TokenRate,
+    /// Per-token jitter as a share of the token interval, between 0 and 1.
+    pub token_jitter: f64,
+    pub prefill_us_per_token: f64,
+    pub max_concurrency: Option<u64>,
+    pub api_key: Option<ApiKey>,
+}
+
+/// An option out of range, named as in [`ServeOptions`] (`rates.rate_limit`, `token_jitter`).
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{option}: {problem}")]
+pub struct OptionError {
+    pub option: &'static str,
+    pub problem: String,
+}
+
+fn share(option: &'static str, p: f64) -> Result<f64, OptionError> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(p)
+    } else {
+        Err(OptionError {
+            option,
+            problem: format!("{p} is not a probability between 0 and 1"),
+        })
+    }
+}
+
+fn non_negative(option: &'static str, x: f64, unit: &str) -> Result<f64, OptionError> {
+    if x.is_finite() && x >= 0.0 {
+        Ok(x)
+    } else {
+        Err(OptionError {
+            option,
+            problem: format!("expected a non-negative number{unit}"),
+        })
+    }
+}
+
+impl ServeOptions {
+    /// The server's configuration, or the first option out of range (checked in the order
+    /// the fields are declared, `retry_after_secs` first).
+    pub fn config(self) -> Result<SimServerConfig, OptionError> {
+        let retry_after = non_negative("retry_after_secs", self.retry_after_secs, "")?;
+        let jitter = share("token_jitter", self.token_jitter)?;
+        let prefill_us = non_negative(
+            "prefill_us_per_token",
+            self.prefill_us_per_token,
+            " of microseconds",
+        )?;
+        let r = &self.rates;
+        let rates = FaultRates {
+            rate_limit: share("rates.rate_limit", r.rate_limit)?,
+            server_error: share("rates.server_error", r.server_error)?,
+            slow_first_byte: share("rates.slow_first_byte", r.slow_first_byte)?,
+            stall: share("rates.stall", r.stall)?,
+            malformed: share("rates.malformed", r.malformed)?,
+            truncated: share("rates.truncated", r.truncated)?,
+            reset: share("rates.reset", r.reset)?,
+        };
+        Ok(SimServerConfig {
+            sim: SimConfig {
+                seed: self.seed,
+                latency: Latency::from_mean(self.latency_ms, self.sigma),
+                planner_faults: self.planner_faults,
+                reflect: self.reflect,
+                latency_overrides: self.latency_overrides,
+                token_rate: TokenRate {
+                    jitter,
+                    ..self.tokens_per_sec
+                },
+                ..SimConfig::default()
+            },
+            serving: ServingConfig {
+                max_concurrency: self.max_concurrency.map(|n| n as usize),
+                prefill_per_token: Duration::from_secs_f64(prefill_us / 1e6),
+            },
+            faults: FaultConfig {
+                script: self.fault_script,
+                rates,
+                seed: self.seed,
+                retry_after: Duration::from_secs_f64(retry_after),
+                first_byte_delay: Duration::from_millis(self.first_byte_delay_ms),
+                stall: Duration::from_millis(self.stall_ms),
+            },
+            api_key: self.api_key,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> ServeOptions {
+        ServeOptions {
+            seed: 7,
+            latency_ms: 100.0,
+            sigma: 0.0,
+            retry_after_secs: 1.5,
+            first_byte_delay_ms: 2000,
+            stall_ms: 50,
+            token_jitter: 0.3,
+            prefill_us_per_token: 250.0,
+            max_concurrency: Some(4),
+            rates: FaultRates {
+                rate_limit: 0.25,
+                reset: 1.0,
+                ..FaultRates::default()
+            },
+            ..ServeOptions::default()
+        }
+    }
+
+    #[test]
+    fn options_in_range_become_the_config() {
+        let Ok(cfg) = options().config() else {
+            panic!("valid options refused")
+        };
+        assert_eq!(cfg.sim.seed, 7);
+        assert_eq!(cfg.faults.seed, 7);
+        assert_eq!(cfg.sim.token_rate.jitter, 0.3);
+        assert_eq!(cfg.serving.prefill_per_token, Duration::from_micros(250));
+        assert_eq!(cfg.serving.max_concurrency, Some(4));
+        assert_eq!(cfg.faults.retry_after, Duration::from_millis(1500));
+        assert_eq!(cfg.faults.first_byte_delay, Duration::from_secs(2));
+        assert_eq!(cfg.faults.stall, Duration::from_millis(50));
+        assert_eq!(cfg.faults.rates.rate_limit, 0.25);
+        assert_eq!(cfg.faults.rates.reset, 1.0);
+    }
+
+    #[test]
+    fn each_option_out_of_range_is_named() {
+        let bad = |edit: fn(&mut ServeOptions)| {
+            let mut o = options();
+            edit(&mut o);
+            o.config().err()
+        };
+        let named = |option, problem: &str| {
+            Some(OptionError {
+                option,
+                problem: problem.into(),
+            })
+        };
+        assert_eq!(
+            bad(|o| o.rates.server_error = 1.5),
+            named(
+                "rates.server_error",
+                "1.5 is not a probability between 0 and 1"
+            )
+        );
+        assert_eq!(
+            bad(|o| o.token_jitter = -0.1),
+            named("token_jitter", "-0.1 is not a probability between 0 and 1")
+        );
+        assert_eq!(
+            bad(|o| o.retry_after_secs = f64::NAN),
+            named("retry_after_secs", "expected a non-negative number")
+        );
+        assert_eq!(
+            bad(|o| o.prefill_us_per_token = f64::INFINITY),
+            named(
+                "prefill_us_per_token",
+                "expected a non-negative number of microseconds"
+            )
+        );
+        // The first problem wins: retry-after is checked before the rates.
+        assert_eq!(
+            bad(|o| {
+                o.rates.stall = 2.0;
+                o.retry_after_secs = -1.0;
+            })
+            .map(|e| e.option),
+            Some("retry_after_secs")
+        );
+    }
+}
