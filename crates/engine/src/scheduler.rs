@@ -126,7 +126,8 @@ impl Scheduler {
     }
 
     /// Marks a running optional step failed; its dependents go on as if it had completed
-    /// (seed 004). Returns the tasks that became ready because of it.
+    /// (an optional step never blocks the plan). Returns the tasks that became ready because
+    /// of it.
     pub fn fail_optional(&mut self, plan: &ValidatedPlan, i: usize) -> Vec<usize> {
         if !self.finish(plan, i, TaskStatus::Failed) {
             return Vec::new();

@@ -31,7 +31,7 @@ pub struct PlannerVars<'a> {
     pub max_tasks: usize,
     /// The previous round's reflection summary (the reflective loop's rounds 2+).
     pub reflection: Option<&'a str>,
-    /// The job's metadata (seed 001's task context), in key order.
+    /// The job's metadata (the task context every prompt of the job shows), in key order.
     pub meta: Vec<MetaEntry<'a>>,
     /// Ask for a tool-step plan (`planner_steps.j2`) instead of a research plan.
     #[serde(skip)]

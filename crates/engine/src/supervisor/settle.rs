@@ -231,7 +231,7 @@ impl SupervisorState {
             error,
         });
         if plan.task(index).optional {
-            // Seed 004: an optional step's failure blocks nothing.
+            // An optional step's failure blocks nothing: its dependents run without it.
             let ready = self.sched.fail_optional(&plan, index);
             self.announce(ready);
             return;
