@@ -280,36 +280,16 @@ fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvi
         context_budget: None,
     };
     let mut settings = llm::settings(&[&options, &prompts, &Seed(a.seed)])?;
-    only_the_named_key(&mut settings, a.api_key_env.as_deref())?;
+    settings.use_only_key_from(
+        "--api-key-env",
+        a.api_key_env.as_deref(),
+        &planwave_config::ProcessEnv,
+    )?;
     Ok(super::telemetry::traced(planwave_runner::model_client(
         &settings,
         SimConfig::default(),
         &planwave_runner::Stderr,
     )?))
-}
-
-/// Replaces whatever key the settings found with the one `--api-key-env` names, or none.
-fn only_the_named_key(
-    settings: &mut planwave_config::Settings,
-    var: Option<&str>,
-) -> Result<(), InvalidInput> {
-    let planwave_config::LlmChoice::OpenAi {
-        config,
-        api_key_source,
-    } = &mut settings.llm
-    else {
-        return Ok(());
-    };
-    config.api_key = None;
-    *api_key_source = None;
-    if let Some(var) = var {
-        let value = std::env::var(var).unwrap_or_default();
-        config.api_key = Some(planwave_llm::ApiKey::new(value).ok_or_else(|| {
-            InvalidInput::one("--api-key-env", format!("${var} is not set or empty"))
-        })?);
-        *api_key_source = Some(format!("${var}"));
-    }
-    Ok(())
 }
 
 /// A progress line on a terminal every second: long runs should show they are moving.

@@ -7,7 +7,7 @@ use clap::Args;
 use super::exit::{OK, Outcome};
 use super::input::{load_plan, load_plan_with_tools};
 use super::mcp;
-use planwave_runner::{Stderr, catalog};
+use planwave_runner::{Stderr, tool_catalog};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -24,12 +24,8 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
         None => load_plan(&args.plan)?,
         Some(path) => {
             let servers = mcp::servers_from_file(path)?;
-            let registry = planwave_runner::start_mcp(Some(&servers), true, &Stderr).await;
-            let plan = load_plan_with_tools(&args.plan, Some(&catalog(registry.as_deref())));
-            if let Some(r) = registry {
-                r.shutdown().await;
-            }
-            plan?
+            let tools = tool_catalog(&servers, &Stderr).await;
+            load_plan_with_tools(&args.plan, Some(&tools))?
         }
     };
     for w in plan.format_advice() {

@@ -5,10 +5,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use planwave_engine::RunConfig;
+use planwave_llm::ApiKey;
 use planwave_llm::openai::OpenAiConfig;
 use planwave_mcp::{McpConfig, RegistryOptions};
 use planwave_orchestrator::LoopPolicy;
 use planwave_planner::PlannerConfig;
+
+use crate::{EnvSource, SettingsError};
 
 /// Every setting of a command, resolved (flags > environment > file > defaults) and
 /// validated. `Debug` never shows the API key.
@@ -84,5 +87,36 @@ impl McpServers {
             config: McpConfig::load(path).map_err(crate::SettingsError::Mcp)?,
             options: RegistryOptions::default(),
         })
+    }
+}
+
+impl Settings {
+    /// Replaces whatever API key resolution found with the one in the variable `var` names,
+    /// or none without `var`: a load test sends exactly the key it was told to (`flag`, the
+    /// option naming the variable, is where an unset variable is reported). The simulator
+    /// takes no key, so it is left as it is.
+    pub fn use_only_key_from(
+        &mut self,
+        flag: &str,
+        var: Option<&str>,
+        env: &impl EnvSource,
+    ) -> Result<(), SettingsError> {
+        let LlmChoice::OpenAi {
+            config,
+            api_key_source,
+        } = &mut self.llm
+        else {
+            return Ok(());
+        };
+        config.api_key = None;
+        *api_key_source = None;
+        if let Some(var) = var {
+            let key = env.var(var).and_then(ApiKey::new).ok_or_else(|| {
+                SettingsError::setting(flag, format!("${var} is not set or empty"))
+            })?;
+            config.api_key = Some(key);
+            *api_key_source = Some(format!("${var}"));
+        }
+        Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! timeline, statistics, the sections the quality checks flagged), [`render_html`] turns it
 //! into the self-contained `report.html` with the pictures drawn as inline SVG, and
 //! [`dag_svg`]/[`gantt_svg`] give `planwave serve`'s run page the same pictures;
-//! [`waves_mermaid`] draws a plan's waves before it runs (`planwave waves`).
+//! [`waves_mermaid`] draws a plan's waves before it runs (`planwave waves`);
+//! [`render_run_table`] is the text table `planwave show` prints.
 //! [`place_transitions`] takes the executive summary's transitions out and places each
 //! before the section it leads into.
 //!
@@ -14,6 +15,7 @@
 mod gantt;
 mod html;
 mod markdown;
+mod run_table;
 mod transitions;
 mod warnings;
 
@@ -21,4 +23,5 @@ pub use html::{dag_svg, gantt_svg, render_html};
 pub use markdown::{
     ReportInput, dependency_order, mermaid_label, plain_summary, render_markdown, waves_mermaid,
 };
+pub use run_table::render_run_table;
 pub use transitions::{Placed, place_transitions};

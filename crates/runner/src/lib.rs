@@ -56,7 +56,7 @@ pub use pdf::{find_chromium, print_pdf};
 pub use plan_cache::{CacheKey, PlanCache};
 pub use planning::{GoalPlan, PlanRequest, describe_attempt, plan_goal, plan_goal_cached};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
-pub use resources::{Resources, catalog, model_client, start_mcp};
+pub use resources::{Resources, catalog, model_client, start_mcp, tool_catalog};
 pub use resume::{Resumed, resumable_dir, resume, resume_opened, resume_presets};
 pub use trace_fields::{record_run, record_status};
 pub use workdir::{lock_run_dir, open_journal, open_journal_mirrored, open_run_dir};

@@ -130,6 +130,18 @@ pub fn model_client(
     })
 }
 
+/// The tools `servers` offer, for checking a plan against them (`planwave validate
+/// --mcp-config`): starts the servers, lists their tools (servers that failed go in as down,
+/// with their reason) and shuts them down again.
+pub async fn tool_catalog(servers: &McpServers, notes: &dyn Notes) -> ToolCatalog {
+    let registry = start_mcp(Some(servers), true, notes).await;
+    let tools = catalog(registry.as_deref());
+    if let Some(r) = registry {
+        r.shutdown().await;
+    }
+    tools
+}
+
 /// Starts the configured MCP servers (in parallel); `None` when none are configured.
 /// Servers that fail are noted by name; the caller shuts the registry down.
 pub async fn start_mcp(
@@ -161,4 +173,48 @@ pub fn catalog(registry: Option<&McpRegistry>) -> ToolCatalog {
     };
     ToolCatalog::new(r.tools().iter().map(|t| t.name.clone()))
         .with_servers_down(r.failures().into_iter().map(|f| (f.server, f.reason)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use planwave_mcp::{McpConfig, RegistryOptions};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Lines(Mutex<Vec<String>>);
+
+    impl Notes for Lines {
+        fn note(&self, line: &str) {
+            self.0
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(line.to_owned());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_server_that_does_not_start_is_noted_and_offers_no_tools() {
+        let config = McpConfig::parse(
+            r#"{"mcpServers": {"gone": {"command": "/nonexistent/planwave-mcp-server"}}}"#,
+            "test",
+        )
+        .unwrap_or_else(|e| panic!("config: {e:?}"));
+        let servers = McpServers {
+            config,
+            options: RegistryOptions::default(),
+        };
+        let notes = Lines::default();
+        let tools = tool_catalog(&servers, &notes).await;
+        assert_eq!(tools.names().count(), 0);
+        let lines = notes.0.into_inner().unwrap_or_else(|e| e.into_inner());
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(
+            lines[0].starts_with("warning: ") && lines[0].contains("gone"),
+            "{lines:?}"
+        );
+        assert!(lines[0].ends_with("; continuing without it"), "{lines:?}");
+    }
 }
