@@ -1,7 +1,7 @@
 //! `planwave resume` of a `research`: the interrupted round's completed tasks are kept (no
 //! second model call), the round is finished, and the loop goes on to its stop condition.
 
-use crate::support::{events, id_text, planwave, read_json, tempdir, write_json};
+use crate::support::{events, id_text, planwave, read_json, tempdir, wait_for_in_file, write_json};
 
 /// Subagent model calls per task in a round's journal.
 fn subagent_calls(journal_dir: &std::path::Path, id: &str) -> usize {
@@ -28,8 +28,14 @@ fn resume_after_kill_9_finishes_the_round_and_continues_the_loop() {
         .opt("--sim-latency-file", &latency)
         .opt("--sim-scores", "40,96")
         .spawn();
-    // A completion is printed only once it is durable.
+    // A completion is printed only once it is durable. Completions that came while the plan
+    // still streamed count only once the plan's close is journaled (else resume rightly runs
+    // them again), so the kill waits for that too.
     child.wait_for(" completed in ", 3);
+    wait_for_in_file(
+        &out.join("rounds/1/events.jsonl"),
+        "\"type\":\"plan_completed\"",
+    );
     child.kill_9();
     assert!(
         !out.join("run.json").exists(),

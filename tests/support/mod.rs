@@ -204,6 +204,21 @@ pub fn edit_journal(out: &Path, edit: impl FnOnce(Vec<String>) -> Vec<String>) {
     std::fs::write(&journal, text).expect("write the journal");
 }
 
+/// Waits (polling, at most a minute) until `path` holds `needle`: for a state a process has
+/// written to a file but announces nowhere else. Written is enough for a `kill -9` test: the
+/// page cache outlives the process.
+pub fn wait_for_in_file(path: &Path, needle: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "waited a minute for {needle:?} in {}",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 pub fn events(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("events.jsonl"))
         .expect("events.jsonl")
