@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::nats::{Nats, WorkerProc, cluster3};
+use crate::support::nats::{Nats, WorkerProc, cluster3, start_worker, status, wait_status};
 use crate::support::{SimLlm, all_files, events, planwave, read_json, tempdir};
 
 /// A chain of `n` tasks `{p}1 -> {p}2 -> ...` (ids unique across jobs: the sim server
@@ -42,37 +42,6 @@ fn chain_jobs(prefix: &str, n: usize, tasks: usize) -> Vec<String> {
             json!({"id": id, "plan": chain(&format!("{id}t"), tasks)}).to_string()
         })
         .collect()
-}
-
-fn start_worker(url: &str, sim: &SimLlm, cache: &Path, extra: &[&str]) -> WorkerProc {
-    WorkerProc(Some(
-        planwave(["worker", "--nats", url])
-            .opt("--llm-base-url", &sim.base_url)
-            .opt("--model", "planwave-sim-1")
-            .arg("--no-stream")
-            .opt("--cache", cache)
-            .args(extra)
-            .spawn(),
-    ))
-}
-
-fn status(url: &str, batch: &str) -> Value {
-    let out = planwave(["batch", "status", batch, "--nats", url, "--json"]).run();
-    out.expect_ok();
-    serde_json::from_str(&out.stdout).expect("status JSON")
-}
-
-/// Polls `batch status` until `done` holds (at most `secs`).
-fn wait_status(url: &str, batch: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let s = status(url, batch);
-        if done(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "batch never got there: {s:#}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn completed(n: u64) -> impl Fn(&Value) -> bool {

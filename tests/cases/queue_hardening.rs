@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::nats::{Nats, WorkerProc};
+use crate::support::nats::{Nats, WorkerProc, start_worker, wait_status};
 use crate::support::{SimLlm, planwave, tempdir};
 
 /// One connection speaking the NATS client protocol: enough for requests.
@@ -114,18 +114,6 @@ impl RawNats {
     }
 }
 
-fn worker(url: &str, sim: &SimLlm, cache: &Path, extra: &[&str]) -> WorkerProc {
-    WorkerProc(Some(
-        planwave(["worker", "--nats", url])
-            .opt("--llm-base-url", &sim.base_url)
-            .opt("--model", "planwave-sim-1")
-            .arg("--no-stream")
-            .opt("--cache", cache)
-            .args(extra)
-            .spawn(),
-    ))
-}
-
 fn one_task_plan(id: &str) -> Value {
     json!({"research_type": "company", "topic": id, "objectives": ["know it"],
            "tasks": [{"id": format!("{id}t1"), "description": "the one part",
@@ -143,24 +131,6 @@ fn message(batch: &str, id: &str, dir: &str) -> Value {
 fn old_message(batch: &str, id: &str) -> Value {
     json!({"batch": batch, "id": id, "line": 1, "kind": "plan", "dir": id,
            "job": {"id": id, "metadata": {}, "plan": one_task_plan("v")}})
-}
-
-fn status(url: &str, batch: &str) -> Value {
-    let out = planwave(["batch", "status", batch, "--nats", url, "--json"]).run();
-    out.expect_ok();
-    serde_json::from_str(&out.stdout).expect("status JSON")
-}
-
-fn wait_status(url: &str, batch: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let s = status(url, batch);
-        if done(&s) {
-            return s;
-        }
-        assert!(Instant::now() < deadline, "batch never got there: {s:#}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 fn submit_one(url: &str, dir: &Path, batch: &str, id: &str) {
@@ -200,7 +170,7 @@ fn a_message_naming_a_path_as_its_batch_is_terminated_and_removes_nothing_outsid
     }
     // A short ack-wait: a message left unsettled would come back within the test.
     let cache = dir.path().join("cache");
-    let mut w = worker(&url, &sim, &cache, &["--ack-wait", "1s", "--jobs", "1"]);
+    let mut w = start_worker(&url, &sim, &cache, &["--ack-wait", "1s", "--jobs", "1"]);
     // Once it waits, the job stream exists (a publish before it would find no stream).
     w.running().wait_for("waiting for jobs", 1);
     let mut raw = RawNats::connect(nats.port);
@@ -222,7 +192,7 @@ fn a_message_naming_a_path_as_its_batch_is_terminated_and_removes_nothing_outsid
     );
     // A real job after them runs: the worker is not stuck on them.
     submit_one(&url, dir.path(), "after", "ok");
-    wait_status(&url, "after", |s| s["counts"]["completed"] == 1);
+    wait_status(&url, "after", 60, |s| s["counts"]["completed"] == 1);
 
     let consumer = raw.wait_settled();
     assert_eq!(consumer["num_redelivered"], 0, "{consumer:#}");
@@ -273,8 +243,8 @@ fn a_broken_message_for_a_submitted_job_ends_it_failed_once_with_the_reason_in_b
     assert_eq!(deleted["success"], true, "{deleted}");
     raw.publish("planwave.jobs.old", &old_message("old", "j1"));
 
-    let mut w = worker(&url, &sim, &dir.path().join("cache"), &["--jobs", "1"]);
-    let s = wait_status(&url, "rec", |s| s["counts"]["failed"] == 1);
+    let mut w = start_worker(&url, &sim, &dir.path().join("cache"), &["--jobs", "1"]);
+    let s = wait_status(&url, "rec", 60, |s| s["counts"]["failed"] == 1);
     let job = &s["jobs"][0];
     assert_eq!(job["state"], "failed", "{job}");
     let reason = job["reason"].as_str().unwrap_or("");
@@ -287,7 +257,7 @@ fn a_broken_message_for_a_submitted_job_ends_it_failed_once_with_the_reason_in_b
     assert_eq!(raw.jobs_stream()["state"]["messages"], 0);
     assert_eq!(sim.stats()["requests"], 0, "the job never ran");
 
-    let s = wait_status(&url, "old", |s| s["counts"]["failed"] == 1);
+    let s = wait_status(&url, "old", 60, |s| s["counts"]["failed"] == 1);
     let reason = s["jobs"][0]["reason"].as_str().unwrap_or("");
     assert!(
         reason.starts_with("its message was refused: a message of the previous version"),
@@ -336,7 +306,7 @@ fn worker_cache_not_its_own_is_refused_and_one_it_was_given_is_left_as_found() {
     let mine = dir.path().join("mine");
     std::fs::create_dir(&mine).expect("mkdir");
     std::fs::write(mine.join("notes.txt"), "mine").expect("write");
-    let (code, seen) = exits_early(worker(&url, &sim, &mine, &[]));
+    let (code, seen) = exits_early(start_worker(&url, &sim, &mine, &[]));
     assert_eq!(code, 2, "{seen:#?}");
     assert!(
         seen.iter().any(|l| l.contains(&format!(
@@ -351,9 +321,9 @@ fn worker_cache_not_its_own_is_refused_and_one_it_was_given_is_left_as_found() {
     // An empty directory of the person's: used, and left there empty.
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).expect("mkdir");
-    let mut w = worker(&url, &sim, &empty, &["--jobs", "1"]);
+    let mut w = start_worker(&url, &sim, &empty, &["--jobs", "1"]);
     w.running().wait_for("waiting for jobs", 1);
-    let (code, seen) = exits_early(worker(&url, &sim, &empty, &[]));
+    let (code, seen) = exits_early(start_worker(&url, &sim, &empty, &[]));
     assert_eq!(code, 2, "{seen:#?}");
     assert!(
         seen.iter()
@@ -361,7 +331,7 @@ fn worker_cache_not_its_own_is_refused_and_one_it_was_given_is_left_as_found() {
         "{seen:#?}"
     );
     submit_one(&url, dir.path(), "own", "j1");
-    wait_status(&url, "own", |s| s["counts"]["completed"] == 1);
+    wait_status(&url, "own", 60, |s| s["counts"]["completed"] == 1);
     let (code, seen) = w.terminate();
     assert_eq!(code, 0, "{seen:#?}");
     assert!(empty.is_dir(), "the person's directory stays");
@@ -373,10 +343,10 @@ fn worker_cache_not_its_own_is_refused_and_one_it_was_given_is_left_as_found() {
 
     // A directory the worker made: removed with what it wrote.
     let new = dir.path().join("new");
-    let mut w = worker(&url, &sim, &new, &["--jobs", "1"]);
+    let mut w = start_worker(&url, &sim, &new, &["--jobs", "1"]);
     w.running().wait_for("waiting for jobs", 1);
     submit_one(&url, dir.path(), "made", "j1");
-    wait_status(&url, "made", |s| s["counts"]["completed"] == 1);
+    wait_status(&url, "made", 60, |s| s["counts"]["completed"] == 1);
     let (code, seen) = w.terminate();
     assert_eq!(code, 0, "{seen:#?}");
     assert!(!new.exists(), "made by the worker: removed");

@@ -135,17 +135,8 @@ fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
         !out.join("rounds/1/evaluation.json").exists(),
         "no evaluation"
     );
-    let journal = crate::support::events(&out.join("rounds/1"));
-    let calls = |id: &str| {
-        journal
-            .iter()
-            .filter(|e| {
-                e["type"] == "llm_call"
-                    && e["role"] == "subagent"
-                    && crate::support::id_text(&e["task"]) == id
-            })
-            .count()
-    };
+    let round = out.join("rounds/1");
+    let calls = |id: &str| crate::support::journal_subagent_calls(&round, id);
     assert_eq!((calls("1"), calls("2"), calls("3")), (1, 2, 1));
 }
 

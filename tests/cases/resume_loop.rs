@@ -1,15 +1,9 @@
 //! `planwave resume` of a `research`: the interrupted round's completed tasks are kept (no
 //! second model call), the round is finished, and the loop goes on to its stop condition.
 
-use crate::support::{events, id_text, planwave, read_json, tempdir, wait_for_in_file, write_json};
-
-/// Subagent model calls per task in a round's journal.
-fn subagent_calls(journal_dir: &std::path::Path, id: &str) -> usize {
-    events(journal_dir)
-        .iter()
-        .filter(|e| e["type"] == "llm_call" && e["role"] == "subagent" && id_text(&e["task"]) == id)
-        .count()
-}
+use crate::support::{
+    events, journal_subagent_calls, planwave, read_json, tempdir, wait_for_in_file, write_json,
+};
 
 #[test]
 fn resume_after_kill_9_finishes_the_round_and_continues_the_loop() {
@@ -55,7 +49,7 @@ fn resume_after_kill_9_finishes_the_round_and_continues_the_loop() {
     // Round 1's completed tasks were not sent to the model again; the others ran once.
     let round1 = out.join("rounds/1");
     for (id, calls) in [("1", 1), ("2", 1), ("4", 1), ("3", 1), ("5", 1)] {
-        assert_eq!(subagent_calls(&round1, id), calls, "task {id}");
+        assert_eq!(journal_subagent_calls(&round1, id), calls, "task {id}");
     }
     // The loop went on: round 1 evaluated (40) and reflected on, round 2 reached 96.
     let run = read_json(&out.join("run.json"));

@@ -855,17 +855,8 @@ async fn serve_resumes_a_killed_run_recover_as_planwave_resume_does() {
     // Its one round went on recovering: no loop, no evaluation, tasks done before kept.
     assert_eq!(run["loop_stop_reason"], "run_finished", "{run}");
     assert!(!out.join("rounds/1/evaluation.json").exists());
-    let journal = crate::support::events(&out.join("rounds/1"));
-    let calls = |id: &str| {
-        journal
-            .iter()
-            .filter(|e| {
-                e["type"] == "llm_call"
-                    && e["role"] == "subagent"
-                    && crate::support::id_text(&e["task"]) == id
-            })
-            .count()
-    };
+    let round = out.join("rounds/1");
+    let calls = |id: &str| crate::support::journal_subagent_calls(&round, id);
     assert_eq!((calls("1"), calls("2"), calls("3")), (1, 2, 1));
 }
 

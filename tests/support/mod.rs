@@ -219,6 +219,14 @@ pub fn wait_for_in_file(path: &Path, needle: &str) {
     }
 }
 
+/// Subagent model calls of task `id` in the journal (`events.jsonl`) of `dir`.
+pub fn journal_subagent_calls(dir: &Path, id: &str) -> usize {
+    events(dir)
+        .iter()
+        .filter(|e| e["type"] == "llm_call" && e["role"] == "subagent" && id_text(&e["task"]) == id)
+        .count()
+}
+
 pub fn events(dir: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(dir.join("events.jsonl"))
         .expect("events.jsonl")

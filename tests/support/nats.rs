@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{ChildGuard, Running, http_get_json, peer};
+use serde_json::Value;
+
+use super::{ChildGuard, Running, SimLlm, http_get_json, peer, planwave};
 
 /// A port nothing listens on right now (bound and released; the server takes it next).
 pub fn free_port() -> u16 {
@@ -196,5 +198,38 @@ impl Drop for WorkerProc {
             let _ = r.child.kill();
             let _ = r.child.wait();
         }
+    }
+}
+
+/// `planwave worker` against `url`, its model the simulator at `sim`.
+pub fn start_worker(url: &str, sim: &SimLlm, cache: &Path, extra: &[&str]) -> WorkerProc {
+    WorkerProc(Some(
+        planwave(["worker", "--nats", url])
+            .opt("--llm-base-url", &sim.base_url)
+            .opt("--model", "planwave-sim-1")
+            .arg("--no-stream")
+            .opt("--cache", cache)
+            .args(extra)
+            .spawn(),
+    ))
+}
+
+/// `batch status NAME --json`.
+pub fn status(url: &str, batch: &str) -> Value {
+    let out = planwave(["batch", "status", batch, "--nats", url, "--json"]).run();
+    out.expect_ok();
+    serde_json::from_str(&out.stdout).expect("status JSON")
+}
+
+/// Polls `batch status` until `done` holds (at most `secs`).
+pub fn wait_status(url: &str, batch: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let s = status(url, batch);
+        if done(&s) {
+            return s;
+        }
+        assert!(Instant::now() < deadline, "batch never got there: {s:#}");
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
