@@ -119,7 +119,7 @@ fn parse_line(raw: &str) -> Result<Line, String> {
     let Value::Object(obj) = value else {
         return Err(format!(
             "expected a JSON object with {FIELDS}, found {}",
-            kind_of(&value)
+            json_kind(&value)
         ));
     };
     let mut unknown: Vec<&str> = obj
@@ -177,7 +177,7 @@ fn parse_line(raw: &str) -> Result<Line, String> {
             };
             return Err(format!(
                 "job {id:?}: {field} must be {want}, found {}",
-                kind_of(v)
+                json_kind(v)
             ));
         }
     };
@@ -191,7 +191,7 @@ fn parse_line(raw: &str) -> Result<Line, String> {
 /// `{"ticker": "002594.SZ", "year": 2024}`: a flat object; numbers and booleans become text.
 fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
     let Value::Object(m) = v else {
-        return Err(format!("must be a JSON object, found {}", kind_of(v)));
+        return Err(format!("must be a JSON object, found {}", json_kind(v)));
     };
     let mut out = BTreeMap::new();
     for (k, v) in m {
@@ -210,7 +210,7 @@ fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
             other => {
                 return Err(format!(
                     "{k:?} must be a string, a number or a boolean, found {}",
-                    kind_of(other)
+                    json_kind(other)
                 ));
             }
         };
@@ -223,7 +223,7 @@ fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
 /// each name usable as `{{ NAME }}` (a dotted name would read as a plan reference).
 fn template_vars(v: &Value) -> Result<BTreeMap<String, Value>, String> {
     let Value::Object(m) = v else {
-        return Err(format!("must be a JSON object, found {}", kind_of(v)));
+        return Err(format!("must be a JSON object, found {}", json_kind(v)));
     };
     let mut out = BTreeMap::new();
     for (k, v) in m {
@@ -240,7 +240,7 @@ fn template_vars(v: &Value) -> Result<BTreeMap<String, Value>, String> {
         if !matches!(v, Value::String(_) | Value::Number(_) | Value::Bool(_)) {
             return Err(format!(
                 "{k:?} must be a string, a number or a boolean, found {}",
-                kind_of(v)
+                json_kind(v)
             ));
         }
         out.insert(k.clone(), v.clone());
@@ -255,12 +255,13 @@ fn job_id(obj: &Map<String, Value>) -> Result<String, String> {
         Some(Value::Number(n)) if n.is_i64() || n.is_u64() => Ok(n.to_string()),
         Some(v) => Err(format!(
             "\"id\" must be a non-empty string or an integer, found {}",
-            kind_of(v)
+            json_kind(v)
         )),
     }
 }
 
-fn kind_of(v: &Value) -> &'static str {
+/// What a JSON value is, for messages about input of the wrong kind ("found a number").
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -16,7 +16,7 @@ mod resolve;
 mod summary;
 mod template;
 
-pub use jobs::{BadLine, Job, JobFile, JobSource, parse_jobs};
+pub use jobs::{BadLine, Job, JobFile, JobSource, json_kind, parse_jobs};
 pub use metrics::{BatchMetrics, JobPlanning};
 pub use resolve::{JobInput, ResolvedJob, resolve_jobs};
 pub use summary::{BatchSummary, JobState, JobSummary, render_batch_table, transport_retries_line};

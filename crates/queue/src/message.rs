@@ -56,7 +56,7 @@ pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMes
     if !value.is_object() {
         return Err(BadMessage::one(format!(
             "not a job message: expected a JSON object, found {}",
-            kind_of(&value)
+            planwave_batch::json_kind(&value)
         )));
     }
     if value.get("job").is_some() && value.get("work").is_none() {
@@ -224,17 +224,6 @@ fn check_options(options: &JobOptions) -> Option<String> {
          are the worker's own"
             .into()
     })
-}
-
-fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]
