@@ -338,12 +338,12 @@ fn help_flags(help: &str) -> BTreeSet<String> {
         let mut flags = Vec::new();
         if let Some(rest) = line.strip_prefix("      --") {
             flags.push(format!("--{}", name_of(rest)));
-        } else if let Some(rest) = line.strip_prefix("  -") {
-            if let Some(short) = rest.chars().next().filter(char::is_ascii_alphanumeric) {
-                flags.push(format!("-{short}"));
-                if let Some(long) = rest.get(1..).and_then(|r| r.strip_prefix(", --")) {
-                    flags.push(format!("--{}", name_of(long)));
-                }
+        } else if let Some(rest) = line.strip_prefix("  -")
+            && let Some(short) = rest.chars().next().filter(char::is_ascii_alphanumeric)
+        {
+            flags.push(format!("-{short}"));
+            if let Some(long) = rest.get(1..).and_then(|r| r.strip_prefix(", --")) {
+                flags.push(format!("--{}", name_of(long)));
             }
         }
         let clap_own = ["-h", "--help", "-V", "--version"];
@@ -535,16 +535,16 @@ fn struct_fields(source: &str) -> BTreeMap<String, Vec<(String, String)>> {
             current = None;
         } else if t.starts_with("#[serde(skip") {
             skip_next = true;
-        } else if let (Some(s), Some(rest)) = (&current, t.strip_prefix("pub ")) {
-            if let Some((field, ty)) = rest.split_once(':') {
-                if !std::mem::take(&mut skip_next) {
-                    let entry = out.get_mut(s).expect("struct seen");
-                    entry.push((
-                        field.trim().to_owned(),
-                        ty.trim().trim_end_matches(',').to_owned(),
-                    ));
-                }
-            }
+        } else if let (Some(s), Some(rest)) = (&current, t.strip_prefix("pub "))
+            && let Some((field, ty)) = rest.split_once(':')
+            // A `#[serde(skip)]` field is not a key; the flag holds for the next field only.
+            && !std::mem::take(&mut skip_next)
+        {
+            let entry = out.get_mut(s).expect("struct seen");
+            entry.push((
+                field.trim().to_owned(),
+                ty.trim().trim_end_matches(',').to_owned(),
+            ));
         }
     }
     out
