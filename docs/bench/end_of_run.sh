@@ -1,6 +1,6 @@
 #!/bin/bash
 # Zero-latency load tests of two builds, interleaved (A then B, R rounds), for issue 17's
-# per-task and end-of-run work (docs/benchmarks.md, "Issue 17: the simulator's text and the
+# per-task and end-of-run work (docs/benchmarks.md before 27 Nov, in git history: "Issue 17: the simulator's text and the
 # end of the run"):
 #   A=old/planwave B=new/planwave [R=5] [CALLGRIND=1] docs/bench/end_of_run.sh
 # Per run: tasks/s end to end, makespan, total (with report), end = total - makespan (the

@@ -4,7 +4,7 @@
 # A and B are release builds of `planwave`; OHA is `cargo install oha --locked`; DATA holds the
 # generated million-task plans (written here with the plan crate's `write_plan` example when
 # missing); PEERS is the .ci/peers directory (aimock, for stream_plan.py). Run it on an idle
-# machine; see docs/benchmarks.md, "Issue 17's targets on an idle machine".
+# machine; see docs/benchmarks.md, "Engine targets at scale".
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 : "${A:?A=old planwave binary}" "${B:?B=new planwave binary}"

@@ -40,7 +40,8 @@ Exit codes:
      or no valid plan from the planner)
   3  run finished but not every task completed (report still written)
   4  the run's --deadline passed; `planwave resume DIR` goes on
-  130 interrupted (Ctrl-C); `planwave resume DIR` goes on";
+  130 interrupted (Ctrl-C); `planwave resume DIR` goes on
+  143 stopped by SIGTERM, as cleanly as Ctrl-C; `planwave resume DIR` goes on";
 
 pub const BATCH_EXIT_HELP: &str = "\
 Exit codes:
@@ -49,7 +50,8 @@ Exit codes:
   2  invalid input: unreadable job file, or no line of it is a valid job
   3  some job did not complete, or bad lines were skipped (see batch.json)
   4  the batch's --deadline passed; `planwave batch --resume DIR` goes on
-  130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on";
+  130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on
+  143 stopped by SIGTERM, as cleanly as Ctrl-C; `planwave batch --resume DIR` goes on";
 
 #[derive(Debug, Parser)]
 #[command(name = "planwave", version, about = "Turns a research goal into a dependency plan, runs its tasks as concurrent LLM subagents, and assembles a report.", after_help = EXIT_CODES_HELP)]

@@ -76,8 +76,10 @@ pub struct ServeArgs {
     /// Retry-After sent with each 429.
     #[arg(long, value_name = "SECS", default_value_t = 1.0)]
     pub retry_after_secs: f64,
+    /// How long a `slow` answer (--rate-slow, the script's `slow`) holds back its headers.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     pub first_byte_delay_ms: u64,
+    /// How long a `stall` (--rate-stall, the script's `stall`) pauses its stream half way.
     #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
     pub stall_ms: u64,
     /// Stream answers at this many output tokens per second, for every role (`40`) or per

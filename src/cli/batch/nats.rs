@@ -41,6 +41,7 @@ pub struct StatusArgs {
 
 #[derive(Debug, Args)]
 pub struct FetchArgs {
+    /// The batch's name (as given to --batch).
     pub name: String,
     #[command(flatten)]
     pub nats: NatsOptions,
@@ -51,6 +52,7 @@ pub struct FetchArgs {
 
 #[derive(Debug, Args)]
 pub struct CancelArgs {
+    /// The batch's name (as given to --batch).
     pub name: String,
     #[command(flatten)]
     pub nats: NatsOptions,
