@@ -33,6 +33,8 @@ fn main() -> ExitCode {
     cli::install_panic_hook();
     // Before the runtime starts its threads (see crates/alloc).
     planwave_alloc::configure();
+    // One TLS provider for every client of the process, the NATS client's included.
+    planwave_tls::install();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("planwave")

@@ -53,7 +53,7 @@ impl Serve {
 }
 
 pub(crate) fn client() -> reqwest::Client {
-    reqwest::Client::builder()
+    planwave_tls::http_client()
         .timeout(Duration::from_secs(60))
         .build()
         .expect("client")

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use futures::FutureExt;
+use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
 use super::serve::{Serve, get_json, post_json, wait_done, wait_until};
@@ -75,8 +76,8 @@ async fn browser(driver: &str, profile: &Path) -> Client {
             ]
         }),
     );
-    ClientBuilder::rustls()
-        .expect("rustls")
+    // chromedriver speaks plain HTTP on loopback: no TLS connector needed.
+    ClientBuilder::new(HttpConnector::new())
         .capabilities(caps)
         .connect(driver)
         .await

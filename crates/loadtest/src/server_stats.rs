@@ -27,7 +27,7 @@ pub async fn server_stats(llm_url: &str) -> Option<ServingStats> {
     url.set_password(None).ok()?;
     url.set_path("/planwave/stats");
     url.set_query(None);
-    let client = reqwest::Client::builder()
+    let client = planwave_tls::http_client()
         .timeout(STATS_TIMEOUT)
         .no_proxy()
         .redirect(reqwest::redirect::Policy::none())

@@ -145,8 +145,10 @@ impl Server {
                         .custom_headers(custom);
                     config.max_sse_event_size = self.max_output;
                     config.max_json_response_size = self.max_output;
-                    let transport =
-                        StreamableHttpClientTransport::with_client(reqwest::Client::new(), config);
+                    let http = planwave_tls::http_client()
+                        .build()
+                        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+                    let transport = StreamableHttpClientTransport::with_client(http, config);
                     ().serve(transport)
                         .await
                         .map_err(|e| format!("initialization failed: {}", plain_error(&e)))

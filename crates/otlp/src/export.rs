@@ -58,6 +58,8 @@ impl Telemetry {
             endpoint: settings.endpoint.clone(),
             reason,
         };
+        // The HTTP exporter builds its own reqwest client, which takes the process's provider.
+        planwave_tls::install();
         let exporter = match settings.protocol {
             OtlpProtocol::HttpProtobuf => SpanExporter::builder()
                 .with_http()

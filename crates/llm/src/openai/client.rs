@@ -144,7 +144,7 @@ impl OpenAiProvider {
         cfg: OpenAiConfig,
         limiter: Arc<Limiter>,
     ) -> Result<OpenAiProvider, LlmError> {
-        let http = reqwest::Client::builder()
+        let http = planwave_tls::http_client()
             .connect_timeout(cfg.timeouts.connect)
             .pool_idle_timeout(Duration::from_secs(60))
             .user_agent(concat!("planwave/", env!("CARGO_PKG_VERSION")))
