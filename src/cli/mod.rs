@@ -19,6 +19,7 @@ mod research;
 mod resume;
 mod run;
 mod serve;
+mod serve_limits;
 mod show;
 mod sim_llm;
 mod summary;

@@ -34,6 +34,8 @@ pub struct ServeArgs {
     /// MCP servers shared by every run (the `mcpServers` JSON format).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub limits: super::serve_limits::LimitArgs,
 }
 
 /// The token every request must carry (required off loopback).
@@ -75,6 +77,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         token: std::env::var(TOKEN_ENV).ok(),
         max_body: usize::try_from(args.max_body.as_u64()).unwrap_or(usize::MAX),
         job,
+        limits: args.limits.limits(),
     };
     resources
         .scope(async |resources| {

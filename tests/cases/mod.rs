@@ -26,6 +26,8 @@ mod run;
 mod seed_config;
 pub(crate) mod serve;
 mod serve_browser;
+mod serve_hardening;
+mod serve_hardening_browser;
 mod show;
 mod steps;
 mod stream_plan;

@@ -400,6 +400,7 @@ async fn serve_answers_an_invalid_plan_with_every_problem_as_validate_prints_the
     assert_eq!(code, 422);
     let r = client()
         .post(s.at("api/runs"))
+        .header("Content-Type", "application/json")
         .body("{not json")
         .send()
         .await
@@ -526,9 +527,16 @@ async fn serve_needs_a_token_off_loopback_and_checks_it_on_api_and_pages() {
         .await
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
-    // A browser: ?token= once, then the cookie.
-    let r = c.get(format!("{base}?token={token}")).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 200);
+    // A browser: ?token= once (redirected away from it), then the cookie.
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(format!("{base}?token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 303);
     let cookie = r.headers()["set-cookie"].to_str().unwrap().to_owned();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
@@ -587,6 +595,7 @@ async fn serve_lists_cli_runs_runs_batches_and_research_with_rounds() {
     );
     let r = client()
         .post(s.at("api/batches?options=%7B%22sim_latency_ms%22%3A0%2C%22max_rounds%22%3A1%7D"))
+        .header("Content-Type", "application/x-ndjson")
         .body(jobs)
         .send()
         .await

@@ -20,7 +20,7 @@ use crate::support::{ChildGuard, tempdir};
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 
 /// chromedriver on a free loopback port, ready when it says so on stdout.
-fn chromedriver(log: &Path) -> Option<(ChildGuard, String)> {
+pub(super) fn chromedriver(log: &Path) -> Option<(ChildGuard, String)> {
     if !Path::new(CHROMEDRIVER).exists() {
         eprintln!(
             "SKIPPED: {CHROMEDRIVER} is missing (install Debian's chromium-driver, as .ci/peers does)"
@@ -62,7 +62,7 @@ fn wait_ready(child: &mut std::process::Child) {
         .expect("chromedriver said it started");
 }
 
-async fn browser(driver: &str, profile: &Path) -> Client {
+pub(super) async fn browser(driver: &str, profile: &Path) -> Client {
     let mut caps = serde_json::Map::new();
     caps.insert(
         "goog:chromeOptions".into(),
@@ -92,7 +92,7 @@ const WATCH: &str = "window.__errors = []; window.__mark = 'no-reload';
     const original = console.error;
     console.error = (...args) => { window.__errors.push(args.map(String).join(' ')); original(...args); };";
 
-async fn js(c: &Client, script: &str) -> Value {
+pub(super) async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect("script")
 }
 

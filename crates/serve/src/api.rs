@@ -77,7 +77,7 @@ pub struct RunList {
     pub runs: Vec<RunSummary>,
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
 }
@@ -96,8 +96,10 @@ fn existing(state: &AppState, id: &str) -> Result<PathBuf, ApiError> {
 
 #[utoipa::path(post, path = "/api/runs", request_body = CreateRun,
     responses((status = 201, body = Created), (status = 400, body = ErrorBody),
-              (status = 413, description = "body over --max-body"),
-              (status = 422, description = "invalid plan or options: every problem", body = ErrorBody)))]
+              (status = 403, description = "a foreign Host or Origin", body = ErrorBody),
+              (status = 413, description = "body over --max-body", body = ErrorBody),
+              (status = 415, description = "Content-Type is not application/json", body = ErrorBody),
+              (status = 422, description = "invalid plan or options (or over --max-tasks): every problem", body = ErrorBody)))]
 pub async fn create_run(State(state): S, body: Bytes) -> Result<Response, ApiError> {
     let req: CreateRun = parse_json(&body)?;
     let start = match (req.plan, req.goal) {
@@ -215,16 +217,9 @@ pub async fn run_events(
         None => q.after.unwrap_or(0),
     };
     if let Some(live) = state.live(&id) {
-        return Ok(sse::follow(live, after));
+        return Ok(sse::follow(live, after, state.limits.sse_keep_alive));
     }
-    let lines = tokio::fs::read_to_string(dir.join("events.jsonl"))
-        .await
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect();
-    Ok(sse::replay(lines, after))
+    Ok(sse::replay(dir.join("events.jsonl"), after).await)
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/report", params(("id" = String, Path)),
@@ -424,7 +419,10 @@ pub struct BatchQuery {
 #[utoipa::path(post, path = "/api/batches", params(BatchQuery),
     request_body(content = String, content_type = "application/x-ndjson",
                  description = "a job file: one JSON object per line (`goal` or `plan`, `id`, `metadata`)"),
-    responses((status = 201, body = BatchCreated), (status = 422, body = ErrorBody)))]
+    responses((status = 201, body = BatchCreated), (status = 403, body = ErrorBody),
+              (status = 413, body = ErrorBody),
+              (status = 415, description = "Content-Type is not a job-file type", body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
 pub async fn create_batch(
     State(state): S,
     Query(q): Query<BatchQuery>,

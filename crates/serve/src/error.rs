@@ -50,3 +50,15 @@ impl From<planwave_runner::InvalidInput> for ApiError {
 pub fn no_run(id: &str) -> ApiError {
     ApiError::NotFound(format!("no run {id:?}"))
 }
+
+/// An error answer outside a handler (the middleware's refusals), shaped as every other.
+pub fn refuse(status: StatusCode, error: String) -> Response {
+    (
+        status,
+        Json(ErrorBody {
+            error,
+            problems: Vec::new(),
+        }),
+    )
+        .into_response()
+}

@@ -98,9 +98,13 @@ pub fn create(
         state.shutdown.child_token(),
         settings.run.prices.clone(),
     );
+    crate::queue::enqueue(&live);
     state.insert_live(live.clone());
     let state = state.clone();
     state.clone().jobs.spawn(async move {
+        let Some(_turn) = crate::queue::wait_turn(&state, &live).await else {
+            return;
+        };
         let job = Job {
             spec: &spec,
             settings: &settings,
@@ -146,6 +150,16 @@ fn check_plan(
             e.to_string().lines().map(str::to_owned).collect(),
         )
     })?;
+    let max = state.limits.max_tasks;
+    if spec.tasks.len() > max {
+        return Err(ApiError::Unprocessable(
+            "invalid plan".into(),
+            vec![format!(
+                "the plan has {} tasks; this server runs at most {max} (--max-tasks {max})",
+                spec.tasks.len()
+            )],
+        ));
+    }
     spec.about.meta.extend(settings.planner.meta.clone());
     let plan = validate_plan("plan", spec, Some(&state.shared.catalog()), &Silent)
         .map_err(|e| ApiError::Unprocessable("invalid plan".into(), e.problems))?;
@@ -175,9 +189,13 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
         state.shutdown.child_token(),
         settings.run.prices.clone(),
     );
+    crate::queue::enqueue(&live);
     state.insert_live(live.clone());
     let state = state.clone();
     state.clone().jobs.spawn(async move {
+        let Some(_turn) = crate::queue::wait_turn(&state, &live).await else {
+            return;
+        };
         let job = Job {
             spec: &r.spec,
             settings: &settings,

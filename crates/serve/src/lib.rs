@@ -19,14 +19,22 @@
 mod api;
 mod auth;
 mod batches;
+mod body;
+mod conn;
+#[cfg(test)]
+mod decode_props;
 mod error;
+mod guard;
 mod ids;
 mod jobs;
+mod json_errors;
+mod limits;
 mod listing;
 mod live;
 mod log;
 mod openapi;
 mod options;
+mod queue;
 mod sse;
 mod state;
 mod ui;
@@ -44,6 +52,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use limits::ServeLimits;
 pub use openapi::ApiDoc;
 pub use options::ApiOptions;
 pub use state::{AppState, Front};
@@ -61,6 +70,8 @@ pub struct ServeConfig {
     /// The options every job starts from (the server's config file and MCP servers); a
     /// request's options go on top.
     pub job: planwave_config::spec::JobOptions,
+    /// Hosts, jobs, tasks, connections and timeouts (see [`ServeLimits`]).
+    pub limits: ServeLimits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -88,6 +99,7 @@ pub struct Server {
     listener: TcpListener,
     state: Arc<AppState>,
     max_body: usize,
+    limits: ServeLimits,
 }
 
 impl Server {
@@ -123,11 +135,13 @@ impl Server {
             shutdown: CancellationToken::new(),
             jobs: TaskTracker::new(),
             summaries: Default::default(),
+            limits: limits::Limits::new(&config.limits, config.max_body),
         });
         Ok(Server {
             listener,
             state,
             max_body: config.max_body,
+            limits: config.limits,
         })
     }
 
@@ -146,15 +160,27 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
-        let app = router(self.state, self.max_body);
+        let bound = self.listener.local_addr().map_err(ServeError::Serve)?;
+        let guard = Arc::new(guard::Guard::new(bound, &self.limits.allowed_hosts));
+        // Outermost: a foreign Host or Origin, or a body a page could forge, is refused
+        // before anything else (the token included); every API error leaves as JSON.
+        let app = router(self.state, self.max_body)
+            .layer(axum::middleware::from_fn_with_state(
+                guard,
+                guard::cross_site,
+            ))
+            .layer(axum::middleware::from_fn(json_errors::api_errors_as_json));
         let stop = async move {
             shutdown.await;
             state.shutdown.cancel();
             state.jobs.close();
             state.jobs.wait().await;
         };
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(stop)
+        let limits = conn::ConnLimits {
+            max_connections: self.limits.max_connections,
+            header_timeout: self.limits.header_timeout,
+        };
+        conn::serve(self.listener, app, limits, stop)
             .await
             .map_err(ServeError::Serve)
     }
@@ -182,6 +208,10 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
         )
         .route("/api/batches/{id}", get(batches::get_batch))
         .layer(DefaultBodyLimit::max(max_body))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            body::read_whole,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

@@ -1,10 +1,13 @@
 //! `GET /api/runs/{id}/events`: the run's events as Server-Sent Events. Each event's id is
 //! its position in the run's log (from 1); a client reconnecting with `Last-Event-ID: N`
 //! (or `?after=N`) gets the events after the N-th. A live run's log is followed until it
-//! ends; a stored run's is its `events.jsonl`. The last event is `event: end`, so a browser's
-//! `EventSource` knows not to reconnect. Frames are sent in blocks (all that is new at each
-//! wake-up), not one write per event.
+//! ends; a stored run's is its `events.jsonl`, read as it is sent (a journal of any size
+//! costs one block of memory per reader, not its size). The last event is `event: end`, so
+//! a browser's `EventSource` knows not to reconnect. Frames are sent in blocks (all that is
+//! new at each wake-up), not one write per event. An idle live stream gets a comment line
+//! every `--sse-keep-alive`, so proxies keep it and a client that left is noticed.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,6 +15,7 @@ use axum::body::{Body, Bytes};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream, StreamExt};
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::live::LiveRun;
 use crate::log::frame;
@@ -22,8 +26,8 @@ const CHUNK: usize = 2048;
 /// together (a page updating 20 times a second looks live; a hundred subscribers woken per
 /// event would slow the run).
 const COALESCE: Duration = Duration::from_millis(50);
-/// A comment line this often on an idle stream keeps proxies from closing it.
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// Bytes of frames per block of a replay.
+const REPLAY_BLOCK: usize = 1 << 16;
 
 const END: &[u8] = b"event: end\ndata: {}\n\n";
 
@@ -39,9 +43,9 @@ fn respond(s: impl Stream<Item = Bytes> + Send + 'static) -> Response {
 }
 
 /// Follows a live run's log from after its `after`-th line.
-pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
+pub fn follow(run: Arc<LiveRun>, after: usize, keep_alive: Duration) -> Response {
     let rx = run.log.subscribe();
-    let s = stream::unfold(Some((run, rx, after, None)), |state| async move {
+    let s = stream::unfold(Some((run, rx, after, None)), move |state| async move {
         let (run, mut rx, next, sent) = state?;
         if let Some(at) = sent {
             tokio::time::sleep_until(at + COALESCE).await;
@@ -59,7 +63,7 @@ pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
             if done {
                 return Some((Bytes::from_static(END), None));
             }
-            match tokio::time::timeout(KEEP_ALIVE, rx.changed()).await {
+            match tokio::time::timeout(keep_alive, rx.changed()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
                 Err(_) => {
@@ -74,17 +78,34 @@ pub fn follow(run: Arc<LiveRun>, after: usize) -> Response {
     respond(s)
 }
 
-/// A stored run's journal from after its `after`-th line, then `end`.
-pub fn replay(lines: Vec<String>, after: usize) -> Response {
-    let mut blocks = Vec::new();
-    let mut buf = Vec::new();
-    for (i, l) in lines.iter().enumerate().skip(after) {
-        buf.extend_from_slice(&frame(i + 1, l));
-        if buf.len() > 1 << 16 {
-            blocks.push(Bytes::from(std::mem::take(&mut buf)));
+/// A stored run's journal from after its `after`-th line, then `end`: read a block at a
+/// time as the client takes them. A missing journal is an empty one.
+pub async fn replay(path: PathBuf, after: usize) -> Response {
+    let lines = tokio::fs::File::open(&path)
+        .await
+        .ok()
+        .map(|f| BufReader::new(f).lines());
+    let s = stream::unfold(Some((lines, 0usize)), move |state| async move {
+        let (mut lines, mut n) = state?;
+        let mut buf = Vec::new();
+        while buf.len() <= REPLAY_BLOCK {
+            let line = match lines.as_mut() {
+                Some(l) => l.next_line().await.ok().flatten(),
+                None => None,
+            };
+            let Some(line) = line else {
+                buf.extend_from_slice(END);
+                return Some((Bytes::from(buf), None));
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            n += 1;
+            if n > after {
+                buf.extend_from_slice(&frame(n, &line));
+            }
         }
-    }
-    buf.extend_from_slice(END);
-    blocks.push(Bytes::from(buf));
-    respond(stream::iter(blocks))
+        Some((Bytes::from(buf), Some((lines, n))))
+    });
+    respond(s)
 }

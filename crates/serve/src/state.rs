@@ -39,6 +39,8 @@ pub struct AppState {
     /// Every job task, waited for on shutdown so each journal is closed.
     pub jobs: TaskTracker,
     pub summaries: SummaryCache,
+    /// What one request may start or hold (`--max-running`, `--max-tasks`, ...).
+    pub limits: crate::limits::Limits,
 }
 
 impl AppState {

@@ -24,14 +24,6 @@ const LIST_JS: &str = include_str!("../assets/list.js");
 pub const CSP: &str = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
                        frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'";
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
 fn page(html: String) -> Response {
     (
         [
@@ -111,13 +103,20 @@ pub async fn run_page(
     } else {
         title
     };
-    let html = RUN
-        .replace("{{ID}}", &escape(&id))
-        .replace("{{TITLE}}", &escape(&title))
-        .replace("{{LANG}}", lang)
-        .replace("{{AFTER}}", &after.to_string())
-        .replace("{{DAG}}", &dag)
-        .replace("{{GANTT}}", &gantt);
+    // One pass of the template engine, HTML-escaping every value but the two pictures
+    // (drawn by planwave_report, which escapes what it draws): text from the plan is never
+    // read as a placeholder or as markup.
+    let mut env = minijinja::Environment::new();
+    env.add_template("run.html", RUN)
+        .map_err(|e| ApiError::Internal(format!("the run page: {e}")))?;
+    let html = env
+        .get_template("run.html")
+        .and_then(|t| {
+            t.render(minijinja::context! {
+                id => id, title => title, lang => lang, after => after, dag => dag, gantt => gantt,
+            })
+        })
+        .map_err(|e| ApiError::Internal(format!("the run page: {e}")))?;
     Ok(page(html))
 }
 
