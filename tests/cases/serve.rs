@@ -528,7 +528,7 @@ async fn serve_needs_a_token_off_loopback_and_checks_it_on_api_and_pages() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 401);
     // A browser: ?token= once (redirected away from it), then the cookie.
-    let r = reqwest::Client::builder()
+    let r = planwave_tls::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap()

@@ -152,7 +152,7 @@ async fn serve_refuses_foreign_hosts_foreign_origins_and_bodies_that_are_not_jso
 async fn serve_token_from_the_address_is_decoded_set_as_a_strict_cookie_and_redirected_away() {
     let token = "t0k en/+&=;%";
     let s = Serve::start(&[], &[("PLANWAVE_SERVE_TOKEN", token)]);
-    let c = reqwest::Client::builder()
+    let c = planwave_tls::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
@@ -342,7 +342,7 @@ async fn serve_answers_503_over_max_connections_and_serves_again_when_one_closes
     // Accepted in order: these two hold both places.
     let first = TcpStream::connect(&addr).await.unwrap();
     let _second = TcpStream::connect(&addr).await.unwrap();
-    let over = reqwest::Client::builder()
+    let over = planwave_tls::http_client()
         .pool_max_idle_per_host(0)
         .build()
         .unwrap();
