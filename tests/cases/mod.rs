@@ -5,6 +5,7 @@ mod compose;
 pub(crate) mod durable;
 mod events;
 mod faults;
+mod fleet_metrics;
 mod hardening_inputs;
 mod hardening_process;
 mod hardening_rundir;

@@ -20,11 +20,13 @@ mod api;
 mod auth;
 mod batches;
 mod error;
+pub mod health;
 mod ids;
 mod jobs;
 mod listing;
 mod live;
 mod log;
+pub mod metrics;
 mod openapi;
 mod options;
 mod sse;
@@ -114,15 +116,23 @@ impl Server {
                 source,
             })?;
         let state = Arc::new(AppState {
-            data,
             front,
             base: config.job,
-            shared,
             token,
             live: Default::default(),
             shutdown: CancellationToken::new(),
             jobs: TaskTracker::new(),
             summaries: Default::default(),
+            health: Arc::new(health::Health {
+                probes: vec![
+                    Arc::new(health::Writable(data.clone())),
+                    Arc::new(health::McpUp(shared.mcp.clone())),
+                ],
+                metrics: metrics::Metrics::new(),
+                before_scrape: None,
+            }),
+            data,
+            shared,
         });
         Ok(Server {
             listener,
@@ -181,10 +191,12 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
             post(api::create_batch).get(batches::list_batches),
         )
         .route("/api/batches/{id}", get(batches::get_batch))
+        .route("/metrics", get(health::app_metrics))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
         ))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(health::probe_routes(state.health.clone()))
 }
