@@ -28,6 +28,7 @@ pub mod term;
 mod validate;
 mod waves;
 mod worker;
+mod worker_metrics;
 
 use std::io::Write;
 

@@ -17,6 +17,7 @@ use super::job::{JobOptions, Prepare};
 use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
 use super::nats::NatsOptions;
 use super::progress::Mode;
+use super::worker_metrics;
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
@@ -57,6 +58,10 @@ pub struct WorkerArgs {
     /// No per-job progress lines.
     #[arg(short, long)]
     pub quiet: bool,
+    /// Serve `/metrics` (Prometheus), `/healthz` and `/readyz` here: `HOST:PORT`, or a port
+    /// alone for 127.0.0.1 (`:0` picks a free port; the address is printed on stderr).
+    #[arg(long, value_name = "ADDR", value_parser = super::worker_metrics::parse_addr)]
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// A duration as every flag takes it (`planwave_config::parse_duration`), within the range
@@ -122,12 +127,30 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         }),
     )
     .await?;
+    let metrics = planwave_serve::metrics::Metrics::new();
+    resources.provider =
+        planwave_serve::metrics::MeteredProvider::wrap(resources.provider, metrics.clone());
     let interrupt = CtrlC::listen();
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
         .await;
     let mode = if args.quiet { Mode::Quiet } else { Mode::Lines };
     let progress = Arc::new(BatchProgress::new(0, mode));
+    if let Some(addr) = args.metrics_addr {
+        let probes = worker_metrics::Probes {
+            queue: &queue,
+            cache: cache.path(),
+            mcp: resources.mcp.clone(),
+        };
+        let bound = worker_metrics::serve(addr, &metrics, probes, interrupt.token()).await?;
+        eprintln!("worker {name}: metrics on http://{bound}/metrics");
+    }
+    let view = BatchView(progress.clone());
+    let watch = planwave_serve::metrics::MeteredBatch {
+        inner: &view,
+        metrics: metrics.clone(),
+        prices: Some(Arc::new(settings.run.prices.clone())),
+    };
     eprintln!(
         "worker {name}: waiting for jobs (up to {} at once)",
         args.parallel
@@ -145,8 +168,10 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
                 settings: &settings,
                 resources: resources.clone(),
                 stop: interrupt.token(),
-                watch: &BatchView(progress.clone()),
+                watch: &watch,
                 notes: &Stderr,
+                on_commit: Some(worker_metrics::on_commit(&metrics)),
+                on_job: Some(worker_metrics::on_job(&metrics)),
             }
             .run()
             .await

@@ -45,7 +45,14 @@ fn compose_runs_jaeger_v2_with_otlp_and_ui_on_loopback_and_planwave_exporting_to
     let services = c["services"].as_object().expect("services");
     assert_eq!(
         services.keys().collect::<Vec<_>>(),
-        ["jaeger", "nats", "planwave", "worker"]
+        [
+            "jaeger",
+            "nats",
+            "planwave",
+            "prometheus",
+            "server",
+            "worker"
+        ]
     );
 
     let jaeger = &c["services"]["jaeger"];
@@ -202,6 +209,13 @@ fn compose_runs_a_jetstream_server_and_scalable_workers_whose_command_drains_a_b
         .position(|a| a == "--sim-latency-ms")
         .expect("latency");
     args[at + 1] = "0".into();
+    // Its metrics address, which the compose network keeps private, on loopback here.
+    let at = args
+        .iter()
+        .position(|a| a == "--metrics-addr")
+        .expect("--metrics-addr");
+    assert_eq!(args[at + 1], "0.0.0.0:9464");
+    args[at + 1] = "127.0.0.1:0".into();
     let jobs = dir.path().join("jobs.jsonl");
     let plan = crate::support::plan("compose", &[("1", "one", &[]), ("2", "two", &["1"])]);
     std::fs::write(
@@ -220,6 +234,7 @@ fn compose_runs_a_jetstream_server_and_scalable_workers_whose_command_drains_a_b
             .opt("--cache", dir.path().join("cache"))
             .spawn(),
     ));
+    worker.running().wait_for("metrics on http://", 1);
     worker.running().wait_for("job c1 finished: completed", 1);
     let (code, _) = worker.terminate();
     assert_eq!(code, 0);
@@ -234,4 +249,57 @@ fn compose_runs_a_jetstream_server_and_scalable_workers_whose_command_drains_a_b
     .run();
     let s: Value = serde_json::from_str(&status.stdout).expect("status JSON");
     assert_eq!(s["counts"]["completed"], 1, "{s}");
+}
+
+/// The Prometheus service scrapes the server (with the server's own token) and every
+/// worker replica on the port their command gives.
+#[test]
+fn compose_runs_prometheus_scraping_the_server_and_every_worker() {
+    let Some(c) = compose() else { return };
+    let prom = &c["services"]["prometheus"];
+    let image = prom["image"].as_str().expect("image");
+    assert!(image.starts_with("prom/prometheus:v2."), "pinned: {image}");
+    assert_eq!(strings(&prom["ports"]), ["127.0.0.1:9090:9090"]);
+    assert_eq!(
+        prom["configs"][0]["target"],
+        "/etc/prometheus/prometheus.yml"
+    );
+    let source = prom["configs"][0]["source"].as_str().expect("source");
+    let text = c["configs"][source]["content"]
+        .as_str()
+        .expect("inline config");
+    let python = peer("py/bin/python").expect("checked by compose()");
+    let dir = tempdir();
+    let file = dir.path().join("prometheus.yml");
+    std::fs::write(&file, text).expect("write");
+    let out = Command::new(python)
+        .arg(repo_file("tests/peers/yaml_to_json.py"))
+        .arg(&file)
+        .output()
+        .expect("run PyYAML");
+    let config: Value = serde_json::from_slice(&out.stdout).expect("config as JSON");
+    let jobs = config["scrape_configs"].as_array().expect("scrape_configs");
+    let serve = jobs
+        .iter()
+        .find(|j| j["job_name"] == "serve")
+        .expect("serve job");
+    assert_eq!(serve["static_configs"][0]["targets"][0], "server:8080");
+    let server = &c["services"]["server"];
+    let token = server["environment"]["PLANWAVE_SERVE_TOKEN"]
+        .as_str()
+        .expect("token");
+    assert_eq!(serve["authorization"]["credentials"], token);
+    assert!(strings(&server["command"]).contains(&"0.0.0.0:8080".to_owned()));
+    let worker = jobs
+        .iter()
+        .find(|j| j["job_name"] == "worker")
+        .expect("worker job");
+    let sd = &worker["dns_sd_configs"][0];
+    assert_eq!(strings(&sd["names"]), ["worker"]);
+    let args = strings(&c["services"]["worker"]["command"]);
+    let at = args
+        .iter()
+        .position(|a| a == "--metrics-addr")
+        .expect("flag");
+    assert_eq!(format!("0.0.0.0:{}", sd["port"]), args[at + 1]);
 }

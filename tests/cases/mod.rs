@@ -6,6 +6,7 @@ mod docs;
 pub(crate) mod durable;
 mod events;
 mod faults;
+mod fleet_metrics;
 mod hardening_inputs;
 mod hardening_process;
 mod hardening_rundir;

@@ -605,6 +605,56 @@ fn the_providers_requests_per_minute_hold_across_three_workers() {
     assert_eq!(sim.stats()["requests"], 4, "{}", sim.stats());
 }
 
+/// The tokens of the last minute a waiting worker reports (`..., M tokens in the last
+/// minute ...`), from each such line.
+fn reported_tokens(lines: &[String]) -> Vec<u64> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let rest = l.split("shared rate limit reached (").nth(1)?;
+            let tokens = rest.split(" requests, ").nth(1)?.split(' ').next()?;
+            tokens.parse().ok()
+        })
+        .collect()
+}
+
+#[test]
+fn the_providers_tokens_per_minute_hold_across_three_workers() {
+    let dir = tempdir();
+    let Some(nats) = Nats::start(&dir.path().join("js"), &[]) else {
+        return;
+    };
+    let url = nats.url();
+    let sim = SimLlm::start(&["--latency-ms", "0"], &[]);
+    let config = dir.path().join("planwave.toml");
+    // Each call is charged its estimate (prompt + max_tokens) before it goes and settled
+    // with its usage after: a few calls fill the minute.
+    std::fs::write(
+        &config,
+        "[llm]\nmax_tokens = 600\n[llm.limits]\ntokens_per_minute = 3000\n",
+    )
+    .expect("config");
+    submit(&url, &jobs_file(dir.path(), &wide_jobs("k", 6, 4)), "tpm").expect_ok();
+    let mut workers: Vec<WorkerProc> = (0..3)
+        .map(|i| {
+            let cache = dir.path().join(format!("cache-{i}"));
+            let config = config.to_str().expect("path");
+            start_worker(&url, &sim, &cache, &["--jobs", "2", "--config", config])
+        })
+        .collect();
+    // Every worker comes to wait for the shared minute, and what it saw there never went
+    // over the limit.
+    for w in &mut workers {
+        w.running().wait_for("shared rate limit reached", 1);
+        let seen = reported_tokens(w.running().seen());
+        assert!(!seen.is_empty(), "{:?}", w.running().seen());
+        assert!(seen.iter().all(|&t| t <= 3000), "{seen:?}");
+    }
+    // 24 tasks wanted a call each; the minute let far fewer through.
+    let sent = sim.stats()["requests"].as_u64().expect("requests");
+    assert!((1..24).contains(&sent), "{}", sim.stats());
+}
+
 #[test]
 fn wait_shows_the_batch_to_its_end_and_cancel_drops_queued_jobs_and_stops_running_ones() {
     let dir = tempdir();

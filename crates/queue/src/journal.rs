@@ -24,6 +24,8 @@ pub(crate) struct StreamMirror {
     pub session: String,
     pub seq: AtomicU64,
     pub handle: tokio::runtime::Handle,
+    /// Told how long each commit took (the worker's journal-commit metric).
+    pub on_commit: Option<crate::OnCommit>,
 }
 
 impl StreamMirror {
@@ -67,13 +69,20 @@ pub(crate) async fn publish(
 
 impl JournalMirror for StreamMirror {
     fn commit(&self, lines: &[u8]) -> Result<(), String> {
-        self.handle.block_on(async {
+        let started = Instant::now();
+        let committed = self.handle.block_on(async {
             for chunk in chunks(lines) {
                 let n = self.seq.fetch_add(1, Ordering::SeqCst);
                 self.publish(chunk, format!("{}.{n}", self.session)).await?;
             }
             Ok(())
-        })
+        });
+        if let Some(on_commit) = &self.on_commit
+            && committed.is_ok()
+        {
+            on_commit(started.elapsed());
+        }
+        committed
     }
 }
 

@@ -26,6 +26,7 @@
 mod cache;
 mod cancel;
 mod connect;
+mod depth;
 mod dir_mirror;
 mod error;
 mod fetch;
@@ -43,6 +44,7 @@ mod worker;
 pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
 pub use connect::{Queue, QueueOptions, redact_url};
+pub use depth::QueueDepth;
 pub use error::QueueError;
 pub use fetch::{Fetched, fetch};
 pub use limits::share_in_flight_limit;
@@ -54,5 +56,19 @@ pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
 pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
+
+/// Told how long a journal commit to JetStream took.
+pub type OnCommit = std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>;
+
+/// Where a job is on this worker, for [`Worker::on_job`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobPhase<'a> {
+    Started,
+    /// Its state as recorded (`completed`, `failed`, ...), `handed_back` or `not_started`.
+    Ended(&'a str),
+}
+
+/// Told where a job is on this worker.
+pub type OnJob = std::sync::Arc<dyn Fn(JobPhase<'_>) + Send + Sync>;
 
 pub type Result<T, E = QueueError> = std::result::Result<T, E>;

@@ -1,17 +1,23 @@
 //! The provider's requests- and tokens-per-minute limits held across every worker: one
-//! record per endpoint in a KV bucket, `{start_ms, requests, tokens}` of the current window,
-//! changed only with revision-checked writes (`create` for the first, `update` after), so two
-//! workers never both take the last request of a minute.
+//! record per endpoint in a KV bucket, the log of what was admitted in the last minute
+//! (`{at_ms, id, tokens}` per request), changed only with revision-checked writes (`create`
+//! for the first, `update` after), so two workers never both take the last request.
 //!
-//! Why a window counter rather than leases or a token bucket in KV: a charge is permanent for
-//! its minute whether or not its worker lives on (a dead worker's requests did reach the
-//! provider), so nothing needs to expire but the window itself; one compare-and-swap per call
-//! is the whole cost. The window opens at the first request after the previous one closed
-//! (not on minute boundaries), so it needs no clock agreement beyond the length of a minute;
-//! like any fixed window it lets up to twice the limit through across a window's edge, which
-//! the client's own token bucket (still in place in every worker) smooths within a worker.
+//! Why a sliding log rather than a fixed window or a token bucket: a provider's limit is what
+//! its 429s come from, and it counts any 60 s. A fixed window lets twice the limit through
+//! across its edge, and a token bucket of the limit's size, refilling over a minute, admits
+//! its full bucket plus what refills within the same 60 s. The log admits a request only when
+//! the last 60 s hold fewer than the limit's requests (and tokens), so no 60 s ever holds more
+//! ([`admit`], property-tested), while a burst up to the limit still goes at once. It costs a
+//! record of at most the limit's entries (requests per minute are hundreds to thousands), one
+//! compare-and-swap per call. A charge is permanent for its minute whether or not its worker
+//! lives on (a dead worker's requests did reach the provider).
+//!
 //! Tokens are charged with the same estimate as the client's limiter and settled with the
-//! response's usage afterwards.
+//! response's usage afterwards. Transport retries inside the client's `chat()` reached the
+//! provider too: they are charged (as requests, after the call, from the answer's
+//! `timing.retries`) so the next callers wait for them; the client's own limiter paces them
+//! within a worker.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -31,11 +37,55 @@ const COMPLETION_ESTIMATE: u64 = 1024;
 /// Called with a line when this worker waits for the shared window (shown on its stderr).
 pub type OnWait = Arc<dyn Fn(&str) + Send + Sync>;
 
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
-struct Window {
-    start_ms: u64,
-    requests: u64,
+/// One admitted request of the last minute.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    at_ms: u64,
+    /// Which charge it is, so its tokens can be settled.
+    id: u64,
     tokens: u64,
+}
+
+/// What the endpoint admitted in the last minute, oldest first.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct Log {
+    entries: Vec<Entry>,
+}
+
+/// Whether a request of `tokens` may go at `now` after what `log` admitted, given the
+/// limits; `Err(ms)` is when to look again (the oldest entry in the way leaves the minute).
+/// Entries older than a minute are dropped first.
+fn admit(
+    log: &mut Log,
+    now: u64,
+    rpm: Option<u64>,
+    tpm: Option<u64>,
+    tokens: u64,
+) -> Result<(), u64> {
+    let window = WINDOW.as_millis() as u64;
+    log.entries.retain(|e| e.at_ms + window > now);
+    if let Some(rpm) = rpm {
+        let rpm = rpm.max(1) as usize;
+        if log.entries.len() >= rpm {
+            // The request that must leave for one more to fit.
+            let oldest = log.entries[log.entries.len() - rpm];
+            return Err(oldest.at_ms + window);
+        }
+    }
+    if let Some(tpm) = tpm {
+        let used: u64 = log.entries.iter().map(|e| e.tokens).sum();
+        // One request larger than the whole limit still goes alone in an empty minute.
+        if used > 0 && used + tokens > tpm.max(1) {
+            let mut left = used;
+            for e in &log.entries {
+                left -= e.tokens;
+                if left + tokens <= tpm.max(1) || left == 0 {
+                    return Err(e.at_ms + window);
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `provider` whose requests and tokens per minute, counted over every worker wrapped the
@@ -81,93 +131,97 @@ fn now_ms() -> u64 {
 }
 
 impl SharedRates {
-    /// The current window and its revision (`None`: no record yet).
-    async fn read(&self) -> Option<(Window, Option<u64>)> {
+    /// The log and its revision (`None`: no record yet); `None` when the server is away.
+    async fn read(&self) -> Option<(Log, Option<u64>)> {
         match self.kv.entry(&self.key).await {
             Ok(Some(e)) if e.operation == kv::Operation::Put => {
-                let w = serde_json::from_slice(&e.value).unwrap_or_default();
-                Some((w, Some(e.revision)))
+                let log = serde_json::from_slice(&e.value).unwrap_or_default();
+                Some((log, Some(e.revision)))
             }
-            Ok(_) => Some((Window::default(), None)),
+            Ok(_) => Some((Log::default(), None)),
             Err(_) => None,
         }
     }
 
-    async fn write(&self, w: &Window, revision: Option<u64>) -> bool {
-        let body: bytes::Bytes = serde_json::to_vec(w).unwrap_or_default().into();
+    async fn write(&self, log: &Log, revision: Option<u64>) -> bool {
+        let body: bytes::Bytes = serde_json::to_vec(log).unwrap_or_default().into();
         match revision {
             Some(r) => self.kv.update(&self.key, body, r).await.is_ok(),
             None => self.kv.create(&self.key, body).await.is_ok(),
         }
     }
 
-    /// Charges one request and `tokens` to the shared window, waiting for the next window
-    /// while this one is spent. Returns the window's start the charge went to.
-    async fn charge(&self, tokens: u64) -> Option<u64> {
+    /// Charges `requests` requests and `tokens` to the shared log, waiting while the last
+    /// minute is full (`wait`: false charges at once, for retries that already happened).
+    /// Returns the charge's id (`None`: the server is away, the client's limiter holds).
+    async fn charge(&self, requests: u64, tokens: u64, wait: bool) -> Option<u64> {
         let tokens = self.tpm.map(|cap| tokens.min(cap)).unwrap_or(tokens);
-        let mut told = 0u64;
+        let id = rand_id();
+        let mut told = false;
         loop {
-            let Some((mut w, revision)) = self.read().await else {
-                // The server is away: the client's own limiter still holds this worker.
-                return None;
-            };
+            let (mut log, revision) = self.read().await?;
             let now = now_ms();
-            if now >= w.start_ms + WINDOW.as_millis() as u64 {
-                w = Window {
-                    start_ms: now,
-                    ..Window::default()
-                };
-            }
-            let full_requests = self.rpm.is_some_and(|rpm| w.requests >= rpm.max(1));
-            // One request larger than what is left still goes alone in a fresh window.
-            let full_tokens = self
-                .tpm
-                .is_some_and(|tpm| w.tokens > 0 && w.tokens + tokens > tpm.max(1));
-            if !full_requests && !full_tokens {
-                w.requests += 1;
-                w.tokens += tokens;
-                if self.write(&w, revision).await {
-                    return Some(w.start_ms);
+            match admit(&mut log, now, self.rpm, self.tpm, tokens) {
+                Err(until) if wait => {
+                    if !told {
+                        told = true;
+                        let used: u64 = log.entries.iter().map(|e| e.tokens).sum();
+                        (self.on_wait)(&format!(
+                            "worker: shared rate limit reached ({} requests, {used} tokens in \
+                             the last minute across workers); waiting {}s",
+                            log.entries.len(),
+                            until.saturating_sub(now).div_ceil(1000)
+                        ));
+                    }
+                    // Until the entry in the way leaves the minute, bounded so a log another
+                    // worker changed is seen within a second.
+                    let pause = Duration::from_millis(until.saturating_sub(now).clamp(10, 1000));
+                    tokio::time::sleep(pause).await;
+                    continue;
                 }
-                // Another worker wrote first: look again.
-                continue;
+                _ => {}
             }
-            let until = w.start_ms + WINDOW.as_millis() as u64;
-            if told != w.start_ms {
-                told = w.start_ms;
-                (self.on_wait)(&format!(
-                    "worker: shared rate limit reached ({} requests, {} tokens this minute \
-                     across workers); waiting {}s",
-                    w.requests,
-                    w.tokens,
-                    until.saturating_sub(now).div_ceil(1000)
-                ));
+            for n in 0..requests.max(1) {
+                let tokens = if n == 0 { tokens } else { 0 };
+                log.entries.push(Entry {
+                    at_ms: now,
+                    id,
+                    tokens,
+                });
             }
-            // The limiter's own wait (until the window closes), bounded so a window another
-            // worker reset is seen within a second.
-            let wait = Duration::from_millis(until.saturating_sub(now).clamp(10, 1000));
-            tokio::time::sleep(wait).await;
+            if self.write(&log, revision).await {
+                return Some(id);
+            }
+            // Another worker wrote first: look again.
         }
     }
 
-    /// Corrects the window's token count with what the call really used.
-    async fn settle(&self, window: u64, charged: u64, actual: u64) {
-        if self.tpm.is_none() || charged == actual {
+    /// Corrects the charge's tokens with what the call really used.
+    async fn settle(&self, id: u64, actual: u64) {
+        if self.tpm.is_none() {
             return;
         }
         for _ in 0..10 {
-            let Some((mut w, Some(revision))) = self.read().await else {
+            let Some((mut log, Some(revision))) = self.read().await else {
                 return;
             };
-            if w.start_ms != window {
-                return; // that window is over
+            let Some(e) = log.entries.iter_mut().find(|e| e.id == id && e.tokens > 0) else {
+                return; // out of the minute already
+            };
+            if e.tokens == actual {
+                return;
             }
-            w.tokens = (w.tokens + actual).saturating_sub(charged);
-            if self.write(&w, Some(revision)).await {
+            e.tokens = actual.max(1);
+            if self.write(&log, Some(revision)).await {
                 return;
             }
         }
     }
+}
+
+fn rand_id() -> u64 {
+    let b = *uuid::Uuid::new_v4().as_bytes();
+    u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
 }
 
 #[async_trait::async_trait]
@@ -187,16 +241,100 @@ impl LlmProvider for SharedRates {
             .map(|m| planwave_llm::estimate_tokens(&m.content))
             .sum::<u64>()
             + self.completion_estimate;
-        let window = self.charge(estimate).await;
-        let charged = self.tpm.map(|cap| estimate.min(cap)).unwrap_or(estimate);
+        let charge = self.charge(1, estimate, true).await;
         let r = self.inner.chat(request).await;
-        if let (Some(window), Ok(resp)) = (window, &r) {
-            self.settle(window, charged, resp.usage.total()).await;
+        if let (Some(id), Ok(resp)) = (charge, &r) {
+            self.settle(id, resp.usage.total()).await;
+            // The client's own retries of this call reached the provider as well.
+            let retries = resp.timing.as_ref().map_or(0, |t| u64::from(t.retries));
+            if retries > 0 {
+                self.charge(retries, 0, false).await;
+            }
         }
         r
     }
 
     fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
         self.inner.retry_counts()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Admits requests arriving at `arrivals` (ms, sorted), each retried at the time
+    /// [`admit`] names until it goes; returns when each went.
+    fn run(
+        arrivals: &[u64],
+        rpm: Option<u64>,
+        tpm: Option<u64>,
+        tokens: &[u64],
+    ) -> Vec<(u64, u64)> {
+        let mut log = Log::default();
+        let mut sent = Vec::new();
+        for (i, &at) in arrivals.iter().enumerate() {
+            let mut now = at.max(sent.last().map_or(0, |(t, _)| *t));
+            // Capped at the limit, as `charge` caps a request larger than it.
+            let t = tpm.map_or(tokens[i % tokens.len()], |c| {
+                tokens[i % tokens.len()].min(c)
+            });
+            while let Err(until) = admit(&mut log, now, rpm, tpm, t) {
+                assert!(until > now, "a wait must move time on");
+                now = until;
+            }
+            log.entries.push(Entry {
+                at_ms: now,
+                id: i as u64,
+                tokens: t,
+            });
+            sent.push((now, t));
+        }
+        sent
+    }
+
+    fn worst_minute(sent: &[(u64, u64)]) -> (usize, u64) {
+        let window = WINDOW.as_millis() as u64;
+        sent.iter()
+            .map(|(start, _)| {
+                let inside = sent
+                    .iter()
+                    .filter(|(t, _)| *t >= *start && *t < start + window);
+                let v: Vec<_> = inside.collect();
+                (v.len(), v.iter().map(|(_, k)| *k).sum())
+            })
+            .fold((0, 0), |(n, k), (a, b)| (n.max(a), k.max(b)))
+    }
+
+    #[test]
+    fn a_burst_at_a_minutes_end_waits_for_the_next_minute_not_the_next_window() {
+        // 1 request at 0, 3 at 59 s: a fixed window opened at 0 would let 4 more through at
+        // 60 s (7 within two seconds); the log lets the next go only as each leaves.
+        let sent = run(
+            &[0, 59_000, 59_000, 59_000, 60_000, 60_000, 60_000],
+            Some(4),
+            None,
+            &[1],
+        );
+        let times: Vec<u64> = sent.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, [0, 59_000, 59_000, 59_000, 60_000, 119_000, 119_000]);
+        assert_eq!(worst_minute(&sent).0, 4);
+    }
+
+    proptest! {
+        #[test]
+        fn no_minute_ever_holds_more_than_the_limits(
+            mut arrivals in prop::collection::vec(0u64..300_000, 1..60),
+            rpm in 1u64..10,
+            tpm in 100u64..2_000,
+            tokens in prop::collection::vec(1u64..400, 1..5),
+        ) {
+            arrivals.sort_unstable();
+            let sent = run(&arrivals, Some(rpm), Some(tpm), &tokens);
+            let (n, k) = worst_minute(&sent);
+            prop_assert!(n as u64 <= rpm, "{n} requests in a minute, limit {rpm}");
+            prop_assert!(k <= tpm, "{k} tokens in a minute, limit {tpm}");
+        }
     }
 }

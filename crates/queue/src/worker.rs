@@ -57,6 +57,10 @@ pub struct Worker<'a> {
     pub stop: CancellationToken,
     pub watch: &'a dyn BatchWatch,
     pub notes: &'a dyn Notes,
+    /// Told how long each journal commit to JetStream took (a plan job's; metrics).
+    pub on_commit: Option<crate::OnCommit>,
+    /// Told when a job starts running here and how it left (metrics).
+    pub on_job: Option<crate::OnJob>,
 }
 
 /// What a worker did before it stopped.
@@ -282,6 +286,7 @@ impl Worker<'_> {
         if cancels.seen_cancelled(&job.batch) {
             token.cancel();
         }
+        self.tell(crate::JobPhase::Started);
         let outcome = self.run_job(&job, token.clone(), slots).await;
         self.settle(msg, &job, &rk, record, outcome, cancels).await
     }
@@ -353,6 +358,7 @@ impl Worker<'_> {
                 record.state = QueueState::Queued;
                 record.attempts += 1;
                 record.reason = Some(format!("could not start on {}: {e}", self.name));
+                self.tell(crate::JobPhase::Ended("not_started"));
                 put_json(&self.queue, rk, &record).await?;
                 self.notes.note(&format!(
                     "worker: job {} {}",
@@ -368,6 +374,7 @@ impl Worker<'_> {
             {
                 record.state = QueueState::Queued;
                 record.reason = Some(format!("handed back by {} (stopping)", self.name));
+                self.tell(crate::JobPhase::Ended("handed_back"));
                 put_json(&self.queue, rk, &record).await?;
                 let _ = msg.ack_with(AckKind::Nak(None)).await;
                 self.notes
@@ -382,11 +389,20 @@ impl Worker<'_> {
                 record.reason = done.summary.error.clone();
                 record.files = done.files;
                 self.watch.job_finished(&done.summary);
+                self.tell(crate::JobPhase::Ended(record.state.as_str()));
                 record.summary = Some(done.summary);
                 put_json(&self.queue, rk, &record).await?;
                 ack(msg).await;
                 Ok(Handled::Finished)
             }
+        }
+    }
+}
+
+impl Worker<'_> {
+    fn tell(&self, phase: crate::JobPhase<'_>) {
+        if let Some(on_job) = &self.on_job {
+            on_job(phase);
         }
     }
 }

@@ -100,6 +100,7 @@ pub fn create(
     );
     crate::queue::enqueue(&live);
     state.insert_live(live.clone());
+    state.health.metrics.job_started();
     let state = state.clone();
     state.clone().jobs.spawn(async move {
         let Some(_turn) = crate::queue::wait_turn(&state, &live).await else {
@@ -111,7 +112,8 @@ pub fn create(
             resources: state.resources_for(&settings, sim),
             invocation: Invocation::job(&spec, state.data.clone()),
         };
-        let watch = LiveWatch(live.clone());
+        let live_watch = LiveWatch(live.clone());
+        let watch = state.metered(&live_watch, &settings);
         let stream = |run_id| Ok(Some(stream_into(&live, run_id)));
         let io = io(&live, &watch, &stream);
         let result = match plan {
@@ -119,14 +121,20 @@ pub fn create(
             None => ops::research(job, &io).await,
         };
         // The operation has unlocked the directory: anyone told it ended may resume it.
-        live.finish(outcome(&live.dir, result.map(|_| ())));
+        let end = outcome(&live.dir, result.map(|_| ()));
+        state.job_ended(&end);
+        live.finish(end);
         state.retire(&live);
     });
     Ok(id)
 }
 
 /// What a job lends the runner: the live view, no notes, its own cancellation, its log.
-fn io<'a>(live: &LiveRun, watch: &'a LiveWatch, stream: ops::StreamFor<'a>) -> JobIo<'a> {
+fn io<'a>(
+    live: &LiveRun,
+    watch: &'a dyn planwave_runner::Watch,
+    stream: ops::StreamFor<'a>,
+) -> JobIo<'a> {
     JobIo {
         watch,
         notes: &Silent,
@@ -191,6 +199,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
     );
     crate::queue::enqueue(&live);
     state.insert_live(live.clone());
+    state.health.metrics.job_started();
     let state = state.clone();
     state.clone().jobs.spawn(async move {
         let Some(_turn) = crate::queue::wait_turn(&state, &live).await else {
@@ -202,10 +211,13 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
             resources: state.resources_for(&settings, sim),
             invocation: r.invocation.clone(),
         };
-        let watch = LiveWatch(live.clone());
+        let live_watch = LiveWatch(live.clone());
+        let watch = state.metered(&live_watch, &settings);
         let stream = |run_id| Ok(Some(stream_into(&live, run_id)));
         let result = ops::resume(&r, job, &io(&live, &watch, &stream)).await;
-        live.finish(outcome(&live.dir, result.map(|_| ())));
+        let end = outcome(&live.dir, result.map(|_| ()));
+        state.job_ended(&end);
+        live.finish(end);
         state.retire(&live);
     });
     Ok(())

@@ -25,6 +25,7 @@ mod conn;
 mod decode_props;
 mod error;
 mod guard;
+pub mod health;
 mod ids;
 mod jobs;
 mod json_errors;
@@ -32,6 +33,7 @@ mod limits;
 mod listing;
 mod live;
 mod log;
+pub mod metrics;
 mod openapi;
 mod options;
 mod queue;
@@ -126,16 +128,24 @@ impl Server {
                 source,
             })?;
         let state = Arc::new(AppState {
-            data,
             front,
             base: config.job,
-            shared,
             token,
             live: Default::default(),
             shutdown: CancellationToken::new(),
             jobs: TaskTracker::new(),
             summaries: Default::default(),
             limits: limits::Limits::new(&config.limits, config.max_body),
+            health: Arc::new(health::Health {
+                probes: vec![
+                    Arc::new(health::Writable(data.clone())),
+                    Arc::new(health::McpUp(shared.mcp.clone())),
+                ],
+                metrics: metrics::Metrics::new(),
+                before_scrape: None,
+            }),
+            data,
+            shared,
         });
         Ok(Server {
             listener,
@@ -207,6 +217,7 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
             post(api::create_batch).get(batches::list_batches),
         )
         .route("/api/batches/{id}", get(batches::get_batch))
+        .route("/metrics", get(health::app_metrics))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -216,5 +227,6 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
             state.clone(),
             auth::require_token,
         ))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(health::probe_routes(state.health.clone()))
 }

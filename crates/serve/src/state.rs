@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use planwave_config::spec::{JobOptions, JobSpec};
 use planwave_config::{LlmChoice, Settings};
-use planwave_runner::Resources;
+use planwave_runner::{Resources, Watch};
 use planwave_sim::SimConfig;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -15,6 +15,7 @@ use tokio_util::task::TaskTracker;
 use crate::ids::safe_name;
 use crate::listing::SummaryCache;
 use crate::live::LiveRun;
+use crate::metrics::{MeteredProvider, MeteredWatch};
 
 /// What the front end (the binary) lends the server: it alone knows the command line, so a
 /// run directory an earlier version recorded as a command line (`invocation.json`'s `argv`)
@@ -41,6 +42,8 @@ pub struct AppState {
     pub summaries: SummaryCache,
     /// What one request may start or hold (`--max-running`, `--max-tasks`, ...).
     pub limits: crate::limits::Limits,
+    /// `/metrics` and `/readyz` (crate::health).
+    pub health: Arc<crate::health::Health>,
 }
 
 impl AppState {
@@ -81,6 +84,12 @@ impl AppState {
     /// job's own (its latency and scripted failures are per job options); the simulator has
     /// no connection or limiter to share.
     pub fn resources_for(&self, settings: &Settings, sim: SimConfig) -> Resources {
+        let mut r = self.own_resources(settings, sim);
+        r.provider = MeteredProvider::wrap(r.provider, self.health.metrics.clone());
+        r
+    }
+
+    fn own_resources(&self, settings: &Settings, sim: SimConfig) -> Resources {
         match settings.llm {
             LlmChoice::Sim => Resources {
                 provider: planwave_runner::model_client(settings, sim, &planwave_runner::Silent)
@@ -90,6 +99,21 @@ impl AppState {
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }
+    }
+
+    /// A job's view with its events also counted in the metrics, priced by its table.
+    pub fn metered<'a>(&self, inner: &'a dyn Watch, settings: &Settings) -> MeteredWatch<'a> {
+        MeteredWatch {
+            inner,
+            metrics: self.health.metrics.clone(),
+            prices: Some(Arc::new(settings.run.prices.clone())),
+        }
+    }
+
+    /// A job's end, counted by its final status (`error` when it failed to run).
+    pub fn job_ended(&self, end: &Result<String, String>) {
+        let state = end.as_deref().unwrap_or("error");
+        self.health.metrics.job_finished(state);
     }
 
     pub fn data(&self) -> &Path {

@@ -83,6 +83,7 @@ impl Worker<'_> {
                 session: uuid::Uuid::new_v4().simple().to_string(),
                 seq: AtomicU64::new(0),
                 handle: tokio::runtime::Handle::current(),
+                on_commit: self.on_commit.clone(),
             }));
         }
         let ctx = JobContext {

@@ -1,0 +1,50 @@
+//! The timings of a model call its event does not carry (time to first token, the wait at
+//! the client's limiter), taken from the answer the client measured.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+
+use super::Metrics;
+use super::feed::Obs;
+
+/// A model client whose answers' timings are counted; everything else is the inner one's.
+pub struct MeteredProvider {
+    pub inner: Arc<dyn LlmProvider>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl MeteredProvider {
+    pub fn wrap(inner: Arc<dyn LlmProvider>, metrics: Arc<Metrics>) -> Arc<dyn LlmProvider> {
+        Arc::new(MeteredProvider { inner, metrics })
+    }
+}
+
+#[async_trait]
+impl LlmProvider for MeteredProvider {
+    fn info(&self) -> ProviderInfo {
+        self.inner.info()
+    }
+
+    fn model_for(&self, role: AgentRole) -> String {
+        self.inner.model_for(role)
+    }
+
+    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner.retry_counts()
+    }
+
+    async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
+        let answer = self.inner.chat(request).await;
+        if let Ok(r) = &answer
+            && let Some(t) = &r.timing
+        {
+            self.metrics.send(Obs::Timing {
+                ttft: Some(t.ttft.as_secs_f64()),
+                limiter_wait: t.queued.as_secs_f64(),
+            });
+        }
+        answer
+    }
+}
