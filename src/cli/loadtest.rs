@@ -94,6 +94,11 @@ pub struct LoadtestArgs {
     /// pointed at somebody else's gateway.
     #[arg(long, value_name = "VAR", requires = "llm_url")]
     pub api_key_env: Option<String>,
+    /// With --llm-url: also send the report's integrator call (the executive summary) to the
+    /// endpoint. Without it the load test answers that call itself, sends nothing after the
+    /// tasks' requests, and the table's `integrator calls` row says so.
+    #[arg(long, requires = "llm_url")]
+    pub integrator: bool,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
@@ -202,6 +207,7 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         timeline: a.timeline.clone(),
         pictures: a.traffic.html.is_some(),
         traffic: a.traffic.traffic(&a.concurrency),
+        integrator: a.integrator,
     })
 }
 

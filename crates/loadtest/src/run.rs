@@ -47,6 +47,9 @@ pub struct LoadRequest {
     pub arrivals: Option<Vec<Duration>>,
     /// Measure the endpoint (serving metrics of every subagent call); `None`: do not.
     pub serving: Option<ServingOptions>,
+    /// Answer the report's integrator call locally instead of sending it (see
+    /// [`Probe::answering_integrator_locally`]).
+    pub local_integrator: bool,
 }
 
 /// What the serving metrics count.
@@ -62,12 +65,16 @@ pub struct ServingOptions {
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
     check_planned(&plan, req.planned_ms.as_deref())?;
-    let probe = Arc::new(probe_for(
+    let mut probe = probe_for(
         req.provider,
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
-    ));
+    );
+    if req.local_integrator {
+        probe = probe.answering_integrator_locally();
+    }
+    let probe = Arc::new(probe);
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -153,6 +160,8 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         model_calls: seen.calls,
         model_calls_per_sec: per_sec(seen.calls as f64),
         errors: seen.errors,
+        integrator_calls: seen.integrator_sent,
+        integrator_answered_locally: seen.integrator_local,
         retries: s.retries,
         label: None,
         serving,

@@ -94,6 +94,9 @@ pub struct SweepOptions<E> {
     /// Keep timelines and serving figures for pictures, whatever else asks for them.
     pub pictures: bool,
     pub traffic: Traffic,
+    /// With an HTTP endpoint, send the report's integrator call too; by default the load
+    /// test answers it itself and says so in the report.
+    pub integrator: bool,
 }
 
 /// A run about to start, for the front end to show.
@@ -278,6 +281,7 @@ async fn run_point<E>(
         on_start: at.watch.progress(w.plan.len()),
         arrivals: o.traffic.arrivals(&w.plan, point, o.seed),
         serving: at.serving.then(|| o.traffic.serving_options()),
+        local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
     })
     .await
     .map_err(SweepError::Run)?;

@@ -37,6 +37,7 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         timeline: None,
         pictures: false,
         traffic,
+        integrator: false,
     }
 }
 
