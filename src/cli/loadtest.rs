@@ -10,9 +10,11 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
 use planwave_loadtest::{
-    Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart, Shape,
-    SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
+    DataPrompts, Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart,
+    Shape, SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, TokenCount,
+    WorkloadInfo, run_sweep,
 };
+use planwave_prompts::PromptSet;
 use planwave_record::Schedule;
 use planwave_sim::{SIM_MODEL, SimConfig};
 
@@ -99,6 +101,15 @@ pub struct LoadtestArgs {
     /// tasks' requests, and the table's `integrator calls` row says so.
     #[arg(long, requires = "llm_url")]
     pub integrator: bool,
+    /// Send the requests of this JSONL file instead of planwave's own prompts: one object a
+    /// line, `{"prompt": ...}`, `{"messages": [...]}` or ShareGPT `{"conversations": [...]}`
+    /// (see docs/guide/loadtest-workloads.md). Without --requests, one request per line.
+    #[arg(long, value_name = "FILE", conflicts_with = "input_tokens")]
+    pub dataset: Option<PathBuf>,
+    /// Send synthetic prompts whose lengths in tokens are drawn from a normal distribution
+    /// of this mean and spread (`512,128`; `512` for all alike), seeded by --seed.
+    #[arg(long, value_name = "MEAN,SPREAD")]
+    pub input_tokens: Option<TokenCount>,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
@@ -187,6 +198,8 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
             }
         }
     };
+    let mut traffic = a.traffic.traffic(&a.concurrency);
+    let prompts = data_prompts(a, &mut traffic)?;
     Ok(SweepOptions {
         plan,
         seed: a.seed,
@@ -206,9 +219,38 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         journal: a.journal.clone(),
         timeline: a.timeline.clone(),
         pictures: a.traffic.html.is_some(),
-        traffic: a.traffic.traffic(&a.concurrency),
+        traffic,
         integrator: a.integrator,
+        prompts,
     })
+}
+
+/// Synthetic prompts too many to draw per request are drawn this many times and cycled.
+const SYNTHETIC_PROMPTS: usize = 1024;
+
+/// The prompts of `--dataset` or `--input-tokens`; a dataset sets the request count when no
+/// flag does.
+fn data_prompts(
+    a: &LoadtestArgs,
+    traffic: &mut planwave_loadtest::Traffic,
+) -> anyhow::Result<Option<Arc<dyn PromptSet>>> {
+    let requests = if let Some(path) = &a.dataset {
+        let rows = planwave_loadtest::read_dataset(path)
+            .map_err(|e| InvalidInput::one("--dataset", &e.to_string()))?;
+        if traffic.requests.is_none() && traffic.duration.is_none() {
+            traffic.requests = Some(rows.len() as u64);
+        }
+        rows
+    } else if let Some(tokens) = &a.input_tokens {
+        let n = traffic
+            .requests
+            .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
+        planwave_loadtest::synthetic_prompts(tokens, n, a.seed)
+    } else {
+        return Ok(None);
+    };
+    let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
+    Ok(Some(Arc::new(DataPrompts::new(requests, builtin))))
 }
 
 /// The load test's errors as this command reports them: bad input names its flag (exit 2).

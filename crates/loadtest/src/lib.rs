@@ -21,6 +21,7 @@
 mod arrivals;
 mod bounds;
 mod compare;
+mod dataset;
 mod html;
 mod knee;
 mod output;
@@ -44,6 +45,7 @@ pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
 pub use compare::{
     CompareRow, SavedError, compare, read_saved, render_compare_html, render_compare_table,
 };
+pub use dataset::{DataPrompts, DatasetError, TokenCount, read_dataset, synthetic_prompts};
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
 pub use output::{JsonReport, WorkloadDoc};

@@ -97,6 +97,8 @@ pub struct SweepOptions<E> {
     /// With an HTTP endpoint, send the report's integrator call too; by default the load
     /// test answers it itself and says so in the report.
     pub integrator: bool,
+    /// The prompts sent for the tasks (a dataset's, synthetic ones); `None`: planwave's own.
+    pub prompts: Option<Arc<dyn planwave_prompts::PromptSet>>,
 }
 
 /// A run about to start, for the front end to show.
@@ -262,7 +264,10 @@ async fn run_point<E>(
     let mut report = run(LoadRequest {
         plan: w.plan.clone(),
         provider: w.provider.clone(),
-        prompts: Arc::new(planwave_prompts::Templates::builtin()),
+        prompts: match &o.prompts {
+            Some(p) => p.clone(),
+            None => Arc::new(planwave_prompts::Templates::builtin()),
+        },
         sink: Arc::new(NullSink),
         journal: at.journal.clone(),
         config: RunConfig {

@@ -38,6 +38,7 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         pictures: false,
         traffic,
         integrator: false,
+        prompts: None,
     }
 }
 

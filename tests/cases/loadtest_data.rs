@@ -1,0 +1,87 @@
+//! Workloads from data (issue 37) through the real binary against a real `sim-llm serve` on
+//! 127.0.0.1: the prompts of a JSONL dataset, or synthetic prompts of drawn lengths, are what
+//! the server receives.
+
+use serde_json::Value;
+
+use crate::support::{SimLlm, planwave, tempdir};
+
+fn loadtest_json(args: &[&str]) -> Value {
+    let out = planwave(["loadtest", "--json"]).args(args).run();
+    out.expect_ok();
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// The simulator's prompt tokens of one request: its messages' characters, three a token.
+fn sim_tokens(texts: &[&str]) -> u64 {
+    let chars: usize = texts.iter().map(|t| t.chars().count()).sum();
+    (chars as u64).div_ceil(3).max(1)
+}
+
+#[test]
+fn a_dataset_s_prompts_are_what_the_server_receives() {
+    let dir = tempdir();
+    let path = dir.path().join("prompts.jsonl");
+    std::fs::write(
+        &path,
+        concat!(
+            "{\"prompt\": \"What is the capital of France? Answer briefly.\"}\n",
+            "{\"messages\": [{\"role\": \"system\", \"content\": \"You are terse.\"}, {\"role\": \"user\", \"content\": [{\"type\": \"text\", \"text\": \"Explain TCP slow start.\"}]}]}\n",
+            "{\"conversations\": [{\"from\": \"human\", \"value\": \"Write a haiku about load tests\"}, {\"from\": \"gpt\", \"value\": \"...\"}]}\n",
+        ),
+    )
+    .expect("write");
+    let server = SimLlm::start(&[], &[]);
+    let v = loadtest_json(&[
+        "--dataset",
+        path.to_str().expect("path"),
+        "--llm-url",
+        &server.base_url,
+    ]);
+    let s = &v["runs"][0]["serving"];
+    assert_eq!(
+        (s["requests"].as_u64(), s["ok"].as_u64()),
+        (Some(3), Some(3)),
+        "one request a line: {s}"
+    );
+    let expected = sim_tokens(&["What is the capital of France? Answer briefly."])
+        + sim_tokens(&["You are terse.", "Explain TCP slow start."])
+        + sim_tokens(&["Write a haiku about load tests"]);
+    assert_eq!(
+        s["prompt_tokens"].as_u64(),
+        Some(expected),
+        "the dataset's text, verbatim: {s}"
+    );
+    assert_eq!(
+        server.stats()["serving"]["prompt_tokens"].as_u64(),
+        Some(expected)
+    );
+
+    // A bad line is invalid input, named with its line.
+    std::fs::write(&path, "{\"prompt\": \"x\"}\n{\"nope\": 1}\n").expect("write");
+    let out = planwave(["loadtest", "--dataset", path.to_str().expect("path")]).run();
+    out.expect_code(2);
+    assert!(out.stderr.contains("line 2"), "{}", out.stderr);
+}
+
+#[test]
+fn synthetic_prompts_have_the_input_tokens_asked() {
+    let server = SimLlm::start(&[], &[]);
+    let v = loadtest_json(&[
+        "--input-tokens",
+        "300,0",
+        "--requests",
+        "6",
+        "--llm-url",
+        &server.base_url,
+    ]);
+    let s = &v["runs"][0]["serving"];
+    assert_eq!(s["requests"], 6, "{s}");
+    let per = &s["prompt_tokens_per_request"];
+    assert_eq!(
+        (per["p50"].as_f64(), per["max"].as_f64()),
+        (Some(300.0), Some(300.0)),
+        "{s}"
+    );
+    assert_eq!(s["prompt_tokens"], 1800);
+}
