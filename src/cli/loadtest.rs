@@ -110,6 +110,14 @@ pub struct LoadtestArgs {
     /// of this mean and spread (`512,128`; `512` for all alike), seeded by --seed.
     #[arg(long, value_name = "MEAN,SPREAD")]
     pub input_tokens: Option<TokenCount>,
+    /// Replay this trace: one request per row, sent at its TIMESTAMP with a prompt of its
+    /// ContextTokens (CSV with a header, as the Azure LLM inference traces:
+    /// TIMESTAMP,ContextTokens,GeneratedTokens; see docs/guide/loadtest-workloads.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dataset", "input_tokens", "plan"])]
+    pub trace: Option<PathBuf>,
+    /// With --trace: replay this many times faster (0.5: twice as slow).
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "trace")]
+    pub speed: f64,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
@@ -199,7 +207,10 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         }
     };
     let mut traffic = a.traffic.traffic(&a.concurrency);
-    let prompts = data_prompts(a, &mut traffic)?;
+    let (prompts, arrivals) = match &a.trace {
+        Some(path) => trace_workload(path, a.speed, &mut traffic)?,
+        None => (data_prompts(a, &mut traffic)?, None),
+    };
     Ok(SweepOptions {
         plan,
         seed: a.seed,
@@ -222,7 +233,37 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         traffic,
         integrator: a.integrator,
         prompts,
+        arrivals,
     })
+}
+
+/// A trace's prompts (one per row, of its input length) and send times; the trace sets the
+/// request count.
+fn trace_workload(
+    path: &std::path::Path,
+    speed: f64,
+    traffic: &mut planwave_loadtest::Traffic,
+) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Option<Vec<Duration>>)> {
+    let rows = planwave_loadtest::read_trace(path)
+        .map_err(|e| InvalidInput::one("--trace", e.to_string()))?;
+    if traffic.requests.is_some() || !traffic.rate.is_empty() || traffic.duration.is_some() {
+        return Err(InvalidInput::one(
+            "--trace",
+            "a trace sets the requests and their times: leave out --requests, --rate and --duration",
+        )
+        .into());
+    }
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(InvalidInput::one("--speed", "expected a number above 0").into());
+    }
+    traffic.requests = Some(rows.len() as u64);
+    let lengths: Vec<u64> = rows.iter().map(|r| r.input_tokens).collect();
+    let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
+    let prompts = DataPrompts::new(planwave_loadtest::prompts_of_lengths(&lengths), builtin);
+    Ok((
+        Some(Arc::new(prompts)),
+        Some(planwave_loadtest::trace_arrivals(&rows, speed)),
+    ))
 }
 
 /// Synthetic prompts too many to draw per request are drawn this many times and cycled.

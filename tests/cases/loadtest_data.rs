@@ -85,3 +85,42 @@ fn synthetic_prompts_have_the_input_tokens_asked() {
     );
     assert_eq!(s["prompt_tokens"], 1800);
 }
+
+#[test]
+fn a_trace_is_replayed_at_its_times_with_its_input_lengths() {
+    let dir = tempdir();
+    let path = dir.path().join("trace.csv");
+    // Azure LLM inference trace columns; 2 s of trace, replayed 4 times faster.
+    std::fs::write(
+        &path,
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n\
+         2023-11-16 18:15:46.0000000,120,10\n\
+         2023-11-16 18:15:47.0000000,30,10\n\
+         2023-11-16 18:15:48.0000000,60,10\n",
+    )
+    .expect("write");
+    let server = SimLlm::start(&[], &[]);
+    let v = loadtest_json(&[
+        "--trace",
+        path.to_str().expect("path"),
+        "--speed",
+        "4",
+        "--llm-url",
+        &server.base_url,
+    ]);
+    let run = &v["runs"][0];
+    let s = &run["serving"];
+    assert_eq!(s["requests"], 3, "one request per row: {s}");
+    assert_eq!(s["prompt_tokens"], 210, "each row's ContextTokens: {s}");
+    // Sent at 0, 0.25 and 0.5 s: the last request cannot start before 0.5 s of the run.
+    assert!(
+        run["makespan_ms"].as_f64().expect("makespan") >= 500.0,
+        "{run}"
+    );
+    assert!(s["duration_s"].as_f64().expect("duration") >= 0.5, "{s}");
+
+    let out = planwave(["loadtest", "--trace", path.to_str().expect("path")])
+        .opt("--requests", "2")
+        .run();
+    out.expect_code(2);
+}

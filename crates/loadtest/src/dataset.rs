@@ -196,6 +196,21 @@ pub fn synthetic_prompts(tokens: &TokenCount, n: usize, seed: u64) -> Vec<Vec<Ch
         .collect()
 }
 
+/// One prompt per entry of `lengths`, exactly that many tokens long (a trace's requests).
+pub fn prompts_of_lengths(lengths: &[u64]) -> Vec<Vec<ChatMessage>> {
+    lengths
+        .iter()
+        .enumerate()
+        .map(|(i, &len)| {
+            let fixed = TokenCount {
+                mean: len.max(1) as f64,
+                spread: 0.0,
+            };
+            synthetic_prompts(&fixed, 1, i as u64).remove(0)
+        })
+        .collect()
+}
+
 /// The built-in prompts, except that task `i`'s request is the workload's request
 /// `i % len`: the engine still dispatches, retries and measures as for any plan.
 pub struct DataPrompts {

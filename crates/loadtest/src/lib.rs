@@ -37,6 +37,7 @@ mod svg;
 mod sweep;
 mod sweep_text;
 mod timeline;
+mod trace;
 mod traffic;
 mod workload;
 
@@ -45,7 +46,9 @@ pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
 pub use compare::{
     CompareRow, SavedError, compare, read_saved, render_compare_html, render_compare_table,
 };
-pub use dataset::{DataPrompts, DatasetError, TokenCount, read_dataset, synthetic_prompts};
+pub use dataset::{
+    DataPrompts, DatasetError, TokenCount, prompts_of_lengths, read_dataset, synthetic_prompts,
+};
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
 pub use output::{JsonReport, WorkloadDoc};
@@ -63,6 +66,7 @@ pub use sweep::{
 };
 pub use sweep_text::{render_sweep_html, render_sweep_text, render_workload_line};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
+pub use trace::{TraceError, TraceRequest, read_trace, trace_arrivals};
 pub use traffic::{Point, Traffic, TrafficError};
 pub use workload::{
     LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,

@@ -99,6 +99,9 @@ pub struct SweepOptions<E> {
     pub integrator: bool,
     /// The prompts sent for the tasks (a dataset's, synthetic ones); `None`: planwave's own.
     pub prompts: Option<Arc<dyn planwave_prompts::PromptSet>>,
+    /// Each request's send time from the run's start (a replayed trace), overriding the
+    /// traffic's arrivals.
+    pub arrivals: Option<Vec<Duration>>,
 }
 
 /// A run about to start, for the front end to show.
@@ -284,7 +287,10 @@ async fn run_point<E>(
         cancel: at.cancel.clone(),
         timeline: o.timeline.is_some() || o.pictures,
         on_start: at.watch.progress(w.plan.len()),
-        arrivals: o.traffic.arrivals(&w.plan, point, o.seed),
+        arrivals: match &o.arrivals {
+            Some(a) => Some(a.clone()),
+            None => o.traffic.arrivals(&w.plan, point, o.seed),
+        },
         serving: at.serving.then(|| o.traffic.serving_options()),
         local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
     })

@@ -39,6 +39,7 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         traffic,
         integrator: false,
         prompts: None,
+        arrivals: None,
     }
 }
 
