@@ -137,9 +137,17 @@ pub struct LoadtestArgs {
     /// the header gives that instant on CLOCK_MONOTONIC to line up with `perf -k CLOCK_MONOTONIC`.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Read this Prometheus endpoint of the target (e.g. http://HOST:PORT/metrics) every
+    /// second during each run; the samples go into the JSON as `server_metrics`.
+    #[arg(long, value_name = "URL")]
+    pub scrape_metrics: Option<String>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run the whole load test N times and give every figure as the mean with a 95 %
+    /// confidence interval (JSON: `repeat`; table: the main figures after the last run's).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
     #[command(flatten)]
     pub traffic: TrafficOptions,
 }
@@ -154,6 +162,9 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     }
     // Shared with the endpoint's `connect`, which builds a client at every point.
     let a = Arc::new(a);
+    if a.repeat > 1 {
+        return super::loadtest_repeat::repeat(&a).await;
+    }
     let options = sweep_options(&a)?;
     let interrupt = planwave_runner::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal, interrupt.token()).await;
@@ -171,7 +182,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The flags as the load test's options.
-fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
+pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
     let plan = match &a.plan {
         Some(path) => PlanChoice::Given {
             plan: Arc::new(load_plan(path)?),
@@ -234,8 +245,12 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         integrator: a.integrator,
         prompts,
         arrivals,
+        scrape_metrics: a.scrape_metrics.clone(),
     })
 }
+
+/// Each request's send time, when a trace sets it.
+type Arrivals = Option<Vec<Duration>>;
 
 /// A trace's prompts (one per row, of its input length) and send times; the trace sets the
 /// request count.
@@ -243,7 +258,7 @@ fn trace_workload(
     path: &std::path::Path,
     speed: f64,
     traffic: &mut planwave_loadtest::Traffic,
-) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Option<Vec<Duration>>)> {
+) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Arrivals)> {
     let rows = planwave_loadtest::read_trace(path)
         .map_err(|e| InvalidInput::one("--trace", e.to_string()))?;
     if traffic.requests.is_some() || !traffic.rate.is_empty() || traffic.duration.is_some() {
@@ -277,7 +292,7 @@ fn data_prompts(
 ) -> anyhow::Result<Option<Arc<dyn PromptSet>>> {
     let requests = if let Some(path) = &a.dataset {
         let rows = planwave_loadtest::read_dataset(path)
-            .map_err(|e| InvalidInput::one("--dataset", &e.to_string()))?;
+            .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?;
         if traffic.requests.is_none() && traffic.duration.is_none() {
             traffic.requests = Some(rows.len() as u64);
         }
@@ -295,7 +310,7 @@ fn data_prompts(
 }
 
 /// The load test's errors as this command reports them: bad input names its flag (exit 2).
-fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
+pub(super) fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
     let invalid = |source_name: &str, problem: &str| InvalidInput::one(source_name, problem).into();
     match e {
         SweepError::Connect(e) => e,
@@ -323,7 +338,7 @@ fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
 }
 
 /// What the terminal shows while the sweep runs.
-struct Terminal;
+pub(super) struct Terminal;
 
 impl SweepWatch for Terminal {
     fn run_starts(&self, run: &RunStart<'_>) {

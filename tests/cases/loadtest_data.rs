@@ -124,3 +124,34 @@ fn a_trace_is_replayed_at_its_times_with_its_input_lengths() {
         .run();
     out.expect_code(2);
 }
+
+#[test]
+fn repeat_gives_each_figure_a_mean_and_an_interval() {
+    let server = SimLlm::start(&["--latency-ms", "2", "--sigma", "0.5"], &[]);
+    let v = loadtest_json(&[
+        "--requests",
+        "8",
+        "--repeat",
+        "3",
+        "--llm-url",
+        &server.base_url,
+    ]);
+    assert_eq!(v["repeat"]["n"], 3);
+    let e = &v["repeat"]["runs"][0]["serving.ttft_ms.p50"];
+    let values: Vec<f64> = e["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .filter_map(Value::as_f64)
+        .collect();
+    assert_eq!(values.len(), 3, "{e}");
+    let mean = values.iter().sum::<f64>() / 3.0;
+    assert!(
+        (e["mean"].as_f64().expect("mean") - mean).abs() < 1e-9,
+        "{e}"
+    );
+    assert!(e["ci95"].as_f64().expect("ci95") >= 0.0);
+    // Every repeat ran its 8 requests: 24 reached the server.
+    assert_eq!(server.stats()["serving"]["completed"], 24);
+    assert_eq!(v["repeat"]["runs"][0]["serving.requests"]["mean"], 8.0);
+}

@@ -234,3 +234,39 @@ fn an_endpoint_load_test_sends_no_integrator_call_unless_asked() {
     );
     assert_eq!(server.stats()["roles"]["integrator"], 1);
 }
+
+#[test]
+fn scraped_metrics_end_with_the_run_s_totals() {
+    let server = SimLlm::start(&["--max-concurrency", "4"], &[]);
+    let metrics_url = server.base_url.replace("/v1", "/metrics");
+    let out = crate::support::planwave(["loadtest", "--json"])
+        .opt("--requests", "12")
+        .opt("--llm-url", &server.base_url)
+        .opt("--scrape-metrics", &metrics_url)
+        .run();
+    out.expect_ok();
+    let v: Value = serde_json::from_str(&out.stdout).expect("json");
+    let run = &v["runs"][0];
+    let samples = run["server_metrics"].as_array().expect("server_metrics");
+    assert!(
+        samples.len() >= 2,
+        "one at the start, one at the end: {samples:?}"
+    );
+    let times: Vec<f64> = samples.iter().filter_map(|s| s["t_s"].as_f64()).collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "{times:?}");
+    let last = &samples[samples.len() - 1]["series"];
+    let series = |name: &str| last[format!("{name}{{model_name=\"planwave-sim-1\"}}")].as_f64();
+    assert_eq!(
+        series("vllm:generation_tokens_total"),
+        run["serving"]["output_tokens"].as_f64(),
+        "the last scrape holds every answer's tokens: {last}"
+    );
+    assert_eq!(series("vllm:num_requests_running"), Some(0.0), "{last}");
+    assert!(
+        last.as_object()
+            .expect("series")
+            .keys()
+            .all(|k| !k.contains("_bucket")),
+        "{last}"
+    );
+}

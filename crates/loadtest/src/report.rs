@@ -52,6 +52,9 @@ pub struct LoadReport {
     /// What the endpoint did (with `LoadRequest::serving`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serving: Option<crate::serving::ServingReport>,
+    /// The target's Prometheus metrics scraped during the run (`--scrape-metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<Vec<crate::scrape::MetricsSample>>,
     /// Every model call as the client saw it (with `LoadRequest::serving`), for pictures.
     #[serde(skip)]
     pub calls: Vec<crate::serving::CallRecord>,

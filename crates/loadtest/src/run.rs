@@ -165,6 +165,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         retries: s.retries,
         label: None,
         serving,
+        server_metrics: None,
         calls,
         timeline,
     })

@@ -102,6 +102,8 @@ pub struct SweepOptions<E> {
     /// Each request's send time from the run's start (a replayed trace), overriding the
     /// traffic's arrivals.
     pub arrivals: Option<Vec<Duration>>,
+    /// A Prometheus endpoint of the target, scraped every second during each run.
+    pub scrape_metrics: Option<String>,
 }
 
 /// A run about to start, for the front end to show.
@@ -264,6 +266,10 @@ async fn run_point<E>(
         Some(url) => server_stats(url).await,
         None => None,
     };
+    let scraper = o
+        .scrape_metrics
+        .clone()
+        .map(|url| crate::scrape::Scraper::start(url, Duration::from_secs(1)));
     let mut report = run(LoadRequest {
         plan: w.plan.clone(),
         provider: w.provider.clone(),
@@ -297,6 +303,9 @@ async fn run_point<E>(
     .await
     .map_err(SweepError::Run)?;
     report.label = label;
+    if let Some(s) = scraper {
+        report.server_metrics = Some(s.stop().await);
+    }
     if let (Some(before), Some(url), Some(serving)) = (before, url, report.serving.as_mut())
         && let Some(after) = server_stats(url).await
     {

@@ -40,6 +40,7 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         integrator: false,
         prompts: None,
         arrivals: None,
+        scrape_metrics: None,
     }
 }
 
