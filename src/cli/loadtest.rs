@@ -141,6 +141,9 @@ pub struct LoadtestArgs {
     /// second during each run; the samples go into the JSON as `server_metrics`.
     #[arg(long, value_name = "URL")]
     pub scrape_metrics: Option<String>,
+    /// Also write one CSV row per run (the main figures) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -362,6 +365,10 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {
         print!("{}", planwave_loadtest::render_sweep_text(outcome, w));
+    }
+    if let Some(path) = &a.csv {
+        let csv = planwave_loadtest::render_csv(&outcome.runs);
+        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.traffic.html {
         let html = planwave_loadtest::render_sweep_html(outcome, w);

@@ -155,3 +155,42 @@ fn repeat_gives_each_figure_a_mean_and_an_interval() {
     assert_eq!(server.stats()["serving"]["completed"], 24);
     assert_eq!(v["repeat"]["runs"][0]["serving.requests"]["mean"], 8.0);
 }
+
+#[test]
+fn csv_has_a_row_per_run_that_agrees_with_the_json() {
+    let dir = tempdir();
+    let csv = dir.path().join("runs.csv");
+    let server = SimLlm::start(&[], &[]);
+    let v = loadtest_json(&[
+        "--requests",
+        "6",
+        "--concurrency",
+        "1,3",
+        "--llm-url",
+        &server.base_url,
+        "--csv",
+        csv.to_str().expect("path"),
+    ]);
+    let text = std::fs::read_to_string(&csv).expect("csv written");
+    let lines: Vec<&str> = text.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(
+        lines.len(),
+        3,
+        "a header and one row per sweep point: {text}"
+    );
+    let col = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    for (i, line) in lines[1..].iter().enumerate() {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells.len(), header.len(), "{line}");
+        let run = &v["runs"][i];
+        assert_eq!(cells[col("label")], run["label"].as_str().expect("label"));
+        assert_eq!(cells[col("requests")], "6");
+        let ttft: f64 = cells[col("ttft_p50_ms")].parse().expect("number");
+        let json = run["serving"]["ttft_ms"]["p50"].as_f64().expect("ttft p50");
+        assert!(
+            (ttft - json).abs() <= 1e-9 * json.abs(),
+            "csv {ttft}, json {json}: {text}"
+        );
+    }
+}

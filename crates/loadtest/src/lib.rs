@@ -21,6 +21,7 @@
 mod arrivals;
 mod bounds;
 mod compare;
+mod csv;
 mod dataset;
 mod html;
 mod knee;
@@ -48,6 +49,7 @@ pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
 pub use compare::{
     CompareRow, SavedError, compare, read_saved, render_compare_html, render_compare_table,
 };
+pub use csv::render_csv;
 pub use dataset::{
     DataPrompts, DatasetError, TokenCount, prompts_of_lengths, read_dataset, synthetic_prompts,
 };

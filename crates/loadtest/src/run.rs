@@ -65,16 +65,13 @@ pub struct ServingOptions {
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
     check_planned(&plan, req.planned_ms.as_deref())?;
-    let mut probe = probe_for(
+    let probe = Arc::new(probe_for(
         req.provider,
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
-    );
-    if req.local_integrator {
-        probe = probe.answering_integrator_locally();
-    }
-    let probe = Arc::new(probe);
+        req.local_integrator,
+    ));
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -151,12 +148,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         peak_rss_bytes: peak_rss,
         baseline_rss_bytes: baseline_rss,
         max_in_flight: seen.max_in_flight,
-        rss_per_in_flight_bytes: match (peak_rss, baseline_rss) {
-            (Some(p), Some(b)) if seen.max_in_flight > 0 => {
-                Some(p.saturating_sub(b) / seen.max_in_flight)
-            }
-            _ => None,
-        },
+        rss_per_in_flight_bytes: per_in_flight(peak_rss, baseline_rss, seen.max_in_flight),
         model_calls: seen.calls,
         model_calls_per_sec: per_sec(seen.calls as f64),
         errors: seen.errors,
@@ -169,6 +161,14 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         calls,
         timeline,
     })
+}
+
+/// (peak - baseline) RSS per call in flight at the most, where all three are known.
+fn per_in_flight(peak: Option<u64>, baseline: Option<u64>, max_in_flight: u64) -> Option<u64> {
+    match (peak, baseline) {
+        (Some(p), Some(b)) if max_in_flight > 0 => Some(p.saturating_sub(b) / max_in_flight),
+        _ => None,
+    }
 }
 
 fn check_planned(plan: &ValidatedPlan, planned: Option<&[f64]>) -> Result<(), LoadError> {
@@ -186,8 +186,12 @@ fn probe_for(
     plan: Arc<ValidatedPlan>,
     arrivals: Option<Vec<Duration>>,
     record: bool,
+    local_integrator: bool,
 ) -> Probe {
     let mut probe = Probe::new(provider, plan);
+    if local_integrator {
+        probe = probe.answering_integrator_locally();
+    }
     if let Some(a) = arrivals {
         probe = probe.with_arrivals(a);
     }

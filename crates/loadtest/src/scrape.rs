@@ -36,13 +36,15 @@ impl Scraper {
             let mut samples = Vec::new();
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // The first tick is immediate: a sample at the start, whatever the run's length.
+            tick.tick().await;
             loop {
+                if let Some(s) = scrape(&client, &url, begin).await {
+                    samples.push(s);
+                }
                 tokio::select! {
                     _ = tick.tick() => {}
                     _ = token.cancelled() => break,
-                }
-                if let Some(s) = scrape(&client, &url, begin).await {
-                    samples.push(s);
                 }
             }
             // One more at the end, so the last sample holds the run's totals.
