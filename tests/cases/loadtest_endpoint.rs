@@ -270,3 +270,31 @@ fn scraped_metrics_end_with_the_run_s_totals() {
         "{last}"
     );
 }
+
+#[test]
+fn embeddings_answer_one_vector_per_input_with_usage() {
+    let server = SimLlm::start(&[], &[]);
+    let (status, text) = http(
+        &server.base_url,
+        "POST",
+        "/v1/embeddings",
+        Some(&json!({"model": "e", "input": ["abcdef", "abc", "abcdef"]})),
+    );
+    assert_eq!(status, 200, "{text}");
+    let v: Value = serde_json::from_str(&text).expect("json");
+    let data = v["data"].as_array().expect("data");
+    assert_eq!(data.len(), 3);
+    assert_eq!(v["usage"]["prompt_tokens"], 2 + 1 + 2);
+    assert_eq!(
+        data[0]["embedding"], data[2]["embedding"],
+        "same text, same vector"
+    );
+    assert_ne!(data[0]["embedding"], data[1]["embedding"]);
+    let (status, _) = http(
+        &server.base_url,
+        "POST",
+        "/v1/embeddings",
+        Some(&json!({"input": 3})),
+    );
+    assert_eq!(status, 400);
+}

@@ -17,6 +17,7 @@
 //! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
 //! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
 
+mod embeddings;
 mod faults;
 mod metrics;
 mod options;

@@ -120,6 +120,7 @@ fn router_with_state(state: Arc<AppState>) -> Router {
         .route("/v1/models", get(models))
         .route("/planwave/stats", get(stats))
         .route("/health", get(crate::metrics::health))
+        .route("/v1/embeddings", post(crate::embeddings::embeddings))
         .route("/metrics", get(crate::metrics::serve))
         .with_state(state)
 }
