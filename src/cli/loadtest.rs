@@ -10,9 +10,11 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
 use planwave_loadtest::{
-    Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart, Shape,
-    SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
+    DataPrompts, Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart,
+    Shape, SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, TokenCount,
+    WorkloadInfo, run_sweep,
 };
+use planwave_prompts::PromptSet;
 use planwave_record::Schedule;
 use planwave_sim::{SIM_MODEL, SimConfig};
 
@@ -94,6 +96,28 @@ pub struct LoadtestArgs {
     /// pointed at somebody else's gateway.
     #[arg(long, value_name = "VAR", requires = "llm_url")]
     pub api_key_env: Option<String>,
+    /// With --llm-url: also send the report's integrator call (the executive summary) to the
+    /// endpoint. Without it the load test answers that call itself, sends nothing after the
+    /// tasks' requests, and the table's `integrator calls` row says so.
+    #[arg(long, requires = "llm_url")]
+    pub integrator: bool,
+    /// Send the requests of this JSONL file instead of planwave's own prompts: one object a
+    /// line, `{"prompt": ...}`, `{"messages": [...]}` or ShareGPT `{"conversations": [...]}`
+    /// (see docs/guide/loadtest-workloads.md). Without --requests, one request per line.
+    #[arg(long, value_name = "FILE", conflicts_with = "input_tokens")]
+    pub dataset: Option<PathBuf>,
+    /// Send synthetic prompts whose lengths in tokens are drawn from a normal distribution
+    /// of this mean and spread (`512,128`; `512` for all alike), seeded by --seed.
+    #[arg(long, value_name = "MEAN,SPREAD")]
+    pub input_tokens: Option<TokenCount>,
+    /// Replay this trace: one request per row, sent at its TIMESTAMP with a prompt of its
+    /// ContextTokens (CSV with a header, as the Azure LLM inference traces:
+    /// TIMESTAMP,ContextTokens,GeneratedTokens; see docs/guide/loadtest-workloads.md).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dataset", "input_tokens", "plan"])]
+    pub trace: Option<PathBuf>,
+    /// With --trace: replay this many times faster (0.5: twice as slow).
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "trace")]
+    pub speed: f64,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
     pub schedule: Vec<ScheduleArg>,
@@ -113,9 +137,20 @@ pub struct LoadtestArgs {
     /// the header gives that instant on CLOCK_MONOTONIC to line up with `perf -k CLOCK_MONOTONIC`.
     #[arg(long, value_name = "FILE")]
     pub timeline: Option<PathBuf>,
+    /// Read this Prometheus endpoint of the target (e.g. http://HOST:PORT/metrics) every
+    /// second during each run; the samples go into the JSON as `server_metrics`.
+    #[arg(long, value_name = "URL")]
+    pub scrape_metrics: Option<String>,
+    /// Also write one CSV row per run (the main figures) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Run the whole load test N times and give every figure as the mean with a 95 %
+    /// confidence interval (JSON: `repeat`; table: the main figures after the last run's).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
     #[command(flatten)]
     pub traffic: TrafficOptions,
 }
@@ -130,6 +165,9 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     }
     // Shared with the endpoint's `connect`, which builds a client at every point.
     let a = Arc::new(a);
+    if a.repeat > 1 {
+        return super::loadtest_repeat::repeat(&a).await;
+    }
     let options = sweep_options(&a)?;
     let interrupt = planwave_runner::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal, interrupt.token()).await;
@@ -147,7 +185,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
 }
 
 /// The flags as the load test's options.
-fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
+pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
     let plan = match &a.plan {
         Some(path) => PlanChoice::Given {
             plan: Arc::new(load_plan(path)?),
@@ -182,6 +220,11 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
             }
         }
     };
+    let mut traffic = a.traffic.traffic(&a.concurrency);
+    let (prompts, arrivals) = match &a.trace {
+        Some(path) => trace_workload(path, a.speed, &mut traffic)?,
+        None => (data_prompts(a, &mut traffic)?, None),
+    };
     Ok(SweepOptions {
         plan,
         seed: a.seed,
@@ -201,12 +244,76 @@ fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::E
         journal: a.journal.clone(),
         timeline: a.timeline.clone(),
         pictures: a.traffic.html.is_some(),
-        traffic: a.traffic.traffic(&a.concurrency),
+        traffic,
+        integrator: a.integrator,
+        prompts,
+        arrivals,
+        scrape_metrics: a.scrape_metrics.clone(),
     })
 }
 
+/// Each request's send time, when a trace sets it.
+type Arrivals = Option<Vec<Duration>>;
+
+/// A trace's prompts (one per row, of its input length) and send times; the trace sets the
+/// request count.
+fn trace_workload(
+    path: &std::path::Path,
+    speed: f64,
+    traffic: &mut planwave_loadtest::Traffic,
+) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Arrivals)> {
+    let rows = planwave_loadtest::read_trace(path)
+        .map_err(|e| InvalidInput::one("--trace", e.to_string()))?;
+    if traffic.requests.is_some() || !traffic.rate.is_empty() || traffic.duration.is_some() {
+        return Err(InvalidInput::one(
+            "--trace",
+            "a trace sets the requests and their times: leave out --requests, --rate and --duration",
+        )
+        .into());
+    }
+    if !(speed.is_finite() && speed > 0.0) {
+        return Err(InvalidInput::one("--speed", "expected a number above 0").into());
+    }
+    traffic.requests = Some(rows.len() as u64);
+    let lengths: Vec<u64> = rows.iter().map(|r| r.input_tokens).collect();
+    let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
+    let prompts = DataPrompts::new(planwave_loadtest::prompts_of_lengths(&lengths), builtin);
+    Ok((
+        Some(Arc::new(prompts)),
+        Some(planwave_loadtest::trace_arrivals(&rows, speed)),
+    ))
+}
+
+/// Synthetic prompts too many to draw per request are drawn this many times and cycled.
+const SYNTHETIC_PROMPTS: usize = 1024;
+
+/// The prompts of `--dataset` or `--input-tokens`; a dataset sets the request count when no
+/// flag does.
+fn data_prompts(
+    a: &LoadtestArgs,
+    traffic: &mut planwave_loadtest::Traffic,
+) -> anyhow::Result<Option<Arc<dyn PromptSet>>> {
+    let requests = if let Some(path) = &a.dataset {
+        let rows = planwave_loadtest::read_dataset(path)
+            .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?;
+        if traffic.requests.is_none() && traffic.duration.is_none() {
+            traffic.requests = Some(rows.len() as u64);
+        }
+        rows
+    } else if let Some(tokens) = &a.input_tokens {
+        let n = traffic
+            .requests
+            .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
+        planwave_loadtest::synthetic_prompts(tokens, n, a.seed)
+    } else {
+        return Ok(None);
+    };
+    let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
+    Ok(Some(Arc::new(DataPrompts::new(requests, builtin))))
+}
+
 /// The load test's errors as this command reports them: bad input names its flag (exit 2).
-fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
+pub(super) fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
     let invalid = |source_name: &str, problem: &str| InvalidInput::one(source_name, problem).into();
     match e {
         SweepError::Connect(e) => e,
@@ -234,7 +341,7 @@ fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
 }
 
 /// What the terminal shows while the sweep runs.
-struct Terminal;
+pub(super) struct Terminal;
 
 impl SweepWatch for Terminal {
     fn run_starts(&self, run: &RunStart<'_>) {
@@ -258,6 +365,10 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {
         print!("{}", planwave_loadtest::render_sweep_text(outcome, w));
+    }
+    if let Some(path) = &a.csv {
+        let csv = planwave_loadtest::render_csv(&outcome.runs);
+        std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.traffic.html {
         let html = planwave_loadtest::render_sweep_html(outcome, w);

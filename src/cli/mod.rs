@@ -8,6 +8,7 @@ mod job;
 mod llm;
 mod loadtest;
 mod loadtest_compare;
+mod loadtest_repeat;
 mod loadtest_traffic;
 mod mcp;
 mod nats;

@@ -12,6 +12,8 @@ mod hardening_process;
 mod hardening_rundir;
 mod http;
 mod loadtest;
+mod loadtest_data;
+mod loadtest_endpoint;
 mod loadtest_serving;
 pub(crate) mod mcp;
 mod plan_cache;

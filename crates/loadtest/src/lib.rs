@@ -21,14 +21,18 @@
 mod arrivals;
 mod bounds;
 mod compare;
+mod csv;
+mod dataset;
 mod html;
 mod knee;
 mod output;
 mod percentiles;
 mod probe;
+mod repeat;
 mod report;
 mod rss;
 mod run;
+mod scrape;
 mod server_stats;
 mod serving;
 mod serving_table;
@@ -36,6 +40,7 @@ mod svg;
 mod sweep;
 mod sweep_text;
 mod timeline;
+mod trace;
 mod traffic;
 mod workload;
 
@@ -44,14 +49,20 @@ pub use bounds::{Bounds, critical_path_bound, wave_barrier_bound};
 pub use compare::{
     CompareRow, SavedError, compare, read_saved, render_compare_html, render_compare_table,
 };
+pub use csv::render_csv;
+pub use dataset::{
+    DataPrompts, DatasetError, TokenCount, prompts_of_lengths, read_dataset, synthetic_prompts,
+};
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
 pub use output::{JsonReport, WorkloadDoc};
 pub use percentiles::{Distribution, Percentiles};
 pub use probe::{Probe, ProbeSnapshot};
+pub use repeat::{Estimate, repeat_estimates};
 pub use report::{LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, ServingOptions, run};
+pub use scrape::{MetricsSample, Scraper, parse_exposition};
 pub use server_stats::{server_side, server_stats};
 pub use serving::{CallRecord, ServerSide, ServingReport, Slo, error_class, parse_ms};
 pub use serving_table::render_serving_table;
@@ -61,6 +72,7 @@ pub use sweep::{
 };
 pub use sweep_text::{render_sweep_html, render_sweep_text, render_workload_line};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
+pub use trace::{TraceError, TraceRequest, read_trace, trace_arrivals};
 pub use traffic::{Point, Traffic, TrafficError};
 pub use workload::{
     LatencyModel, LatencyModelError, Shape, check_latency_ids, generate, planned_latencies,

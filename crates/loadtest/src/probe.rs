@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::ValidatedPlan;
 
 use crate::serving::CallRecord;
@@ -32,6 +32,12 @@ pub struct Probe {
     arrivals: Option<Vec<Duration>>,
     /// Every call's client-side record, when kept (serving metrics).
     records: Option<Mutex<Vec<CallRecord>>>,
+    /// Answer the report's integrator call here instead of sending it: against an endpoint
+    /// the workload is the tasks' requests, and an executive summary nobody asked for
+    /// (about 1,100 tokens, 22 s at 50 tokens/s) would run after them.
+    local_integrator: bool,
+    integrator_sent: AtomicU64,
+    integrator_local: AtomicU64,
 }
 
 /// What a probe saw, read after the run.
@@ -44,6 +50,10 @@ pub struct ProbeSnapshot {
     pub calls: u64,
     pub errors: u64,
     pub max_in_flight: u64,
+    /// Integrator calls sent to the provider (counted in `calls`).
+    pub integrator_sent: u64,
+    /// Integrator calls answered by the probe, not sent (not in `calls`).
+    pub integrator_local: u64,
 }
 
 impl Probe {
@@ -62,12 +72,21 @@ impl Probe {
             max_in_flight: AtomicI64::new(0),
             arrivals: None,
             records: None,
+            local_integrator: false,
+            integrator_sent: AtomicU64::new(0),
+            integrator_local: AtomicU64::new(0),
         }
     }
 
     /// Holds each task's first send until its arrival time (offset from the probe's epoch).
     pub fn with_arrivals(mut self, arrivals: Vec<Duration>) -> Probe {
         self.arrivals = Some(arrivals);
+        self
+    }
+
+    /// Answers the integrator's call without sending it (see the field).
+    pub fn answering_integrator_locally(mut self) -> Probe {
+        self.local_integrator = true;
         self
     }
 
@@ -144,6 +163,8 @@ impl Probe {
             calls: self.calls.load(Ordering::Acquire),
             errors: self.errors.load(Ordering::Acquire),
             max_in_flight: self.max_in_flight.load(Ordering::Acquire).max(0) as u64,
+            integrator_sent: self.integrator_sent.load(Ordering::Acquire),
+            integrator_local: self.integrator_local.load(Ordering::Acquire),
         }
     }
 
@@ -218,6 +239,14 @@ impl LlmProvider for Probe {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
+        if request.role == AgentRole::Integrator {
+            if self.local_integrator {
+                self.integrator_local.fetch_add(1, Ordering::Relaxed);
+                let model = self.inner.info().model;
+                return Box::pin(async move { Ok(local_summary(model)) });
+            }
+            self.integrator_sent.fetch_add(1, Ordering::Relaxed);
+        }
         let index = request
             .context
             .task_id
@@ -232,6 +261,18 @@ impl LlmProvider for Probe {
             }),
             None => self.observe(index, request),
         }
+    }
+}
+
+/// The executive summary of a load test that did not ask for one.
+fn local_summary(model: String) -> ChatResponse {
+    ChatResponse {
+        content: "(No executive summary: the load test answered this call itself.)".into(),
+        usage: Default::default(),
+        model,
+        finish_reason: Some("stop".into()),
+        tool_calls: Vec::new(),
+        timing: None,
     }
 }
 

@@ -39,6 +39,11 @@ pub struct LoadReport {
     pub model_calls_per_sec: f64,
     /// Model calls that returned an error.
     pub errors: u64,
+    /// The report's integrator calls sent to the model (in `model_calls`).
+    pub integrator_calls: u64,
+    /// Integrator calls the load test answered itself, not sent and not in `model_calls`
+    /// (an endpoint's workload is its tasks' requests unless asked otherwise).
+    pub integrator_answered_locally: u64,
     /// Task retries after transient errors.
     pub retries: u64,
     /// The sweep point this run measured (`rate=20`, `concurrency=64`), if any.
@@ -47,6 +52,9 @@ pub struct LoadReport {
     /// What the endpoint did (with `LoadRequest::serving`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serving: Option<crate::serving::ServingReport>,
+    /// The target's Prometheus metrics scraped during the run (`--scrape-metrics`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics: Option<Vec<crate::scrape::MetricsSample>>,
     /// Every model call as the client saw it (with `LoadRequest::serving`), for pictures.
     #[serde(skip)]
     pub calls: Vec<crate::serving::CallRecord>,
@@ -111,6 +119,16 @@ pub fn render_load_table(runs: &[LoadReport]) -> String {
         }),
         row("model calls/s", &|r| {
             format!("{:.0} ({} calls)", r.model_calls_per_sec, r.model_calls)
+        }),
+        row("integrator calls", &|r| {
+            if r.integrator_answered_locally > 0 {
+                format!(
+                    "{} sent, {} answered locally (not sent)",
+                    r.integrator_calls, r.integrator_answered_locally
+                )
+            } else {
+                format!("{} sent", r.integrator_calls)
+            }
         }),
         row("errors", &|r| r.errors.to_string()),
         row("retries", &|r| r.retries.to_string()),

@@ -47,6 +47,9 @@ pub struct LoadRequest {
     pub arrivals: Option<Vec<Duration>>,
     /// Measure the endpoint (serving metrics of every subagent call); `None`: do not.
     pub serving: Option<ServingOptions>,
+    /// Answer the report's integrator call locally instead of sending it (see
+    /// [`Probe::answering_integrator_locally`]).
+    pub local_integrator: bool,
 }
 
 /// What the serving metrics count.
@@ -67,6 +70,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
+        req.local_integrator,
     ));
     if let Some(f) = req.on_start {
         f(probe.clone());
@@ -144,21 +148,27 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         peak_rss_bytes: peak_rss,
         baseline_rss_bytes: baseline_rss,
         max_in_flight: seen.max_in_flight,
-        rss_per_in_flight_bytes: match (peak_rss, baseline_rss) {
-            (Some(p), Some(b)) if seen.max_in_flight > 0 => {
-                Some(p.saturating_sub(b) / seen.max_in_flight)
-            }
-            _ => None,
-        },
+        rss_per_in_flight_bytes: per_in_flight(peak_rss, baseline_rss, seen.max_in_flight),
         model_calls: seen.calls,
         model_calls_per_sec: per_sec(seen.calls as f64),
         errors: seen.errors,
+        integrator_calls: seen.integrator_sent,
+        integrator_answered_locally: seen.integrator_local,
         retries: s.retries,
         label: None,
         serving,
+        server_metrics: None,
         calls,
         timeline,
     })
+}
+
+/// (peak - baseline) RSS per call in flight at the most, where all three are known.
+fn per_in_flight(peak: Option<u64>, baseline: Option<u64>, max_in_flight: u64) -> Option<u64> {
+    match (peak, baseline) {
+        (Some(p), Some(b)) if max_in_flight > 0 => Some(p.saturating_sub(b) / max_in_flight),
+        _ => None,
+    }
 }
 
 fn check_planned(plan: &ValidatedPlan, planned: Option<&[f64]>) -> Result<(), LoadError> {
@@ -176,8 +186,12 @@ fn probe_for(
     plan: Arc<ValidatedPlan>,
     arrivals: Option<Vec<Duration>>,
     record: bool,
+    local_integrator: bool,
 ) -> Probe {
     let mut probe = Probe::new(provider, plan);
+    if local_integrator {
+        probe = probe.answering_integrator_locally();
+    }
     if let Some(a) = arrivals {
         probe = probe.with_arrivals(a);
     }

@@ -133,6 +133,8 @@ mod tests {
             calls: 3,
             errors: 0,
             max_in_flight: 2,
+            integrator_sent: 0,
+            integrator_local: 0,
         };
         let t = timings(&plan, &seen);
         assert_eq!(
@@ -158,6 +160,8 @@ mod tests {
             calls: 3,
             errors: 0,
             max_in_flight: 3,
+            integrator_sent: 0,
+            integrator_local: 0,
         };
         let mut buf = Vec::new();
         let timeline = Timeline {

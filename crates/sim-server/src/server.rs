@@ -15,7 +15,7 @@ use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use planwave_llm::openai::context_header;
 use planwave_llm::{
-    AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, LlmProvider, MessageRole, RequestContext,
+    AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, MessageRole, RequestContext,
 };
 use planwave_plan::Lang;
 use planwave_sim::{SIM_MODEL, SimConfig, SimProvider};
@@ -67,7 +67,9 @@ pub(crate) struct AppState {
     counter: AtomicU64,
     pub(crate) stats: Mutex<ServerStats>,
     subagents_in_flight: AtomicU64,
-    slots: Slots,
+    pub(crate) slots: Slots,
+    /// `GET /metrics` (metrics.rs).
+    pub(crate) metrics: crate::metrics::Metrics,
 }
 
 impl AppState {
@@ -75,10 +77,19 @@ impl AppState {
         AppState {
             sim: SimProvider::new(cfg.sim.clone()),
             slots: Slots::new(&cfg.serving),
+            metrics: crate::metrics::Metrics::new(SIM_MODEL, cfg.serving.max_concurrency),
             cfg,
             counter: AtomicU64::new(0),
             stats: Mutex::new(ServerStats::default()),
             subagents_in_flight: AtomicU64::new(0),
+        }
+    }
+
+    /// A completed answer, in `/planwave/stats` and `/metrics`.
+    pub(crate) fn answered(&self, t: &crate::serving::AnswerTiming, done: Instant) {
+        self.metrics.answered(&t.as_answered(done));
+        if let Ok(mut s) = self.stats.lock() {
+            s.serving.record(t, done);
         }
     }
 
@@ -108,6 +119,9 @@ fn router_with_state(state: Arc<AppState>) -> Router {
         .route("/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .route("/planwave/stats", get(stats))
+        .route("/health", get(crate::metrics::health))
+        .route("/v1/embeddings", post(crate::embeddings::embeddings))
+        .route("/metrics", get(crate::metrics::serve))
         .with_state(state)
 }
 
@@ -192,12 +206,19 @@ impl SimServer {
     }
 }
 
+/// As vLLM lists its served model (clients read `max_model_len` to size prompts).
 async fn models() -> impl IntoResponse {
     axum::Json(json!({
         "object": "list",
-        "data": [{"id": SIM_MODEL, "object": "model", "created": 0, "owned_by": "planwave"}]
+        "data": [{
+            "id": SIM_MODEL, "object": "model", "created": 0, "owned_by": "planwave",
+            "root": SIM_MODEL, "parent": null, "max_model_len": MAX_MODEL_LEN, "permission": []
+        }]
     }))
 }
+
+/// The context length the simulator claims (it accepts any prompt).
+const MAX_MODEL_LEN: u64 = 131_072;
 
 async fn stats(State(st): State<Arc<AppState>>) -> impl IntoResponse {
     axum::Json(st.snapshot())
@@ -207,8 +228,17 @@ async fn stats(State(st): State<Arc<AppState>>) -> impl IntoResponse {
 pub(crate) struct CompletionRequest {
     #[serde(default)]
     model: Option<String>,
-    #[serde(default)]
+    /// Content as a string or an array of parts (wire.rs).
+    #[serde(default, deserialize_with = "crate::wire::messages")]
     messages: Vec<ChatMessage>,
+    /// The bound on the answer's tokens (`max_completion_tokens` is OpenAI's newer name).
+    #[serde(default)]
+    max_tokens: Option<u64>,
+    #[serde(default)]
+    max_completion_tokens: Option<u64>,
+    /// vLLM's extension: write exactly the bound, as benchmark clients ask.
+    #[serde(default)]
+    ignore_eos: bool,
     #[serde(default)]
     stream: bool,
     #[serde(default)]
@@ -293,17 +323,17 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     if req.stream && matches!(fault, Fault::Ok | Fault::SlowFirstByte) {
         return paced_stream(st.clone(), &req, chat, id, model, slot, timing).await;
     }
-    let answer = match st.sim.chat(chat).await {
+    let answer = match st.sim.chat_bounded(chat, req.length()).await {
         Ok(a) => a,
         Err(e) => return error_response(e),
     };
-    if let Ok(mut s) = st.stats.lock() {
-        let t = crate::serving::AnswerTiming {
+    st.answered(
+        &crate::serving::AnswerTiming {
             output_tokens: answer.usage.completion_tokens,
             ..timing
-        };
-        s.serving.record(&t, Instant::now());
-    }
+        },
+        Instant::now(),
+    );
     drop(slot);
     answer_response(&st, &req, id, model, answer, fault)
 }
@@ -465,6 +495,14 @@ pub(crate) fn tool_call_deltas(answer: &planwave_llm::ChatResponse) -> Vec<Value
 }
 
 impl CompletionRequest {
+    pub(crate) fn length(&self) -> planwave_sim::AnswerLength {
+        let max_tokens = self.max_completion_tokens.or(self.max_tokens);
+        planwave_sim::AnswerLength {
+            max_tokens,
+            exact: self.ignore_eos && max_tokens.is_some(),
+        }
+    }
+
     pub(crate) fn include_usage(&self) -> bool {
         self.stream_options
             .as_ref()

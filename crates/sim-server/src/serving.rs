@@ -56,6 +56,8 @@ pub(crate) struct Slots {
     limit: Option<Arc<Semaphore>>,
     in_flight: Arc<AtomicU64>,
     max_in_flight: AtomicU64,
+    /// Requests waiting for a slot now (`vllm:num_requests_waiting`).
+    waiting: AtomicU64,
 }
 
 /// One answer's slot: released (and the in-flight count lowered) when dropped, which is when
@@ -79,13 +81,17 @@ impl Slots {
                 .map(|n| Arc::new(Semaphore::new(n.max(1)))),
             in_flight: Arc::new(AtomicU64::new(0)),
             max_in_flight: AtomicU64::new(0),
+            waiting: AtomicU64::new(0),
         }
     }
 
     /// Waits for a slot (FIFO: tokio's semaphore is fair).
     pub(crate) async fn admit(&self) -> Slot {
         let permit = match &self.limit {
-            Some(s) => s.clone().acquire_owned().await.ok(),
+            Some(s) => {
+                let _waiting = crate::metrics::Waiting::enter(&self.waiting);
+                s.clone().acquire_owned().await.ok()
+            }
             None => None,
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
@@ -94,6 +100,16 @@ impl Slots {
             _permit: permit,
             in_flight: self.in_flight.clone(),
         }
+    }
+
+    /// Answers generating now.
+    pub(crate) fn running(&self) -> u64 {
+        self.in_flight.load(Ordering::Relaxed)
+    }
+
+    /// Requests waiting for a slot now.
+    pub(crate) fn waiting(&self) -> u64 {
+        self.waiting.load(Ordering::Relaxed)
     }
 
     pub(crate) fn max_in_flight(&self) -> u64 {
@@ -110,6 +126,20 @@ pub(crate) struct AnswerTiming {
     pub prompt_tokens: u64,
     pub output_tokens: u64,
     pub role: &'static str,
+}
+
+impl AnswerTiming {
+    /// The answer as `/metrics` counts it, complete at `done`.
+    pub(crate) fn as_answered(&self, done: Instant) -> crate::metrics::Answered {
+        let s = |a: Instant| a.saturating_duration_since(self.received).as_secs_f64();
+        crate::metrics::Answered {
+            prompt_tokens: self.prompt_tokens,
+            output_tokens: self.output_tokens,
+            queue_s: s(self.admitted),
+            ttft_s: s(self.first_token.unwrap_or(done)),
+            e2e_s: s(done),
+        }
+    }
 }
 
 impl ServingStats {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use axum::body::{Body, Bytes};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use planwave_llm::{ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider, StreamEvent};
+use planwave_llm::{ChatRequest, ChatResponse, DeltaSink, LlmError, StreamEvent};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -182,6 +182,8 @@ struct Paced {
     /// Held until the stream ends: the slot of the concurrency limit.
     slot: Option<Slot>,
     started: bool,
+    /// When the last content piece went out (for the inter-token histogram).
+    last_piece: Option<Instant>,
 }
 
 /// Streams the answer as the simulator generates it (through its delta sink), so the
@@ -204,8 +206,9 @@ pub(crate) async fn paced_stream(
         }
     }));
     let sim_state = st.clone();
+    let length = req.length();
     tokio::spawn(async move {
-        let answer = sim_state.sim.chat(chat).await;
+        let answer = sim_state.sim.chat_bounded(chat, length).await;
         let _ = tx.send(Piece::Done(answer));
     });
     let first = match rx.recv().await {
@@ -224,6 +227,7 @@ pub(crate) async fn paced_stream(
         timing,
         slot: Some(slot),
         started: false,
+        last_piece: None,
     };
     let body = futures::stream::unfold(state, |mut s| async move {
         let piece = match s.pending.take() {
@@ -263,9 +267,14 @@ impl Paced {
         }
         match piece {
             Piece::Delta(d) => {
+                let now = Instant::now();
                 if self.timing.first_token.is_none() {
-                    self.timing.first_token = Some(Instant::now());
+                    self.timing.first_token = Some(now);
                 }
+                if let Some(last) = self.last_piece {
+                    self.st.metrics.token_gap((now - last).as_secs_f64());
+                }
+                self.last_piece = Some(now);
                 self.frame.push_pieces(out, &d);
             }
             Piece::Done(Ok(answer)) => {
@@ -304,9 +313,7 @@ impl Paced {
         }
         out.extend_from_slice(b"data: [DONE]\n\n");
         self.timing.output_tokens = answer.usage.completion_tokens;
-        if let Ok(mut s) = self.st.stats.lock() {
-            s.serving.record(&self.timing, Instant::now());
-        }
+        self.st.answered(&self.timing, Instant::now());
         // The answer is complete: free the slot now, not when the connection lets go.
         self.slot = None;
     }

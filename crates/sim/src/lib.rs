@@ -12,6 +12,7 @@
 //! tell it from a model except by [`ProviderInfo::simulated`].
 
 mod latency;
+mod length;
 mod pace;
 pub mod plan;
 pub mod reflect;
@@ -34,6 +35,7 @@ use planwave_llm::{
 };
 
 pub use latency::Latency;
+pub use length::AnswerLength;
 pub use pace::TokenRate;
 pub use plan::PlannerFault;
 pub use reflect::{FaultKind, ReflectScript, TaskFault};
@@ -167,12 +169,25 @@ impl LlmProvider for SimProvider {
     /// captured once.
     fn chat<'life0, 'async_trait>(
         &'life0 self,
-        mut request: ChatRequest,
+        request: ChatRequest,
     ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'async_trait>>
     where
         'life0: 'async_trait,
         Self: 'async_trait,
     {
+        self.chat_bounded(request, AnswerLength::default())
+    }
+}
+
+impl SimProvider {
+    /// [`LlmProvider::chat`] with the answer's length bounded as the request asks
+    /// (`max_tokens` over HTTP): the bound applies before pacing, so a short answer also
+    /// streams for less time.
+    pub fn chat_bounded(
+        &self,
+        mut request: ChatRequest,
+        length: AnswerLength,
+    ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + '_>> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
         let prompt_chars = take_prompt(&mut request);
@@ -191,6 +206,7 @@ impl LlmProvider for SimProvider {
                 timer::sleep_until(start + delay).await;
             }
             let (content, tool_calls, pace) = self.answer(&request)?;
+            let (content, cut) = length.fit(content);
             let usage = Usage {
                 prompt_tokens: text::estimate_tokens(prompt_chars),
                 completion_tokens: text::estimate_tokens(planwave_llm::char_count(&content)),
@@ -210,10 +226,12 @@ impl LlmProvider for SimProvider {
                 usage,
                 model: SIM_MODEL.into(),
                 finish_reason: Some(
-                    if tool_calls.is_empty() {
-                        "stop"
-                    } else {
+                    if !tool_calls.is_empty() {
                         "tool_calls"
+                    } else if length.max_tokens.is_some() && (cut || length.exact) {
+                        "length"
+                    } else {
+                        "stop"
                     }
                     .into(),
                 ),

@@ -94,6 +94,16 @@ pub struct SweepOptions<E> {
     /// Keep timelines and serving figures for pictures, whatever else asks for them.
     pub pictures: bool,
     pub traffic: Traffic,
+    /// With an HTTP endpoint, send the report's integrator call too; by default the load
+    /// test answers it itself and says so in the report.
+    pub integrator: bool,
+    /// The prompts sent for the tasks (a dataset's, synthetic ones); `None`: planwave's own.
+    pub prompts: Option<Arc<dyn planwave_prompts::PromptSet>>,
+    /// Each request's send time from the run's start (a replayed trace), overriding the
+    /// traffic's arrivals.
+    pub arrivals: Option<Vec<Duration>>,
+    /// A Prometheus endpoint of the target, scraped every second during each run.
+    pub scrape_metrics: Option<String>,
 }
 
 /// A run about to start, for the front end to show.
@@ -256,10 +266,17 @@ async fn run_point<E>(
         Some(url) => server_stats(url).await,
         None => None,
     };
+    let scraper = o
+        .scrape_metrics
+        .clone()
+        .map(|url| crate::scrape::Scraper::start(url, Duration::from_secs(1)));
     let mut report = run(LoadRequest {
         plan: w.plan.clone(),
         provider: w.provider.clone(),
-        prompts: Arc::new(planwave_prompts::Templates::builtin()),
+        prompts: match &o.prompts {
+            Some(p) => p.clone(),
+            None => Arc::new(planwave_prompts::Templates::builtin()),
+        },
         sink: Arc::new(NullSink),
         journal: at.journal.clone(),
         config: RunConfig {
@@ -276,12 +293,19 @@ async fn run_point<E>(
         cancel: at.cancel.clone(),
         timeline: o.timeline.is_some() || o.pictures,
         on_start: at.watch.progress(w.plan.len()),
-        arrivals: o.traffic.arrivals(&w.plan, point, o.seed),
+        arrivals: match &o.arrivals {
+            Some(a) => Some(a.clone()),
+            None => o.traffic.arrivals(&w.plan, point, o.seed),
+        },
         serving: at.serving.then(|| o.traffic.serving_options()),
+        local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
     })
     .await
     .map_err(SweepError::Run)?;
     report.label = label;
+    if let Some(s) = scraper {
+        report.server_metrics = Some(s.stop().await);
+    }
     if let (Some(before), Some(url), Some(serving)) = (before, url, report.serving.as_mut())
         && let Some(after) = server_stats(url).await
     {

@@ -37,6 +37,10 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         timeline: None,
         pictures: false,
         traffic,
+        integrator: false,
+        prompts: None,
+        arrivals: None,
+        scrape_metrics: None,
     }
 }
 

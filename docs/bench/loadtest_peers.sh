@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# planwave loadtest against the load testers its users would otherwise pick (issue 37), all
+# pointed at one `planwave sim-llm serve`, interleaved round by round, and the table the
+# issue asks for: requests/s, output tokens/s, TTFT and ITL p50/p99 against the server's own
+# TTFT, errors, and client CPU per request.
+#
+# A benchmark, not a test: it is never run in CI. The peers go into a virtual environment
+# outside the repository (aiperf and inference-perf; guidellm only with GUIDELLM=1, it pulls
+# about 6 GB of torch). PEERS=none runs planwave alone (no install at all).
+#
+#   docs/bench/loadtest_peers.sh                       # every point, 3 rounds
+#   PEERS=none ROUNDS=1 N=200 docs/bench/loadtest_peers.sh
+#
+# Settings (environment):
+#   PLANWAVE   the binary (default target/release/planwave; build it with --release)
+#   VENV       the peers' venv (default ~/.cache/planwave-bench/venv; inference-perf needs
+#              Python >= 3.12: PYTHON=python3.12)
+#   PEERS      "aiperf inference-perf" (default), add "guidellm", or "none"
+#   ROUNDS     interleaved rounds (default 3)
+#   N          requests per closed-loop point (default 2000); DURATION for the open loop (20s)
+#   TOKENS     server output tokens per second per stream (default 200), LATENCY_MS its TTFT (10)
+#   POINTS     "c100 c1000 r200" (concurrency 100, concurrency 1000, Poisson 200/s)
+set -euo pipefail
+
+PLANWAVE=${PLANWAVE:-target/release/planwave}
+VENV=${VENV:-$HOME/.cache/planwave-bench/venv}
+PYTHON=${PYTHON:-python3}
+PEERS=${PEERS:-aiperf inference-perf}
+ROUNDS=${ROUNDS:-3}
+N=${N:-2000}
+DURATION=${DURATION:-20}
+TOKENS=${TOKENS:-200}
+LATENCY_MS=${LATENCY_MS:-10}
+POINTS=${POINTS:-c100 c1000 r200}
+OUT=$(mktemp -d)
+trap 'kill "${SERVER_PID:-}" 2>/dev/null || true' EXIT
+
+install_peers() {
+  [ "$PEERS" = none ] && return
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  for p in $PEERS; do
+    case $p in
+      aiperf) "$VENV/bin/pip" install -q 'aiperf==0.13.*' tokenizers ;;
+      inference-perf) "$VENV/bin/pip" install -q 'inference-perf==0.7.*' ;;
+      guidellm) "$VENV/bin/pip" install -q 'guidellm==0.8.*' ;;
+    esac
+  done
+  # aiperf needs a tokenizer and there is no hub here: train a tiny local one.
+  if [ ! -f "$OUT/tok/tokenizer.json" ]; then
+    mkdir -p "$OUT/tok"
+    "$VENV/bin/python" - "$OUT/tok" <<'PY'
+import sys
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+t = Tokenizer(models.BPE(unk_token="[UNK]"))
+t.pre_tokenizer = pre_tokenizers.Whitespace()
+t.train_from_iterator(["the quick brown fox jumps over the lazy dog " * 50],
+                      trainers.BpeTrainer(vocab_size=200, special_tokens=["[UNK]"]))
+t.save(sys.argv[1] + "/tokenizer.json")
+PY
+  fi
+}
+
+start_server() {
+  "$PLANWAVE" sim-llm serve --addr 127.0.0.1:0 --latency-ms "$LATENCY_MS" --sigma 0 \
+    --tokens-per-sec "$TOKENS" > "$OUT/server.out" 2>/dev/null &
+  SERVER_PID=$!
+  for _ in $(seq 50); do [ -s "$OUT/server.out" ] && break; sleep 0.1; done
+  BASE=$(head -1 "$OUT/server.out")          # http://127.0.0.1:PORT/v1
+  ROOT=${BASE%/v1}
+}
+
+# The server's own answers so far (count), to slice its per-answer TTFTs per tool run.
+answers() { curl -s "$ROOT/planwave/stats" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["serving"]["completed"])'; }
+
+# CPU seconds (user + system) of a command and its children, into $OUT/cpu.
+timed() { /usr/bin/time -f '%U %S' -o "$OUT/cpu" "$@" > "$OUT/stdout" 2> "$OUT/stderr"; }
+
+run_planwave() {
+  case $1 in
+    c*) timed "$PLANWAVE" loadtest --json --llm-url "$BASE" --requests "$N" --concurrency "${1#c}" ;;
+    r*) timed "$PLANWAVE" loadtest --json --llm-url "$BASE" --rate "${1#r}" --duration "${DURATION}s" ;;
+  esac
+  "$PYTHON" - "$OUT/stdout" <<'PY' > "$OUT/row"
+import json, sys
+s = json.load(open(sys.argv[1]))["runs"][0]["serving"]
+print(s["ok"], s["request_throughput"], s["output_tokens_per_sec"], s["ttft_ms"]["p50"],
+      s["ttft_ms"]["p99"], s["itl_ms"]["p50"], s["itl_ms"]["p99"], s["requests"] - s["ok"])
+PY
+}
+
+run_aiperf() {
+  local dir="$OUT/aiperf-$1-$RANDOM" load
+  case $1 in
+    c*) load=(--concurrency "${1#c}" --request-count "$N") ;;
+    r*) load=(--request-rate "${1#r}" --request-count "$(( ${1#r} * DURATION ))") ;;
+  esac
+  timed "$VENV/bin/aiperf" profile --model planwave-sim-1 --url "$ROOT" --endpoint-type chat \
+    --streaming --tokenizer "$OUT/tok" --use-server-token-count "${load[@]}" \
+    --artifact-dir "$dir"
+  # aiperf's JSON export: metrics by tag, each with avg/p50/p99 (ms for times).
+  "$PYTHON" - "$dir" <<'PY' > "$OUT/row"
+import glob, json, sys
+f = sorted(glob.glob(sys.argv[1] + "/**/*aiperf*.json", recursive=True))[-1]
+d = json.load(open(f))
+m = d.get("records", d)
+g = lambda k, q: (m.get(k) or {}).get(q, float("nan"))
+ok = g("request_count", "avg")
+print(ok, g("request_throughput", "avg"), g("output_token_throughput", "avg"),
+      g("time_to_first_token", "p50"), g("time_to_first_token", "p99"),
+      g("inter_token_latency", "p50"), g("inter_token_latency", "p99"),
+      (m.get("error_request_count") or {}).get("avg", 0))
+PY
+}
+
+run_inference_perf() {
+  local cfg="$OUT/ip-$1.yaml" stages
+  case $1 in
+    c*) stages="type: concurrent
+  num_requests: $N
+  stages: [{concurrency_level: ${1#c}, num_requests: $N}]" ;;
+    r*) stages="type: poisson
+  stages: [{rate: ${1#r}, duration: $DURATION}]" ;;
+  esac
+  cat > "$cfg" <<YAML
+load:
+  $stages
+  num_workers: 4
+  worker_max_concurrency: 1000
+api: {type: chat, streaming: true}
+server: {type: vllm, model_name: planwave-sim-1, base_url: $ROOT, ignore_eos: true}
+data: {type: random, input_distribution: {mean: 200}, output_distribution: {mean: 290}}
+report: {request_lifecycle: {summary: true}}
+storage: {local_storage: {path: $OUT/ip-$1}}
+YAML
+  timed "$VENV/bin/inference-perf" --config_file "$cfg"
+  "$PYTHON" - "$OUT/ip-$1" <<'PY' > "$OUT/row"
+import glob, json, sys
+f = sorted(glob.glob(sys.argv[1] + "/**/summary_lifecycle_metrics.json", recursive=True))[-1]
+d = json.load(open(f))
+s, r = d.get("successes", {}), d.get("failures", {})
+lat, thr = s.get("latency", {}), s.get("throughput", {})
+ms = lambda k, q: 1000 * (lat.get(k) or {}).get(q, float("nan"))
+print(s.get("count", 0), thr.get("requests_per_sec", float("nan")),
+      thr.get("output_tokens_per_sec", float("nan")), ms("time_to_first_token", "p50"),
+      ms("time_to_first_token", "p99"), ms("inter_token_latency", "p50"),
+      ms("inter_token_latency", "p99"), r.get("count", 0))
+PY
+}
+
+install_peers
+start_server
+printf '%-15s %-6s %9s %11s %9s %9s %8s %8s %10s %6s %10s\n' tool point 'req/s' 'out tok/s' \
+  'TTFT p50' 'TTFT p99' 'ITL p50' 'ITL p99' 'srv TTFT' errors 'CPU ms/req'
+for round in $(seq "$ROUNDS"); do
+  for point in $POINTS; do
+    for tool in planwave $([ "$PEERS" = none ] || echo "$PEERS"); do
+      before=$(answers)
+      "run_${tool//-/_}" "$point" || { echo "$tool $point: failed (see $OUT/stderr)"; continue; }
+      after=$(answers)
+      server_ttft=$(curl -s "$ROOT/planwave/stats" | "$PYTHON" -c "
+import json,sys
+t = sorted(json.load(sys.stdin)['serving']['ttft_ms'][$before:$after])
+print(t[len(t)//2] if t else float('nan'))")
+      read -r ok rps tps t50 t99 i50 i99 errors < "$OUT/row"
+      read -r user sys < "$OUT/cpu"
+      cpu=$("$PYTHON" -c "print(1000 * ($user + $sys) / max(1, float('$ok')))")
+      printf '%-15s %-6s %9.1f %11.0f %9.2f %9.2f %8.3f %8.3f %10.2f %6s %10.3f\n' \
+        "$tool" "$point" "$rps" "$tps" "$t50" "$t99" "$i50" "$i99" "$server_ttft" \
+        "$errors" "$cpu"
+    done
+  done
+done
