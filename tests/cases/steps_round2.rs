@@ -84,3 +84,76 @@ fn a_tool_error_stops_the_chain_and_the_model_decides() {
     let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
     assert!(section.contains("CHAIN-OK"), "{section}");
 }
+
+/// An `mcpServers` config with `mcp-server-time` under `time`.
+fn time_config(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let time = crate::support::peer("py/bin/mcp-server-time")?;
+    Some(write_json(
+        dir,
+        "time.json",
+        &json!({"mcpServers": {"time": {"command": time}}}),
+    ))
+}
+
+fn time_steps(dir: &std::path::Path, name: &str, final_now: bool) -> std::path::PathBuf {
+    write_json(
+        dir,
+        name,
+        &json!({"goal": "What time is it in UTC?", "steps": [
+            {"step_id": "now", "description": "Read the clock", "tool": "get_current_time",
+             "params": {"timezone": "UTC"}, "final": final_now},
+            {"step_id": "note", "description": "Write a note about it", "tool": "llm_call",
+             "params": {"prompt": "Note the time {{now.result}}"}, "dependencies": ["now"]}
+        ]}),
+    )
+}
+
+#[test]
+fn a_step_plan_ends_in_an_answer_shown_first() {
+    let dir = tempdir();
+    let Some(cfg) = time_config(dir.path()) else {
+        return;
+    };
+    // A step marked final: its raw JSON is the answer, fenced as JSON in the report.
+    let out = dir.path().join("final");
+    crate::support::run_plan(time_steps(dir.path(), "final.json", true), &out)
+        .opt("--mcp-config", &cfg)
+        .run()
+        .expect_ok();
+    let run = read_json(&out.join("run.json"));
+    let answer = run["answer"].as_str().expect("run.json has the answer");
+    let clock: Value = serde_json::from_str(answer).expect("the clock's JSON");
+    assert_eq!(clock["timezone"], "UTC", "{answer}");
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    let at = |needle: &str| {
+        report
+            .find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} not in:\n{report}"))
+    };
+    // The answer comes first, fenced as JSON; the steps follow as an appendix.
+    assert!(at("## Answer\n\n```json\n{") < at("## Executive summary"));
+    assert!(at("## Executive summary") < at("## Appendix: step outputs"));
+    assert!(at("### Read the clock") > at("## Appendix: step outputs"));
+    assert!(at("### Write a note about it") > at("### Read the clock"));
+    assert!(!report.contains("\n## Read the clock"), "{report}");
+    assert!(!report.contains("\n## Write a note about it"), "{report}");
+
+    // Without a final step, the last step's output is the answer.
+    let out = dir.path().join("last");
+    crate::support::run_plan(time_steps(dir.path(), "last.json", false), &out)
+        .opt("--mcp-config", &cfg)
+        .run()
+        .expect_ok();
+    let run = read_json(&out.join("run.json"));
+    let note = std::fs::read_to_string(out.join("sections/note.md")).expect("note");
+    assert_eq!(run["answer"].as_str(), Some(note.trim()));
+    // A research plan has no answer of this kind.
+    let research = crate::support::write_json(
+        dir.path(),
+        "research.json",
+        &crate::support::plan("Topic", &[("1", "One chapter", &[])]),
+    );
+    let out = dir.path().join("research");
+    crate::support::run_plan(&research, &out).run().expect_ok();
+    assert!(read_json(&out.join("run.json")).get("answer").is_none());
+}
