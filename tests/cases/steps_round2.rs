@@ -157,3 +157,101 @@ fn a_step_plan_ends_in_an_answer_shown_first() {
     crate::support::run_plan(&research, &out).run().expect_ok();
     assert!(read_json(&out.join("run.json")).get("answer").is_none());
 }
+
+fn ids(run: &Value) -> Vec<String> {
+    run["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| crate::support::id_text(&t["id"]))
+        .collect()
+}
+
+#[test]
+fn recovery_replaces_a_failed_tool_step_with_another_tool_step() {
+    let dir = tempdir();
+    let Some(cfg) = crashy_config(dir.path()) else {
+        return;
+    };
+    // greet completes, a fails for good (broken always reports an error), answer is blocked.
+    let plan = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"goal": "Greet the team", "steps": [
+            {"step_id": "greet", "description": "Greet", "tool": "hello", "params": {"name": "team"}},
+            {"step_id": "a", "description": "Fetch the data", "tool": "broken", "params": {"message": "x"}},
+            {"step_id": "answer", "description": "Answer", "tool": "llm_call",
+             "params": {"prompt": "Answer from {{greet.result}} and {{a.result}}"},
+             "dependencies": ["greet", "a"]}
+        ]}),
+    );
+    let out = dir.path().join("partial");
+    let r = planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--mcp-config", &cfg)
+        .run();
+    r.expect_ok();
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        run["rounds"][0]["passes"][0]["recovery"],
+        "replan_from_failure"
+    );
+    // The failed step was replaced by a step with another tool; the kept one was not rerun.
+    assert_eq!(ids(&run), ["greet", "a_alt", "answer"]);
+    let alt = task(&run, "a_alt");
+    assert_eq!(tools_called(alt), [("hello".to_owned(), "ok".to_owned())]);
+    let plan = read_json(&out.join("plan.json"));
+    assert_eq!(plan["format"], "steps", "{plan}");
+    let answer = &plan["tasks"][2];
+    assert_eq!(answer["tool"], "llm_call");
+    assert_eq!(answer["dependencies"], json!(["greet", "a_alt"]));
+    assert!(
+        answer["params"]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("{{a_alt.result}}")),
+        "{answer}"
+    );
+    assert_eq!(
+        task(&run, "greet")["tool_calls"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // The replanner saw the catalogue and the failed step's error (kept in the round).
+    let asked = read_json(&out.join("rounds/1/replan-pass-2.json"));
+    assert_eq!(asked["replaced"], json!(["a", "answer"]), "{asked}");
+
+    // Nothing completed: a complete replan, still in steps, with the tools it has.
+    let plan = write_json(
+        dir.path(),
+        "none.json",
+        &json!({"goal": "Say hello to the team", "steps": [
+            {"step_id": "a", "description": "Fetch the data", "tool": "broken", "params": {"message": "x"}},
+            {"step_id": "answer", "description": "Answer", "tool": "llm_call",
+             "params": {"prompt": "Answer from {{a.result}}"}, "dependencies": ["a"]}
+        ]}),
+    );
+    let out = dir.path().join("complete");
+    planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--mcp-config", &cfg)
+        .run()
+        .expect_ok();
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["rounds"][0]["passes"][0]["recovery"], "complete_replan");
+    assert_eq!(run["status"], "completed", "{run}");
+    let plan = read_json(&out.join("plan.json"));
+    assert_eq!(plan["format"], "steps", "{plan}");
+    let tools: Vec<&str> = plan["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .map(|t| t["tool"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(tools, ["hello", "llm_call"], "{plan}");
+}
