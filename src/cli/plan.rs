@@ -110,6 +110,9 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         println!("  task {}: {} (after: {after})", t.id, t.title());
     }
     print!("{}", waves_text(plan));
+    let dir = args.out.as_deref().and_then(std::path::Path::parent);
+    let dir = dir.filter(|d| d.join("run.json").is_file());
+    print!("{}", super::estimate::line(plan.waves().len(), dir));
     for w in &warnings {
         eprintln!("warning: {w}");
     }

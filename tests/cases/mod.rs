@@ -22,6 +22,7 @@ mod report_html;
 mod research;
 mod resume_loop;
 mod run;
+mod run_edges;
 mod seed_config;
 pub(crate) mod serve;
 mod serve_browser;

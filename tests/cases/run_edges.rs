@@ -1,0 +1,129 @@
+//! Smaller things a user of step plans meets (issue 36), through the real binary: the
+//! summary's own heading, the plan cache's goal matching, estimated durations, and metrics
+//! across runs.
+
+use serde_json::json;
+
+use crate::cases::aimock::aimock_with;
+use crate::support::{planwave, read_json, tempdir, write_json};
+
+#[test]
+fn a_summary_with_its_own_heading_is_not_headed_twice() {
+    let dir = tempdir();
+    let Some((base, _server)) = aimock_with(
+        dir.path(),
+        json!([
+            {"match": {"userMessage": "You are the editor integrating"},
+             "response": {"content": "## Executive Summary\n\nSUMMARY-ONCE: the audit found nothing amiss."}},
+            {"match": {}, "response": {"content": "## Finding\n\nThe audit ran (2024: 12%)."}}
+        ]),
+    ) else {
+        return;
+    };
+    let plan = write_json(
+        dir.path(),
+        "plan.json",
+        &crate::support::plan("Audit", &[("1", "Check the books", &[])]),
+    );
+    let out = dir.path().join("out");
+    planwave(["run"])
+        .arg(&plan)
+        .out(&out)
+        .opt("--llm-base-url", &base)
+        .opt("--model", "gpt-4o")
+        .quiet()
+        .run()
+        .expect_ok();
+    let report = std::fs::read_to_string(out.join("report.md")).expect("report");
+    assert!(report.contains("SUMMARY-ONCE"), "{report}");
+    assert_eq!(
+        report
+            .to_lowercase()
+            .matches("## executive summary")
+            .count(),
+        1,
+        "{report}"
+    );
+}
+
+#[test]
+fn the_plan_cache_matches_goals_up_to_case_punctuation_and_spacing() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let research = |goal: &str, out: &std::path::Path| {
+        planwave(["research", goal])
+            .out(out)
+            .opt("--plan-cache", &cache)
+            .opt("--max-rounds", "1")
+            .instant()
+            .quiet()
+            .run()
+    };
+    let first = dir.path().join("first");
+    research("分析特斯拉", &first).expect_ok();
+    assert_eq!(read_json(&first.join("run.json"))["plan_source"], "planner");
+    let second = dir.path().join("second");
+    research("  分析特斯拉。 ", &second).expect_ok();
+    assert_eq!(read_json(&second.join("run.json"))["plan_source"], "cache");
+    let third = dir.path().join("third");
+    research("Analyse Tesla", &third).expect_ok();
+    let fourth = dir.path().join("fourth");
+    research("analyse   TESLA!", &fourth).expect_ok();
+    assert_eq!(read_json(&fourth.join("run.json"))["plan_source"], "cache");
+    // The entries keep the goals as first written.
+    let goals: Vec<String> = std::fs::read_dir(&cache)
+        .expect("cache")
+        .map(|e| {
+            read_json(&e.expect("entry").path())["goal"]
+                .as_str()
+                .unwrap_or("")
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(goals.len(), 2, "{goals:?}");
+    assert!(
+        goals.contains(&"分析特斯拉".to_owned()) && goals.contains(&"Analyse Tesla".to_owned())
+    );
+}
+
+#[test]
+fn plan_and_waves_print_an_estimated_duration() {
+    let dir = tempdir();
+    // Without a run to measure: the stated default.
+    let r = planwave(["plan", "Deep analysis of Tesla"])
+        .instant()
+        .quiet()
+        .run();
+    r.expect_ok();
+    assert!(
+        r.stdout
+            .contains(" per wave, a default: no recent model calls to measure)\n")
+            && r.stdout.contains("estimated duration: "),
+        "{}",
+        r.stdout
+    );
+    // A plan inside a run directory: that run's model calls give the per-wave time.
+    let plan = write_json(
+        dir.path(),
+        "plan.json",
+        &crate::support::plan("Audit", &[("1", "One", &[]), ("2", "Two", &["1"])]),
+    );
+    let out = dir.path().join("out");
+    crate::support::run_plan(&plan, &out)
+        .quiet()
+        .run()
+        .expect_ok();
+    let w = planwave(["waves"]).arg(out.join("plan.json")).run();
+    w.expect_ok();
+    let expected = format!(
+        " per wave, the median of 2 recent model calls in {})\n",
+        out.join("run.json").display()
+    );
+    assert!(
+        w.stdout.contains("estimated duration: ")
+            && w.stdout.contains("(2 waves × ")
+            && w.stdout.ends_with(&expected),
+        "{}",
+        w.stdout
+    );
+}
