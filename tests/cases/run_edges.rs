@@ -127,3 +127,30 @@ fn plan_and_waves_print_an_estimated_duration() {
         w.stdout
     );
 }
+
+#[test]
+fn a_batch_job_whose_planning_failed_counts_its_planner_tokens() {
+    let dir = tempdir();
+    let jobs = crate::cases::batch::jsonl(
+        dir.path(),
+        "jobs.jsonl",
+        &[json!({"id": "unplannable", "goal": "Deep analysis of Tesla"}).to_string()],
+    );
+    let out = dir.path().join("b");
+    let r = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--planner-attempts", "3")
+        .opt("--sim-planner-faults", "prose,prose,prose")
+        .run();
+    assert_ne!(r.code, 0, "{}", r.stderr);
+    let batch = read_json(&out.join("batch.json"));
+    let job = &batch["jobs"][0];
+    assert_eq!(job["state"], "failed", "{batch}");
+    assert_eq!(job["planning"]["attempts"], 3, "{batch}");
+    let tokens = job["tokens"].as_u64().expect("tokens");
+    assert!(tokens > 0, "three planner calls were made: {batch}");
+    assert_eq!(batch["tokens"].as_u64(), Some(tokens));
+}
