@@ -154,3 +154,75 @@ fn a_batch_job_whose_planning_failed_counts_its_planner_tokens() {
     assert!(tokens > 0, "three planner calls were made: {batch}");
     assert_eq!(batch["tokens"].as_u64(), Some(tokens));
 }
+
+#[test]
+fn show_and_the_server_give_success_metrics_across_runs() {
+    let dir = tempdir();
+    let data = dir.path().join("data");
+    let plan = write_json(
+        dir.path(),
+        "plan.json",
+        &crate::support::plan("Audit", &[("1", "One", &[]), ("2", "Two", &["1"])]),
+    );
+    // A run that completed, one whose task failed, a goal that planned and completed, and
+    // a goal whose planning failed.
+    crate::support::run_plan(&plan, data.join("ok"))
+        .quiet()
+        .run()
+        .expect_ok();
+    crate::support::run_plan(&plan, data.join("partial"))
+        .quiet()
+        .opt("--sim-fail", "2")
+        .run()
+        .expect_code(3);
+    let research = |goal: &str, out: &str, faults: Option<&str>| {
+        planwave(["research", goal])
+            .out(data.join(out))
+            .opt("--max-rounds", "1")
+            .opt("--planner-attempts", "2")
+            .instant()
+            .quiet()
+            .args(
+                faults
+                    .map(|f| ["--sim-planner-faults", f])
+                    .into_iter()
+                    .flatten(),
+            )
+            .run()
+    };
+    research("Deep analysis of Tesla", "planned", None).expect_ok();
+    research("Deep analysis of BYD", "unplanned", Some("prose,prose")).expect_code(2);
+
+    let expected =
+        "runs: 4\nplanning: 1/2 goal job(s) got a valid plan (50.0%), mean planning time ";
+    let some = planwave(["show"])
+        .arg(data.join("ok"))
+        .arg(data.join("partial"))
+        .arg(data.join("planned"))
+        .arg(data.join("unplanned"))
+        .run();
+    some.expect_ok();
+    assert!(some.stdout.starts_with(expected), "{}", some.stdout);
+    assert!(
+        some.stdout
+            .ends_with("\nexecution: 2/3 executed job(s) completed (66.7%)\n"),
+        "{}",
+        some.stdout
+    );
+    // The data directory itself: the same figures.
+    let all = planwave(["show"]).arg(&data).run();
+    all.expect_ok();
+    assert_eq!(all.stdout, some.stdout);
+
+    // The server's API gives them for its data directory.
+    let server = crate::cases::serve::Serve::start_in(&data, "127.0.0.1:0", &[], &[]);
+    let m = crate::support::http_get_json(&server.at("api/metrics"));
+    assert_eq!(m["runs"], 4, "{m}");
+    assert_eq!(m["planning_success_rate"], 0.5, "{m}");
+    assert_eq!(
+        (m["executed"].as_u64(), m["executed_completed"].as_u64()),
+        (Some(3), Some(2)),
+        "{m}"
+    );
+    assert!(m["mean_planning_ms"].as_f64().is_some(), "{m}");
+}

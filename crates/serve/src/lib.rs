@@ -25,6 +25,7 @@ mod jobs;
 mod listing;
 mod live;
 mod log;
+mod metrics;
 mod openapi;
 mod options;
 mod sse;
@@ -181,6 +182,7 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
             post(api::create_batch).get(batches::list_batches),
         )
         .route("/api/batches/{id}", get(batches::get_batch))
+        .route("/api/metrics", get(metrics::get_metrics))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
