@@ -192,20 +192,32 @@ fn show_and_the_server_give_success_metrics_across_runs() {
     };
     research("Deep analysis of Tesla", "planned", None).expect_ok();
     research("Deep analysis of BYD", "unplanned", Some("prose,prose")).expect_code(2);
+    // A step plan: its answer is in the API's view of the run.
+    let steps = write_json(
+        dir.path(),
+        "steps.json",
+        &json!({"goal": "Say hello", "steps": [{"step_id": "hi", "description": "Greet",
+                 "tool": "llm_call", "params": {"prompt": "Say hello"}}]}),
+    );
+    crate::support::run_plan(&steps, data.join("steps"))
+        .quiet()
+        .run()
+        .expect_ok();
 
     let expected =
-        "runs: 4\nplanning: 1/2 goal job(s) got a valid plan (50.0%), mean planning time ";
+        "runs: 5\nplanning: 1/2 goal job(s) got a valid plan (50.0%), mean planning time ";
     let some = planwave(["show"])
         .arg(data.join("ok"))
         .arg(data.join("partial"))
         .arg(data.join("planned"))
         .arg(data.join("unplanned"))
+        .arg(data.join("steps"))
         .run();
     some.expect_ok();
     assert!(some.stdout.starts_with(expected), "{}", some.stdout);
     assert!(
         some.stdout
-            .ends_with("\nexecution: 2/3 executed job(s) completed (66.7%)\n"),
+            .ends_with("\nexecution: 3/4 executed job(s) completed (75.0%)\n"),
         "{}",
         some.stdout
     );
@@ -217,12 +229,15 @@ fn show_and_the_server_give_success_metrics_across_runs() {
     // The server's API gives them for its data directory.
     let server = crate::cases::serve::Serve::start_in(&data, "127.0.0.1:0", &[], &[]);
     let m = crate::support::http_get_json(&server.at("api/metrics"));
-    assert_eq!(m["runs"], 4, "{m}");
+    assert_eq!(m["runs"], 5, "{m}");
     assert_eq!(m["planning_success_rate"], 0.5, "{m}");
     assert_eq!(
         (m["executed"].as_u64(), m["executed_completed"].as_u64()),
-        (Some(3), Some(2)),
+        (Some(4), Some(3)),
         "{m}"
     );
     assert!(m["mean_planning_ms"].as_f64().is_some(), "{m}");
+    let run = crate::support::http_get_json(&server.at("api/runs/steps"));
+    let section = std::fs::read_to_string(data.join("steps/sections/hi.md")).expect("section");
+    assert_eq!(run["answer"].as_str(), Some(section.trim()), "{run}");
 }
