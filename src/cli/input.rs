@@ -2,18 +2,10 @@
 
 use std::path::Path;
 
-use planwave_plan::{ToolCatalog, ValidatedPlan};
+use planwave_plan::ValidatedPlan;
 use planwave_runner::{InvalidInput, Stderr};
 
 /// Reads, parses and validates a plan; any problem is an [`InvalidInput`] (exit 2).
 pub fn load_plan(path: &Path) -> Result<ValidatedPlan, InvalidInput> {
     planwave_runner::load_plan(path, &Stderr)
-}
-
-/// [`load_plan`], checking tool use against `tools` when given.
-pub fn load_plan_with_tools(
-    path: &Path,
-    tools: Option<&ToolCatalog>,
-) -> Result<ValidatedPlan, InvalidInput> {
-    planwave_runner::load_plan_with_tools(path, tools, &Stderr)
 }

@@ -1,6 +1,7 @@
 //! Command-line interface: one module per subcommand.
 
 mod batch;
+mod estimate;
 mod events;
 pub mod exit;
 pub(crate) mod input;

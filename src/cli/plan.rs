@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use planwave_config::spec::McpOptions;
 use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::{INTERRUPTED, OK, Outcome};
@@ -31,29 +32,47 @@ pub struct PlanArgs {
     pub meta: MetaOptions,
     #[command(flatten)]
     pub model: ModelOptions,
+    /// The same tool settings as `research` (and `[mcp]`): the planner's prompt lists the
+    /// servers' tools with their input schemas, and the plan is checked against them.
+    #[command(flatten)]
+    pub mcp: McpOptions,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
 }
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[&args.model, &args.planner, &args.meta, &Seed(args.seed)])?;
+    let settings = llm::settings(&[
+        &args.model,
+        &args.planner,
+        &args.meta,
+        &args.mcp,
+        &Seed(args.seed),
+    ])?;
     let resources = args.model.resources(&settings)?;
     let interrupt = CtrlC::listen();
-    let Some(outcome) = plan_goal(
-        PlanRequest {
-            goal: &args.goal,
-            reflection: None,
-            resources: &resources,
-            config: settings.planner.clone(),
-            quiet: args.quiet,
-            cancel: &interrupt.token(),
-            notes: &Stderr,
-        },
-        &mut |_| {},
-    )
-    .await?
-    else {
+    // Started as `research` starts them: the planner lists their tools; shut down after.
+    let resources = resources
+        .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
+        .await;
+    let planned = resources
+        .scope(async |resources| {
+            plan_goal(
+                PlanRequest {
+                    goal: &args.goal,
+                    reflection: None,
+                    resources,
+                    config: settings.planner.clone(),
+                    quiet: args.quiet,
+                    cancel: &interrupt.token(),
+                    notes: &Stderr,
+                },
+                &mut |_| {},
+            )
+            .await
+        })
+        .await?;
+    let Some(outcome) = planned else {
         eprintln!("interrupted");
         return Ok(Outcome(INTERRUPTED));
     };
@@ -91,6 +110,9 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         println!("  task {}: {} (after: {after})", t.id, t.title());
     }
     print!("{}", waves_text(plan));
+    let dir = args.out.as_deref().and_then(std::path::Path::parent);
+    let dir = dir.filter(|d| d.join("run.json").is_file());
+    print!("{}", super::estimate::line(plan.waves().len(), dir));
     for w in &warnings {
         eprintln!("warning: {w}");
     }

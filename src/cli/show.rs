@@ -1,5 +1,6 @@
 //! `planwave show DIR`: a finished run's summary table from its `run.json`, or a batch's
-//! table and success metrics from its `batch.json`.
+//! table and success metrics from its `batch.json`; `planwave show DIR DIR...` (or a data
+//! directory holding run directories) the success metrics across those runs.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -14,16 +15,30 @@ use super::exit::{InvalidInput, OK, Outcome};
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// A run directory written by `run` or `research`, or a batch directory (`batch`).
-    pub dir: PathBuf,
+    /// A run directory written by `run` or `research`, or a batch directory (`batch`);
+    /// several run directories, or a data directory holding run directories (`serve
+    /// --data`), for the success metrics across them.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
 }
 
 pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
+    let dir = match args.dirs.as_slice() {
+        [one] => one,
+        many => return show_metrics(many.to_vec()),
+    };
     // A batch directory has batch.json and no run.json of its own.
-    if !args.dir.join("run.json").exists() && args.dir.join("batch.json").exists() {
-        return show_batch(&args.dir.join("batch.json"));
+    if !dir.join("run.json").exists() && dir.join("batch.json").exists() {
+        return show_batch(&dir.join("batch.json"));
     }
-    let run = planwave_storage::read_run(&args.dir).map_err(|e| match e {
+    // A data directory: no run of its own, runs under it.
+    if !planwave_runner::is_run_dir(dir) {
+        let runs = planwave_runner::runs_under(dir);
+        if !runs.is_empty() {
+            return show_metrics(runs);
+        }
+    }
+    let run = planwave_storage::read_run(dir).map_err(|e| match e {
         ReadRunError::NotFinished { dir } => InvalidInput::one(
             dir.display().to_string(),
             "no run.json here: not a run directory, or the run has not finished (events.jsonl shows its progress)",
@@ -62,5 +77,19 @@ fn show_batch(path: &Path) -> anyhow::Result<Outcome> {
         );
     }
     print!("{out}");
+    Ok(Outcome(OK))
+}
+
+/// Planning success rate, mean planning time and execution success rate across `dirs`.
+fn show_metrics(dirs: Vec<PathBuf>) -> anyhow::Result<Outcome> {
+    let m = planwave_runner::runs_metrics(&dirs);
+    if m.runs == 0 {
+        return Err(InvalidInput {
+            source_name: "show".into(),
+            problems: vec!["none of these directories holds a run".into()],
+        }
+        .into());
+    }
+    print!("{}", m.lines());
     Ok(Outcome(OK))
 }

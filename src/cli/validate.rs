@@ -1,13 +1,14 @@
-//! `planwave validate PLAN`
+//! `planwave validate PLAN [--mcp-config FILE] [--meta KEY=VALUE]`
 
 use std::path::PathBuf;
 
 use clap::Args;
+use planwave_config::spec::MetaOptions;
+use planwave_plan::{LLM_CALL, ValidatedPlan};
 
 use super::exit::{OK, Outcome};
-use super::input::{load_plan, load_plan_with_tools};
 use super::mcp;
-use planwave_runner::{Stderr, tool_catalog};
+use planwave_runner::{Stderr, parse_plan_source, tool_catalog, validate_plan};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -17,15 +18,22 @@ pub struct ValidateArgs {
     /// servers are started to list them).
     #[arg(long, value_name = "FILE")]
     pub mcp_config: Option<PathBuf>,
+    /// The job's metadata, as `run --meta` gives it: `{{meta.KEY}}` references are checked
+    /// against it.
+    #[command(flatten)]
+    pub meta: MetaOptions,
 }
 
 pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
+    let (source, mut spec) = parse_plan_source(&args.plan)?;
+    // As `run` does: `--meta` adds to (and overrides) what the plan file carries.
+    spec.about.meta.extend(args.meta.meta.iter().cloned());
     let plan = match &args.mcp_config {
-        None => load_plan(&args.plan)?,
+        None => validate_plan(&source, spec, None, &Stderr)?,
         Some(path) => {
             let servers = mcp::servers_from_file(path)?;
             let tools = tool_catalog(&servers, &Stderr).await;
-            load_plan_with_tools(&args.plan, Some(&tools))?
+            validate_plan(&source, spec, Some(&tools), &Stderr)?
         }
     };
     for w in plan.format_advice() {
@@ -38,5 +46,20 @@ pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
         plan.critical_path().len(),
         plan.joined_ids(plan.critical_path(), " -> ")
     );
+    if args.mcp_config.is_none() && names_tools(&plan) {
+        // `run` refuses a plan naming a tool its servers lack: "valid" alone would promise
+        // more than was checked.
+        println!(
+            "tool names not checked: no tools are configured (give --mcp-config FILE to check them)"
+        );
+    }
     Ok(Outcome(OK))
+}
+
+/// Whether the plan has a tool step other than `llm_call`: `run` refuses one whose tool its
+/// servers lack (an unknown suggested tool is only dropped, with a warning).
+fn names_tools(plan: &ValidatedPlan) -> bool {
+    plan.tasks()
+        .iter()
+        .any(|t| t.tool.as_deref().is_some_and(|name| name != LLM_CALL))
 }

@@ -28,7 +28,11 @@ pub struct WavesArgs {
 pub fn waves(args: WavesArgs) -> anyhow::Result<Outcome> {
     let plan = load_plan(&args.plan)?;
     let out = match args.format {
-        Format::Text => text(&plan),
+        Format::Text => {
+            // A plan in a run directory: that run's calls say how long a wave takes.
+            let dir = args.plan.parent().filter(|d| d.join("run.json").is_file());
+            text(&plan) + &super::estimate::line(plan.waves().len(), dir)
+        }
         Format::Json => serde_json::to_string(&plan.layout())? + "\n",
         Format::Mermaid => waves_mermaid(&plan),
     };

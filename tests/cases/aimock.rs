@@ -102,8 +102,8 @@ fn research_against_aimock_streaming_and_not() {
         let calls = run["calls"].as_array().expect("calls");
         assert_eq!(
             calls.len(),
-            7,
-            "planner + 3 sections + summary + evaluation + reflection"
+            6,
+            "planner + 3 sections + summary + evaluation (correctness ends the loop: no reflection)"
         );
         assert_eq!(calls[5]["role"], "evaluator");
         assert_eq!(run["loop_stop_reason"], "correctness");

@@ -51,14 +51,17 @@ fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
     );
 
     let stats = server.stats();
-    // 2 planning attempts + 2 transport retries, 5 sections, 1 summary, 1 evaluation and 1
-    // reflection (a clean run's correctness ends the loop; its one round is reflected on).
-    assert_eq!(stats["requests"], 12, "{stats}");
+    // 2 planning attempts + 2 transport retries, 5 sections, 1 summary and 1 evaluation (a
+    // clean run's correctness ends the loop by its own rule: no reflection is asked for).
+    assert_eq!(stats["requests"], 11, "{stats}");
     assert_eq!(stats["roles"]["planner"], 4, "{stats}");
     assert_eq!(stats["roles"]["subagent"], 5);
     assert_eq!(stats["roles"]["integrator"], 1);
     assert_eq!(stats["roles"]["evaluator"], 1);
-    assert_eq!(stats["roles"]["reflector"], 1);
+    assert!(
+        stats["roles"].get("reflector").is_none_or(|n| n == 0),
+        "{stats}"
+    );
     assert_eq!(
         (
             stats["faults"]["ratelimit"].as_u64(),
@@ -74,7 +77,7 @@ fn research_over_http_retries_429_and_500_and_repairs_the_plan() {
     let calls = run["calls"].as_array().expect("calls");
     assert_eq!(
         calls.len(),
-        10,
+        9,
         "one record per call: retries stay inside their call"
     );
     assert!(

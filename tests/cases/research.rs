@@ -67,13 +67,11 @@ fn research_offline_plans_runs_and_integrates_with_the_simulator() {
     let calls = run["calls"].as_array().expect("calls");
     assert_eq!(calls[0]["role"], "planner");
     assert_eq!(calls.iter().filter(|c| c["role"] == "subagent").count(), 5);
-    // Then the summary, then the reflective loop's evaluation and (the last round's too)
-    // reflection.
+    // Then the summary, then the reflective loop's evaluation; correct enough, the loop
+    // ends by its own rule without a reflection call.
     let roles: Vec<&str> = calls.iter().filter_map(|c| c["role"].as_str()).collect();
-    assert_eq!(
-        roles[roles.len() - 3..],
-        ["integrator", "evaluator", "reflector"]
-    );
+    assert_eq!(roles[roles.len() - 2..], ["integrator", "evaluator"]);
+    assert!(!roles.contains(&"reflector"), "{roles:?}");
     assert_eq!(
         usage_total(&run["stats"]["usage"]),
         sum_calls(&run),

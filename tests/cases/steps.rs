@@ -11,7 +11,7 @@ use crate::support::{peer, planwave, read_json, repo_file, run_plan, task, tempd
 
 /// An `mcpServers` config with the test server `tests/peers/mcp_crashy.py` (official Python
 /// SDK) under `crashy`, counting `flaky`'s calls in `dir/flaky`.
-fn crashy_config(dir: &Path) -> Option<std::path::PathBuf> {
+pub(crate) fn crashy_config(dir: &Path) -> Option<std::path::PathBuf> {
     let python = peer("py/bin/python")?;
     let script = repo_file("tests/peers/mcp_crashy.py");
     let flaky = dir.join("flaky");

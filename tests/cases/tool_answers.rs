@@ -152,3 +152,45 @@ fn a_model_that_cannot_repair_its_answer_fails_the_task_clearly() {
     assert!(!report.contains("Never finished"), "{report}");
     assert_no_raw_json(&out);
 }
+
+#[test]
+fn the_json_protocol_gives_one_output_instruction_with_the_subagent_prompt() {
+    let dir = tempdir();
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let Some((base, _server)) = aimock_with(
+        dir.path(),
+        script(
+            "{\"content\": \"## Echo findings\\n\\nDone (ONE-FORMAT).\"}",
+            "{\"content\": \"unused\"}",
+            "{\"content\": \"unused\"}",
+        ),
+    ) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    planwave(["run"])
+        .arg(echo_plan(dir.path()))
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--llm-base-url", &base)
+        .opt("--model", "gpt-4o")
+        .run()
+        .expect_ok();
+    // The subagent's request: its prompt asks for a Markdown section, and the protocol
+    // message says that section goes inside content, so the two do not contradict.
+    let requests = super::aimock::aimock_requests(&base);
+    let subagent = requests
+        .iter()
+        .find(|r| r.to_string().contains("## Tools"))
+        .expect("the subagent's request");
+    let text = subagent.to_string();
+    assert!(text.contains("Return it as"), "{text}");
+    assert!(
+        text.contains("the section keeps the format described above (Markdown, with its heading), but it goes inside `content` as a JSON string instead of standing alone"),
+        "{text}"
+    );
+    let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
+    assert!(section.contains("ONE-FORMAT"), "{section}");
+}

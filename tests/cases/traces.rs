@@ -184,8 +184,8 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
     let stats = server.stats();
     assert_eq!(stats["traced"], stats["requests"], "{stats}");
     // Sections, 2 planning attempts, the summary and the reflective loop's one evaluation
-    // and one reflection.
-    assert_eq!(stats["requests"], deps.len() + 5, "{stats}");
+    // (correct enough: no reflection call).
+    assert_eq!(stats["requests"], deps.len() + 4, "{stats}");
     assert_eq!(stats["roles"]["evaluator"], 1, "{stats}");
     for needle in [FAKE_KEY, "3b9d2f"] {
         assert!(

@@ -100,7 +100,7 @@ fn waves_prints_text_json_and_mermaid() {
     let out = waves().run();
     assert_eq!(
         out.stdout,
-        "wave 0: 1, 2, 3\nwave 1: 4\ncritical path: 1 -> 4\n"
+        "wave 0: 1, 2, 3\nwave 1: 4\ncritical path: 1 -> 4\nestimated duration: 1m 00s (2 waves × 30.0 s per wave, a default: no recent model calls to measure)\n"
     );
     let out = waves().opt("--format", "mermaid").run();
     assert!(

@@ -192,6 +192,7 @@ pub(crate) async fn conclude(
         plan_fallback: shared.plan.spec().about.fallback().map(str::to_owned),
         plan_source: req.config.plan_source,
         llm: shared.provider.info().into(),
+        answer: planwave_report::step_answer(&shared.plan, &records, &outcome.sections),
         stats,
         tasks: records,
         calls,

@@ -17,8 +17,11 @@
 //! that call's output text. The input is passed as the argument `input` when the tool's input
 //! schema declares an `input` property (and the model did not set it); for tools without
 //! `input`, the model writes `{{input}}` inside any string argument and it is replaced by the
-//! input. Tools taking neither do not receive it. A call that fails ends the chain (later
-//! calls would get no input); the error is reported.
+//! input. Tools taking neither do not receive it. A call that fails, or whose tool reports an
+//! error (`isError`), ends the chain: later calls would get the error as input. The error goes
+//! back to the model as that call's result (marked as an error, and `tool_error` in the call
+//! record), and the model decides: other arguments, another tool, or the section, within
+//! `max_tool_rounds`.
 
 use futures::future::Either;
 use planwave_llm::{
@@ -211,12 +214,17 @@ async fn run_chain(
         let args = chain_args(info, args.clone(), input.as_deref());
         match calls.tool(name, args).await {
             Ok(out) => {
-                input = Some(out.text.clone());
                 results.push(ToolResultRef {
                     tool: name.clone(),
                     output: for_model(calls, name, &out.text),
                     is_error: out.is_error,
                 });
+                // A tool's own error is its result for the model, never the next call's
+                // input: the chain stops and the model decides what to do about it.
+                if out.is_error {
+                    break;
+                }
+                input = Some(out.text);
             }
             Err(e) => {
                 results.push(ToolResultRef {

@@ -4,7 +4,8 @@
 //!
 //! [`model`] holds the evaluator's and reflector's answers, [`judge`] parses them tolerantly
 //! and validates them strictly, [`ask`] asks with repair, [`policy`] decides when to stop and
-//! how to recover (pure), [`replan`] merges a partial replan into the kept tasks, and
+//! how to recover (pure), [`replan`] merges a partial replan into the kept tasks ([`replan_steps`] a step plan's,
+//! with the tool catalogue), and
 //! [`looping`] runs the loop through the caller's [`Rounds`] (planning and execution with
 //! files and progress).
 //!
@@ -16,6 +17,7 @@ pub mod looping;
 pub mod model;
 pub mod policy;
 pub mod replan;
+pub mod replan_steps;
 
 pub use judge::{parse_evaluation, parse_reflection};
 pub use looping::{

@@ -111,6 +111,10 @@ pub struct TaskSpec {
     /// Retries of this step after its first attempt (`retryCount`); `None` follows `--retries`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_count: Option<u32>,
+    /// A step whose output is (part of) the plan's answer (`final`). Without any, the
+    /// answer is the last step's output.
+    #[serde(default, rename = "final", skip_serializing_if = "is_false")]
+    pub is_final: bool,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -131,6 +135,7 @@ impl TaskSpec {
             expected_output: None,
             optional: false,
             retry_count: None,
+            is_final: false,
         }
     }
 

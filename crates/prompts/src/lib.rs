@@ -18,7 +18,8 @@ mod templates;
 
 pub use reflect::{
     AnswerRepairVars, EvaluatorVars, FailedStep, FailureNoteVars, ReflectionSummaryVars,
-    ReflectorVars, ReplanTask, ReplanVars, RoundSection, RoundStats, StepReflectionVars,
+    ReflectorVars, ReplanStep, ReplanStepsVars, ReplanTask, ReplanVars, RoundSection, RoundStats,
+    StepReflectionVars,
 };
 pub use render::{MetaEntry, PlannerTool, PlannerVars, RepairVars};
 pub use set::{

@@ -100,6 +100,33 @@ pub struct ReplanVars<'a> {
     pub analysis: Option<&'a str>,
 }
 
+/// A step named in `replan_steps.j2`: a kept one with its result, or one to replace with
+/// its error.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReplanStep {
+    pub id: String,
+    pub title: String,
+    pub tool: String,
+    /// The step's parameters as compact JSON.
+    pub params: String,
+    pub status: String,
+    pub deps: Vec<String>,
+    pub error: Option<String>,
+    /// A kept step's result (cleaned, shortened), which new steps may reference.
+    pub result: Option<String>,
+}
+
+/// Variables of `replan_steps.j2`: a step plan's partial replan.
+#[derive(Clone, Debug, Serialize)]
+pub struct ReplanStepsVars<'a> {
+    pub goal: &'a str,
+    /// The tools steps may call, with their input schemas (the step planner's catalogue).
+    pub tools: &'a [crate::PlannerTool],
+    pub kept: &'a [ReplanStep],
+    pub replace: &'a [ReplanStep],
+    pub analysis: Option<&'a str>,
+}
+
 /// Variables of `answer_repair.j2`.
 #[derive(Clone, Debug, Serialize)]
 pub struct AnswerRepairVars<'a> {
@@ -155,6 +182,19 @@ impl Templates {
         Ok(messages(&self.render_raw(
             lang,
             "replan",
+            Value::from(Serde(vars)),
+        )?))
+    }
+
+    /// A step plan's partial replan: replacement steps, given the tool catalogue.
+    pub fn replan_steps(
+        &self,
+        lang: Lang,
+        vars: &ReplanStepsVars<'_>,
+    ) -> Result<Vec<ChatMessage>, PromptError> {
+        Ok(messages(&self.render_raw(
+            lang,
+            "replan_steps",
             Value::from(Serde(vars)),
         )?))
     }
@@ -235,6 +275,13 @@ pub(crate) fn sample(name: &str) -> Value {
             "kept": [{"id": "1", "title": "t", "status": "completed", "deps": [], "error": null}],
             "replace": [{"id": "2", "title": "u", "status": "failed", "deps": ["1"], "error": "e"}],
             "next_id": 3, "analysis": "a"}),
+        "replan_steps" => json!({"goal": "g",
+            "tools": [{"name": "t", "description": "d", "input_schema": "{}"}],
+            "kept": [{"id": "a", "title": "t", "tool": "t", "params": "{}", "status": "completed",
+                      "deps": [], "error": null, "result": "r"}],
+            "replace": [{"id": "b", "title": "u", "tool": "t", "params": "{}", "status": "failed",
+                         "deps": ["a"], "error": "e", "result": null}],
+            "analysis": "a"}),
         "step_reflection" => json!({"goal": "g", "round": 1, "pass": 1,
             "failed": [{"id": "2", "title": "u", "kind": "fatal", "error": "e"}],
             "completed": 1, "blocked": 0, "total": 2,

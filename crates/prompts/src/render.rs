@@ -313,8 +313,8 @@ pub(crate) fn sample(name: &str) -> Value {
                    "schema": "{}", "min_tasks": 4, "max_tasks": 7, "reflection": "r",
                    "meta": [{"key": "k", "value": "v"}]})
         }
-        "evaluator" | "reflector" | "replan" | "step_reflection" | "answer_repair"
-        | "failure_note" | "reflection_summary" => {
+        "evaluator" | "reflector" | "replan" | "replan_steps" | "step_reflection"
+        | "answer_repair" | "failure_note" | "reflection_summary" => {
             return crate::reflect::sample(name);
         }
         "repair" => {

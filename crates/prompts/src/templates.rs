@@ -17,6 +17,7 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "evaluator",
     "reflector",
     "replan",
+    "replan_steps",
     "step_reflection",
     "answer_repair",
     "failure_note",
@@ -104,6 +105,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     (
         "zh",
+        "replan_steps",
+        include_str!("../../../prompts/zh/replan_steps.j2"),
+    ),
+    (
+        "zh",
         "answer_repair",
         include_str!("../../../prompts/zh/answer_repair.j2"),
     ),
@@ -121,6 +127,11 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "replan",
         include_str!("../../../prompts/en/replan.j2"),
+    ),
+    (
+        "en",
+        "replan_steps",
+        include_str!("../../../prompts/en/replan_steps.j2"),
     ),
     (
         "en",

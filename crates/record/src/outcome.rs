@@ -274,6 +274,10 @@ pub struct RunResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_source: Option<PlanSource>,
     pub llm: ProviderInfoRecord,
+    /// A step plan's answer: the output of its `final` steps, else of its last step
+    /// (`planwave_report::step_answer`); absent for research plans and unanswered runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     pub stats: RunStats,
     pub tasks: Vec<TaskRecord>,
     /// Every model call, in the order they finished.

@@ -12,6 +12,7 @@
 //! (`planwave-record`): no I/O, no async, no actors. It deliberately knows nothing of how a
 //! run is executed or stored, so a front end can draw a run without linking the engine.
 
+mod answer;
 mod gantt;
 mod html;
 mod markdown;
@@ -19,6 +20,7 @@ mod run_table;
 mod transitions;
 mod warnings;
 
+pub use answer::{answer_steps, output_markdown, step_answer};
 pub use html::{dag_svg, gantt_svg, render_html};
 pub use markdown::{
     ReportInput, dependency_order, mermaid_label, plain_summary, render_markdown, waves_mermaid,

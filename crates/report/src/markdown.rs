@@ -171,6 +171,11 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
     if let Some(why) = spec.about.fallback() {
         let _ = writeln!(out, "> {}\n", fallback_note(lang, why));
     }
+    // A step plan answers its goal: the answer first, the step outputs as an appendix.
+    let steps = spec.format == planwave_plan::PlanFormat::Steps;
+    if steps {
+        crate::answer::answer_section(&mut out, plan, input.records, input.sections);
+    }
     if !spec.objectives.is_empty() {
         let _ = writeln!(out, "## {}\n", l.objectives);
         for o in &spec.objectives {
@@ -188,8 +193,13 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
             ),
         };
     }
-    let _ = writeln!(out, "{}\n", input.summary.trim());
-    for &i in input.order {
+    let _ = writeln!(out, "{}\n", strip_summary_heading(input.summary));
+    if steps {
+        crate::answer::steps_appendix(&mut out, plan, input.records, input.sections, input.order);
+    }
+    // A step plan's outputs are in its appendix, so no chapters here.
+    let chapters: &[usize] = if steps { &[] } else { input.order };
+    for &i in chapters {
         let task = plan.task(i);
         let rec = &input.records[i];
         // Between the two sections they connect, closing the one before this.
@@ -222,6 +232,30 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
     out.push_str(&stats_table(input, lang));
     out.push_str(&crate::warnings::appendix(plan, input.records));
     out
+}
+
+/// The summary without a heading of its own at the top (the report writes "Executive
+/// summary" above it; a model that writes one too would make the report show it twice).
+fn strip_summary_heading(summary: &str) -> &str {
+    let s = summary.trim();
+    let (first, rest) = s.split_once('\n').unwrap_or((s, ""));
+    let heading = first.trim_start_matches('#');
+    let is_heading = first.starts_with('#') && heading.starts_with(' ');
+    let name: String = heading
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect();
+    if is_heading
+        && matches!(
+            name.as_str(),
+            "executivesummary" | "summary" | "执行摘要" | "摘要"
+        )
+    {
+        rest.trim()
+    } else {
+        s
+    }
 }
 
 /// A node label safe inside Mermaid double quotes, shortened to 40 characters.

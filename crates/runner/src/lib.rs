@@ -35,6 +35,7 @@ mod resources;
 mod resume;
 mod resume_loop;
 mod rounds;
+mod run_metrics;
 mod streamed;
 mod trace_fields;
 mod workdir;
@@ -58,5 +59,6 @@ pub use planning::{GoalPlan, PlanRequest, describe_attempt, plan_goal, plan_goal
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, start_mcp, tool_catalog};
 pub use resume::{Resumed, resumable_dir, resume, resume_opened, resume_presets};
+pub use run_metrics::{RunsMetrics, is_run_dir, runs_metrics, runs_under};
 pub use trace_fields::{record_run, record_status};
 pub use workdir::{lock_run_dir, open_journal, open_journal_mirrored, open_run_dir};

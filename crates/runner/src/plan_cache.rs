@@ -35,6 +35,18 @@ pub struct PlanCache {
     max_entries: usize,
 }
 
+/// A goal as the cache matches it: lower case, punctuation dropped, runs of whitespace one
+/// space ("分析特斯拉。" and "分析特斯拉" are the same question). The entry keeps the goal
+/// as it was written.
+pub fn goal_key(goal: &str) -> String {
+    let kept: String = goal
+        .chars()
+        .filter(|c| c.is_alphanumeric() || c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect();
+    kept.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// Which entry a planning request maps to (32 hex digits).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheKey(String);
@@ -69,12 +81,16 @@ impl PlanCache {
 
     /// The key of `planner`'s first request for `goal` to `model`; `None` when the prompt
     /// does not render (planning will say why).
+    ///
+    /// The goal is keyed as [`goal_key`] gives it (and the prompt rendered with that), so
+    /// goals that differ only in case, punctuation or spacing share an entry.
     pub fn key(planner: &Planner, goal: &str, model: &str) -> Option<CacheKey> {
-        let (messages, lang) = planner.first_prompt(goal, None).ok()?;
+        let goal = goal_key(goal);
+        let (messages, lang) = planner.first_prompt(&goal, None).ok()?;
         let config = planner.config();
         let mut h = Fnv128::new();
-        h.field("planwave-plan-cache-v1");
-        h.field(goal.trim());
+        h.field("planwave-plan-cache-v2");
+        h.field(&goal);
         h.field(model);
         h.field(&json_text(&lang));
         h.field(&json_text(&config.format));
@@ -133,7 +149,7 @@ impl PlanCache {
         if entry.planwave_plan_cache != VERSION || entry.key != key.0 {
             return miss("written for another key or by another version".into());
         }
-        if entry.goal != goal.trim() {
+        if goal_key(&entry.goal) != goal_key(goal) {
             return miss(format!("holds the plan of another goal ({:?})", entry.goal));
         }
         let mut spec = match plan_from_value(entry.plan) {

@@ -99,6 +99,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         policy: r.settings.policy.clone(),
         provider: r.resources.provider.clone(),
         templates: r.resources.templates.clone(),
+        tools: r.resources.planner_tools(),
         answer_attempts: ANSWER_ATTEMPTS,
         interrupt: r.cancel.clone(),
         deadline,
@@ -109,7 +110,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
     let mut driver = RoundsDriver::new(RoundsSetup {
         goal: r.goal,
         resources: r.resources,
-        planner: r.settings.planner.clone(),
+        planner: planner_config(r.settings, r.plan.as_ref()),
         cache: r.settings.plan_cache.as_ref().map(crate::PlanCache::new),
         config: r.settings.run.clone(),
         top: out.clone(),
@@ -176,6 +177,18 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         s.close().context("writing the --events stream")?;
     }
     Ok(outcome)
+}
+
+/// The planner's settings; a given plan (`run --recover`) is replanned in its own format.
+fn planner_config(
+    settings: &Settings,
+    plan: Option<&ValidatedPlan>,
+) -> planwave_planner::PlannerConfig {
+    let mut config = settings.planner.clone();
+    if let Some(p) = plan {
+        config.format = p.spec().format;
+    }
+    config
 }
 
 /// The rest of an interrupted `run --recover`: its round on with the tasks completed kept,

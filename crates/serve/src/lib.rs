@@ -37,6 +37,7 @@ pub mod metrics;
 mod openapi;
 mod options;
 mod queue;
+mod run_metrics;
 mod sse;
 mod state;
 mod ui;
@@ -218,6 +219,7 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
         )
         .route("/api/batches/{id}", get(batches::get_batch))
         .route("/metrics", get(health::app_metrics))
+        .route("/api/metrics", get(run_metrics::get_metrics))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -123,6 +123,9 @@ impl SimProvider {
         let ctx = &request.context;
         // Sections name the kept and replaced tasks of a partial replan.
         if !ctx.sections.is_empty() {
+            if ctx.plan_format == Some(planwave_plan::PlanFormat::Steps) {
+                return steps::replacement(ctx);
+            }
             return plan::replacement(ctx);
         }
         // `attempt` counts planning attempts (repairs included).

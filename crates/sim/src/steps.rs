@@ -114,6 +114,73 @@ fn plan(goal: &str, lang: Lang, tools: &[ToolRef]) -> Value {
     json!({"goal": goal, "steps": steps, "estimated_duration_secs": 10 * steps.len()})
 }
 
+/// The planner's answer to a step plan's partial replan. `ctx.sections` holds the kept
+/// (`completed`) and replaced steps, `ctx.tool_results` what each kept step's tool gave and
+/// each failed step's error, `ctx.tools` the catalogue. Each failed step becomes a step with
+/// another tool (one a kept step used successfully first, else the first offered that did
+/// not fail); the blocked steps become one `llm_call` answering from every result.
+pub fn replacement(ctx: &planwave_llm::RequestContext) -> String {
+    let failed: Vec<&str> = ctx
+        .tool_results
+        .iter()
+        .filter(|r| r.is_error)
+        .map(|r| r.tool.as_str())
+        .collect();
+    let worked = ctx
+        .tool_results
+        .iter()
+        .filter(|r| !r.is_error)
+        .filter_map(|r| ctx.tools.iter().find(|t| t.name == r.tool));
+    let usable = ctx.tools.iter().filter(|t| t.name != "llm_call");
+    let tool = worked
+        .chain(usable)
+        .find(|t| !failed.contains(&t.name.as_str()));
+    let subject = subject(&ctx.topic);
+    let mut refs: Vec<String> = ctx
+        .sections
+        .iter()
+        .filter(|s| s.status == "completed")
+        .map(|s| s.id.clone())
+        .collect();
+    let mut steps = Vec::new();
+    for (k, s) in ctx
+        .sections
+        .iter()
+        .filter(|s| s.status == "failed")
+        .enumerate()
+    {
+        let id = format!("{}_alt", s.id);
+        let step = match tool {
+            Some(t) => {
+                json!({"step_id": id, "description": format!("{} (with {})", s.title, t.name),
+                "tool": t.name, "params": params(&t.schema, &subject, k)})
+            }
+            None => json!({"step_id": id, "description": s.title, "tool": "llm_call",
+                "params": {"prompt": format!("{}: {}", s.title, ctx.topic)}}),
+        };
+        steps.push(step);
+        refs.push(id);
+    }
+    let answer_id = ctx
+        .sections
+        .iter()
+        .rfind(|s| s.status == "blocked")
+        .map_or_else(|| "answer_alt".to_owned(), |s| s.id.clone());
+    let findings: String = refs
+        .iter()
+        .map(|r| format!("\n- {{{{{r}.result}}}}"))
+        .collect();
+    let prompt = match ctx.lang {
+        Lang::Zh => format!("根据以下结果回答“{}”：{findings}", ctx.topic),
+        Lang::En => format!("Answer \"{}\" from these results:{findings}", ctx.topic),
+    };
+    steps.push(
+        json!({"step_id": answer_id, "description": "Write the answer from the results",
+        "tool": "llm_call", "params": {"prompt": prompt}, "dependencies": refs}),
+    );
+    pretty(&json!({ "steps": steps }))
+}
+
 /// A value for every required property the schema declares, by type.
 fn params(schema: &Value, subject: &str, k: usize) -> Value {
     let mut out = Map::new();

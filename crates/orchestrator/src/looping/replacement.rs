@@ -2,15 +2,15 @@
 //! tasks, merged into the kept ones, and what was asked kept in the round's files.
 
 use planwave_llm::{AgentRole, RequestContext, RoundTag};
-use planwave_plan::ValidatedPlan;
-use planwave_prompts::ReplanVars;
+use planwave_plan::{Lang, PlanFormat, ValidatedPlan};
+use planwave_prompts::{ReplanStepsVars, ReplanTask, ReplanVars};
 use planwave_record::RunResult;
 use serde_json::json;
 
 use super::asking::interruptible;
 use super::rounds::{LoopContext, LoopError, Rounds};
 use crate::ask::{LoopQuestion, ask, with_raw};
-use crate::replan;
+use crate::{replan, replan_steps};
 
 /// Asks the planner for replacements of the failed tasks and their blocked descendants;
 /// `Ok(Err(why))` when no valid replacement came back.
@@ -23,18 +23,50 @@ pub(super) async fn replacement<R: Rounds>(
     analysis: Option<&str>,
 ) -> Result<Result<ValidatedPlan, String>, LoopError<R::Error>> {
     let lang = plan.lang();
+    let steps = plan.spec().format == PlanFormat::Steps;
     let (kept, replace) = replan::split(plan, &result.tasks);
-    let messages = cx.templates.replan(
-        lang,
-        &ReplanVars {
-            goal: &cx.goal,
-            kept: &kept,
-            replace: &replace,
-            next_id: replan::next_id(plan),
-            analysis,
-        },
-    )?;
-    let judge = |raw: &str| replan::merge(plan, &result.tasks, raw);
+    let step_split = steps.then(|| replan_steps::split(plan, &result.tasks, &result.sections));
+    let (messages, context) = match &step_split {
+        // A step plan is replanned in steps, with the catalogue the step planner saw.
+        Some((kept_steps, replace_steps)) => (
+            cx.templates.replan_steps(
+                lang,
+                &ReplanStepsVars {
+                    goal: &cx.goal,
+                    tools: &cx.tools,
+                    kept: kept_steps,
+                    replace: replace_steps,
+                    analysis,
+                },
+            )?,
+            RequestContext {
+                plan_format: Some(PlanFormat::Steps),
+                tools: replan_steps::tool_refs(&cx.tools),
+                tool_results: replan_steps::tool_results(kept_steps, replace_steps),
+                ..context(cx, lang, &kept, &replace, tag)
+            },
+        ),
+        None => (
+            cx.templates.replan(
+                lang,
+                &ReplanVars {
+                    goal: &cx.goal,
+                    kept: &kept,
+                    replace: &replace,
+                    next_id: replan::next_id(plan),
+                    analysis,
+                },
+            )?,
+            context(cx, lang, &kept, &replace, tag),
+        ),
+    };
+    let judge = |raw: &str| {
+        if steps {
+            replan_steps::merge(plan, &result.tasks, &cx.tools, raw)
+        } else {
+            replan::merge(plan, &result.tasks, raw)
+        }
+    };
     let asked = interruptible(
         cx,
         ask(
@@ -44,14 +76,12 @@ pub(super) async fn replacement<R: Rounds>(
                 role: AgentRole::Planner,
                 lang,
                 messages,
-                context: RequestContext {
-                    lang,
-                    topic: cx.goal.clone(),
-                    sections: replan::context_sections(&kept, &replace),
-                    round: Some(tag),
-                    ..RequestContext::default()
+                context,
+                what: if steps {
+                    "replacement steps"
+                } else {
+                    "replacement tasks"
                 },
-                what: "replacement tasks",
                 attempts: cx.answer_attempts,
                 judge: &judge,
             },
@@ -77,4 +107,22 @@ pub(super) async fn replacement<R: Rounds>(
         .map_err(LoopError::Driver)?;
     let why = asked.why_not();
     Ok(asked.value.ok_or(why))
+}
+
+/// The request's structured context: kept and replaced tasks as sections (the simulator
+/// answers from it).
+fn context(
+    cx: &LoopContext,
+    lang: Lang,
+    kept: &[ReplanTask],
+    replace: &[ReplanTask],
+    tag: RoundTag,
+) -> RequestContext {
+    RequestContext {
+        lang,
+        topic: cx.goal.clone(),
+        sections: replan::context_sections(kept, replace),
+        round: Some(tag),
+        ..RequestContext::default()
+    }
 }

@@ -80,6 +80,9 @@ pub struct LoopContext {
     pub policy: LoopPolicy,
     pub provider: Arc<dyn LlmProvider>,
     pub templates: Arc<Templates>,
+    /// The tools steps may call, with their input schemas: a step plan's partial replan
+    /// shows them to the replanner and checks its steps against them.
+    pub tools: Vec<planwave_prompts::PlannerTool>,
     /// Attempts per evaluation, reflection or replacement, repairs included.
     pub answer_attempts: u32,
     /// Ctrl-C: ends the loop between phases and cuts short a pending evaluation, reflection

@@ -135,8 +135,14 @@ async fn conclude<R: Rounds>(
         finished(driver, rounds, record);
         return Ok(Err(stop.unwrap_or(StopReason::AutoReflectionOff)));
     }
-    // The last round is reflected on too: its reflection is the run's lessons, kept in
-    // `reflection.json` even though no round follows.
+    // Correct enough: the loop's own rule ends it, and nothing a reflection says changes
+    // that, so no reflection call is made.
+    if stop == Some(StopReason::Correctness) {
+        finished(driver, rounds, record);
+        return Ok(Err(StopReason::Correctness));
+    }
+    // Otherwise the last round is reflected on too: its reflection is the run's lessons,
+    // kept in `reflection.json` even though no round follows.
     let reflected = reflect(
         cx,
         driver,

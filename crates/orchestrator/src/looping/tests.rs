@@ -123,6 +123,7 @@ impl Rounds for Memory {
 
 fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {
     LoopContext {
+        tools: Vec::new(),
         goal: "Deep analysis of Tesla".into(),
         policy: LoopPolicy {
             max_rounds: 3,

@@ -169,9 +169,10 @@ enum Field {
     ExpectedOutput,
     Optional,
     RetryCount,
+    Final,
 }
 
-const FIELDS: usize = 10;
+const FIELDS: usize = 11;
 
 /// Which field `key` names, and its rank among that field's names (0 is preferred).
 fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
@@ -201,6 +202,8 @@ fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
         "retry_count" => (Field::RetryCount, 0),
         "retryCount" => (Field::RetryCount, 1),
         "retries" => (Field::RetryCount, 2),
+        "final" => (Field::Final, 0),
+        "is_final" => (Field::Final, 1),
         _ => return None,
     })
 }
@@ -302,6 +305,7 @@ fn task(
     let expected_output = string(take(Field::ExpectedOutput), problems);
     let optional = optional_flag(take(Field::Optional), &label, problems);
     let retry_count = retry_count(take(Field::RetryCount), &label, problems);
+    let is_final = optional_flag(take(Field::Final), &label, problems);
 
     Some(TaskSpec {
         id: id?,
@@ -315,10 +319,11 @@ fn task(
         expected_output,
         optional,
         retry_count,
+        is_final,
     })
 }
 
-/// A step's `optional`: absent or false means a failure blocks the dependents.
+/// A step's `optional` (absent or false: a failure blocks the dependents) or `final`.
 fn optional_flag(slot: Option<(&str, Value)>, label: &Label<'_>, problems: &mut Problems) -> bool {
     match slot {
         None | Some((_, Value::Bool(false))) => false,

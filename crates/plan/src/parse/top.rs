@@ -39,7 +39,7 @@ pub(super) fn read_plain(text: &str) -> Option<Top> {
 }
 
 /// Every name of a task field that normalization reads (see `normalize::classify`).
-const TASK_KEYS: [&str; 23] = [
+const TASK_KEYS: [&str; 25] = [
     "id",
     "step_id",
     "task_id",
@@ -63,6 +63,8 @@ const TASK_KEYS: [&str; 23] = [
     "retry_count",
     "retryCount",
     "retries",
+    "final",
+    "is_final",
 ];
 
 fn task_key(key: &str) -> Option<&'static str> {

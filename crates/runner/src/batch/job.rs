@@ -156,7 +156,19 @@ impl JobContext<'_> {
             Err(e) => summary.error = Some(format!("{e:#}")),
         }
         if matches!(job.input, JobInput::Goal(_)) {
-            summary.planning = self.planning_of(&job);
+            let planned = self.planning_of(&job);
+            // A job whose planning failed has no run record, yet its planner calls were
+            // made: their tokens and cost count.
+            if let Some((_, calls)) = planned.as_ref().filter(|_| summary.tokens == 0) {
+                summary.tokens = calls.iter().map(|(_, u)| u.total()).sum();
+                let cost = self
+                    .config
+                    .prices
+                    .estimate(calls.iter().map(|(m, u)| (m.as_str(), *u)));
+                summary.cost = cost.as_ref().map(|c| c.total);
+                summary.currency = cost.map(|c| c.currency);
+            }
+            summary.planning = planned.map(|(p, _)| p);
         }
         summary.wall_ms = clock.elapsed().as_secs_f64() * 1000.0;
         summary
@@ -165,11 +177,19 @@ impl JobContext<'_> {
     /// A goal job's planning, read back from its `planner/attempts.json` (written whether
     /// planning succeeded or not), so a job that planned in an earlier session of a resumed
     /// batch counts the same as one that planned now. `None` when planning never ended.
-    fn planning_of(&self, job: &ResolvedJob) -> Option<JobPlanning> {
+    /// With it, each attempt's model and usage.
+    fn planning_of(
+        &self,
+        job: &ResolvedJob,
+    ) -> Option<(JobPlanning, Vec<(String, planwave_llm::Usage)>)> {
         #[derive(serde::Deserialize)]
         struct AttemptTime {
             duration_ms: f64,
             valid: bool,
+            #[serde(default)]
+            model: String,
+            #[serde(default)]
+            usage: planwave_llm::Usage,
         }
         let path = self
             .root
@@ -179,10 +199,14 @@ impl JobContext<'_> {
             .join("planner/attempts.json");
         let text = std::fs::read_to_string(path).ok()?;
         let attempts: Vec<AttemptTime> = serde_json::from_str(&text).ok()?;
-        (!attempts.is_empty()).then(|| JobPlanning {
-            valid: attempts.iter().any(|a| a.valid),
-            attempts: attempts.len(),
-            ms: attempts.iter().map(|a| a.duration_ms).sum(),
+        (!attempts.is_empty()).then(|| {
+            let planning = JobPlanning {
+                valid: attempts.iter().any(|a| a.valid),
+                attempts: attempts.len(),
+                ms: attempts.iter().map(|a| a.duration_ms).sum(),
+            };
+            let calls = attempts.into_iter().map(|a| (a.model, a.usage)).collect();
+            (planning, calls)
         })
     }
 
