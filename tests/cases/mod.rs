@@ -7,6 +7,7 @@ mod events;
 mod faults;
 mod hardening_inputs;
 mod hardening_process;
+mod hardening_round2;
 mod hardening_rundir;
 mod http;
 mod loadtest;
