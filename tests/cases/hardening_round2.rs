@@ -273,3 +273,49 @@ fn a_base_url_with_a_query_keeps_it() {
         sim.stats()
     );
 }
+
+/// SIGTERM stops a load test whose calls take ten minutes: it exits 143 with the figures of
+/// what it measured (the first task answered at once, the second was in flight), instead of
+/// waiting for the calls in flight to end.
+#[test]
+fn loadtest_stops_on_sigterm_with_what_it_measured() {
+    let dir = tempdir();
+    let latencies = write_json(dir.path(), "lat.json", &json!({"1": 0}));
+    let latency_file = latencies.to_string_lossy().into_owned();
+    let sim = SimLlm::start(
+        &[
+            "--latency-ms",
+            "600000",
+            "--sigma",
+            "0",
+            "--latency-file",
+            &latency_file,
+        ],
+        &[],
+    );
+    let mut lt = planwave([
+        "loadtest",
+        "--requests",
+        "3",
+        "--concurrency",
+        "1",
+        "--json",
+    ])
+    .opt("--llm-url", &sim.base_url)
+    .spawn();
+    lt.wait_for("planwave loadtest:", 1);
+    // With one call at a time, the second request means the first task has completed.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while sim.stats()["requests"].as_u64().unwrap_or(0) < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", sim.stats());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    lt.terminate();
+    let (code, stdout) = lt.wait();
+    assert_eq!(code, 143, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).expect("the JSON report");
+    let run = &report["runs"][0];
+    assert_eq!(run["tasks"], 3, "{report:#}");
+    assert_eq!(run["completed"], 1, "{report:#}");
+    assert_eq!(report["workload"]["tasks"], 3, "{report:#}");
+}

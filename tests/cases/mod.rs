@@ -8,6 +8,7 @@ mod faults;
 mod hardening_inputs;
 mod hardening_process;
 mod hardening_round2;
+mod hardening_round2_queue;
 mod hardening_rundir;
 mod http;
 mod loadtest;

@@ -78,7 +78,10 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let result = execute(RunRequest {
         run_id: uuid::Uuid::new_v4(),
         plan: plan.clone(),
-        provider: probe.clone(),
+        provider: Arc::new(crate::abandon::Abandoning::new(
+            probe.clone(),
+            req.cancel.clone(),
+        )),
         prompts: req.prompts,
         sink: req.sink,
         journal: req.journal,

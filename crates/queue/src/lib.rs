@@ -44,7 +44,7 @@ pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
 pub use connect::{Queue, QueueOptions, redact_url};
 pub use error::QueueError;
-pub use fetch::{Fetched, fetch};
+pub use fetch::{Fetched, check_fetch_dir, fetch};
 pub use limits::share_in_flight_limit;
 pub use message::BadMessage;
 pub use names::check_batch_name;
