@@ -134,7 +134,8 @@ mod tests {
 
     #[test]
     fn absurd_and_non_finite_values_are_refused_naming_the_text() {
-        let cases: [(fn(&str) -> Result<f64, String>, &str, &str); 12] = [
+        type Parser = fn(&str) -> Result<f64, String>;
+        let cases: [(Parser, &str, &str); 12] = [
             (
                 parse_millis,
                 "1e300",

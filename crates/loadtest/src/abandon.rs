@@ -17,8 +17,11 @@ pub(crate) struct Abandoning {
 }
 
 impl Abandoning {
-    pub(crate) fn new(inner: Arc<dyn LlmProvider>, stop: CancellationToken) -> Abandoning {
-        Abandoning { inner, stop }
+    pub(crate) fn wrap(
+        inner: Arc<dyn LlmProvider>,
+        stop: CancellationToken,
+    ) -> Arc<dyn LlmProvider> {
+        Arc::new(Abandoning { inner, stop })
     }
 
     fn abandoned(&self) -> LlmError {
