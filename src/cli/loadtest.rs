@@ -72,7 +72,7 @@ pub struct LoadtestArgs {
     pub seed: u64,
     /// Latency of each model call of the in-process simulator: fixed:MS or
     /// lognormal:MEAN_MS:SIGMA [default: lognormal:100:1.0]
-    #[arg(long, value_name = "MODEL")]
+    #[arg(long, value_name = "MODEL", value_parser = super::loadtest_traffic::parse_latency)]
     pub latency: Option<LatencyModel>,
     /// JSON map of task id to latency in ms (`{"1": 250}`) overriding --latency per task, to
     /// replay a workload; give the same file to `sim-llm serve --latency-file` with --llm-url.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_loadtest::{Slo, Traffic, TrafficError};
+use planwave_loadtest::{LatencyModel, LatencyModelError, Slo, Traffic, TrafficError};
 
 use super::exit::InvalidInput;
 
@@ -18,11 +18,11 @@ pub struct TrafficOptions {
     /// Open loop: send requests at R per second (gamma-distributed gaps, Poisson by
     /// default), whatever the earlier ones are doing. Several (`10,20,50`): a sweep, one run
     /// per rate. Needs --requests or --duration.
-    #[arg(long, value_name = "R", value_delimiter = ',')]
+    #[arg(long, value_name = "R", value_delimiter = ',', value_parser = planwave_config::parse_rate)]
     pub rate: Vec<f64>,
     /// Shape of the gamma distribution of gaps with --rate/--plan-rate: 1 is Poisson, below
     /// 1 burstier, above 1 more regular.
-    #[arg(long, value_name = "SHAPE", default_value_t = 1.0)]
+    #[arg(long, value_name = "SHAPE", default_value_t = 1.0, value_parser = planwave_config::parse_shape)]
     pub burstiness: f64,
     /// With --rate: send rate x duration requests (e.g. 30s); with --plan-rate:
     /// start plan-rate x duration plans.
@@ -30,7 +30,8 @@ pub struct TrafficOptions {
     pub duration: Option<Duration>,
     /// Agentic open loop: start whole plans (the generated or given one) at R per second;
     /// each then runs by its own dataflow.
-    #[arg(long, value_name = "R", conflicts_with_all = ["rate", "requests"])]
+    #[arg(long, value_name = "R", conflicts_with_all = ["rate", "requests"],
+          value_parser = planwave_config::parse_rate)]
     pub plan_rate: Option<f64>,
     /// With --plan-rate: how many plans to start (default 10, or rate x --duration).
     #[arg(long, value_name = "N", requires = "plan_rate",
@@ -48,6 +49,21 @@ pub struct TrafficOptions {
     /// Compare two saved `--json` outputs side by side (ratios B/A); runs nothing.
     #[arg(long, num_args = 2, value_names = ["A", "B"])]
     pub compare: Vec<PathBuf>,
+}
+
+/// `--latency`: `fixed:MS` or `lognormal:MEAN_MS:SIGMA`, its numbers checked as
+/// `--sim-latency-ms` and `--sim-sigma` check theirs.
+pub fn parse_latency(text: &str) -> Result<LatencyModel, String> {
+    let model: LatencyModel = text.parse().map_err(|e: LatencyModelError| e.to_string())?;
+    let checked = match text.split(':').collect::<Vec<_>>().as_slice() {
+        [_, ms] => planwave_config::parse_millis(ms).map(drop),
+        [_, mean, sigma] => planwave_config::parse_millis(mean)
+            .and_then(|_| planwave_config::parse_sigma(sigma))
+            .map(drop),
+        _ => Ok(()),
+    };
+    checked.map_err(|e| format!("latency {text:?}: {e}"))?;
+    Ok(model)
 }
 
 #[derive(Clone, Debug)]
@@ -87,6 +103,14 @@ pub fn invalid(e: &TrafficError) -> InvalidInput {
         TrafficError::RateWithoutCount => InvalidInput::one(
             "--rate",
             "say how many requests to send: --requests N or --duration D",
+        ),
+        TrafficError::TooMany { what, .. } => InvalidInput::one(
+            if *what == "plans" {
+                "--plan-rate/--duration"
+            } else {
+                "--rate/--duration"
+            },
+            e.to_string(),
         ),
         TrafficError::DurationWithoutRate => InvalidInput::one(
             "--duration",

@@ -36,10 +36,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// Mean simulated latency per answer (lognormal); 0 = none.
-    #[arg(long, value_name = "MS", default_value_t = 0.0)]
+    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = planwave_config::parse_millis)]
     pub latency_ms: f64,
     /// Sigma of the lognormal latency (0 = exactly the mean).
-    #[arg(long, value_name = "S", default_value_t = 1.0)]
+    #[arg(long, value_name = "S", default_value_t = 1.0, value_parser = planwave_config::parse_sigma)]
     pub sigma: f64,
     /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency:
     /// replays a `planwave loadtest` workload over HTTP.
@@ -53,28 +53,28 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
     pub fault_script: Vec<Fault>,
     /// Share of requests answered 429 with Retry-After (after the script).
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_429: f64,
     /// Share of requests answered 500.
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_500: f64,
     /// Share of requests whose headers come after --first-byte-delay-ms.
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_slow: f64,
     /// Share of streams that stall half way for --stall-ms.
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_stall: f64,
     /// Share of answers with a malformed JSON body or chunk.
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_malformed: f64,
     /// Share of streams cut off half way.
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_truncated: f64,
     /// Share of answers whose connection is dropped after the headers (a reset mid-answer).
-    #[arg(long, value_name = "P", default_value_t = 0.0)]
+    #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub rate_reset: f64,
     /// Retry-After sent with each 429.
-    #[arg(long, value_name = "SECS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = planwave_config::parse_secs)]
     pub retry_after_secs: f64,
     /// How long a `slow` answer (--rate-slow, the script's `slow`) holds back its headers.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
@@ -88,10 +88,10 @@ pub struct ServeArgs {
     #[arg(long, value_name = "RATE", value_parser = TokenRate::parse, default_value = "0")]
     pub tokens_per_sec: TokenRate,
     /// Per-token jitter as a share of the token interval (0.3: each gap 0.7x to 1.3x).
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub token_jitter: f64,
     /// Prefill cost per prompt token, in microseconds, before the first output token.
-    #[arg(long, value_name = "US", default_value_t = 0.0)]
+    #[arg(long, value_name = "US", default_value_t = 0.0, value_parser = planwave_config::parse_micros_per_token)]
     pub prefill_us_per_token: f64,
     /// Answers generated at once; further requests queue (so saturation shows). Default:
     /// no limit.

@@ -9,6 +9,8 @@ mod faults;
 mod fleet_metrics;
 mod hardening_inputs;
 mod hardening_process;
+mod hardening_round2;
+mod hardening_round2_queue;
 mod hardening_rundir;
 mod http;
 mod loadtest;

@@ -128,6 +128,12 @@ impl Planwave {
         vars.into_iter().fold(self, |p, (k, v)| p.env(k, v))
     }
 
+    /// Runs in `dir` (for relative paths as a person types them).
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Planwave {
+        self.cmd.current_dir(dir);
+        self
+    }
+
     /// Bytes written to the binary's standard input (otherwise it reads nothing).
     pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Planwave {
         self.stdin = Some(input.into());

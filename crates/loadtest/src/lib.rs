@@ -18,6 +18,7 @@
 //!
 //! [`LlmProvider`]: planwave_llm::LlmProvider
 
+mod abandon;
 mod arrivals;
 mod bounds;
 mod compare;

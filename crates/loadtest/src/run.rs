@@ -10,6 +10,7 @@ use planwave_record::EventSink;
 use planwave_storage::Journal;
 use tokio_util::sync::CancellationToken;
 
+use crate::abandon::Abandoning;
 use crate::bounds::Bounds;
 use crate::percentiles::Distribution;
 use crate::probe::{Probe, ProbeSnapshot};
@@ -82,7 +83,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let result = execute(RunRequest {
         run_id: uuid::Uuid::new_v4(),
         plan: plan.clone(),
-        provider: probe.clone(),
+        provider: Abandoning::wrap(probe.clone(), req.cancel.clone()),
         prompts: req.prompts,
         sink: req.sink,
         journal: req.journal,

@@ -60,7 +60,20 @@ pub enum TrafficError {
     RateWithoutCount,
     #[error("a duration sets how many requests an open loop sends, and there is no rate")]
     DurationWithoutRate,
+    /// Rate x duration asks for more requests (or plans) than a run may make.
+    #[error("{rate} per second for {secs} s is more than {most} {what}")]
+    TooMany {
+        rate: f64,
+        secs: f64,
+        most: u64,
+        what: &'static str,
+    },
 }
+
+/// The most requests of a wide workload (as `--requests` takes).
+pub const MAX_REQUESTS: u64 = 10_000_000;
+/// The most plans started at a rate (as `--plans` takes).
+pub const MAX_PLANS: u64 = 100_000;
 
 /// One point of a sweep: the arrival process one run uses.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,6 +114,7 @@ impl Traffic {
         if self.duration.is_some() && self.rate.is_empty() && self.plan_rate.is_none() {
             return Err(TrafficError::DurationWithoutRate);
         }
+        self.check_counts()?;
         Ok(if self.rate.len() > 1 {
             self.rate
                 .iter()
@@ -123,6 +137,33 @@ impl Traffic {
                 concurrency: concurrency.first().copied(),
             }]
         })
+    }
+
+    /// Rate x duration within what a run may send: an absurd product would size the
+    /// workload past memory.
+    fn check_counts(&self) -> Result<(), TrafficError> {
+        let Some(d) = self.duration else {
+            return Ok(());
+        };
+        let secs = d.as_secs_f64();
+        let rates = self.rate.iter().filter(|_| self.requests.is_none());
+        let requests = rates.map(|r| (*r, MAX_REQUESTS, "requests"));
+        let plans = self
+            .plan_rate
+            .filter(|_| self.plans.is_none())
+            .map(|r| (r, MAX_PLANS, "plans"));
+        match requests
+            .chain(plans)
+            .find(|(r, most, _)| r * secs > *most as f64)
+        {
+            Some((rate, most, what)) => Err(TrafficError::TooMany {
+                rate,
+                secs,
+                most,
+                what,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Whether serving metrics are measured: against an endpoint, for request workloads,

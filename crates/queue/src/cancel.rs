@@ -2,7 +2,7 @@
 //! queued messages purged, its queued jobs recorded cancelled.
 
 use crate::names::{batch_record_key, job_key, job_record_key, job_subject};
-use crate::record::{BatchRecord, JobRecord, QueueState, get_json, put_json};
+use crate::record::{BatchRecord, JobRecord, QueueState, get_json, put_json, update_json};
 use crate::{Queue, QueueError};
 
 /// Returns how many queued jobs were dropped.
@@ -22,14 +22,18 @@ pub async fn cancel(q: &Queue, name: &str) -> crate::Result<usize> {
     let mut dropped = 0;
     for id in &batch.jobs {
         let rk = job_record_key(name, &job_key(id));
-        if let Some(mut r) = get_json::<JobRecord>(q, &rk).await?
-            && r.state == QueueState::Queued
-        {
+        // Only a job still queued when written: one a worker took or finished in between
+        // keeps its state (a finished job's verdict is final).
+        let cancelled = update_json(q, &rk, |r: &mut JobRecord| {
+            if r.state != QueueState::Queued {
+                return false;
+            }
             r.state = QueueState::Cancelled;
             r.reason = Some("batch cancelled".into());
-            put_json(q, &rk, &r).await?;
-            dropped += 1;
-        }
+            true
+        })
+        .await?;
+        dropped += usize::from(cancelled);
     }
     Ok(dropped)
 }

@@ -20,12 +20,49 @@ pub struct Fetched {
     pub unfinished: Vec<String>,
 }
 
-/// Writes batch `name` into `out` (made if missing).
+/// The file a fetch leaves in its directory, holding the batch's name: what makes a later
+/// fetch of the same batch free to write there again.
+const FETCHED: &str = ".planwave-fetched";
+
+/// Whether batch `name` may be written into `out`: it is new, empty, or an earlier fetch of
+/// the same batch (as `--out` elsewhere: a user's own `batch.json` or `jobs/<id>/report.md`
+/// is never written over). The problem, in words, when not.
+pub fn check_fetch_dir(out: &Path, name: &str) -> Result<(), String> {
+    let meta = match std::fs::symlink_metadata(out) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("cannot use it as the batch directory: {e}")),
+    };
+    if !meta.is_dir() {
+        return Err("is not a directory; --out names the directory to write (new or empty)".into());
+    }
+    let mut entries =
+        std::fs::read_dir(out).map_err(|e| format!("cannot read the batch directory: {e}"))?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    match std::fs::read_to_string(out.join(FETCHED)) {
+        Ok(earlier) if earlier.trim() == name => Ok(()),
+        Ok(earlier) => Err(format!(
+            "holds a fetch of batch {:?}, not {name:?}; choose a new or empty directory",
+            earlier.trim()
+        )),
+        Err(_) => Err(
+            "is not empty and is not an earlier fetch of this batch; choose a new or empty directory"
+                .into(),
+        ),
+    }
+}
+
+/// Writes batch `name` into `out` (made if missing), when [`check_fetch_dir`] allows it.
 pub async fn fetch(q: &Queue, name: &str, out: &Path) -> crate::Result<Fetched> {
+    check_fetch_dir(out, name).map_err(|p| QueueError::new(format!("{}: {p}", out.display())))?;
     let status = crate::status(q, name).await?;
     let root = RunDir::create(out)
         .map_err(|e| QueueError::of("preparing the batch directory", e))?
         .with_durable(true);
+    root.write(FETCHED, format!("{name}\n").as_bytes())
+        .map_err(|e| QueueError::of("marking the batch directory", e))?;
     // A batch directory has no sections/ of its own (as a local batch).
     let _ = std::fs::remove_dir(out.join("sections"));
     let mut jobs = Vec::new();

@@ -46,7 +46,7 @@ pub use cancel::cancel;
 pub use connect::{Queue, QueueOptions, redact_url};
 pub use depth::QueueDepth;
 pub use error::QueueError;
-pub use fetch::{Fetched, fetch};
+pub use fetch::{Fetched, check_fetch_dir, fetch};
 pub use limits::share_in_flight_limit;
 pub use message::BadMessage;
 pub use names::check_batch_name;

@@ -171,3 +171,37 @@ pub(crate) async fn create_json<T: Serialize>(
         Err(e) => Err(QueueError::of("writing the job state bucket", e)),
     }
 }
+
+/// Changes the record at `key` with `change` only if nobody wrote it in between (a
+/// compare-and-set on its revision, read again and retried on a conflict): `change` returns
+/// `false` to leave the record as it is. `Ok(true)` when it was written.
+pub(crate) async fn update_json<T: serde::de::DeserializeOwned + Serialize>(
+    q: &Queue,
+    key: &str,
+    mut change: impl FnMut(&mut T) -> bool,
+) -> crate::Result<bool> {
+    const CONFLICTS: usize = 20;
+    for _ in 0..CONFLICTS {
+        let Some(entry) = retrying("reading the job state bucket", || q.state.entry(key)).await?
+        else {
+            return Ok(false);
+        };
+        let mut value: T = serde_json::from_slice(&entry.value)
+            .map_err(|e| QueueError::of(&format!("{key} in the job state bucket"), e))?;
+        if !change(&mut value) {
+            return Ok(false);
+        }
+        let bytes =
+            serde_json::to_vec(&value).map_err(|e| QueueError::of("encoding a record", e))?;
+        if q.state
+            .update(key, bytes.into(), entry.revision)
+            .await
+            .is_ok()
+        {
+            return Ok(true);
+        }
+    }
+    Err(QueueError::new(format!(
+        "{key}: written by others {CONFLICTS} times while being updated"
+    )))
+}

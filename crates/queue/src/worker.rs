@@ -381,11 +381,10 @@ impl Worker<'_> {
                     .note(&format!("worker: job {} handed back", job.id));
                 Ok(Handled::HandedBack)
             }
-            Ok(done) => {
-                record.state = QueueState::of(done.summary.state);
-                if cancels.seen_cancelled(&job.batch) {
-                    record.state = QueueState::Cancelled;
-                }
+            Ok(mut done) => {
+                let state = verdict(done.summary.state, cancels.seen_cancelled(&job.batch));
+                done.summary.state = state;
+                record.state = QueueState::of(state);
                 record.reason = done.summary.error.clone();
                 record.files = done.files;
                 self.watch.job_finished(&done.summary);
@@ -404,6 +403,20 @@ impl Worker<'_> {
         if let Some(on_job) = &self.on_job {
             on_job(phase);
         }
+    }
+}
+
+/// The verdict a job's record keeps, from its run's and whether its batch was seen cancelled.
+/// A run that completed (or ended partial) did so whatever came after: its verdict is final,
+/// so a cancel racing its end does not turn it into `cancelled` (status once said cancelled
+/// while `fetch`, reading the run's summary, said completed). A failure under a cancel is the
+/// cancel's doing. The record's state and its summary's always agree.
+fn verdict(run: planwave_batch::JobState, cancelled: bool) -> planwave_batch::JobState {
+    use planwave_batch::JobState;
+    match run {
+        JobState::Completed | JobState::Partial | JobState::Cancelled => run,
+        JobState::Failed if cancelled => JobState::Cancelled,
+        JobState::Failed => run,
     }
 }
 
@@ -467,5 +480,21 @@ async fn heartbeat(msg: &Message, ack_wait: &AtomicU64) {
 async fn ack(msg: &Message) {
     if msg.double_ack().await.is_err() {
         let _ = msg.ack().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use planwave_batch::JobState;
+
+    use super::verdict;
+
+    #[test]
+    fn a_job_that_completed_stays_completed_when_a_cancel_races_its_end() {
+        assert_eq!(verdict(JobState::Completed, true), JobState::Completed);
+        assert_eq!(verdict(JobState::Partial, true), JobState::Partial);
+        assert_eq!(verdict(JobState::Failed, true), JobState::Cancelled);
+        assert_eq!(verdict(JobState::Cancelled, false), JobState::Cancelled);
+        assert_eq!(verdict(JobState::Failed, false), JobState::Failed);
     }
 }

@@ -1,8 +1,10 @@
 //! `report.html`: the Markdown report as one self-contained page. The CSS is inline, the DAG
 //! and the timeline are inline SVG drawn here instead of Mermaid (which needs a script), and
 //! there is nothing to fetch, so the page opens offline and prints. Model text is data: raw
-//! HTML in it is shown as text and images become their text, so no section can run a script
-//! or make a request.
+//! HTML in it is shown as text, images become their text, and a link stays a link only to an
+//! `http`, `https` or `mailto` address or an anchor of the page (a `javascript:` link would run
+//! when clicked in the page opened from disk, or in the PDF printed from it), so no section
+//! can run a script or make a request.
 
 mod svg;
 
@@ -46,12 +48,14 @@ pub fn render_html(markdown: &str, plan: &ValidatedPlan, records: &[TaskRecord])
     )
 }
 
-/// The Markdown events, with Mermaid blocks drawn as SVG, raw HTML as text and images as
-/// their alternative text.
+/// The Markdown events, with Mermaid blocks drawn as SVG, raw HTML as text, images as
+/// their alternative text and links to anything but [`safe_link`] as their text.
 struct Rewrite<'a> {
     parser: Parser<'a>,
     plan: &'a ValidatedPlan,
     records: &'a [TaskRecord],
+    /// Inside a link shown as text: its end is dropped too (links do not nest).
+    in_dropped_link: bool,
 }
 
 impl<'a> Rewrite<'a> {
@@ -60,6 +64,7 @@ impl<'a> Rewrite<'a> {
             parser: Parser::new_ext(markdown, Options::ENABLE_TABLES),
             plan,
             records,
+            in_dropped_link: false,
         }
     }
 
@@ -94,7 +99,19 @@ impl<'a> Iterator for Rewrite<'a> {
     type Item = Event<'a>;
 
     fn next(&mut self) -> Option<Event<'a>> {
-        let ev = self.parser.next()?;
+        let mut ev = self.parser.next()?;
+        loop {
+            match &ev {
+                Event::Start(Tag::Link { dest_url, .. }) if !safe_link(dest_url) => {
+                    self.in_dropped_link = true;
+                }
+                Event::End(TagEnd::Link) if self.in_dropped_link => {
+                    self.in_dropped_link = false;
+                }
+                _ => break,
+            }
+            ev = self.parser.next()?;
+        }
         Some(match ev {
             Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(lang))) if &*lang == "mermaid" => {
                 let text = self.block_text();
@@ -113,6 +130,23 @@ impl<'a> Iterator for Rewrite<'a> {
             other => other,
         })
     }
+}
+
+/// Whether a link to `url` may stay a link: `http`, `https` and `mailto` addresses and
+/// anchors of the page. Everything else (`javascript:`, `data:`, `file:`, relative paths that
+/// would resolve against the file's directory) is shown as the link's text. Browsers ignore
+/// ASCII tabs, newlines and leading spaces and controls in a scheme, so the check does too.
+fn safe_link(url: &str) -> bool {
+    let url: String = url
+        .chars()
+        .filter(|c| !matches!(c, '\t' | '\n' | '\r'))
+        .collect::<String>()
+        .trim_start_matches(|c: char| c <= ' ')
+        .to_ascii_lowercase();
+    url.starts_with('#')
+        || ["http://", "https://", "mailto:"]
+            .iter()
+            .any(|scheme| url.starts_with(scheme))
 }
 
 /// Text for HTML content and attribute values.
@@ -209,5 +243,35 @@ mod tests {
         for needle in ["src=\"http", "href=\"http", "@import", "url("] {
             assert!(!page.contains(needle), "{needle}");
         }
+    }
+
+    #[test]
+    fn only_web_mail_and_anchor_links_stay_links() {
+        let p = plan();
+        let md = "[a](javascript:alert(1)) [b](https://example.com/ok) [c](mailto:a@b.c) \
+                  [d](#sec) [e](other.html) <javascript:alert(2)> [f](data:text/html,x) \
+                  [g]( JaVaScRiPt:alert(3)) [h](java%0Ascript:x) [**i**](file:///etc/passwd) \
+                  [j](HTTP://EXAMPLE.COM)";
+        let page = render_html(md, &p, &records(&p));
+        let hrefs: Vec<&str> = page
+            .split("href=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        assert_eq!(
+            hrefs,
+            [
+                "https://example.com/ok",
+                "mailto:a@b.c",
+                "#sec",
+                "HTTP://EXAMPLE.COM"
+            ],
+            "{page}"
+        );
+        // Dropped links keep their text, markup included.
+        for text in ["a ", " e ", " f ", " g ", " h ", "<strong>i</strong>"] {
+            assert!(page.contains(text), "{text}: {page}");
+        }
+        assert_eq!(page.matches("</a>").count(), 4, "{page}");
     }
 }

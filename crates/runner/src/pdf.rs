@@ -52,13 +52,17 @@ pub fn find_chromium() -> Result<PathBuf, String> {
 /// file is complete or absent); returns its path.
 pub async fn print_pdf(out: &RunDir) -> crate::Result<PathBuf> {
     let chromium = find_chromium().map_err(|e| RunnerError::message(format!("--pdf: {e}")))?;
-    let html = out.path("report.html")?;
+    // Chromium takes a URL: a relative `--out` (`r15/report.html`) would make
+    // `file://r15/report.html`, a file on the host `r15`.
+    let html = std::path::absolute(out.path("report.html")?)
+        .context("finding report.html's absolute path")?;
     if !html.is_file() {
         return Err(RunnerError::message(
             "--pdf: the run wrote no report.html to print",
         ));
     }
-    let scratch = tempdir_in(out.root())?;
+    let scratch = std::path::absolute(tempdir_in(out.root())?)
+        .context("finding the scratch directory's absolute path")?;
     let target = scratch.join("report.pdf");
     let mut cmd = tokio::process::Command::new(&chromium);
     cmd.args(chromium_args(&scratch, &target))

@@ -12,6 +12,7 @@
 //! written whole (temporary file, then rename) so a reader never sees half of one; the oldest
 //! (by modification time, refreshed on each hit) go once there are more than `max_entries`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -28,6 +29,9 @@ const VERSION: u32 = 1;
 
 /// A temporary file this old was left by a crash, not by a writer still at work.
 const STALE_TEMP: Duration = Duration::from_secs(3600);
+/// Names tried for a temporary file before storing gives up (each taken one was planted or
+/// is another writer's).
+const TEMP_NAMES: usize = 8;
 
 #[derive(Clone, Debug)]
 pub struct PlanCache {
@@ -208,20 +212,42 @@ impl PlanCache {
         let mut bytes = serde_json::to_vec_pretty(&entry)?;
         bytes.push(b'\n');
         std::fs::create_dir_all(&self.dir)?;
-        // Unique per writer: jobs of a batch, and other processes, may store the same key.
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let tmp = self.dir.join(format!(
-            ".tmp-{}-{}-{}",
-            key.0,
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written =
-            std::fs::write(&tmp, &bytes).and_then(|()| std::fs::rename(&tmp, self.entry_path(key)));
+        let (tmp, mut file) = self.new_temp(key)?;
+        let written = file
+            .write_all(&bytes)
+            .and_then(|()| std::fs::rename(&tmp, self.entry_path(key)));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         written
+    }
+
+    /// A temporary file of our own for `key`, created new: a name that exists already (a
+    /// symbolic link planted to make us write elsewhere, or another writer's file) is never
+    /// opened, and the next name is tried instead.
+    fn new_temp(&self, key: &CacheKey) -> std::io::Result<(PathBuf, std::fs::File)> {
+        // Unique per writer: jobs of a batch, and other processes, may store the same key.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let mut last = None;
+        for _ in 0..TEMP_NAMES {
+            let tmp = self.dir.join(format!(
+                ".tmp-{}-{}-{}",
+                key.0,
+                std::process::id(),
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            ));
+            // `create_new` is O_CREAT | O_EXCL, which does not follow a symbolic link.
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+            {
+                Ok(file) => return Ok((tmp, file)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
     }
 
     /// Removes the oldest entries beyond `max_entries`, and temporary files a crash left.

@@ -41,7 +41,9 @@ pub struct ApiOptions {
     #[serde(default, with = "text::meta")]
     #[schema(value_type = Option<Object>)]
     pub meta: Vec<(String, String)>,
+    #[serde(default, deserialize_with = "text::some_millis")]
     pub sim_latency_ms: Option<f64>,
+    #[serde(default, deserialize_with = "text::some_sigma")]
     pub sim_sigma: Option<f64>,
     #[serde(default, deserialize_with = "some_rate")]
     #[schema(value_type = Option<String>, example = "planner=40,subagent=20")]

@@ -12,7 +12,7 @@ use planwave_runner::batch::{read_job_file, resolve_batch_with};
 use planwave_runner::{CtrlC, Stderr};
 
 use super::BatchArgs;
-use crate::cli::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
+use crate::cli::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use crate::cli::llm;
 use crate::cli::nats::NatsOptions;
 
@@ -71,6 +71,8 @@ pub async fn action(a: BatchAction) -> anyhow::Result<Outcome> {
             Ok(Outcome(OK))
         }
         BatchAction::Fetch(a) => {
+            planwave_queue::check_fetch_dir(&a.out, &a.name)
+                .map_err(|p| InvalidInput::one(a.out.display().to_string(), p))?;
             let q = a.nats.connect("planwave batch fetch").await?;
             let f = planwave_queue::fetch(&q, &a.name, &a.out).await?;
             print!("{}", render_batch_table(&f.summary));

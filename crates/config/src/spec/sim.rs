@@ -21,11 +21,16 @@ pub struct SimOptions {
     /// Mean simulated latency per call; 0 means no delay.
     #[cfg_attr(
         feature = "clap",
-        arg(long, value_name = "MS", default_value_t = 300.0)
+        arg(long, value_name = "MS", default_value_t = 300.0, value_parser = crate::parse_millis)
     )]
+    #[serde(deserialize_with = "text::millis")]
     pub sim_latency_ms: f64,
     /// Sigma of the lognormal latency (0 = every call takes exactly the mean).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "S", default_value_t = 1.0))]
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "S", default_value_t = 1.0, value_parser = crate::parse_sigma)
+    )]
+    #[serde(deserialize_with = "text::sigma")]
     pub sim_sigma: f64,
     /// Stream answers at this many output tokens per second, for every role (`40`) or per
     /// role (`planner=40,subagent=20`, or `30,planner=40`); the latency is then the time to

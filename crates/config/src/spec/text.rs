@@ -39,6 +39,46 @@ pub mod duration {
     }
 }
 
+/// A JSON number checked by its flag's parser (`parse`, one of [`crate::parse_millis`] and
+/// its siblings), so a body refuses what the flag refuses. `None` for null.
+fn number<'de, D: Deserializer<'de>>(
+    d: D,
+    parse: fn(&str) -> Result<f64, String>,
+) -> Result<Option<f64>, D::Error> {
+    match Option::<f64>::deserialize(d)? {
+        None => Ok(None),
+        // `Debug` writes large and small values with an exponent (`1e25`), as people do.
+        Some(x) => parse(&format!("{x:?}")).map(Some).map_err(D::Error::custom),
+    }
+}
+
+fn required<'de, D: Deserializer<'de>>(
+    d: D,
+    parse: fn(&str) -> Result<f64, String>,
+) -> Result<f64, D::Error> {
+    number(d, parse)?.ok_or_else(|| D::Error::custom("expected a number, not null"))
+}
+
+/// Milliseconds of latency, checked by [`crate::parse_millis`].
+pub fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    required(d, crate::parse_millis)
+}
+
+/// An optional [`millis`].
+pub fn some_millis<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, crate::parse_millis)
+}
+
+/// A lognormal sigma, checked by [`crate::parse_sigma`].
+pub fn sigma<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    required(d, crate::parse_sigma)
+}
+
+/// An optional [`sigma`].
+pub fn some_sigma<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, crate::parse_sigma)
+}
+
 /// One item of a list as its flag would read it.
 fn item<T: FromStr, E: serde::de::Error>(v: &Value) -> Result<T, E>
 where

@@ -154,7 +154,7 @@ impl OpenAiProvider {
                 model: cfg.models.default.clone(),
                 message: format!("cannot build the HTTP client: {e}"),
             })?;
-        let url = format!("{}/chat/completions", cfg.base_url.trim_end_matches('/'));
+        let url = super::endpoint::endpoint(&cfg.base_url, "chat/completions");
         Ok(OpenAiProvider {
             rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
             cfg,

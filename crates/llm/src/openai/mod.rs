@@ -5,6 +5,7 @@ mod chunk;
 mod client;
 mod config;
 pub mod context_header;
+mod endpoint;
 mod limiter;
 mod retry;
 pub mod sse;

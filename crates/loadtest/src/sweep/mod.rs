@@ -155,7 +155,7 @@ pub enum SweepStatus {
 #[derive(Debug)]
 pub struct SweepOutcome {
     pub runs: Vec<LoadReport>,
-    /// `None` when cancelled before a point ran every schedule.
+    /// The workload of the last run (a stopped one included); `None` when nothing ran.
     pub workload: Option<WorkloadInfo>,
     pub interrupted: bool,
 }
@@ -207,6 +207,8 @@ pub async fn run_sweep<E>(
         for &schedule in &schedules {
             runs.push(run_point(&o, &w, point, schedule, &at).await?);
             if cancel.is_cancelled() {
+                // What the stopped run measured is reported, with its workload.
+                last = Some((w.plan, source, w.model_label));
                 break 'points;
             }
         }
