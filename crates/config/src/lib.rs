@@ -29,6 +29,7 @@ mod llm;
 mod mcp;
 mod plan_cache;
 mod planner;
+mod prices;
 mod reflect;
 mod resolve;
 mod run;

@@ -204,8 +204,9 @@ pub(crate) async fn paced_stream(
         }
     }));
     let sim_state = st.clone();
+    let cached = timing.cached_tokens;
     tokio::spawn(async move {
-        let answer = sim_state.sim.chat(chat).await;
+        let answer = crate::prefix::with_cached(sim_state.sim.chat(chat).await, cached);
         let _ = tx.send(Piece::Done(answer));
     });
     let first = match rx.recv().await {
