@@ -40,7 +40,10 @@ fn run_tesla(server: &SimLlm, out: &Path, config: &Path, stream: bool) -> Value 
 
 #[test]
 fn cached_tokens_reach_run_json_events_show_and_the_cost() {
-    let server = SimLlm::start(&["--prefix-cache", "--prefix-cache-block-tokens", "16"], &[]);
+    let server = SimLlm::start(
+        &["--prefix-cache", "--prefix-cache-block-tokens", "16"],
+        &[],
+    );
     let dir = tempdir();
     let config = dir.path().join("planwave.toml");
     std::fs::write(&config, PRICES).expect("config");
@@ -70,7 +73,10 @@ fn cached_tokens_reach_run_json_events_show_and_the_cost() {
         assert_eq!(by_events, by_calls, "{name}");
         let cost = &run["stats"]["cost"];
         let (total, uncached) = (cost["total"].as_f64(), cost["uncached_total"].as_f64());
-        assert!(total < uncached, "{name}: caching lowers the estimate: {cost}");
+        assert!(
+            total < uncached,
+            "{name}: caching lowers the estimate: {cost}"
+        );
         let batch = cost["batch_api_total"].as_f64().expect("batch estimate");
         assert!((batch - total.unwrap_or(0.0) / 2.0).abs() < 1e-12, "{cost}");
         client_cached += by_calls;
@@ -78,12 +84,24 @@ fn cached_tokens_reach_run_json_events_show_and_the_cost() {
     // A repeated run finds its whole prompts cached, streamed or not: far more than the first.
     let cached = |r: &Value| u(&r["stats"]["usage"], "cached_tokens");
     let prompt = |r: &Value| u(&r["stats"]["usage"], "prompt_tokens");
-    assert!(cached(&second) * 10 > prompt(&second) * 9, "{}", second["stats"]);
-    assert!(cached(&third) * 10 > prompt(&third) * 9, "{}", third["stats"]);
+    assert!(
+        cached(&second) * 10 > prompt(&second) * 9,
+        "{}",
+        second["stats"]
+    );
+    assert!(
+        cached(&third) * 10 > prompt(&third) * 9,
+        "{}",
+        third["stats"]
+    );
     assert!(cached(&first) < cached(&second));
     // What the client recorded is what the server reported.
     let stats = server.stats();
-    assert_eq!(u(&stats["serving"], "cached_tokens"), client_cached, "{stats}");
+    assert_eq!(
+        u(&stats["serving"], "cached_tokens"),
+        client_cached,
+        "{stats}"
+    );
     assert_eq!(u(&stats["prefix_cache"], "lookups"), u(&stats, "requests"));
 
     let shown = planwave(["show"]).arg(dir.path().join("b")).run();

@@ -121,7 +121,11 @@ fn the_integrator_is_told_which_sections_lack_figures() {
         "if sections are named as giving no quantitative data, say so in the summary",
         "No quantitative data (no figures, percentages or amounts): Acme outlook",
     ] {
-        assert!(integrator[0].contains(needle), "{needle}: {}", integrator[0]);
+        assert!(
+            integrator[0].contains(needle),
+            "{needle}: {}",
+            integrator[0]
+        );
     }
 }
 

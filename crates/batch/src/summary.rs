@@ -223,6 +223,10 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
     out
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::transport_retries_line;
@@ -238,8 +242,4 @@ mod tests {
             Some("transport retries: rate_limited 2, stalled 1")
         );
     }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }

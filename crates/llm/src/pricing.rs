@@ -171,7 +171,10 @@ mod tests {
         let want = 0.3 * 2.0 + 0.6 * 0.5 + 0.1 * 2.5 + 0.1 * 8.0;
         assert!((est.total - want).abs() < 1e-9, "{est:?}");
         assert!((est.uncached_total - (2.0 + 0.8)).abs() < 1e-9, "{est:?}");
-        assert_eq!(est.batch_api_total.map(|b| (b * 1e6).round()), Some((want / 2.0 * 1e6).round()));
+        assert_eq!(
+            est.batch_api_total.map(|b| (b * 1e6).round()),
+            Some((want / 2.0 * 1e6).round())
+        );
         // No cached price: cached tokens cost the input price.
         let plain = ModelPrice::new(2.0, 8.0);
         assert!((plain.cost(&u) - 2.8).abs() < 1e-9);

@@ -5,9 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use planwave_llm::ApiKey;
-use planwave_sim::{
-    Latency, PlannerFault, PrefixCacheConfig, ReflectScript, SimConfig, TokenRate,
-};
+use planwave_sim::{Latency, PlannerFault, PrefixCacheConfig, ReflectScript, SimConfig, TokenRate};
 
 use crate::faults::{Fault, FaultConfig, FaultRates};
 use crate::server::SimServerConfig;
@@ -134,7 +132,10 @@ impl ServeOptions {
             truncated: share("rates.truncated", r.truncated)?,
             reset: share("rates.reset", r.reset)?,
         };
-        let prefix_cache = self.prefix_cache.map(PrefixCacheOptions::config).transpose()?;
+        let prefix_cache = self
+            .prefix_cache
+            .map(PrefixCacheOptions::config)
+            .transpose()?;
         Ok(SimServerConfig {
             sim: SimConfig {
                 seed: self.seed,

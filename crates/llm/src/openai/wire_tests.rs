@@ -36,7 +36,9 @@ fn deepseek_hit_and_miss_add_up_to_the_prompt() {
     );
     assert_eq!(u, expect(1000, 50, 0, 768, 0));
     // Without prompt_tokens the two parts are the prompt.
-    let u = usage(r#"{"completion_tokens": 5, "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36}"#);
+    let u = usage(
+        r#"{"completion_tokens": 5, "prompt_cache_hit_tokens": 64, "prompt_cache_miss_tokens": 36}"#,
+    );
     assert_eq!(u, expect(100, 5, 0, 64, 0));
 }
 
@@ -58,9 +60,8 @@ fn anthropic_input_tokens_leave_the_cached_parts_out() {
     );
     assert_eq!(u, expect(2600, 12, 0, 2048, 512));
     // A proxy that passed input_tokens on as prompt_tokens: the parts are added back.
-    let u = usage(
-        r#"{"prompt_tokens": 40, "completion_tokens": 12, "cache_read_input_tokens": 2048}"#,
-    );
+    let u =
+        usage(r#"{"prompt_tokens": 40, "completion_tokens": 12, "cache_read_input_tokens": 2048}"#);
     assert_eq!(u, expect(2088, 12, 0, 2048, 0));
 }
 

@@ -16,7 +16,10 @@ fn job(company: &str, lang: Lang) -> ValidatedPlan {
 }
 
 fn prompt_text(m: &[planwave_llm::ChatMessage]) -> String {
-    m.iter().map(|m| m.content.as_str()).collect::<Vec<_>>().join("\n")
+    m.iter()
+        .map(|m| m.content.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn common_prefix(a: &str, b: &str) -> usize {
@@ -42,7 +45,10 @@ fn subagent_prompts_of_two_jobs_share_the_instructions_byte_for_byte() {
         // Tasks of one job share it too, and more: the run's background.
         let other_task = prompt_text(&t.subagent(&a, 0, &TaskText::of(a.task(0)), &[]));
         let task_line = pa.find(&format!("{}: ", a.id(3))).expect("task line");
-        assert!(common_prefix(&pa, &other_task) >= task_line.min(instructions), "{lang:?}");
+        assert!(
+            common_prefix(&pa, &other_task) >= task_line.min(instructions),
+            "{lang:?}"
+        );
     }
 }
 
@@ -63,11 +69,18 @@ fn planner_prompts_of_two_goals_share_all_but_the_goal() {
             };
             prompt_text(&t.planner(lang, &vars).expect("render"))
         };
-        let (a, b) = (render("Analyse BYD in depth"), render("Analyse NIO in depth"));
+        let (a, b) = (
+            render("Analyse BYD in depth"),
+            render("Analyse NIO in depth"),
+        );
         let shared = common_prefix(&a, &b);
         // Everything up to the goal is shared: over 90 % of the prompt.
         assert!(a[shared..].starts_with("BYD"), "{lang:?}: {}", &a[shared..]);
-        assert!(shared * 10 > a.len() * 9, "{lang:?}: {shared} of {}", a.len());
+        assert!(
+            shared * 10 > a.len() * 9,
+            "{lang:?}: {shared} of {}",
+            a.len()
+        );
     }
 }
 
