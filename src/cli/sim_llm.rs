@@ -9,7 +9,9 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_llm::ApiKey;
 use planwave_sim::{PlannerFault, SIM_MODEL, TokenRate};
-use planwave_sim_server::{Fault, FaultRates, ServeOptions, SimServer, SimServerConfig};
+use planwave_sim_server::{
+    Fault, FaultRates, PrefixCacheOptions, ServeOptions, SimServer, SimServerConfig,
+};
 
 use super::exit::{InvalidInput, OK, Outcome};
 use super::options::read_latency_file;
@@ -100,6 +102,20 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <key>` with the key in this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    /// Cache repeated prompt prefixes as providers do (by token blocks, each keyed by its
+    /// whole prefix): usage reports `prompt_tokens_details.cached_tokens`, and prefill
+    /// (--prefill-us-per-token) is charged for the uncached tokens only.
+    #[arg(long)]
+    pub prefix_cache: bool,
+    /// Tokens per cached block (with --prefix-cache).
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub prefix_cache_block_tokens: u64,
+    /// Tokens the prefix cache holds; the least recently used blocks make room.
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub prefix_cache_capacity_tokens: u64,
+    /// Seconds an unused block stays in the prefix cache.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub prefix_cache_ttl_secs: f64,
     #[command(flatten)]
     pub reflect: planwave_config::spec::SimReflectOptions,
 }
@@ -153,6 +169,11 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
         prefill_us_per_token: a.prefill_us_per_token,
         max_concurrency: a.max_concurrency,
         api_key,
+        prefix_cache: a.prefix_cache.then_some(PrefixCacheOptions {
+            block_tokens: a.prefix_cache_block_tokens,
+            capacity_tokens: a.prefix_cache_capacity_tokens,
+            ttl_secs: a.prefix_cache_ttl_secs,
+        }),
     };
     options.config().map_err(|e| {
         let flag = match e.option {

@@ -2,6 +2,7 @@ pub(crate) mod aimock;
 pub(crate) mod batch;
 mod batch_templates;
 mod compose;
+mod costs;
 mod docs;
 pub(crate) mod durable;
 mod events;

@@ -37,7 +37,15 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
         return;
     };
     let server = SimLlm::start(
-        &["--planner-faults", "cycle", "--api-key-env", "SIM_KEY"],
+        &[
+            "--planner-faults",
+            "cycle",
+            "--api-key-env",
+            "SIM_KEY",
+            "--prefix-cache",
+            "--prefix-cache-block-tokens",
+            "16",
+        ],
         &[("SIM_KEY", FAKE_KEY)],
     );
     let dir = tempdir();
@@ -128,6 +136,7 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
         .iter()
         .map(|(id, s)| (s["span_id"].as_str().expect("span id"), id.as_str()))
         .collect();
+    let mut cached_spans = 0;
     for (id, s) in &tasks {
         assert_eq!(s["parent_span_id"], root["span_id"], "task {id}");
         assert_eq!(attr(s, "planwave.task.status"), "completed", "task {id}");
@@ -166,11 +175,22 @@ fn research_over_http_exports_one_trace_shaped_like_the_plan() {
             &usage["completion_tokens"],
             "task {id}"
         );
+        // The cached part of the prompt, under the semantic conventions' name; absent when
+        // the provider reported none.
+        assert_eq!(
+            attr(chat, "gen_ai.usage.cache_read.input_tokens"),
+            &usage["cached_tokens"],
+            "task {id}"
+        );
+        cached_spans += usize::from(usage.get("cached_tokens").is_some());
         assert!(
             attr(chat, "gen_ai.input.messages").is_null(),
             "no prompt text unless asked"
         );
     }
+
+    // Subagent prompts share their instructions: all but the first find them cached.
+    assert!(cached_spans > 0, "no chat span with cached tokens");
 
     // The integrator's summary call sits under `integrate`.
     let integrate = spans.named("integrate");

@@ -108,6 +108,8 @@ mod tests {
             failed: 0,
             blocked: 0,
             tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             cost: None,
             currency: None,
             wall_ms: 0.0,

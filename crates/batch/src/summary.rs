@@ -50,6 +50,11 @@ pub struct JobSummary {
     pub failed: usize,
     pub blocked: usize,
     pub tokens: u64,
+    /// Prompt tokens, and those of them read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +83,8 @@ impl JobSummary {
             failed: 0,
             blocked: 0,
             tokens: 0,
+            prompt_tokens: 0,
+            cached_tokens: 0,
             cost: None,
             currency: None,
             wall_ms: 0.0,
@@ -97,6 +104,11 @@ pub struct BatchSummary {
     pub failed: usize,
     pub cancelled: usize,
     pub tokens: u64,
+    /// Prompt tokens of every job, and those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub prompt_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<f64>,
     pub wall_ms: f64,
@@ -121,6 +133,8 @@ impl BatchSummary {
             failed: count(JobState::Failed),
             cancelled: count(JobState::Cancelled),
             tokens: jobs.iter().map(|j| j.tokens).sum(),
+            prompt_tokens: jobs.iter().map(|j| j.prompt_tokens).sum(),
+            cached_tokens: jobs.iter().map(|j| j.cached_tokens).sum(),
             cost: (!costs.is_empty()).then(|| costs.iter().sum()),
             wall_ms,
             jobs,
@@ -190,6 +204,14 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
         let _ = write!(out, "; {} bad line(s) skipped", s.bad_lines.len());
     }
     let _ = write!(out, "; {} tokens", s.tokens);
+    if s.cached_tokens > 0 && s.prompt_tokens > 0 {
+        let _ = write!(
+            out,
+            " ({} prompt tokens cached, {:.0} %)",
+            s.cached_tokens,
+            s.cached_tokens as f64 * 100.0 / s.prompt_tokens as f64
+        );
+    }
     if let Some(c) = s.cost {
         let _ = write!(out, ", cost {c:.4}");
     }
@@ -199,6 +221,10 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
     }
     out.push_str(&s.metrics.lines());
     out
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

@@ -135,6 +135,8 @@ pub struct PromptsSection {
 #[serde(deny_unknown_fields)]
 pub struct PricesSection {
     pub currency: Option<String>,
+    /// The share taken off for requests sent through a Batch API (0.5 = half price).
+    pub batch_discount: Option<f64>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrice>,
 }

@@ -30,6 +30,7 @@ mod mcp;
 mod number;
 mod plan_cache;
 mod planner;
+mod prices;
 mod reflect;
 mod resolve;
 mod run;

@@ -4,7 +4,6 @@
 use std::time::Duration;
 
 use planwave_engine::{RetryPolicy, RunConfig};
-use planwave_llm::PriceTable;
 
 use crate::SettingsError;
 use crate::file::ConfigFile;
@@ -40,10 +39,7 @@ pub(crate) fn resolve(
     {
         run.context_budget_tokens = Some(budget);
     }
-    run.prices = PriceTable {
-        currency: file.prices.currency.clone(),
-        models: file.prices.models.clone(),
-    };
+    run.prices = crate::prices::table(&file.prices)?;
     // The file's values are checked even when a flag replaces them.
     let task_timeout = file_secs("[run] task_timeout_secs", file.run.task_timeout_secs)?;
     let deadline = file_secs("[run] deadline_secs", file.run.deadline_secs)?;

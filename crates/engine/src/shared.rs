@@ -98,6 +98,8 @@ impl RunShared {
                 prompt_tokens: usage.prompt_tokens,
                 completion_tokens: usage.completion_tokens,
                 reasoning_tokens: usage.reasoning_tokens,
+                cached_tokens: usage.cached_tokens,
+                cache_write_tokens: usage.cache_write_tokens,
                 outcome: if error.is_some() { "error" } else { "ok" }.into(),
                 error: error.clone(),
             });

@@ -7,16 +7,38 @@ use serde::{Deserialize, Serialize};
 use crate::Usage;
 
 /// Price of one model, per million tokens. Reasoning tokens are billed as output, which is
-/// how OpenAI and DeepSeek bill them.
+/// how OpenAI and DeepSeek bill them. Prompt tokens read from the provider's cache cost
+/// `cached_input_per_mtok` and those written to it `cache_write_per_mtok`; either defaults
+/// to the input price (no discount, no surcharge).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelPrice {
     pub input_per_mtok: f64,
     pub output_per_mtok: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_per_mtok: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_per_mtok: Option<f64>,
 }
 
 impl ModelPrice {
+    /// Input and output at these prices, no cache prices.
+    pub fn new(input_per_mtok: f64, output_per_mtok: f64) -> ModelPrice {
+        ModelPrice {
+            input_per_mtok,
+            output_per_mtok,
+            ..ModelPrice::default()
+        }
+    }
+
     pub fn cost(&self, usage: &Usage) -> f64 {
-        (usage.prompt_tokens as f64 * self.input_per_mtok
+        let prompt = usage.prompt_tokens;
+        let cached = usage.cached_tokens.min(prompt);
+        let written = usage.cache_write_tokens.min(prompt - cached);
+        let fresh = prompt - cached - written;
+        let input = self.input_per_mtok;
+        (fresh as f64 * input
+            + cached as f64 * self.cached_input_per_mtok.unwrap_or(input)
+            + written as f64 * self.cache_write_per_mtok.unwrap_or(input)
             + (usage.completion_tokens + usage.reasoning_tokens) as f64 * self.output_per_mtok)
             / 1_000_000.0
     }
@@ -29,6 +51,10 @@ pub struct PriceTable {
     pub currency: Option<String>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrice>,
+    /// The share taken off every price for requests sent through a provider's Batch API
+    /// (0.5 at OpenAI); `None` when not configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_discount: Option<f64>,
 }
 
 /// The estimated cost of a run, as recorded in `run.json`.
@@ -41,6 +67,14 @@ pub struct CostEstimate {
     /// Models that were called but have no price in the table (their cost is not counted).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpriced_models: Vec<String>,
+    /// What the same calls would have cost with no prompt cache (every prompt token at the
+    /// input price): `total` against it is what caching saved.
+    #[serde(default)]
+    pub uncached_total: f64,
+    /// What the same calls would cost through the Batch API, when `[prices] batch_discount`
+    /// is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_api_total: Option<f64>,
 }
 
 impl PriceTable {
@@ -76,6 +110,11 @@ impl PriceTable {
             match self.price(model) {
                 Some(p) => {
                     let c = p.cost(&usage);
+                    est.uncached_total += p.cost(&Usage {
+                        cached_tokens: 0,
+                        cache_write_tokens: 0,
+                        ..usage
+                    });
                     est.total += c;
                     *est.by_model.entry(model.to_owned()).or_default() += c;
                 }
@@ -86,6 +125,7 @@ impl PriceTable {
                 }
             }
         }
+        est.batch_api_total = self.batch_discount.map(|d| est.total * (1.0 - d));
         Some(est)
     }
 }
@@ -97,23 +137,53 @@ mod tests {
     #[test]
     fn cost_per_model_with_prefix_match_and_unpriced() {
         let mut t = PriceTable::default();
-        t.models.insert(
-            "gpt-4o-mini".into(),
-            ModelPrice {
-                input_per_mtok: 0.15,
-                output_per_mtok: 0.60,
-            },
-        );
-        let u = Usage {
-            prompt_tokens: 1_000_000,
-            completion_tokens: 500_000,
-            reasoning_tokens: 500_000,
-        };
+        t.models
+            .insert("gpt-4o-mini".into(), ModelPrice::new(0.15, 0.60));
+        let u = Usage::new(1_000_000, 500_000, 500_000);
         let est = t
             .estimate([("gpt-4o-mini-2024-07-18", u), ("other", u)])
             .expect("estimate");
         assert!((est.total - 0.75).abs() < 1e-9, "{est:?}");
         assert_eq!(est.unpriced_models, vec!["other".to_string()]);
         assert!(PriceTable::default().estimate([("x", u)]).is_none());
+        assert_eq!(est.batch_api_total, None);
+    }
+
+    #[test]
+    fn cached_tokens_cost_the_cached_price_and_writes_the_write_price() {
+        let mut t = PriceTable {
+            batch_discount: Some(0.5),
+            ..PriceTable::default()
+        };
+        let price = ModelPrice {
+            cached_input_per_mtok: Some(0.5),
+            cache_write_per_mtok: Some(2.5),
+            ..ModelPrice::new(2.0, 8.0)
+        };
+        t.models.insert("m".into(), price);
+        // 1M prompt tokens: 600k cached, 100k written, 300k fresh; 100k out.
+        let u = Usage {
+            cached_tokens: 600_000,
+            cache_write_tokens: 100_000,
+            ..Usage::new(1_000_000, 100_000, 0)
+        };
+        let est = t.estimate([("m", u)]).expect("estimate");
+        let want = 0.3 * 2.0 + 0.6 * 0.5 + 0.1 * 2.5 + 0.1 * 8.0;
+        assert!((est.total - want).abs() < 1e-9, "{est:?}");
+        assert!((est.uncached_total - (2.0 + 0.8)).abs() < 1e-9, "{est:?}");
+        assert_eq!(
+            est.batch_api_total.map(|b| (b * 1e6).round()),
+            Some((want / 2.0 * 1e6).round())
+        );
+        // No cached price: cached tokens cost the input price.
+        let plain = ModelPrice::new(2.0, 8.0);
+        assert!((plain.cost(&u) - 2.8).abs() < 1e-9);
+        // Counts that exceed the prompt are capped by it.
+        let odd = Usage {
+            cached_tokens: 5,
+            cache_write_tokens: 5,
+            ..Usage::new(6, 0, 0)
+        };
+        assert!((price.cost(&odd) - (5.0 * 0.5 + 2.5) / 1e6).abs() < 1e-12);
     }
 }

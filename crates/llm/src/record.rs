@@ -22,10 +22,20 @@ pub struct CallRecord {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
     pub reasoning_tokens: u64,
+    /// Of `prompt_tokens`, those read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, those written to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_tokens: u64,
     /// `ok` or `error`.
     pub outcome: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CallRecord {
@@ -34,6 +44,17 @@ impl CallRecord {
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
             reasoning_tokens: self.reasoning_tokens,
+            cached_tokens: self.cached_tokens,
+            cache_write_tokens: self.cache_write_tokens,
         }
+    }
+
+    /// Sets the token counts from `usage`.
+    pub fn set_usage(&mut self, usage: &Usage) {
+        self.prompt_tokens = usage.prompt_tokens;
+        self.completion_tokens = usage.completion_tokens;
+        self.reasoning_tokens = usage.reasoning_tokens;
+        self.cached_tokens = usage.cached_tokens;
+        self.cache_write_tokens = usage.cache_write_tokens;
     }
 }

@@ -57,6 +57,8 @@ impl LlmProvider for TracedProvider {
             gen_ai.response.model = Empty,
             gen_ai.usage.input_tokens = Empty,
             gen_ai.usage.output_tokens = Empty,
+            gen_ai.usage.cache_read.input_tokens = Empty,
+            gen_ai.usage.cache_creation.input_tokens = Empty,
             planwave.role = request.role.as_str(),
             planwave.attempt = i64::from(request.attempt),
             planwave.task.id = Empty,
@@ -82,6 +84,19 @@ impl LlmProvider for TracedProvider {
                     "gen_ai.usage.output_tokens",
                     (r.usage.completion_tokens + r.usage.reasoning_tokens) as i64,
                 );
+                // Set only when the provider reported a cache: absent means unknown, not 0.
+                if r.usage.cached_tokens > 0 {
+                    span.record(
+                        "gen_ai.usage.cache_read.input_tokens",
+                        r.usage.cached_tokens as i64,
+                    );
+                }
+                if r.usage.cache_write_tokens > 0 {
+                    span.record(
+                        "gen_ai.usage.cache_creation.input_tokens",
+                        r.usage.cache_write_tokens as i64,
+                    );
+                }
                 if let Some(reason) = &r.finish_reason {
                     spans::set_strings(
                         &span,

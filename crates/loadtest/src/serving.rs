@@ -27,6 +27,9 @@ pub struct CallRecord {
     pub tpot_ms: Option<f64>,
     pub e2e_ms: f64,
     pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those the endpoint reported read from its prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     /// `ok`, or the error's class (`http_429`, `http_5xx`, `timeout`, `transport`, ...).
     pub outcome: String,
@@ -52,6 +55,7 @@ impl CallRecord {
             tpot_ms: None,
             e2e_ms: ms(elapsed),
             prompt_tokens: 0,
+            cached_tokens: 0,
             output_tokens: 0,
             outcome: "ok".into(),
             retries: 0,
@@ -59,6 +63,7 @@ impl CallRecord {
         match answer {
             Ok(a) => {
                 r.prompt_tokens = a.usage.prompt_tokens;
+                r.cached_tokens = a.usage.cached_tokens;
                 r.output_tokens = a.usage.completion_tokens + a.usage.reasoning_tokens;
                 if let Some(t) = &a.timing {
                     // The client's own figures, from the send (not from the engine's call,
@@ -191,6 +196,9 @@ pub struct ServingReport {
     pub request_throughput: f64,
     pub output_tokens_per_sec: f64,
     pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those read from the endpoint's prompt cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     pub ttft_ms: Percentiles,
     pub itl_ms: Percentiles,
@@ -258,6 +266,7 @@ impl ServingReport {
             request_throughput: per_sec(ok.len() as f64),
             output_tokens_per_sec: per_sec(output_tokens as f64),
             prompt_tokens: ok.iter().map(|c| c.prompt_tokens).sum(),
+            cached_tokens: ok.iter().map(|c| c.cached_tokens).sum(),
             output_tokens,
             ttft_ms: Percentiles::of(ok.iter().filter_map(|c| c.ttft_ms).collect()),
             itl_ms: Percentiles::of(ok.iter().flat_map(|c| c.itl_ms.iter().copied()).collect()),
@@ -291,6 +300,7 @@ mod tests {
             tpot_ms: (tokens > 1).then(|| (e2e - ttft) / (tokens - 1) as f64),
             e2e_ms: e2e,
             prompt_tokens: 10,
+            cached_tokens: 0,
             output_tokens: tokens,
             outcome: outcome.into(),
             retries: 0,

@@ -79,6 +79,20 @@ pub fn render_serving_table(runs: &[LoadReport]) -> String {
             )
         }),
     ];
+    // Only endpoints with a prompt cache report cached tokens; without, the row is noise.
+    if runs
+        .iter()
+        .any(|r| r.serving.as_ref().is_some_and(|s| s.cached_tokens > 0))
+    {
+        rows.push(row("cached prompt tokens", &|s| {
+            let share = if s.prompt_tokens > 0 {
+                s.cached_tokens as f64 * 100.0 / s.prompt_tokens as f64
+            } else {
+                0.0
+            };
+            format!("{} of {} ({share:.0} %)", s.cached_tokens, s.prompt_tokens)
+        }));
+    }
     if runs
         .iter()
         .any(|r| r.serving.as_ref().is_some_and(|s| s.server.is_some()))

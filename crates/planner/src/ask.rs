@@ -89,6 +89,8 @@ impl Attempt {
             prompt_tokens: self.usage.prompt_tokens,
             completion_tokens: self.usage.completion_tokens,
             reasoning_tokens: self.usage.reasoning_tokens,
+            cached_tokens: self.usage.cached_tokens,
+            cache_write_tokens: self.usage.cache_write_tokens,
             outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
             error: self.error.clone(),
         }

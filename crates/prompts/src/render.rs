@@ -340,3 +340,6 @@ mod subagent;
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod cache_layout_tests;

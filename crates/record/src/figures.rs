@@ -16,6 +16,8 @@ pub struct RoleUsage {
     pub role: String,
     pub calls: usize,
     pub tokens_in: u64,
+    /// Of `tokens_in`, those read from the provider's prompt cache.
+    pub cached_in: u64,
     /// Completion and reasoning tokens.
     pub tokens_out: u64,
 }
@@ -25,6 +27,8 @@ pub struct RoleUsage {
 pub struct TaskTotals {
     pub attempts: u32,
     pub tokens_in: u64,
+    /// Of `tokens_in`, those read from the provider's prompt cache.
+    pub cached_in: u64,
     /// Completion and reasoning tokens.
     pub tokens_out: u64,
 }
@@ -69,6 +73,7 @@ impl RunResult {
             .fold(TaskTotals::default(), |t, r| TaskTotals {
                 attempts: t.attempts + r.attempts,
                 tokens_in: t.tokens_in + r.usage.prompt_tokens,
+                cached_in: t.cached_in + r.usage.cached_tokens,
                 tokens_out: t.tokens_out + r.tokens_out(),
             })
     }
@@ -84,6 +89,7 @@ impl RunResult {
                         role: c.role.clone(),
                         calls: 0,
                         tokens_in: 0,
+                        cached_in: 0,
                         tokens_out: 0,
                     });
                     roles.len() - 1
@@ -91,6 +97,7 @@ impl RunResult {
             };
             roles[i].calls += 1;
             roles[i].tokens_in += c.prompt_tokens;
+            roles[i].cached_in += c.cached_tokens;
             roles[i].tokens_out += c.completion_tokens + c.reasoning_tokens;
         }
         roles
@@ -113,7 +120,8 @@ mod tests {
         {"id": "1", "description": "a", "status": "completed", "wave": 0, "attempts": 1,
          "started_at": "2026-11-27T10:00:01Z", "finished_at": "2026-11-27T10:00:03.250Z",
          "error": null, "blocked_by": null, "context_from": [],
-         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 2}},
+         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 2,
+                   "cached_tokens": 6}},
         {"id": "2", "description": "b", "status": "failed", "wave": 0, "attempts": 2,
          "started_at": "2026-11-27T10:00:01Z", "finished_at": null,
          "error": "timed out", "blocked_by": null, "context_from": [],
@@ -126,7 +134,7 @@ mod tests {
          "outcome": "ok"},
         {"role": "subagent", "model": "m", "attempt": 1, "started_at": "2026-11-27T10:00:01Z",
          "duration_ms": 1.0, "prompt_tokens": 10, "completion_tokens": 5, "reasoning_tokens": 2,
-         "outcome": "ok"},
+         "cached_tokens": 6, "outcome": "ok"},
         {"role": "planner", "model": "m", "attempt": 2, "started_at": "2026-11-27T10:00:02Z",
          "duration_ms": 1.0, "prompt_tokens": 4, "completion_tokens": 2, "reasoning_tokens": 0,
          "outcome": "ok"}],
@@ -160,6 +168,7 @@ mod tests {
             TaskTotals {
                 attempts: 3,
                 tokens_in: 30,
+                cached_in: 6,
                 tokens_out: 8
             }
         );
@@ -168,13 +177,17 @@ mod tests {
     #[test]
     fn roles_keep_the_order_of_their_first_call() {
         let roles = run().usage_by_role();
-        let row = |role: &str, calls, tokens_in, tokens_out| RoleUsage {
+        let row = |role: &str, calls, tokens_in, cached_in, tokens_out| RoleUsage {
             role: role.into(),
             calls,
             tokens_in,
+            cached_in,
             tokens_out,
         };
-        assert_eq!(roles, [row("planner", 2, 11, 6), row("subagent", 1, 10, 7)]);
+        assert_eq!(
+            roles,
+            [row("planner", 2, 11, 0, 6), row("subagent", 1, 10, 6, 7)]
+        );
     }
 
     #[test]

@@ -84,11 +84,7 @@ mod tests {
             model: "m".into(),
             attempt: 1,
             duration_ms: 1.0,
-            usage: Usage {
-                prompt_tokens: 10,
-                completion_tokens: 4,
-                reasoning_tokens: 1,
-            },
+            usage: Usage::new(10, 4, 1),
             error: None,
         };
         assert!(t.count(&call, |_| unreachable!()));

@@ -112,22 +112,46 @@ fn tokens_by_role(out: &mut String, run: &RunResult) {
     let roles = run.usage_by_role();
     let _ = writeln!(
         out,
-        "tokens: {} total ({} in, {} out){}",
+        "tokens: {} total ({} in{}, {} out){}",
         s.usage.total(),
         s.usage.prompt_tokens,
+        cached_note(s.usage.cached_tokens, s.usage.prompt_tokens),
         s.usage.completion_tokens + s.usage.reasoning_tokens,
         if roles.is_empty() { "" } else { " by role:" }
     );
     for r in &roles {
         let _ = writeln!(
             out,
-            "  {:<10} {:>5} call(s)  {:>9} in  {:>9} out",
-            r.role, r.calls, r.tokens_in, r.tokens_out
+            "  {:<10} {:>5} call(s)  {:>9} in  {:>9} out{}",
+            r.role,
+            r.calls,
+            r.tokens_in,
+            r.tokens_out,
+            cached_note(r.cached_in, r.tokens_in)
         );
     }
     if let Some(c) = &s.cost {
-        let _ = writeln!(out, "estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = write!(out, "estimated cost: {:.4} {}", c.total, c.currency);
+        if c.uncached_total > c.total {
+            let _ = write!(out, " ({:.4} without the prompt cache)", c.uncached_total);
+        }
+        if let Some(b) = c.batch_api_total {
+            let _ = write!(out, " ({b:.4} through the Batch API)");
+        }
+        out.push('\n');
     }
+}
+
+/// `, N cached (P %)` when any prompt tokens were read from the provider's cache; nothing
+/// otherwise, so runs without cache figures read as before.
+fn cached_note(cached: u64, prompt: u64) -> String {
+    if cached == 0 || prompt == 0 {
+        return String::new();
+    }
+    format!(
+        ", {cached} cached ({:.0} %)",
+        cached as f64 * 100.0 / prompt as f64
+    )
 }
 
 /// Why each task that did not complete did not.

@@ -222,7 +222,8 @@
     item(dl, 'Error', t.error);
     item(dl, 'Blocked by', t.blocked_by === null || t.blocked_by === undefined ? null : 'task ' + t.blocked_by);
     const u = t.usage || {};
-    item(dl, 'Tokens', (u.prompt_tokens || 0) + ' in, ' + (u.completion_tokens || 0) + ' out');
+    item(dl, 'Tokens', (u.prompt_tokens || 0) + ' in' +
+      (u.cached_tokens ? ' (' + u.cached_tokens + ' cached)' : '') + ', ' + (u.completion_tokens || 0) + ' out');
     panel.append(h, dl);
     panel.appendChild(list('Model calls', (info.model_calls || []).map((c) =>
       c.role + ' #' + c.attempt + ', ' + fmtMs(c.duration_ms) + (c.error ? ', error: ' + c.error : ''))));

@@ -253,9 +253,7 @@ impl LiveRun {
                 usage,
                 error,
             } => {
-                s.usage.prompt_tokens += usage.prompt_tokens;
-                s.usage.completion_tokens += usage.completion_tokens;
-                s.usage.reasoning_tokens += usage.reasoning_tokens;
+                s.usage += *usage;
                 *s.by_model.entry(model.clone()).or_default() += *usage;
                 if let Some(task) = task {
                     s.calls.entry(task.clone()).or_default().push(json!({

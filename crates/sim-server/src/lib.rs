@@ -13,6 +13,9 @@
 //! prefill time per prompt token, admits a limited number of answers at once (the rest
 //! queue), and measures its own queue wait and time to first token per answer
 //! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked.
+//! With a prefix cache (`SimConfig::prefix_cache`) repeated prompt prefixes are cached by
+//! token blocks: prefill is charged for the uncached part only and usage reports the cached
+//! tokens.
 //!
 //! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
 //! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
@@ -21,12 +24,13 @@ mod embeddings;
 mod faults;
 mod metrics;
 mod options;
+mod prefix;
 mod server;
 mod serving;
 mod stream;
 mod wire;
 
 pub use faults::{Fault, FaultConfig, FaultRates};
-pub use options::{OptionError, ServeOptions};
+pub use options::{OptionError, PrefixCacheOptions, ServeOptions};
 pub use server::{ServerStats, SimServer, SimServerConfig, router};
 pub use serving::{ServingConfig, ServingStats};

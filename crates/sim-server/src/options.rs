@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use planwave_llm::ApiKey;
-use planwave_sim::{Latency, PlannerFault, ReflectScript, SimConfig, TokenRate};
+use planwave_sim::{Latency, PlannerFault, PrefixCacheConfig, ReflectScript, SimConfig, TokenRate};
 
 use crate::faults::{Fault, FaultConfig, FaultRates};
 use crate::server::SimServerConfig;
@@ -35,6 +35,50 @@ pub struct ServeOptions {
     pub prefill_us_per_token: f64,
     pub max_concurrency: Option<u64>,
     pub api_key: Option<ApiKey>,
+    /// Automatic prefix caching by token blocks; `None`: no cache.
+    pub prefix_cache: Option<PrefixCacheOptions>,
+}
+
+/// The prefix cache as a front end sets it.
+#[derive(Clone, Copy, Debug)]
+pub struct PrefixCacheOptions {
+    /// Tokens per cached block (at least 1).
+    pub block_tokens: u64,
+    /// Tokens the cache holds (rounded down to whole blocks, at least one block).
+    pub capacity_tokens: u64,
+    /// Seconds an unused block stays cached.
+    pub ttl_secs: f64,
+}
+
+impl Default for PrefixCacheOptions {
+    fn default() -> Self {
+        let d = PrefixCacheConfig::default();
+        PrefixCacheOptions {
+            block_tokens: d.block_tokens,
+            capacity_tokens: d.block_tokens * d.capacity_blocks as u64,
+            ttl_secs: d.ttl.as_secs_f64(),
+        }
+    }
+}
+
+impl PrefixCacheOptions {
+    fn config(self) -> Result<PrefixCacheConfig, OptionError> {
+        let ttl = non_negative("prefix_cache_ttl_secs", self.ttl_secs, " of seconds")?;
+        if self.block_tokens == 0 || self.capacity_tokens < self.block_tokens {
+            return Err(OptionError {
+                option: "prefix_cache_capacity_tokens",
+                problem: format!(
+                    "{} tokens do not hold one block of {} tokens",
+                    self.capacity_tokens, self.block_tokens
+                ),
+            });
+        }
+        Ok(PrefixCacheConfig {
+            block_tokens: self.block_tokens,
+            capacity_blocks: (self.capacity_tokens / self.block_tokens) as usize,
+            ttl: Duration::from_secs_f64(ttl),
+        })
+    }
 }
 
 /// An option out of range, named as in [`ServeOptions`] (`rates.rate_limit`, `token_jitter`).
@@ -88,6 +132,10 @@ impl ServeOptions {
             truncated: share("rates.truncated", r.truncated)?,
             reset: share("rates.reset", r.reset)?,
         };
+        let prefix_cache = self
+            .prefix_cache
+            .map(PrefixCacheOptions::config)
+            .transpose()?;
         Ok(SimServerConfig {
             sim: SimConfig {
                 seed: self.seed,
@@ -99,6 +147,7 @@ impl ServeOptions {
                     jitter,
                     ..self.tokens_per_sec
                 },
+                prefix_cache,
                 ..SimConfig::default()
             },
             serving: ServingConfig {

@@ -59,6 +59,9 @@ pub struct ServerStats {
     /// The server's own measurements of every answer (queue wait, TTFT, tokens).
     #[serde(default)]
     pub serving: ServingStats,
+    /// The prefix cache's counts, when the server has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<planwave_sim::PrefixCacheStats>,
 }
 
 pub(crate) struct AppState {
@@ -70,12 +73,17 @@ pub(crate) struct AppState {
     pub(crate) slots: Slots,
     /// `GET /metrics` (metrics.rs).
     pub(crate) metrics: crate::metrics::Metrics,
+    pub(crate) prefix: crate::prefix::ServerCache,
 }
 
 impl AppState {
     fn new(cfg: SimServerConfig) -> AppState {
+        // The server looks prompts up itself, before prefill: not again in the simulator.
+        let mut sim = cfg.sim.clone();
+        let prefix = crate::prefix::ServerCache::new(sim.prefix_cache.take());
         AppState {
-            sim: SimProvider::new(cfg.sim.clone()),
+            sim: SimProvider::new(sim),
+            prefix,
             slots: Slots::new(&cfg.serving),
             metrics: crate::metrics::Metrics::new(SIM_MODEL, cfg.serving.max_concurrency),
             cfg,
@@ -96,6 +104,7 @@ impl AppState {
     fn snapshot(&self) -> ServerStats {
         let mut s = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
         s.serving.max_in_flight = self.slots.max_in_flight();
+        s.prefix_cache = self.prefix.stats();
         s
     }
 }
@@ -307,7 +316,9 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         .map(|m| m.content.chars().count())
         .sum();
     let prompt_tokens = (prompt_chars as u64).div_ceil(3).max(1);
-    let prefill = crate::serving::prefill(&st.cfg.serving, prompt_tokens);
+    let cache = st.prefix.lookup(&chat.messages);
+    let uncached = (prompt_chars.saturating_sub(cache.cached_chars) as u64).div_ceil(3);
+    let prefill = crate::serving::prefill(&st.cfg.serving, uncached);
     if !prefill.is_zero() {
         planwave_sim::timer::sleep_until(admitted + prefill).await;
     }
@@ -316,6 +327,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         admitted,
         first_token: None,
         prompt_tokens,
+        cached_tokens: cache.cached_tokens.min(prompt_tokens),
         output_tokens: 0,
         role: chat.role.as_str(),
     };
@@ -323,7 +335,10 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     if req.stream && matches!(fault, Fault::Ok | Fault::SlowFirstByte) {
         return paced_stream(st.clone(), &req, chat, id, model, slot, timing).await;
     }
-    let answer = match st.sim.chat_bounded(chat, req.length()).await {
+    let answer = match crate::prefix::with_cached(
+        st.sim.chat_bounded(chat, req.length()).await,
+        timing.cached_tokens,
+    ) {
         Ok(a) => a,
         Err(e) => return error_response(e),
     };
@@ -481,6 +496,7 @@ pub(crate) fn usage_json(answer: &planwave_llm::ChatResponse) -> Value {
         "prompt_tokens": answer.usage.prompt_tokens,
         "completion_tokens": answer.usage.completion_tokens + answer.usage.reasoning_tokens,
         "total_tokens": answer.usage.total(),
+        "prompt_tokens_details": {"cached_tokens": answer.usage.cached_tokens},
         "completion_tokens_details": {"reasoning_tokens": answer.usage.reasoning_tokens}
     })
 }

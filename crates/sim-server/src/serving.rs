@@ -45,6 +45,9 @@ pub struct ServingStats {
     #[serde(default)]
     pub role: Vec<String>,
     pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those found in the prefix cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     /// Output tokens per role (`x-planwave-role`, or the role guessed from the request).
     #[serde(default)]
@@ -124,6 +127,8 @@ pub(crate) struct AnswerTiming {
     pub admitted: Instant,
     pub first_token: Option<Instant>,
     pub prompt_tokens: u64,
+    /// Of `prompt_tokens`, those found in the prefix cache (prefill skips them).
+    pub cached_tokens: u64,
     pub output_tokens: u64,
     pub role: &'static str,
 }
@@ -151,6 +156,7 @@ impl ServingStats {
         self.e2e_ms.push(ms(done));
         self.role.push(t.role.to_owned());
         self.prompt_tokens += t.prompt_tokens;
+        self.cached_tokens += t.cached_tokens;
         self.output_tokens += t.output_tokens;
         *self
             .output_tokens_by_role

@@ -207,8 +207,10 @@ pub(crate) async fn paced_stream(
     }));
     let sim_state = st.clone();
     let length = req.length();
+    let cached = timing.cached_tokens;
     tokio::spawn(async move {
-        let answer = sim_state.sim.chat_bounded(chat, length).await;
+        let answer =
+            crate::prefix::with_cached(sim_state.sim.chat_bounded(chat, length).await, cached);
         let _ = tx.send(Piece::Done(answer));
     });
     let first = match rx.recv().await {

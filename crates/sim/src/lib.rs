@@ -15,6 +15,7 @@ mod latency;
 mod length;
 mod pace;
 pub mod plan;
+pub mod prefix_cache;
 pub mod reflect;
 pub mod steps;
 mod text;
@@ -38,6 +39,7 @@ pub use latency::Latency;
 pub use length::AnswerLength;
 pub use pace::TokenRate;
 pub use plan::PlannerFault;
+pub use prefix_cache::{CacheLookup, PrefixCache, PrefixCacheConfig, PrefixCacheStats};
 pub use reflect::{FaultKind, ReflectScript, TaskFault};
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
@@ -64,6 +66,9 @@ pub struct SimConfig {
     /// Output tokens per second (per role); with a rate the latency above is the time to
     /// the first token and the answer streams after it. Default: all at once.
     pub token_rate: TokenRate,
+    /// Automatic prefix caching: usage then reports the cached part of each prompt.
+    /// `None`: no cache, nothing reported cached.
+    pub prefix_cache: Option<PrefixCacheConfig>,
 }
 
 pub const SIM_MODEL: &str = "planwave-sim-1";
@@ -71,11 +76,32 @@ pub const SIM_MODEL: &str = "planwave-sim-1";
 #[derive(Debug, Default)]
 pub struct SimProvider {
     config: SimConfig,
+    /// Shared by every call, as a server's cache is shared by every request.
+    cache: Option<std::sync::Mutex<PrefixCache>>,
 }
 
 impl SimProvider {
     pub fn new(config: SimConfig) -> Self {
-        SimProvider { config }
+        SimProvider {
+            cache: config
+                .prefix_cache
+                .map(|c| std::sync::Mutex::new(PrefixCache::new(c))),
+            config,
+        }
+    }
+
+    /// The prefix cache's counts, when it has one.
+    pub fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
+        let cache = self.cache.as_ref()?.lock().ok()?;
+        Some(cache.stats())
+    }
+
+    /// Tokens of `messages` found in the prefix cache (0 without one); caches them.
+    fn cached_tokens(&self, messages: &[planwave_llm::ChatMessage], now: Instant) -> u64 {
+        self.cache
+            .as_ref()
+            .and_then(|c| c.lock().ok())
+            .map_or(0, |mut c| c.lookup_messages(messages, now).cached_tokens)
     }
 
     pub fn config(&self) -> &SimConfig {
@@ -193,6 +219,7 @@ impl SimProvider {
     ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + '_>> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
+        let cached = self.cached_tokens(&request.messages, start);
         let prompt_chars = take_prompt(&mut request);
         let delay = self.latency_for(&request);
         Box::pin(async move {
@@ -210,10 +237,14 @@ impl SimProvider {
             }
             let (content, tool_calls, pace) = self.answer(&request)?;
             let (content, cut) = length.fit(content);
+            let prompt_tokens = text::estimate_tokens(prompt_chars);
             let usage = Usage {
-                prompt_tokens: text::estimate_tokens(prompt_chars),
-                completion_tokens: text::estimate_tokens(planwave_llm::char_count(&content)),
-                reasoning_tokens: 0,
+                cached_tokens: cached.min(prompt_tokens),
+                ..Usage::new(
+                    prompt_tokens,
+                    text::estimate_tokens(planwave_llm::char_count(&content)),
+                    0,
+                )
             };
             let sink = request.on_delta.as_ref();
             let timing = if pace::is_paced(&pace, &content) {

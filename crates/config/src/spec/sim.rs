@@ -62,6 +62,10 @@ pub struct SimOptions {
     #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
     #[serde(deserialize_with = "text::list_of::<PlannerFault, _>")]
     pub sim_planner_faults: Vec<String>,
+    /// Cache repeated prompt prefixes in 64-token blocks, as providers do: usage then
+    /// reports the cached tokens (`cached_tokens` in run.json).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub sim_prefix_cache: bool,
     #[cfg_attr(feature = "clap", command(flatten))]
     pub reflect: SimReflectOptions,
 }
@@ -78,6 +82,7 @@ impl Default for SimOptions {
             sim_terse: Vec::new(),
             sim_latency_file: None,
             sim_planner_faults: Vec::new(),
+            sim_prefix_cache: false,
             reflect: SimReflectOptions::default(),
         }
     }
@@ -169,6 +174,9 @@ impl SimOptions {
             planner_faults: parsed("--sim-planner-faults", &self.sim_planner_faults)?,
             reflect: self.reflect.script()?,
             token_rate,
+            prefix_cache: self
+                .sim_prefix_cache
+                .then(planwave_sim::PrefixCacheConfig::default),
         })
     }
 }

@@ -266,6 +266,7 @@ fn run_limits_come_from_the_run_section_and_must_be_positive() {
 mod flags;
 mod mcp;
 mod only_key;
+mod prices;
 
 #[test]
 fn plan_cache_comes_from_the_flag_over_the_file_and_no_plan_cache_turns_it_off() {

@@ -754,14 +754,14 @@ fn usage_of(
             }
             usage
         }
-        None => Usage {
-            prompt_tokens: request
+        None => Usage::new(
+            request
                 .messages
                 .iter()
                 .map(|m| estimate_tokens(&m.content))
                 .sum(),
-            completion_tokens: estimate_tokens(content),
-            reasoning_tokens: estimate_tokens(reasoning),
-        },
+            estimate_tokens(content),
+            estimate_tokens(reasoning),
+        ),
     }
 }

@@ -370,9 +370,26 @@ mod tests {
         assert_eq!(a.finish_reason.as_deref(), Some("stop"));
         assert_eq!(a.model.as_deref(), Some("deepseek-reasoner"));
         let u = a.usage.clone().expect("usage");
-        assert_eq!((u.prompt_tokens, u.completion_tokens), (12, 30));
+        assert_eq!((u.prompt_tokens, u.completion_tokens), (Some(12), Some(30)));
         assert_eq!(u.reasoning_tokens(), 20);
         assert!(a.complete());
+    }
+
+    #[test]
+    fn a_streamed_usage_chunk_carries_the_cached_tokens_of_either_shape() {
+        for usage in [
+            r#"{"prompt_tokens":300,"completion_tokens":9,"prompt_tokens_details":{"cached_tokens":256}}"#,
+            r#"{"prompt_tokens":300,"completion_tokens":9,"prompt_cache_hit_tokens":256,"prompt_cache_miss_tokens":44}"#,
+            r#"{"prompt_tokens":300,"completion_tokens":9,"cache_read_input_tokens":256}"#,
+        ] {
+            let mut a = StreamAnswer::default();
+            a.apply(r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}"#)
+                .expect("chunk");
+            a.apply(&format!(r#"{{"choices":[],"usage":{usage}}}"#))
+                .expect("usage chunk");
+            let u = a.usage.clone().expect("usage").to_usage();
+            assert_eq!((u.prompt_tokens, u.cached_tokens), (300, 256), "{usage}");
+        }
     }
 
     #[test]

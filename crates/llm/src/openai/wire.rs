@@ -35,40 +35,117 @@ pub fn tools(specs: &[crate::ToolSpec]) -> Option<Vec<Value>> {
 
 /// `usage` as servers send it. Reasoning tokens are inside `completion_tokens` for OpenAI and
 /// DeepSeek; planwave's [`Usage`] keeps them apart so totals add up without double counting.
+///
+/// The cached part of the prompt comes in three shapes: OpenAI's
+/// `prompt_tokens_details.cached_tokens`, DeepSeek's `prompt_cache_hit_tokens` /
+/// `prompt_cache_miss_tokens`, and Anthropic's `cache_read_input_tokens` /
+/// `cache_creation_input_tokens` (which proxies pass on, sometimes with Anthropic's
+/// `input_tokens` that leaves the cached part out).
 #[derive(Debug, Default, Clone, PartialEq, Deserialize)]
 pub struct WireUsage {
     #[serde(default)]
-    pub prompt_tokens: u64,
+    pub prompt_tokens: Option<u64>,
+    /// Anthropic's and the Responses API's name for the prompt.
     #[serde(default)]
-    pub completion_tokens: u64,
+    pub input_tokens: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub output_tokens: Option<u64>,
     #[serde(default)]
     pub completion_tokens_details: Option<Value>,
     /// Some servers put it at the top level.
     #[serde(default)]
     pub reasoning_tokens: Option<u64>,
+    /// OpenAI: `{"cached_tokens": n}` (proxies add `cache_write_tokens` or
+    /// `cache_creation_tokens`).
+    #[serde(default)]
+    pub prompt_tokens_details: Option<Value>,
+    /// The Responses API's `{"cached_tokens": n}`.
+    #[serde(default)]
+    pub input_tokens_details: Option<Value>,
+    /// DeepSeek.
+    #[serde(default)]
+    pub prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    pub prompt_cache_miss_tokens: Option<u64>,
+    /// Anthropic (through OpenAI-compatible proxies).
+    #[serde(default)]
+    pub cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub cache_creation_input_tokens: Option<u64>,
+}
+
+/// `details[key]` as a count, when it is one.
+fn detail(details: &Option<Value>, key: &str) -> Option<u64> {
+    details.as_ref()?.get(key)?.as_u64()
 }
 
 impl WireUsage {
     pub fn reasoning_tokens(&self) -> u64 {
         self.reasoning_tokens
-            .or_else(|| {
-                self.completion_tokens_details
-                    .as_ref()
-                    .and_then(|d| d.get("reasoning_tokens"))
-                    .and_then(Value::as_u64)
-            })
+            .or_else(|| detail(&self.completion_tokens_details, "reasoning_tokens"))
             .unwrap_or(0)
+    }
+
+    /// Prompt tokens read from the cache, whichever shape reported them.
+    pub fn cached_tokens(&self) -> u64 {
+        detail(&self.prompt_tokens_details, "cached_tokens")
+            .or(self.prompt_cache_hit_tokens)
+            .or(self.cache_read_input_tokens)
+            .or_else(|| detail(&self.input_tokens_details, "cached_tokens"))
+            .unwrap_or(0)
+    }
+
+    /// Prompt tokens written to the cache (Anthropic's cache creation).
+    pub fn cache_write_tokens(&self) -> u64 {
+        self.cache_creation_input_tokens
+            .or_else(|| detail(&self.prompt_tokens_details, "cache_write_tokens"))
+            .or_else(|| detail(&self.prompt_tokens_details, "cache_creation_tokens"))
+            .unwrap_or(0)
+    }
+
+    /// The whole prompt, cached part included. Anthropic's `input_tokens` leaves out what
+    /// was read from or written to the cache; a count smaller than those parts is taken to
+    /// be that shape and the parts are added back.
+    pub fn prompt_tokens(&self) -> u64 {
+        let (read, write) = (self.cached_tokens(), self.cache_write_tokens());
+        let anthropic_parts = self
+            .cache_read_input_tokens
+            .unwrap_or(0)
+            .saturating_add(self.cache_creation_input_tokens.unwrap_or(0));
+        match (self.prompt_tokens, self.input_tokens) {
+            (Some(p), _) if p >= read.saturating_add(write) => p,
+            (Some(p), _) => p.saturating_add(anthropic_parts).max(read),
+            (None, Some(i)) if self.prompt_tokens_details.is_none() => {
+                i.saturating_add(anthropic_parts)
+            }
+            (None, Some(i)) => i.max(read),
+            (None, None) => self
+                .prompt_cache_hit_tokens
+                .unwrap_or(0)
+                .saturating_add(self.prompt_cache_miss_tokens.unwrap_or(0))
+                .max(read.saturating_add(write)),
+        }
     }
 
     pub fn to_usage(&self) -> Usage {
         let reasoning = self.reasoning_tokens();
+        let prompt = self.prompt_tokens();
+        let completion = self.completion_tokens.or(self.output_tokens).unwrap_or(0);
         Usage {
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens: self.completion_tokens.saturating_sub(reasoning),
+            prompt_tokens: prompt,
+            completion_tokens: completion.saturating_sub(reasoning),
             reasoning_tokens: reasoning,
+            cached_tokens: self.cached_tokens().min(prompt),
+            cache_write_tokens: self.cache_write_tokens().min(prompt),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "wire_tests.rs"]
+mod tests;
 
 /// A non-streamed completion.
 #[derive(Debug, Deserialize)]

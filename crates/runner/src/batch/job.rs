@@ -149,6 +149,8 @@ impl JobContext<'_> {
                 summary.failed = s.failed;
                 summary.blocked = s.blocked;
                 summary.tokens = s.usage.total();
+                summary.prompt_tokens = s.usage.prompt_tokens;
+                summary.cached_tokens = s.usage.cached_tokens;
                 summary.cost = s.cost.as_ref().map(|c| c.total);
                 summary.currency = s.cost.as_ref().map(|c| c.currency.clone());
             }
