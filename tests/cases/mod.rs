@@ -27,6 +27,7 @@ pub(crate) mod serve;
 mod serve_browser;
 mod show;
 mod steps;
+mod stop_no_new_calls;
 mod stream_plan;
 mod tool_answers;
 mod traces;
