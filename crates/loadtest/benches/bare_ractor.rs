@@ -9,6 +9,15 @@
 //! `cargo bench -p planwave-loadtest --bench bare_ractor` (`ROUNDS=5` by default).
 //! "bare linked" spawns its actors linked to the supervisor, as the engine does, and so also
 //! pays for ractor's two supervision events per actor; it is printed for reference.
+//!
+//! The engine is measured two ways, both end to end and to its last task settled (the run's
+//! makespan: first dispatch to last settle, before the report): with the default simulator
+//! (`engine`, a full simulated section per task), and with the simulator answering every
+//! task with one sentence (`terse`, the same provider configured to answer minimally), which
+//! leaves the engine's own work: prompt, records, messages, report.
+//!
+//! `WIDE` and `CHAIN` set the sizes (for a profile under callgrind, say `WIDE=1000
+//! CHAIN=500 ROUNDS=1`); `ONLY=bare|engine|terse` runs one side alone.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -173,10 +182,17 @@ async fn bare(shape: Shape, tasks: usize, linked: bool) -> f64 {
     tasks as f64 / secs
 }
 
-/// Tasks per second of the engine, end to end (the report included), at zero latency.
-async fn engine(plan: &Arc<ValidatedPlan>, prompts: &Arc<dyn PromptSet>) -> f64 {
+/// Tasks per second of the engine at zero latency: end to end (the report included), and to
+/// the last task settled. `terse`: every task answered with one sentence.
+async fn engine(plan: &Arc<ValidatedPlan>, prompts: &Arc<dyn PromptSet>, terse: bool) -> (f64, f64) {
+    let terse = if terse {
+        (0..plan.len()).map(|i| plan.id(i).to_string()).collect()
+    } else {
+        Default::default()
+    };
     let provider = SimProvider::new(SimConfig {
         latency: Latency::from_mean(0.0, 0.0),
+        terse,
         ..SimConfig::default()
     });
     let start = Instant::now();
@@ -188,7 +204,8 @@ async fn engine(plan: &Arc<ValidatedPlan>, prompts: &Arc<dyn PromptSet>) -> f64 
     .expect("ran");
     let secs = start.elapsed().as_secs_f64();
     assert_eq!(result.stats.completed, plan.len());
-    plan.len() as f64 / secs
+    let n = plan.len() as f64;
+    (n / secs, n / (result.stats.makespan_ms / 1000.0))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -196,12 +213,30 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn main() {
-    planwave_alloc::configure();
-    let rounds: usize = std::env::var("ROUNDS")
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
         .and_then(|r| r.parse().ok())
-        .unwrap_or(5);
+        .unwrap_or(default)
+}
+
+/// One round's figures of one case, tasks/s.
+#[derive(Default, Clone, Copy)]
+struct Round {
+    bare: f64,
+    linked: f64,
+    engine: f64,
+    engine_settled: f64,
+    terse: f64,
+    terse_settled: f64,
+}
+
+fn main() {
+    planwave_alloc::configure();
+    let rounds = env_usize("ROUNDS", 5);
+    let (wide, chain) = (env_usize("WIDE", 10_000), env_usize("CHAIN", 5_000));
+    let only = std::env::var("ONLY").unwrap_or_default();
+    let runs = |side: &str| only.is_empty() || only == side;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -209,48 +244,85 @@ fn main() {
     let prompts: Arc<dyn PromptSet> = Arc::new(Templates::builtin());
     let cases = [
         (
-            "wide 10000",
+            format!("wide {wide}"),
             Shape::Wide,
-            Arc::new(ValidatedPlan::new(generate::wide(10_000)).expect("valid")),
+            Arc::new(ValidatedPlan::new(generate::wide(wide)).expect("valid")),
         ),
         (
-            "chain 5000",
+            format!("chain {chain}"),
             Shape::Chain,
-            Arc::new(ValidatedPlan::new(generate::chain(5_000)).expect("valid")),
+            Arc::new(ValidatedPlan::new(generate::chain(chain)).expect("valid")),
         ),
     ];
     // Warm-up: one of each, not counted.
     for (_, shape, plan) in &cases {
-        rt.block_on(bare(*shape, plan.len(), false));
-        rt.block_on(engine(plan, &prompts));
-    }
-    let mut figures = vec![(Vec::new(), Vec::new(), Vec::new()); cases.len()];
-    for round in 1..=rounds {
-        for (c, (name, shape, plan)) in cases.iter().enumerate() {
-            let b = rt.block_on(bare(*shape, plan.len(), false));
-            let l = rt.block_on(bare(*shape, plan.len(), true));
-            let e = rt.block_on(engine(plan, &prompts));
-            println!(
-                "round {round} {name}: bare {b:.0} linked {l:.0} engine {e:.0} tasks/s, \
-                 engine/bare {:.2}",
-                e / b
-            );
-            figures[c].0.push(b);
-            figures[c].1.push(l);
-            figures[c].2.push(e);
+        if runs("bare") {
+            rt.block_on(bare(*shape, plan.len(), false));
+        }
+        if runs("engine") || runs("terse") {
+            rt.block_on(engine(plan, &prompts, !runs("engine")));
         }
     }
-    for ((name, _, _), (b, l, e)) in cases.iter().zip(figures) {
-        let ratios = b.iter().zip(&e).map(|(b, e)| e / b).collect::<Vec<_>>();
+    let mut figures = vec![Vec::<Round>::new(); cases.len()];
+    for round in 1..=rounds {
+        for (c, (name, shape, plan)) in cases.iter().enumerate() {
+            let mut r = Round::default();
+            if runs("bare") {
+                r.bare = rt.block_on(bare(*shape, plan.len(), false));
+                r.linked = rt.block_on(bare(*shape, plan.len(), true));
+            }
+            if runs("engine") {
+                (r.engine, r.engine_settled) = rt.block_on(engine(plan, &prompts, false));
+            }
+            if runs("terse") {
+                (r.terse, r.terse_settled) = rt.block_on(engine(plan, &prompts, true));
+            }
+            println!(
+                "round {round} {name}: bare {:.0} linked {:.0} | engine {:.0} (settled {:.0}) \
+                 terse {:.0} (settled {:.0}) tasks/s | engine/bare {:.2} terse/bare {:.2} \
+                 terse settled/bare {:.2}",
+                r.bare,
+                r.linked,
+                r.engine,
+                r.engine_settled,
+                r.terse,
+                r.terse_settled,
+                r.engine / r.bare,
+                r.terse / r.bare,
+                r.terse_settled / r.bare,
+            );
+            figures[c].push(r);
+        }
+    }
+    for ((name, _, _), rs) in cases.iter().zip(figures) {
+        let col = |f: fn(&Round) -> f64| median(rs.iter().map(f).collect());
+        let ratio = |f: fn(&Round) -> f64| {
+            let v: Vec<f64> = rs.iter().map(|r| f(r) / r.bare).collect();
+            format!(
+                "{:.2} ({:.2}-{:.2})",
+                median(v.clone()),
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(0.0, f64::max)
+            )
+        };
         println!(
-            "median {name}: bare {:.0} linked {:.0} engine {:.0} tasks/s; \
-             engine/bare median of rounds {:.2} (min {:.2}, max {:.2})",
-            median(b),
-            median(l),
-            median(e.clone()),
-            median(ratios.clone()),
-            ratios.iter().copied().fold(f64::INFINITY, f64::min),
-            ratios.iter().copied().fold(0.0, f64::max),
+            "median {name}: bare {:.0} linked {:.0} engine {:.0} (settled {:.0}) terse {:.0} \
+             (settled {:.0}) tasks/s",
+            col(|r| r.bare),
+            col(|r| r.linked),
+            col(|r| r.engine),
+            col(|r| r.engine_settled),
+            col(|r| r.terse),
+            col(|r| r.terse_settled),
+        );
+        println!(
+            "ratios {name} (median of rounds, min-max): engine/bare {} engine settled/bare {} \
+             terse/bare {} terse settled/bare {} engine/linked {}",
+            ratio(|r| r.engine),
+            ratio(|r| r.engine_settled),
+            ratio(|r| r.terse),
+            ratio(|r| r.terse_settled),
+            ratio(|r| r.engine * r.bare / r.linked),
         );
     }
 }
