@@ -146,7 +146,8 @@ pub(crate) async fn conclude(
         reason: outcome.cancelled,
         cancel: req.cancel.clone(),
     };
-    let integration = integrate(shared, integrator, integrator_join, &records, &stats, stop).await?;
+    let integration =
+        integrate(shared, integrator, integrator_join, &records, &stats, stop).await?;
     // The integrator dropped its handle when it answered; cloning is only a fallback.
     let mut records = Arc::try_unwrap(records).unwrap_or_else(|shared| (*shared).clone());
     for (i, rec) in records.iter_mut().enumerate() {

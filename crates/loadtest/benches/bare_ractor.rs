@@ -219,7 +219,11 @@ impl LlmProvider for Minimal {
 
 /// Tasks per second of the engine at zero latency: end to end (the report included), and to
 /// the last task settled. `minimal`: the [`Minimal`] model instead of the simulator.
-async fn engine(plan: &Arc<ValidatedPlan>, prompts: &Arc<dyn PromptSet>, minimal: bool) -> (f64, f64) {
+async fn engine(
+    plan: &Arc<ValidatedPlan>,
+    prompts: &Arc<dyn PromptSet>,
+    minimal: bool,
+) -> (f64, f64) {
     let provider: Arc<dyn LlmProvider> = if minimal {
         Arc::new(Minimal)
     } else {
