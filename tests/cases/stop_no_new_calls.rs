@@ -46,10 +46,7 @@ fn sigterm_mid_run_sends_the_model_no_integrator_call() {
     );
     assert_eq!(integrator_calls_in_journal(&out), 0);
     let calls = run["calls"].as_array().expect("calls");
-    assert!(
-        calls.iter().all(|c| c["role"] != "integrator"),
-        "{calls:?}"
-    );
+    assert!(calls.iter().all(|c| c["role"] != "integrator"), "{calls:?}");
     // The report still has a summary: the plain one, which says why.
     let report = std::fs::read_to_string(out.join("report.md")).expect("report.md");
     assert!(!report.is_empty());
