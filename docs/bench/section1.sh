@@ -3,7 +3,9 @@
 #   B=target/release/planwave BENCH=path/to/bare_ractor-bench-binary docs/bench/section1.sh
 # B is a release build of `planwave`; BENCH is `cargo bench -p planwave-loadtest --bench
 # bare_ractor --no-run`'s binary (the bare ractor baseline and the engine, interleaved).
-# See docs/benchmarks.md, "Issue 32 section 1".
+# See docs/benchmarks.md, "Issue 32 section 1". The bench prints the engine end to end, to its
+# last task settled, and with a minimal model (a fixed short answer); CALLGRIND=1 adds the
+# instruction counts of one small round of each side (independent of the machine's load).
 set -u
 : "${B:?B=planwave release binary}" "${BENCH:?BENCH=bare_ractor bench binary}"
 la(){ cut -d' ' -f1-3 /proc/loadavg; }
@@ -11,6 +13,12 @@ j(){ python3 -c "import json,sys;d=json.load(sys.stdin);r=d['runs'][0] if 'runs'
 echo "== start $(date -u +%H:%M:%S) load $(la)"
 echo "== zero latency against the bare ractor baseline, 5 interleaved rounds"
 ROUNDS=5 "$BENCH"
+if [ -n "${CALLGRIND:-}" ]; then
+  for side in bare engine minimal; do
+    ONLY=$side WIDE=2000 CHAIN=1000 ROUNDS=1 valgrind --tool=callgrind \
+      --callgrind-out-file="callgrind.section1.$side" "$BENCH" 2>&1 | grep -E "refs|^median"
+  done
+fi
 echo "== 500-task random DAG, lognormal 100 ms sigma 1, 3 runs (load $(la))"
 for r in 1 2 3; do $B loadtest --shape random --tasks 500 --latency lognormal:100:1 --json 2>/dev/null | j makespan_ms critical_path_bound_ms critical_path_ratio; done
 echo "== 10,000 wide, lognormal 1 s sigma 0.5, 3 runs (load $(la))"

@@ -38,6 +38,7 @@ mod serve_hardening_browser;
 mod show;
 pub(crate) mod steps;
 mod steps_round2;
+mod stop_no_new_calls;
 mod stream_plan;
 mod tool_answers;
 mod traces;

@@ -36,6 +36,12 @@ pub struct FinishRequest {
     pub stats: RunStats,
     /// The `integrate` span the summary call and report rendering run in.
     pub span: tracing::Span,
+    /// The run was stopped (Ctrl-C, SIGTERM, deadline): no model call starts, the summary
+    /// is the plain one (a call would delay the exit by a whole model latency).
+    pub stopped: Option<planwave_record::CancelReason>,
+    /// The caller's cancellation: a stop that comes during integration lets a call in
+    /// flight finish but starts no other (no retry).
+    pub cancel: tokio_util::sync::CancellationToken,
 }
 
 /// What integration produced.
@@ -126,7 +132,10 @@ impl IntegratorState {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;
         let order = planwave_report::dependency_order(plan);
-        let (summary, summary_usage, summary_error) = self.summary(&req.records, &order).await;
+        let (summary, summary_usage, summary_error) = match req.stopped {
+            Some(reason) => self.plain_summary(&req.records, Usage::default(), stopped(reason)),
+            None => self.summary(&req.records, &order, &req.cancel).await,
+        };
         let placed = planwave_report::place_transitions(&summary, plan);
         let info = shared.provider.info().into();
         let text = planwave_report::render_markdown(&ReportInput {
@@ -164,6 +173,7 @@ impl IntegratorState {
         &self,
         records: &[TaskRecord],
         order: &[usize],
+        cancel: &tokio_util::sync::CancellationToken,
     ) -> (String, Usage, Option<String>) {
         let shared = &self.args.shared;
         let plan = &shared.plan;
@@ -188,6 +198,11 @@ impl IntegratorState {
         let mut usage = Usage::default();
         let mut last_error = String::new();
         for attempt in 1..=shared.config.retry.max_retries + 1 {
+            // Also between attempts: a stop during the first call starts no retry.
+            if cancel.is_cancelled() {
+                last_error = stopped(planwave_record::CancelReason::Interrupted);
+                break;
+            }
             let t0 = Instant::now();
             let request = ChatRequest {
                 role: AgentRole::Integrator,
@@ -230,14 +245,32 @@ impl IntegratorState {
                 }
             }
         }
+        self.plain_summary(records, usage, last_error)
+    }
+
+    /// The summary written without a model, and why.
+    fn plain_summary(
+        &self,
+        records: &[TaskRecord],
+        usage: Usage,
+        why: String,
+    ) -> (String, Usage, Option<String>) {
         let completed = records
             .iter()
             .filter(|r| r.status == TaskStatus::Completed)
             .count();
         (
-            planwave_report::plain_summary(plan, completed, records.len()),
+            planwave_report::plain_summary(&self.args.shared.plan, completed, records.len()),
             usage,
-            Some(last_error),
+            Some(why),
         )
     }
+}
+
+/// Why a stopped run's summary is the plain one.
+fn stopped(reason: planwave_record::CancelReason) -> String {
+    format!(
+        "the run was stopped ({}): no model call after a stop",
+        reason.as_str()
+    )
 }

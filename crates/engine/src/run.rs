@@ -142,7 +142,12 @@ pub(crate) async fn conclude(
     let records = Arc::new(records);
     let mut stats = run_stats(&shared.plan, &records, &req.config, makespan_ms);
     stats.retries = outcome.retries;
-    let integration = integrate(shared, integrator, integrator_join, &records, &stats).await?;
+    let stop = Stop {
+        reason: outcome.cancelled,
+        cancel: req.cancel.clone(),
+    };
+    let integration =
+        integrate(shared, integrator, integrator_join, &records, &stats, stop).await?;
     // The integrator dropped its handle when it answered; cloning is only a fallback.
     let mut records = Arc::try_unwrap(records).unwrap_or_else(|shared| (*shared).clone());
     for (i, rec) in records.iter_mut().enumerate() {
@@ -438,6 +443,13 @@ fn run_stats(
     }
 }
 
+/// Whether the run was stopped, and the caller's cancellation for a stop that comes during
+/// integration: either way no model call starts after it.
+struct Stop {
+    reason: Option<CancelReason>,
+    cancel: CancellationToken,
+}
+
 /// The integrator's summary and report, then the integrator stopped.
 async fn integrate(
     shared: &RunShared,
@@ -445,6 +457,7 @@ async fn integrate(
     integrator_join: JoinHandle<()>,
     records: &Arc<Vec<TaskRecord>>,
     stats: &RunStats,
+    stop: Stop,
 ) -> Result<Integration, EngineError> {
     let integration = integrator
         .call(
@@ -454,6 +467,8 @@ async fn integrate(
                         records: records.clone(),
                         stats: stats.clone(),
                         span: tracing::info_span!(target: "planwave::engine", parent: &shared.span, "integrate"),
+                        stopped: stop.reason,
+                        cancel: stop.cancel,
                     }),
                     reply,
                 )
