@@ -186,7 +186,7 @@ fn the_json_protocol_gives_one_output_instruction_with_the_subagent_prompt() {
         .find(|r| r.to_string().contains("## Tools"))
         .expect("the subagent's request");
     let text = subagent.to_string();
-    assert!(text.contains("Return it as"), "{text}");
+    assert!(text.contains("Return it under a level-2 heading"), "{text}");
     assert!(
         text.contains("the section keeps the format described above (Markdown, with its heading), but it goes inside `content` as a JSON string instead of standing alone"),
         "{text}"
