@@ -81,6 +81,27 @@ pub fn merge(
         "tasks": tasks,
     }))
     .map_err(|e| e.to_string().lines().map(str::to_owned).collect::<Vec<_>>())?;
+    let merged = join_kept(plan, records, new, |t| {
+        format!(
+            "task {}: the id is already used by a kept task; new ids start at {}",
+            t.id,
+            next_id(plan)
+        )
+    })?;
+    ValidatedPlan::new(merged)
+        .map(|p| p.with_lang(plan.lang()))
+        .map_err(|e| e.0.iter().map(|p| p.to_string()).collect())
+}
+
+/// The plan's completed tasks followed by `new`'s, or one problem (from `clash`) per new task
+/// whose id a kept task already has. Shared by the research and the step replan, which
+/// differ only in how they parse the answer and validate the result.
+pub(crate) fn join_kept(
+    plan: &ValidatedPlan,
+    records: &[TaskRecord],
+    new: PlanSpec,
+    clash: impl Fn(&planwave_plan::TaskSpec) -> String,
+) -> Result<PlanSpec, Vec<String>> {
     let kept: Vec<usize> = (0..plan.len())
         .filter(|&i| {
             records
@@ -88,28 +109,22 @@ pub fn merge(
                 .is_some_and(|r| r.status == TaskStatus::Completed)
         })
         .collect();
-    let mut problems = Vec::new();
-    for t in &new.tasks {
-        if kept.iter().any(|&k| plan.id(k) == &t.id) {
-            problems.push(format!(
-                "task {}: the id is already used by a kept task; new ids start at {}",
-                t.id,
-                next_id(plan)
-            ));
-        }
-    }
+    let problems: Vec<String> = new
+        .tasks
+        .iter()
+        .filter(|t| kept.iter().any(|&k| plan.id(k) == &t.id))
+        .map(clash)
+        .collect();
     if !problems.is_empty() {
         return Err(problems);
     }
-    let mut merged = spec.clone();
+    let mut merged = plan.spec().clone();
     merged.tasks = kept
         .iter()
         .map(|&k| plan.task(k).clone())
         .chain(new.tasks)
         .collect();
-    ValidatedPlan::new(merged)
-        .map(|p| p.with_lang(plan.lang()))
-        .map_err(|e| e.0.iter().map(|p| p.to_string()).collect())
+    Ok(merged)
 }
 
 #[cfg(test)]

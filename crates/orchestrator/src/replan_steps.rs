@@ -120,28 +120,9 @@ pub fn merge(
     let spec = plan.spec();
     let new: PlanSpec = plan_from_value(json!({"goal": spec.topic, "steps": steps}))
         .map_err(|e| e.to_string().lines().map(str::to_owned).collect::<Vec<_>>())?;
-    let kept: Vec<usize> = (0..plan.len())
-        .filter(|&i| {
-            records
-                .get(i)
-                .is_some_and(|r| r.status == TaskStatus::Completed)
-        })
-        .collect();
-    let problems: Vec<String> = new
-        .tasks
-        .iter()
-        .filter(|t| kept.iter().any(|&k| plan.id(k) == &t.id))
-        .map(|t| format!("step {}: the id is already used by a kept step", t.id))
-        .collect();
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    let mut merged = spec.clone();
-    merged.tasks = kept
-        .iter()
-        .map(|&k| plan.task(k).clone())
-        .chain(new.tasks)
-        .collect();
+    let merged = crate::replan::join_kept(plan, records, new, |t| {
+        format!("step {}: the id is already used by a kept step", t.id)
+    })?;
     let catalog = ToolCatalog::new(tools.iter().map(|t| t.name.clone()));
     ValidatedPlan::with_tools(merged, &catalog)
         .map(|p| p.with_lang(plan.lang()))
