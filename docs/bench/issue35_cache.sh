@@ -73,3 +73,24 @@ measure new jobs.jsonl
 echo "goal batch (100 jobs that plan first):"
 measure old-goals goals.jsonl --no-plan-cache --prompts "$root/docs/bench/issue35-old-prompts"
 measure new-goals goals.jsonl --no-plan-cache
+
+# The example plan, one run per layout on a fresh server: the cache can only help across the
+# run's own calls (its subagents and the integrator share the instructions).
+example() {
+  local name=$1; shift
+  "$bin" sim-llm serve --addr 127.0.0.1:0 --latency-ms 0 --prefix-cache >"$work/ex-$name.addr" &
+  local pid=$!
+  until [ -s "$work/ex-$name.addr" ]; do sleep 0.1; done
+  "$bin" run "$root/examples/tesla.json" --out "$work/ex-$name" -q --llm-base-url \
+    "$(head -1 "$work/ex-$name.addr")" --model gpt-4.1-mini --config "$work/planwave.toml" "$@" >/dev/null
+  kill "$pid"
+  python3 - "$work/ex-$name/run.json" "$name" <<'PY'
+import json, sys
+u = json.load(open(sys.argv[1]))["stats"]["usage"]
+p, c = u["prompt_tokens"], u.get("cached_tokens", 0)
+print(f"{sys.argv[2]:>9}: prompt tokens {p}, cached {c} ({100*c/max(p,1):.1f} %), completion {u['completion_tokens']}")
+PY
+}
+echo "examples/tesla.json (one run, 4 tasks and the integrator):"
+example old --prompts "$root/docs/bench/issue35-old-prompts"
+example new

@@ -18,16 +18,24 @@
 //! raise two per task and grow the report), which leaves the engine's own work: the prompt,
 //! records, messages and the report.
 //!
+//! `bare work` is the bare baseline whose actors also do the task's work the engine's
+//! subagents do at zero latency, and nothing else: render the same subagent prompt (with the
+//! prerequisite's section on a chain, handed on by the supervisor) and ask the same simulator.
+//! engine / bare work is the engine's own cost (records, journal-less bookkeeping, the
+//! linked spawn, the report) against a spawn, a message and the same work.
+//!
 //! `WIDE` and `CHAIN` set the sizes (for a profile under callgrind, say `WIDE=1000
-//! CHAIN=500 ROUNDS=1`); `ONLY=bare|engine|minimal` runs one side alone.
+//! CHAIN=500 ROUNDS=1`); `ONLY=bare|work|engine|minimal` runs one side alone.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use planwave_engine::{PromptSet, RunRequest, execute};
-use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage};
+use planwave_llm::{
+    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage,
+};
 use planwave_plan::{ValidatedPlan, generate};
-use planwave_prompts::Templates;
+use planwave_prompts::{PriorSection, TaskText, Templates, subagent_context};
 use planwave_sim::{Latency, SimConfig, SimProvider};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;
@@ -45,13 +53,22 @@ enum Shape {
 /// The baseline's supervisor.
 struct Boss;
 
-/// A worker's one message: it is done.
-struct Done;
+/// A worker's one message: it is done (with its section, for `bare work`).
+struct Done(Option<Arc<str>>);
+
+/// What a `bare work` actor needs for the task's work: the plan, the prompts, the model.
+#[derive(Clone)]
+struct Work {
+    plan: Arc<ValidatedPlan>,
+    prompts: Arc<dyn PromptSet>,
+    provider: Arc<dyn LlmProvider>,
+}
 
 struct BossArgs {
     shape: Shape,
     tasks: usize,
     linked: bool,
+    work: Option<Work>,
     done: oneshot::Sender<()>,
 }
 
@@ -61,40 +78,84 @@ struct BossState {
     done: Option<oneshot::Sender<()>>,
 }
 
-/// The baseline's per-task actor: tells the supervisor it is done, and stops.
+/// The baseline's per-task actor: (with `work`) renders its prompt and asks the model, tells
+/// the supervisor it is done, and stops.
 struct Worker;
+
+struct WorkerArgs {
+    boss: ActorRef<Done>,
+    work: Option<(Work, usize, Option<Arc<str>>)>,
+}
 
 impl Actor for Worker {
     type Msg = ();
-    type State = ActorRef<Done>;
-    type Arguments = ActorRef<Done>;
+    type State = WorkerArgs;
+    type Arguments = WorkerArgs;
 
     async fn pre_start(
         &self,
         _myself: ActorRef<()>,
-        boss: ActorRef<Done>,
-    ) -> Result<ActorRef<Done>, ActorProcessingErr> {
-        Ok(boss)
+        args: WorkerArgs,
+    ) -> Result<WorkerArgs, ActorProcessingErr> {
+        Ok(args)
     }
 
     /// On its own task, as a subagent reports from its own.
     async fn post_start(
         &self,
         myself: ActorRef<()>,
-        boss: &mut ActorRef<Done>,
+        args: &mut WorkerArgs,
     ) -> Result<(), ActorProcessingErr> {
-        let _ = boss.send_message(Done);
+        let section = match args.work.take() {
+            Some((work, index, prior)) => Some(task_work(&work, index, prior).await),
+            None => None,
+        };
+        let _ = args.boss.send_message(Done(section));
         myself.stop(None);
         Ok(())
     }
 }
 
+/// The work a subagent does at zero latency: the same prompt and context, the same model.
+async fn task_work(work: &Work, index: usize, prior: Option<Arc<str>>) -> Arc<str> {
+    let plan = &work.plan;
+    let task = plan.task(index);
+    let text = TaskText::of(task);
+    let prior: Vec<PriorSection> = prior
+        .map(|text| PriorSection {
+            index: index - 1,
+            text,
+        })
+        .into_iter()
+        .collect();
+    let request = ChatRequest {
+        role: AgentRole::Subagent,
+        messages: work.prompts.subagent(plan, index, &text, &prior),
+        attempt: 1,
+        context: subagent_context(plan, index, &text, &prior),
+        traceparent: None,
+        tools: Vec::new(),
+        on_delta: None,
+    };
+    let answer = work.provider.chat(request).await.expect("answered");
+    Arc::from(answer.content)
+}
+
 impl Boss {
-    async fn spawn_one(myself: &ActorRef<Done>, linked: bool) {
-        let spawned = if linked {
-            Actor::spawn_linked(None, Worker, myself.clone(), myself.get_cell()).await
+    async fn spawn_one(
+        myself: &ActorRef<Done>,
+        args: &BossArgs,
+        index: usize,
+        prior: Option<Arc<str>>,
+    ) {
+        let worker = WorkerArgs {
+            boss: myself.clone(),
+            work: args.work.clone().map(|w| (w, index, prior)),
+        };
+        let spawned = if args.linked {
+            Actor::spawn_linked(None, Worker, worker, myself.get_cell()).await
         } else {
-            Actor::spawn(None, Worker, myself.clone()).await
+            Actor::spawn(None, Worker, worker).await
         };
         spawned.expect("worker spawned");
     }
@@ -128,8 +189,8 @@ impl Actor for Boss {
             Shape::Wide => state.args.tasks,
             Shape::Chain => 1,
         };
-        for _ in 0..first {
-            Boss::spawn_one(&myself, state.args.linked).await;
+        for index in 0..first {
+            Boss::spawn_one(&myself, &state.args, index, None).await;
         }
         Ok(())
     }
@@ -137,7 +198,7 @@ impl Actor for Boss {
     async fn handle(
         &self,
         myself: ActorRef<Done>,
-        _msg: Done,
+        Done(section): Done,
         state: &mut BossState,
     ) -> Result<(), ActorProcessingErr> {
         state.finished += 1;
@@ -147,7 +208,7 @@ impl Actor for Boss {
             }
             myself.stop(None);
         } else if state.args.shape == Shape::Chain {
-            Boss::spawn_one(&myself, state.args.linked).await;
+            Boss::spawn_one(&myself, &state.args, state.finished, section).await;
         }
         Ok(())
     }
@@ -163,8 +224,8 @@ impl Actor for Boss {
     }
 }
 
-/// Tasks per second of the bare baseline.
-async fn bare(shape: Shape, tasks: usize, linked: bool) -> f64 {
+/// Tasks per second of the bare baseline (`work`: with the task's work).
+async fn bare(shape: Shape, tasks: usize, linked: bool, work: Option<Work>) -> f64 {
     let (tx, rx) = oneshot::channel();
     let start = Instant::now();
     let (_boss, join) = Actor::spawn(
@@ -174,6 +235,7 @@ async fn bare(shape: Shape, tasks: usize, linked: bool) -> f64 {
             shape,
             tasks,
             linked,
+            work,
             done: tx,
         },
     )
@@ -227,10 +289,7 @@ async fn engine(
     let provider: Arc<dyn LlmProvider> = if minimal {
         Arc::new(Minimal)
     } else {
-        Arc::new(SimProvider::new(SimConfig {
-            latency: Latency::from_mean(0.0, 0.0),
-            ..SimConfig::default()
-        }))
+        zero_latency_sim()
     };
     let start = Instant::now();
     let result = execute(RunRequest {
@@ -243,6 +302,13 @@ async fn engine(
     assert_eq!(result.stats.completed, plan.len());
     let n = plan.len() as f64;
     (n / secs, n / (result.stats.makespan_ms / 1000.0))
+}
+
+fn zero_latency_sim() -> Arc<dyn LlmProvider> {
+    Arc::new(SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    }))
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -262,6 +328,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 struct Round {
     bare: f64,
     linked: f64,
+    work: f64,
     engine: f64,
     engine_settled: f64,
     minimal: f64,
@@ -294,7 +361,7 @@ fn main() {
     // Warm-up: one of each, not counted.
     for (_, shape, plan) in &cases {
         if runs("bare") {
-            rt.block_on(bare(*shape, plan.len(), false));
+            rt.block_on(bare(*shape, plan.len(), false, None));
         }
         if runs("engine") || runs("minimal") {
             rt.block_on(engine(plan, &prompts, !runs("engine")));
@@ -305,8 +372,16 @@ fn main() {
         for (c, (name, shape, plan)) in cases.iter().enumerate() {
             let mut r = Round::default();
             if runs("bare") {
-                r.bare = rt.block_on(bare(*shape, plan.len(), false));
-                r.linked = rt.block_on(bare(*shape, plan.len(), true));
+                r.bare = rt.block_on(bare(*shape, plan.len(), false, None));
+                r.linked = rt.block_on(bare(*shape, plan.len(), true, None));
+            }
+            if runs("work") {
+                let work = Work {
+                    plan: plan.clone(),
+                    prompts: prompts.clone(),
+                    provider: zero_latency_sim(),
+                };
+                r.work = rt.block_on(bare(*shape, plan.len(), false, Some(work)));
             }
             if runs("engine") {
                 (r.engine, r.engine_settled) = rt.block_on(engine(plan, &prompts, false));
@@ -315,11 +390,12 @@ fn main() {
                 (r.minimal, r.minimal_settled) = rt.block_on(engine(plan, &prompts, true));
             }
             println!(
-                "round {round} {name}: bare {:.0} linked {:.0} | engine {:.0} (settled {:.0}) \
-                 minimal {:.0} (settled {:.0}) tasks/s | engine/bare {:.2} minimal/bare {:.2} \
-                 minimal settled/bare {:.2}",
+                "round {round} {name}: bare {:.0} linked {:.0} work {:.0} | engine {:.0} \
+                 (settled {:.0}) minimal {:.0} (settled {:.0}) tasks/s | engine/bare {:.2} \
+                 minimal/bare {:.2} minimal settled/bare {:.2} engine/work {:.2}",
                 r.bare,
                 r.linked,
+                r.work,
                 r.engine,
                 r.engine_settled,
                 r.minimal,
@@ -327,6 +403,7 @@ fn main() {
                 r.engine / r.bare,
                 r.minimal / r.bare,
                 r.minimal_settled / r.bare,
+                r.engine / r.work,
             );
             figures[c].push(r);
         }
@@ -343,10 +420,11 @@ fn main() {
             )
         };
         println!(
-            "median {name}: bare {:.0} linked {:.0} engine {:.0} (settled {:.0}) minimal {:.0} \
-             (settled {:.0}) tasks/s",
+            "median {name}: bare {:.0} linked {:.0} work {:.0} engine {:.0} (settled {:.0}) \
+             minimal {:.0} (settled {:.0}) tasks/s",
             col(|r| r.bare),
             col(|r| r.linked),
+            col(|r| r.work),
             col(|r| r.engine),
             col(|r| r.engine_settled),
             col(|r| r.minimal),
@@ -354,12 +432,15 @@ fn main() {
         );
         println!(
             "ratios {name} (median of rounds, min-max): engine/bare {} engine settled/bare {} \
-             minimal/bare {} minimal settled/bare {} engine/linked {}",
+             minimal/bare {} minimal settled/bare {} engine/linked {} engine/work {} \
+             engine settled/work {}",
             ratio(|r| r.engine),
             ratio(|r| r.engine_settled),
             ratio(|r| r.minimal),
             ratio(|r| r.minimal_settled),
             ratio(|r| r.engine * r.bare / r.linked),
+            ratio(|r| r.engine * r.bare / r.work),
+            ratio(|r| r.engine_settled * r.bare / r.work),
         );
     }
 }
