@@ -74,11 +74,17 @@ fn model(
     replacement: &Value,
     replanned: &Value,
 ) -> Option<(String, crate::support::ChildGuard)> {
+    // The step replan's first answer names a tool no server has: it is checked against the
+    // catalogue and sent back with the problem, and the repaired answer is `replacement`.
+    let invalid = json!({"steps": [{"step_id": "fetch_alt", "description": "Fetch",
+                                    "tool": "no_such_tool", "params": {}}]});
     aimock_with(
         dir,
         json!([
-            {"match": {"userMessage": "# Steps to replace"},
+            {"match": {"userMessage": "replacement steps you wrote above"},
              "response": {"content": replacement.to_string()}},
+            {"match": {"userMessage": "# Steps to replace"},
+             "response": {"content": invalid.to_string()}},
             {"match": {"userMessage": "previous plan failed"},
              "response": {"content": replanned.to_string()}},
             {"match": {"userMessage": "Evaluate the round above"},
@@ -159,6 +165,15 @@ fn research_replaces_a_failed_tool_step_from_the_failure_point() {
     ] {
         assert!(asked.contains(needle), "{needle:?} not in:\n{asked}");
     }
+    // The invalid first answer was checked against the catalogue and repaired.
+    let repair = request_with(&base, &["replacement steps you wrote above"]);
+    assert!(repair.contains("unknown tool no_such_tool"), "{repair}");
+    let replan = read_json(&out.join("rounds/1/replan-pass-2.json"));
+    assert_eq!(
+        replan["attempts"].as_array().map(Vec::len),
+        Some(2),
+        "{replan}"
+    );
     // The replacement's result reached the final llm_call (its prompt, references
     // resolved), and that step's answer is the run's. (The kept step's result reads as
     // its text, the fresh one's as the tool's structured content: see the report.)
