@@ -50,6 +50,14 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
         &Seed(args.seed),
     ])?;
     let resources = args.model.resources(&settings)?;
+    // The estimate's fallback: this model's recent call times kept beside the plan cache.
+    let subagent_model = resources
+        .provider
+        .model_for(planwave_llm::AgentRole::Subagent);
+    let cache = settings
+        .plan_cache
+        .as_ref()
+        .map(planwave_runner::PlanCache::new);
     let interrupt = CtrlC::listen();
     // Started as `research` starts them: the planner lists their tools; shut down after.
     let resources = resources
@@ -112,7 +120,11 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     print!("{}", waves_text(plan));
     let dir = args.out.as_deref().and_then(std::path::Path::parent);
     let dir = dir.filter(|d| d.join("run.json").is_file());
-    print!("{}", super::estimate::line(plan.waves().len(), dir));
+    let cached = cache.as_ref().map(|cache| super::estimate::CacheTimes {
+        cache,
+        model: &subagent_model,
+    });
+    print!("{}", super::estimate::line(plan.waves().len(), dir, cached));
     for w in &warnings {
         eprintln!("warning: {w}");
     }

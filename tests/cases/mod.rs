@@ -37,6 +37,7 @@ mod serve_hardening;
 mod serve_hardening_browser;
 mod show;
 pub(crate) mod steps;
+mod steps_gaps;
 mod steps_round2;
 mod stop_no_new_calls;
 mod stream_plan;

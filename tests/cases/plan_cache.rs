@@ -34,10 +34,12 @@ fn planner_calls(dir: &Path) -> usize {
     recorded + journaled
 }
 
+/// The cache's plan entries (`call-times.json` beside them is not one).
 fn entries(cache: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(cache)
         .expect("cache dir")
         .map(|e| e.expect("entry").path())
+        .filter(|p| !p.ends_with("call-times.json"))
         .collect();
     v.sort();
     v

@@ -73,8 +73,10 @@ fn the_plan_cache_matches_goals_up_to_case_punctuation_and_spacing() {
     // The entries keep the goals as first written.
     let goals: Vec<String> = std::fs::read_dir(&cache)
         .expect("cache")
-        .map(|e| {
-            read_json(&e.expect("entry").path())["goal"]
+        .map(|e| e.expect("entry").path())
+        .filter(|p| !p.ends_with("call-times.json"))
+        .map(|p| {
+            read_json(&p)["goal"]
                 .as_str()
                 .unwrap_or("")
                 .to_owned()

@@ -29,7 +29,7 @@ use crate::context;
 use crate::shared::RunShared;
 use crate::supervisor::SupervisorMsg;
 use crate::timefmt;
-use planwave_prompts::{PriorSection, TaskText, subagent_context};
+use planwave_prompts::{AnswerForm, PriorSection, TaskText, subagent_context};
 
 pub struct Subagent;
 
@@ -320,9 +320,18 @@ fn prompt(state: &SubagentArgs) -> (Vec<ChatMessage>, RequestContext, Vec<Sectio
             }
         })
         .collect();
+    // With tools under the JSON protocol, every answer is the protocol's object and the
+    // section is its `content`: the prompt asks for it so, not for a section of its own.
+    let json_protocol = shared.config.tool_protocol == crate::config::ToolProtocol::Json
+        && shared.mcp.as_ref().is_some_and(|m| !m.tools().is_empty());
     let text = TaskText {
         description: &own.description,
         hints: &own.hints,
+        form: if json_protocol {
+            AnswerForm::JsonProtocol
+        } else {
+            AnswerForm::Section
+        },
     };
     let messages = shared.prompts.subagent(plan, index, &text, &prior);
     let context = subagent_context(plan, index, &text, &prior);

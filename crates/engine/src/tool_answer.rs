@@ -107,7 +107,7 @@ pub(crate) fn read_answer(text: &str, last_turn: bool) -> ToolAnswer {
 }
 
 fn shape_problem() -> String {
-    "the answer must be one JSON object with only the keys \"content\" (the section in Markdown) and \"next\" (a list of {\"mcp\": \"<tool name>\", \"args\": {...}})".to_owned()
+    "the answer must be one JSON object with only the keys \"content\" (the section's text) and \"next\" (a list of {\"mcp\": \"<tool name>\", \"args\": {...}})".to_owned()
 }
 
 /// Whether the text tries to be JSON: an object opening with a key (`{"`), as the
@@ -136,7 +136,7 @@ fn content_of(obj: &Map<String, Value>, problems: &mut Vec<String>) -> String {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),
         Some(_) => {
-            problems.push("\"content\" must be a string: the section in Markdown".to_owned());
+            problems.push("\"content\" must be a string: the section's text".to_owned());
             return String::new();
         }
     };
@@ -295,7 +295,7 @@ mod tests {
         };
         assert_eq!(
             broken("{\"content\": {\"summary\": \"x\"}}", false),
-            vec!["\"content\" must be a string: the section in Markdown"]
+            vec!["\"content\" must be a string: the section's text"]
         );
         assert_eq!(
             broken("{\"content\": \"{\\\"content\\\": \\\"## S\\\"}\"}", false),

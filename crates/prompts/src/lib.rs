@@ -23,7 +23,7 @@ pub use reflect::{
 };
 pub use render::{MetaEntry, PlannerTool, PlannerVars, RepairVars};
 pub use set::{
-    PriorSection, PromptSet, SectionSummary, TaskText, ToolListing, integrator_context,
+    AnswerForm, PriorSection, PromptSet, SectionSummary, TaskText, ToolListing, integrator_context,
     subagent_context,
 };
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

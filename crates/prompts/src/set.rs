@@ -18,21 +18,37 @@ pub struct PriorSection {
     pub text: Arc<str>,
 }
 
-/// The task's own text as its prompt gets it: the plan's, or shortened to the context budget.
+/// The task's own text as its prompt gets it: the plan's, or shortened to the context budget,
+/// and the form its answer takes.
 #[derive(Clone, Copy, Debug)]
 pub struct TaskText<'a> {
     pub description: &'a str,
     pub hints: &'a planwave_plan::Hints,
+    pub form: AnswerForm,
 }
 
 impl<'a> TaskText<'a> {
-    /// The plan's text, whole.
+    /// The plan's text, whole, answered as a section.
     pub fn of(task: &'a planwave_plan::TaskSpec) -> TaskText<'a> {
         TaskText {
             description: &task.description,
             hints: &task.hints,
+            form: AnswerForm::Section,
         }
     }
+}
+
+/// How a subagent gives its section, which the subagent prompt's output instruction follows,
+/// so a request holds one instruction about the answer's form, never two that disagree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AnswerForm {
+    /// The answer is the section itself, under its heading: no tools, or native tool calls
+    /// (the model's content stays the section).
+    #[default]
+    Section,
+    /// The JSON tool protocol: every answer is one JSON object and the section is its
+    /// `content` (`tool_protocol.j2`, appended to the request, says how).
+    JsonProtocol,
 }
 
 /// One finished task as handed to the integrator.

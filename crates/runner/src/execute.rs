@@ -73,6 +73,7 @@ impl Execution {
 
 /// Runs a plan into its run directory; the journal is closed when it ends.
 pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunResult> {
+    let started = unix_ms();
     let view = watch.open(&x.plan);
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![view.clone()];
     if let Some(s) = &x.stream {
@@ -112,7 +113,31 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
     {
         record_outcome(r);
     }
+    if let Ok(r) = &result {
+        record_call_times(&x.resources, r, started);
+    }
     result.context("running the plan")
+}
+
+/// The run's model-call times, kept beside the plan cache when there is one; a failure
+/// costs the estimate a sample, never the run.
+fn record_call_times(resources: &Resources, result: &RunResult, started_ms: i64) {
+    let Some(cache) = &resources.call_times else {
+        return;
+    };
+    if let Err(e) = cache.record_call_times(&result.calls, started_ms) {
+        tracing::warn!(
+            "plan cache: cannot record call times in {}: {e}",
+            cache.call_times_path().display()
+        );
+    }
+}
+
+/// Now, in Unix milliseconds (call records' start times are compared with it).
+fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 /// A front end's view of an execution whose plan is still streaming: events wait here until
@@ -173,6 +198,7 @@ pub(crate) async fn execute_plan_streaming(
     feed: tokio::sync::mpsc::UnboundedReceiver<planwave_engine::PlanFeed>,
     view: Arc<DeferredView>,
 ) -> crate::Result<Option<RunResult>> {
+    let started = unix_ms();
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![view.clone()];
     if let Some(s) = &x.stream {
         sinks.push(s.clone());
@@ -202,6 +228,9 @@ pub(crate) async fn execute_plan_streaming(
         && x.root_span
     {
         record_outcome(r);
+    }
+    if let Ok(Some(r)) = &result {
+        record_call_times(&x.resources, r, started);
     }
     result.context("running the plan")
 }

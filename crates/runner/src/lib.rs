@@ -54,7 +54,7 @@ pub use invocation::Invocation;
 pub use notes::{Notes, Silent, Stderr, printable};
 pub use outdir::{claim_out_dir, inside};
 pub use pdf::{find_chromium, print_pdf};
-pub use plan_cache::{CacheKey, PlanCache};
+pub use plan_cache::{CALL_TIMES_FILE, CacheKey, MedianCall, PlanCache};
 pub use planning::{GoalPlan, PlanRequest, describe_attempt, plan_goal, plan_goal_cached};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, start_mcp, tool_catalog};

@@ -11,6 +11,9 @@
 //! another goal) is a miss with a warning, and a store that fails is a warning. Entries are
 //! written whole (temporary file, then rename) so a reader never sees half of one; the oldest
 //! (by modification time, refreshed on each hit) go once there are more than `max_entries`.
+//!
+//! Beside the entries, `call-times.json` keeps recent model-call times per model
+//! (`plan_cache/call_times.rs`), for the duration `plan` and `waves` estimate.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,6 +26,10 @@ use planwave_planner::Planner;
 use serde::{Deserialize, Serialize};
 
 use crate::Notes;
+
+mod call_times;
+
+pub use call_times::{CALL_TIMES_FILE, MedianCall};
 
 /// Entries of another layout are misses.
 const VERSION: u32 = 1;
@@ -212,7 +219,7 @@ impl PlanCache {
         let mut bytes = serde_json::to_vec_pretty(&entry)?;
         bytes.push(b'\n');
         std::fs::create_dir_all(&self.dir)?;
-        let (tmp, mut file) = self.new_temp(key)?;
+        let (tmp, mut file) = self.new_temp(&key.0)?;
         let written = file
             .write_all(&bytes)
             .and_then(|()| std::fs::rename(&tmp, self.entry_path(key)));
@@ -222,17 +229,17 @@ impl PlanCache {
         written
     }
 
-    /// A temporary file of our own for `key`, created new: a name that exists already (a
-    /// symbolic link planted to make us write elsewhere, or another writer's file) is never
-    /// opened, and the next name is tried instead.
-    fn new_temp(&self, key: &CacheKey) -> std::io::Result<(PathBuf, std::fs::File)> {
+    /// A temporary file of our own for the file `stem` (an entry's key), created new: a
+    /// name that exists already (a symbolic link planted to make us write elsewhere, or
+    /// another writer's file) is never opened, and the next name is tried instead.
+    fn new_temp(&self, stem: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
         // Unique per writer: jobs of a batch, and other processes, may store the same key.
         static NEXT: AtomicU64 = AtomicU64::new(0);
         let mut last = None;
         for _ in 0..TEMP_NAMES {
             let tmp = self.dir.join(format!(
                 ".tmp-{}-{}-{}",
-                key.0,
+                stem,
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::Relaxed)
             ));

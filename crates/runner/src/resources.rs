@@ -21,6 +21,9 @@ pub struct Resources {
     pub provider: Arc<dyn LlmProvider>,
     pub templates: Arc<Templates>,
     pub mcp: Option<Arc<McpRegistry>>,
+    /// The plan cache the settings name, where each run's model-call times are recorded as
+    /// it ends (for the duration `plan` and `waves` estimate).
+    pub call_times: Option<crate::PlanCache>,
 }
 
 impl Resources {
@@ -41,6 +44,7 @@ impl Resources {
             provider: wrap(provider),
             templates,
             mcp: None,
+            call_times: settings.plan_cache.as_ref().map(crate::PlanCache::new),
         })
     }
 

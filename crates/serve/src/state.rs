@@ -96,6 +96,10 @@ impl AppState {
                     .unwrap_or_else(|_| self.shared.provider.clone()),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
+                call_times: settings
+                    .plan_cache
+                    .as_ref()
+                    .map(planwave_runner::PlanCache::new),
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }

@@ -117,7 +117,7 @@ pub(super) async fn recover<R: Rounds>(
         }
         Strategy::CompleteReplan => {
             used.replans += 1;
-            let mut why = failure_note(cx, lang, result)?;
+            let mut why = failure_note(cx, lang, plan, result)?;
             if let Some(a) = analysis {
                 why = format!("{why}\n{a}");
             }
@@ -168,13 +168,32 @@ fn carry_over(old: &ValidatedPlan, result: &RunResult, new: &ValidatedPlan) -> V
     out
 }
 
-/// What a complete replan is told about the plan that failed.
-fn failure_note(cx: &LoopContext, lang: Lang, result: &RunResult) -> Result<String, PromptError> {
+/// What a complete replan is told about the plan that failed. A failed tool step names its
+/// tool, so a step plan's planner knows which tool to avoid or call otherwise (a tool's
+/// error need not name it: a crashed server's does not).
+fn failure_note(
+    cx: &LoopContext,
+    lang: Lang,
+    plan: &ValidatedPlan,
+    result: &RunResult,
+) -> Result<String, PromptError> {
     let failed: Vec<String> = result
         .tasks
         .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
-        .map(|t| format!("{} ({})", t.description, t.error.as_deref().unwrap_or("?")))
+        .enumerate()
+        .filter(|(_, t)| t.status == TaskStatus::Failed)
+        .map(|(i, t)| {
+            let error = t.error.as_deref().unwrap_or("?");
+            let tool = (i < plan.len())
+                .then(|| plan.task(i).tool.as_deref())
+                .flatten()
+                .map(str::trim)
+                .filter(|tool| !tool.is_empty());
+            match tool {
+                Some(tool) => format!("{} (tool {tool}: {error})", t.description),
+                None => format!("{} ({error})", t.description),
+            }
+        })
         .collect();
     cx.templates
         .failure_note(lang, &FailureNoteVars { failed: &failed })

@@ -42,6 +42,18 @@ fn subagent_prompts_of_two_jobs_share_the_instructions_byte_for_byte() {
         assert_eq!(&pa[..instructions], &pb[..instructions], "{lang:?}");
         // The whole instructions block, output rules included, is in the shared prefix.
         assert!(common_prefix(&pa, &pb) >= instructions);
+        // So it is under the JSON tool protocol, whose output rule differs.
+        let json = |p: &ValidatedPlan| {
+            let own = TaskText {
+                form: crate::set::AnswerForm::JsonProtocol,
+                ..TaskText::of(p.task(3))
+            };
+            prompt_text(&t.subagent(p, 3, &own, &prior))
+        };
+        let (ja, jb) = (json(&a), json(&b));
+        let json_instructions = ja.find(background).expect("background section");
+        assert_ne!(&ja[..json_instructions], &pa[..instructions], "{lang:?}");
+        assert!(common_prefix(&ja, &jb) >= json_instructions, "{lang:?}");
         // Tasks of one job share it too, and more: the run's background.
         let other_task = prompt_text(&t.subagent(&a, 0, &TaskText::of(a.task(0)), &[]));
         let task_line = pa.find(&format!("{}: ", a.id(3))).expect("task line");

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use minijinja::value::{Enumerator, Object, Value};
 use planwave_plan::{PlanSpec, TaskId, ValidatedPlan};
 
-use crate::set::{PriorSection, TaskText};
+use crate::set::{AnswerForm, PriorSection, TaskText};
 
-/// `task`, `research_type`, `topic`, `objectives` and `prior` of the subagent writing task
-/// `index`.
+/// `task`, `research_type`, `topic`, `objectives`, `prior` and `json_protocol` (the section
+/// goes inside the JSON tool protocol's `content`) of the subagent writing task `index`.
 pub(crate) fn vars(
     plan: &ValidatedPlan,
     index: usize,
@@ -59,7 +59,11 @@ pub(crate) fn vars(
         })
         .collect();
     let [research_type, topic, objectives] = plan_values(spec);
-    Record::value(&ROOT, [task, research_type, topic, objectives, prior])
+    let json_protocol = Value::from(own.form == AnswerForm::JsonProtocol);
+    Record::value(
+        &ROOT,
+        [task, research_type, topic, objectives, prior, json_protocol],
+    )
 }
 
 /// `research_type`, `topic` and `objectives`: the plan's, the same for each of its tasks, so
@@ -135,7 +139,7 @@ macro_rules! fields {
     };
 }
 
-fields!(ROOT, 5: 0 => "task", 1 => "research_type", 2 => "topic", 3 => "objectives", 4 => "prior");
+fields!(ROOT, 6: 0 => "task", 1 => "research_type", 2 => "topic", 3 => "objectives", 4 => "prior", 5 => "json_protocol");
 fields!(TASK, 4: 0 => "id", 1 => "title", 2 => "description", 3 => "hints");
 fields!(HINTS, 3: 0 => "data_needs", 1 => "key_questions", 2 => "suggested_tools");
 fields!(PRIOR, 3: 0 => "id", 1 => "title", 2 => "text");

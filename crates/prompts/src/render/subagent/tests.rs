@@ -10,7 +10,7 @@ use planwave_plan::{Hints, Lang, TaskId, ValidatedPlan, parse_plan_str};
 use serde::Serialize;
 
 use crate::render::messages;
-use crate::set::{PriorSection, PromptSet, TaskText};
+use crate::set::{AnswerForm, PriorSection, PromptSet, TaskText};
 use crate::templates::Templates;
 
 /// The variables as they were serialized before (`render.rs` up to 4249e10).
@@ -21,6 +21,7 @@ struct SubagentVars<'a> {
     topic: &'a str,
     objectives: &'a [String],
     prior: Vec<PriorVars<'a>>,
+    json_protocol: bool,
 }
 
 #[derive(Serialize)]
@@ -64,6 +65,7 @@ fn reference_vars<'a>(
                 text: &p.text,
             })
             .collect(),
+        json_protocol: own.form == AnswerForm::JsonProtocol,
     }
 }
 
@@ -91,7 +93,7 @@ const EVERYTHING: &str = r#"=== system ===
 {{ task }}|{{ task.hints }}|{{ prior }}|{{ objectives }}|{{ research_type }}|{{ topic }}
 {% for k in task %}[{{ loop.index }}:{{ k }}={{ task[k] }}]{% endfor %}
 {% for k, v in task.hints | items %}{{ k }}({{ v | length }}): {{ v | join(" & ") }};{% endfor %}
-{{ task | dictsort }} {{ task | length }} {{ "hints" in task }} {{ task.nope }}|{{ task.nope.deeper }}
+{{ json_protocol }} {{ task | dictsort }} {{ task | length }} {{ "hints" in task }} {{ task.nope }}|{{ task.nope.deeper }}
 {{ task.id ~ "!" }} {{ task.id is string }} {{ task.id is number }} {{ task.id == "1" }}
 {{ task["title"] | upper }} {{ task.description | split | list | length }} {{ task.description | trim | length }}
 === user ===
@@ -203,8 +205,15 @@ fn assert_all_same(t: &Templates) {
             let own = TaskText {
                 description: "shortened …",
                 hints: &fitted,
+                form: AnswerForm::Section,
             };
             assert_same(t, &plan, index, &own);
+            // The section asked for inside the JSON tool protocol's content.
+            let json = TaskText {
+                form: AnswerForm::JsonProtocol,
+                ..TaskText::of(plan.task(index))
+            };
+            assert_same(t, &plan, index, &json);
         }
     }
 }
