@@ -33,6 +33,10 @@ pub struct LimitArgs {
     /// How often an event stream with nothing new gets a keep-alive comment.
     #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = positive)]
     pub sse_keep_alive: Duration,
+    /// Time an answer's write may wait for a client that reads nothing (an event stream
+    /// nobody reads); then its connection is dropped and its place freed.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive)]
+    pub write_timeout: Duration,
 }
 
 /// A duration above zero (a zero timeout would refuse every client).
@@ -55,6 +59,7 @@ impl LimitArgs {
             header_timeout: self.header_timeout,
             body_timeout: self.body_timeout,
             sse_keep_alive: self.sse_keep_alive,
+            write_timeout: self.write_timeout,
         }
     }
 }

@@ -180,8 +180,12 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         .await?;
     // Removes what this worker wrote in its cache, and the cache only if it made it.
     drop(cache);
+    let left = match end.left {
+        0 => String::new(),
+        n => format!(", {n} left to come back after the ack-wait"),
+    };
     eprintln!(
-        "worker {name}: stopped ({} job(s) finished, {} handed back)",
+        "worker {name}: stopped ({} job(s) finished, {} handed back{left})",
         end.finished, end.handed_back
     );
     // A stop (SIGTERM, Ctrl-C) is this command's normal end: its jobs are safe in the queue.

@@ -1,6 +1,7 @@
 //! Helpers to run the real binary and read what it wrote.
 
 pub mod nats;
+pub mod nats_proxy;
 pub mod otlp;
 
 use std::ffi::OsStr;

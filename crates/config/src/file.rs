@@ -110,6 +110,8 @@ pub struct PlannerSection {
     pub attempts: Option<u32>,
     pub min_tasks: Option<usize>,
     pub max_tasks: Option<usize>,
+    /// The most tasks a plan the model writes may have (`--max-tasks`).
+    pub task_limit: Option<usize>,
     /// `tasks` (research plans, the default) or `steps` (tool-step plans).
     pub format: Option<String>,
     /// `none` (the default) or `single_task`.

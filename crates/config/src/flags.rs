@@ -32,6 +32,8 @@ pub struct Flags {
     pub context_budget_tokens: Option<u64>,
     pub lang: Option<Lang>,
     pub planner_attempts: Option<u32>,
+    /// `--max-tasks`: the most tasks a plan the model writes may have.
+    pub task_limit: Option<usize>,
     /// `--plan-format`: research tasks or tool steps.
     pub plan_format: Option<planwave_plan::PlanFormat>,
     /// `--meta KEY=VALUE`, in the order given (a later key wins).

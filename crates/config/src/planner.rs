@@ -29,6 +29,10 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
             .max(1),
         min_tasks: file.planner.min_tasks.unwrap_or(d.min_tasks),
         max_tasks: file.planner.max_tasks.unwrap_or(d.max_tasks),
+        task_limit: flags
+            .task_limit
+            .or(file.planner.task_limit)
+            .unwrap_or(d.task_limit),
         lang,
         format: format(file, flags)?,
         fallback: match file.planner.fallback.as_deref() {
@@ -39,6 +43,11 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
         },
         meta: flags.meta.iter().cloned().collect(),
     };
+    if planner.task_limit == 0 {
+        return Err(SettingsError::Invalid(
+            "[planner] task_limit must be at least 1".into(),
+        ));
+    }
     if planner.min_tasks > planner.max_tasks {
         return Err(SettingsError::Invalid(format!(
             "[planner] min_tasks {} is larger than max_tasks {}",

@@ -16,7 +16,9 @@ mod planner;
 pub mod schema;
 
 pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
-pub use planner::{Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed};
+pub use planner::{
+    DEFAULT_TASK_LIMIT, Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed,
+};
 pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
 
 #[cfg(test)]

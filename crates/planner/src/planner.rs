@@ -13,12 +13,22 @@ use planwave_plan::{
 };
 use planwave_prompts::{MetaEntry, PlannerTool, PlannerVars, PromptError, RepairVars, Templates};
 
+/// The most tasks a plan may have unless told otherwise (`--max-tasks`; `planwave serve`'s
+/// limit for posted plans has the same default).
+pub const DEFAULT_TASK_LIMIT: usize = 1000;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PlannerConfig {
     /// Attempts in total, the first plan included.
     pub attempts: u32,
+    /// The range of task counts the prompt asks for (a plan outside it is kept, with a
+    /// warning).
     pub min_tasks: usize,
     pub max_tasks: usize,
+    /// The most tasks a plan may have, whatever the model writes: a plan with more is
+    /// invalid (the model is asked to repair it; planning fails if it never fits), and a plan
+    /// that streams in stops growing there. What one goal can make a job cost.
+    pub task_limit: usize,
     /// Forces the prompts' (and the plan's) language; `None` follows the goal.
     pub lang: Option<Lang>,
     /// Which plan the model is asked for: research tasks, or tool steps.
@@ -37,6 +47,7 @@ impl Default for PlannerConfig {
             attempts: 3,
             min_tasks: 4,
             max_tasks: 7,
+            task_limit: DEFAULT_TASK_LIMIT,
             lang: None,
             format: PlanFormat::Research,
             fallback: Fallback::None,
@@ -209,6 +220,7 @@ impl Planner {
             plan_format: steps.then_some(PlanFormat::Steps),
             ..RequestContext::default()
         };
+        let (min_tasks, max_tasks) = self.task_range();
         let repair = |n: u32, problems: &[String]| {
             self.templates.repair(
                 lang,
@@ -216,8 +228,8 @@ impl Planner {
                     goal,
                     attempt: n,
                     problems,
-                    min_tasks: self.config.min_tasks,
-                    max_tasks: self.config.max_tasks,
+                    min_tasks,
+                    max_tasks,
                     steps,
                 },
             )
@@ -272,14 +284,15 @@ impl Planner {
         }
         let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
         let schema = plan_schema_text_for(self.config.format);
+        let (min_tasks, max_tasks) = self.task_range();
         let messages = self.templates.planner(
             lang,
             &PlannerVars {
                 goal,
                 tools: &self.tools,
                 schema: &schema,
-                min_tasks: self.config.min_tasks,
-                max_tasks: self.config.max_tasks,
+                min_tasks,
+                max_tasks,
                 reflection: reflection.map(str::trim).filter(|r| !r.is_empty()),
                 meta: self
                     .config
@@ -295,6 +308,23 @@ impl Planner {
 
     pub fn config(&self) -> &PlannerConfig {
         &self.config
+    }
+
+    /// The range of task counts the prompts ask for: the configured one, within the limit.
+    fn task_range(&self) -> (usize, usize) {
+        let max = self.config.max_tasks.min(self.config.task_limit);
+        (self.config.min_tasks.min(max), max)
+    }
+
+    /// The problem of a plan with more tasks than the limit (told to the model in the repair
+    /// prompt, and to the user if planning fails).
+    fn over_limit(&self, n: usize) -> Option<String> {
+        let limit = self.config.task_limit;
+        (n > limit).then(|| {
+            format!(
+                "the plan has {n} tasks; at most {limit} are allowed (--max-tasks {limit}): write fewer, broader tasks"
+            )
+        })
     }
 
     /// The tools the prompt lists.
@@ -314,6 +344,11 @@ impl Planner {
         tasks: Vec<planwave_plan::TaskSpec>,
         goal: &str,
     ) -> Option<ValidatedPlan> {
+        // Beyond the limit the plan so far stops growing: no more of its tasks start before
+        // the whole answer is judged (and, over the limit, repaired or refused).
+        if tasks.len() > self.config.task_limit {
+            return None;
+        }
         let mut spec = header
             .and_then(|h| parse_plan_str(h).ok())
             .unwrap_or_default();
@@ -340,6 +375,10 @@ impl Planner {
         }
         let mut spec: PlanSpec = parse_plan_str(raw)
             .map_err(|e| e.to_string().lines().map(str::to_owned).collect::<Vec<_>>())?;
+        // Before validating it: a plan of a million tasks costs nothing more to refuse.
+        if let Some(p) = self.over_limit(spec.tasks.len()) {
+            return Err(vec![p]);
+        }
         let mut problems = self.format_problems(&spec);
         // The job's metadata is the runner's, not the model's: `{{meta.KEY}}` reads it.
         spec.about.meta = self.config.meta.clone();
@@ -359,10 +398,10 @@ impl Planner {
         };
         warnings.extend(plan.warnings().iter().map(|w| w.to_string()));
         let n = plan.len();
-        if n < self.config.min_tasks || n > self.config.max_tasks {
+        let (min, max) = self.task_range();
+        if n < min || n > max {
             warnings.push(format!(
-                "the plan has {n} tasks; {}-{} is the default",
-                self.config.min_tasks, self.config.max_tasks
+                "the plan has {n} tasks; {min}-{max} is the default"
             ));
         }
         Ok((plan, warnings))

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::journal::{publish, read_messages};
 use crate::{Queue, QueueError};
+use tokio_util::sync::CancellationToken;
 
 /// Raw bytes per message (base64 makes them 4/3 larger; the server's limit is 1 MiB).
 const CHUNK: usize = 384 * 1024;
@@ -39,6 +40,8 @@ pub(crate) struct DirStream {
     session: String,
     seq: AtomicU64,
     handle: tokio::runtime::Handle,
+    /// The worker's stop: a failed publish is not retried once it is stopping.
+    stop: CancellationToken,
 }
 
 pub(crate) fn dir_subject(journal_subject: &str) -> String {
@@ -46,13 +49,14 @@ pub(crate) fn dir_subject(journal_subject: &str) -> String {
 }
 
 impl DirStream {
-    pub(crate) fn new(queue: Queue, subject: String) -> Arc<DirStream> {
+    pub(crate) fn new(queue: Queue, subject: String, stop: CancellationToken) -> Arc<DirStream> {
         Arc::new(DirStream {
             queue,
             subject,
             session: uuid::Uuid::new_v4().simple().to_string(),
             seq: AtomicU64::new(0),
             handle: tokio::runtime::Handle::current(),
+            stop,
         })
     }
 
@@ -75,6 +79,7 @@ impl DirStream {
                     &self.subject,
                     &body,
                     format!("{}.{n}", self.session),
+                    &self.stop,
                 )
                 .await?;
             }
@@ -110,6 +115,7 @@ impl DirMirror for DirStream {
                 ),
                 seq: AtomicU64::new(0),
                 handle: self.handle.clone(),
+                stop: self.stop.clone(),
             },
             path: rel.to_owned(),
         })

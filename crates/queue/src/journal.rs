@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use async_nats::jetstream::message::PublishMessage as Publish;
 use async_nats::jetstream::stream::RawMessageErrorKind;
 use planwave_storage::JournalMirror;
+use tokio_util::sync::CancellationToken;
 
 use crate::Queue;
 
@@ -26,20 +27,26 @@ pub(crate) struct StreamMirror {
     pub handle: tokio::runtime::Handle,
     /// Told how long each commit took (the worker's journal-commit metric).
     pub on_commit: Option<crate::OnCommit>,
+    /// The worker's stop: once it is stopping, a failed publish is not tried again.
+    pub stop: CancellationToken,
 }
 
 impl StreamMirror {
     async fn publish(&self, chunk: &[u8], id: String) -> Result<(), String> {
-        publish(&self.queue, &self.subject, chunk, id).await
+        publish(&self.queue, &self.subject, chunk, id, &self.stop).await
     }
 }
 
-/// An acknowledged publish, retried (same message id: stored once) while the server is away.
+/// An acknowledged publish, retried (same message id: stored once) while the server is away,
+/// unless the worker is stopping (`stop`): then one failed attempt ends it, so a worker whose
+/// server is gone stops in bounded time. The commit then fails, nothing it held counts, and
+/// the next worker does that work again.
 pub(crate) async fn publish(
     queue: &Queue,
     subject: &str,
     chunk: &[u8],
     id: String,
+    stop: &CancellationToken,
 ) -> Result<(), String> {
     let started = Instant::now();
     loop {
@@ -58,7 +65,7 @@ pub(crate) async fn publish(
         };
         match attempt.await {
             Ok(()) => return Ok(()),
-            Err(e) if started.elapsed() > PATIENCE => return Err(e),
+            Err(e) if started.elapsed() > PATIENCE || stop.is_cancelled() => return Err(e),
             Err(e) => {
                 tracing::warn!(error = %e, "journal publish failed; retrying");
                 tokio::time::sleep(Duration::from_millis(250)).await;

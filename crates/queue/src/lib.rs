@@ -55,7 +55,7 @@ pub use record::{BatchRecord, JobRecord, QueueState};
 pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};
-pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
+pub use worker::{DEFAULT_ACK_WAIT, STOP_GRACE, Worker, WorkerEnd};
 
 /// Told how long a journal commit to JetStream took.
 pub type OnCommit = std::sync::Arc<dyn Fn(std::time::Duration) + Send + Sync>;

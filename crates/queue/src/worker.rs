@@ -3,7 +3,8 @@
 //!
 //! A job is acknowledged only once its verdict and run directory are stored; while it runs,
 //! in-progress acks keep it ours. Stopping (SIGTERM, Ctrl-C) cancels the running jobs, whose
-//! journals are flushed to JetStream, and hands them back at once (nak). A job whose
+//! journals are flushed to JetStream, and hands them back at once (nak); it takes at most
+//! [`STOP_GRACE`], even with the server gone. A job whose
 //! deliveries ended `max_deliver` times in a crash of its worker or a failure to start ends
 //! `failed` (counted in its record; hand-backs do not count).
 
@@ -33,6 +34,11 @@ pub(crate) use run::RUN_ARCHIVE;
 
 /// The ack-wait of a consumer the first worker creates without `--ack-wait`.
 pub const DEFAULT_ACK_WAIT: Duration = Duration::from_secs(30);
+
+/// How long a stopping worker waits for its jobs to be handed back (their journals flushed
+/// to JetStream, their records written). A server that does not answer cannot make a stop
+/// last longer: the jobs it could not hear of come back after the ack-wait.
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
 
 pub struct Worker<'a> {
     pub queue: Queue,
@@ -70,6 +76,8 @@ pub struct WorkerEnd {
     pub finished: usize,
     /// Jobs it handed back (stopping, or a job that could not start).
     pub handed_back: usize,
+    /// Jobs still stopping after [`STOP_GRACE`] (the server did not answer), left behind.
+    pub left: usize,
 }
 
 enum Handled {
@@ -165,18 +173,35 @@ impl Worker<'_> {
                 }
             }
         }
+        // Stopping takes at most STOP_GRACE, whether the server answers or not.
+        let give_up = tokio::time::Instant::now() + STOP_GRACE;
         // A pull under way may still bring a job: it goes straight back.
         if let Some(f) = fetch
-            && let Some(m) = f.await
+            && let Ok(Some(m)) = tokio::time::timeout_at(give_up, f).await
         {
-            let _ = m.ack_with(AckKind::Nak(None)).await;
+            let _ = tokio::time::timeout_at(give_up, m.ack_with(AckKind::Nak(None))).await;
         }
-        while let Some(h) = running.next().await {
-            tally(&mut end, h);
+        let drained = tokio::time::timeout_at(give_up, async {
+            while let Some(h) = running.next().await {
+                tally(&mut end, h);
+            }
+        })
+        .await;
+        if drained.is_err() {
+            // Their hand-back never reached the server: they come back after the ack-wait,
+            // and resume from what their journals hold there.
+            end.left = running.len();
+            self.notes.note(&format!(
+                "worker: {} job(s) not handed back within {}s (the queue does not answer); they return to the queue after its ack-wait",
+                end.left,
+                STOP_GRACE.as_secs()
+            ));
         }
+        drop(running);
         cancels.stop();
-        // Bounded: with the server gone, a flush would wait for it forever.
-        let _ = tokio::time::timeout(Duration::from_secs(5), self.queue.flush()).await;
+        // With the server gone, a flush would wait for it forever.
+        let flush_by = give_up.max(tokio::time::Instant::now() + Duration::from_secs(1));
+        let _ = tokio::time::timeout_at(flush_by, self.queue.flush()).await;
         Ok(end)
     }
 

@@ -78,7 +78,11 @@ pub async fn plan_goal_cached(
     let key = cache.and_then(|_| PlanCache::key(&planner, req.goal, &model));
     if let (Some(cache), Some(key)) = (cache, &key) {
         let tools = req.resources.catalog();
-        if let Some(mut plan) = cache.load(key, req.goal, &tools, &req.config.meta, req.notes) {
+        // A cached plan is one the model wrote: over this job's task limit it is not used.
+        let hit = cache
+            .load(key, req.goal, &tools, &req.config.meta, req.notes)
+            .filter(|plan| plan.len() <= req.config.task_limit);
+        if let Some(mut plan) = hit {
             // As the planner does: a forced language is the plan's, not its text's.
             if let Some(l) = req.config.lang {
                 plan = plan.with_lang(l);

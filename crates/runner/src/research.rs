@@ -101,6 +101,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         templates: r.resources.templates.clone(),
         tools: r.resources.planner_tools(),
         answer_attempts: ANSWER_ATTEMPTS,
+        task_limit: r.settings.planner.task_limit,
         interrupt: r.cancel.clone(),
         deadline,
     };

@@ -4,8 +4,10 @@
 //! are served at once. One more is answered `503` with a JSON error and closed, so a client
 //! sees why; beyond a second allowance of the same size a connection is closed unanswered,
 //! so a flood holds at most twice the limit of descriptors, each for at most the header
-//! timeout. On shutdown the listener closes and open connections finish their current
-//! answer (event streams end with their runs, which the stop has cancelled).
+//! timeout. A connection whose client stops reading is dropped once a write has waited
+//! `--write-timeout` ([`WriteTimeout`]), so a client that never reads its event stream does
+//! not keep its place. On shutdown the listener closes and open connections finish their
+//! current answer (event streams end with their runs, which the stop has cancelled).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -24,11 +26,15 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::error::refuse;
+use crate::write_timeout::WriteTimeout;
 
 /// What the accept loop needs to know.
 pub struct ConnLimits {
     pub max_connections: usize,
     pub header_timeout: Duration,
+    /// How long a write may wait for a client that reads nothing before the connection is
+    /// dropped.
+    pub write_timeout: Duration,
 }
 
 fn busy(max: usize) -> Response<Body> {
@@ -73,7 +79,7 @@ pub async fn serve(
             },
             () = &mut stop => break,
         };
-        let io = TokioIo::new(tcp);
+        let io = TokioIo::new(WriteTimeout::new(tcp, limits.write_timeout));
         if let Ok(permit) = serving.clone().try_acquire_owned() {
             let conn = h1.serve_connection(io, TowerToHyperService::new(app.clone()));
             let conn = graceful.watch(conn);

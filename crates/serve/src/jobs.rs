@@ -12,7 +12,7 @@ use planwave_config::spec::{JobSpec, ResearchOptions, Work};
 use planwave_config::{ProcessEnv, Settings, SettingsError};
 use planwave_plan::ValidatedPlan;
 use planwave_runner::ops::{self, Job, JobIo, Resumable, ResumeKind};
-use planwave_runner::{Invocation, Silent, lock_run_dir, open_run_dir, validate_plan};
+use planwave_runner::{Invocation, RunnerError, Silent, lock_run_dir, open_run_dir, validate_plan};
 use planwave_storage::{JsonlOptions, JsonlSink};
 use serde_json::Value;
 
@@ -40,9 +40,15 @@ fn invalid(what: &str, e: &SettingsError) -> ApiError {
     )
 }
 
-/// A spec's settings and simulator, resolved as the CLI resolves its flags.
-fn resolve(spec: &JobSpec, what: &str) -> Result<(Settings, planwave_sim::SimConfig), ApiError> {
-    let settings = spec.settings(&ProcessEnv).map_err(|e| invalid(what, &e))?;
+/// A spec's settings and simulator, resolved as the CLI resolves its flags; a plan the model
+/// writes for the job has at most the server's `--max-tasks` tasks, as a posted one.
+fn resolve(
+    state: &AppState,
+    spec: &JobSpec,
+    what: &str,
+) -> Result<(Settings, planwave_sim::SimConfig), ApiError> {
+    let mut settings = spec.settings(&ProcessEnv).map_err(|e| invalid(what, &e))?;
+    settings.planner.task_limit = settings.planner.task_limit.min(state.limits.max_tasks);
     let sim = spec
         .sim_config(settings.run.seed)
         .map_err(|e| invalid(what, &e))?;
@@ -77,7 +83,7 @@ pub fn create(
     options
         .apply(&mut spec)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
-    let (settings, sim) = resolve(&spec, "invalid options")?;
+    let (settings, sim) = resolve(state, &spec, "invalid options")?;
     let plan = match &start {
         Start::Plan(value) => Some(check_plan(state, value, &settings)?),
         Start::Goal(g) if g.trim().is_empty() => {
@@ -181,7 +187,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
     let legacy = move |argv: &[String]| front.spec_from_argv(argv);
     let r = Resumable::open(dir, &legacy)?;
     r.invocation.check_redacted(|k| std::env::var(k).ok())?;
-    let (settings, sim) = resolve(&r.spec, "invalid invocation.json")?;
+    let (settings, sim) = resolve(state, &r.spec, "invalid invocation.json")?;
     // Held by another process (a `planwave resume` of the same directory): refused now,
     // not reported later as the job's failure. The job takes the lock itself.
     {
@@ -249,8 +255,17 @@ fn stream_into(live: &LiveRun, run_id: uuid::Uuid) -> Arc<JsonlSink> {
 
 /// The job's final status (`run.json`'s), or why it failed.
 fn outcome(dir: &Path, result: planwave_runner::Result<()>) -> Result<String, String> {
-    result.map_err(|e| e.to_string())?;
+    result.map_err(|e| failure(&e))?;
     Ok(crate::listing::read_run_json(dir)
         .and_then(|v| v.get("status")?.as_str().map(str::to_owned))
         .unwrap_or_else(|| "finished".into()))
+}
+
+/// Why a job failed, in words: bad input with each of its problems (a goal whose plan never
+/// became valid says what was wrong with every attempt, a plan over `--max-tasks` included).
+fn failure(e: &RunnerError) -> String {
+    match e {
+        RunnerError::Invalid(i) => format!("{}: {}", i.source_name, i.problems.join("; ")),
+        other => other.to_string(),
+    }
 }

@@ -41,6 +41,7 @@ mod run_metrics;
 mod sse;
 mod state;
 mod ui;
+mod write_timeout;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -190,6 +191,7 @@ impl Server {
         let limits = conn::ConnLimits {
             max_connections: self.limits.max_connections,
             header_timeout: self.limits.header_timeout,
+            write_timeout: self.limits.write_timeout,
         };
         conn::serve(self.listener, app, limits, stop)
             .await

@@ -1,8 +1,9 @@
 //! What one client or one request may cost the server (issue 33's "amplification" and "slow
 //! clients"): how many jobs run at once (more wait, `queued`), how many tasks a plan may have,
 //! how many connections are served at once, how long a client may take to send its headers
-//! and its body, and how often an idle event stream gets a keep-alive. The front end sets
-//! them from flags; [`ServeLimits::default`] is what `planwave serve` uses without flags.
+//! and its body, how often an idle event stream gets a keep-alive, and how long a write may
+//! wait for a client that reads nothing. The front end sets them from flags;
+//! [`ServeLimits::default`] is what `planwave serve` uses without flags.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -26,6 +27,9 @@ pub struct ServeLimits {
     pub body_timeout: Duration,
     /// How often an event stream with nothing new gets a comment line.
     pub sse_keep_alive: Duration,
+    /// How long an answer's write may wait for a client that reads nothing (an event stream
+    /// nobody reads); then the connection is dropped and its place freed.
+    pub write_timeout: Duration,
 }
 
 impl Default for ServeLimits {
@@ -38,6 +42,7 @@ impl Default for ServeLimits {
             header_timeout: Duration::from_secs(10),
             body_timeout: Duration::from_secs(30),
             sse_keep_alive: Duration::from_secs(15),
+            write_timeout: Duration::from_secs(30),
         }
     }
 }

@@ -86,6 +86,12 @@ pub struct PlannerOptions {
     /// steps, each calling an MCP tool or llm_call (also [planner] format).
     #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "FORMAT"))]
     pub plan_format: Option<PlanFormatArg>,
+    /// The most tasks a plan the model writes may have: a plan with more is sent back for
+    /// repair, and planning fails if no attempt fits (also [planner] task_limit; default
+    /// 1000, as `serve --max-tasks`).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tasks: Option<u64>,
 }
 
 /// The plan cache of the commands that plan and run (`research`, `batch`).
@@ -162,6 +168,9 @@ impl FlagGroup for PlannerOptions {
             LangArg::En => Lang::En,
         });
         flags.planner_attempts = self.planner_attempts;
+        flags.task_limit = self
+            .max_tasks
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
         flags.plan_format = self.plan_format.map(|f| match f {
             PlanFormatArg::Tasks => planwave_plan::PlanFormat::Research,
             PlanFormatArg::Steps => planwave_plan::PlanFormat::Steps,

@@ -60,11 +60,20 @@ pub(super) async fn replacement<R: Rounds>(
             context(cx, lang, &kept, &replace, tag),
         ),
     };
+    // The merged plan is one the model wrote: within the task limit, or the size of the
+    // plan it replaces when that was given larger.
+    let limit = cx.task_limit.max(plan.len());
     let judge = |raw: &str| {
-        if steps {
+        let merged = if steps {
             replan_steps::merge(plan, &result.tasks, &cx.tools, raw)
         } else {
             replan::merge(plan, &result.tasks, raw)
+        }?;
+        match merged.len() {
+            n if n > limit => Err(vec![format!(
+                "with the replacements the plan has {n} tasks; at most {limit} are allowed (--max-tasks): replace the failed tasks with fewer"
+            )]),
+            _ => Ok(merged),
         }
     };
     let asked = interruptible(

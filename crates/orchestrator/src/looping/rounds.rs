@@ -85,6 +85,9 @@ pub struct LoopContext {
     pub tools: Vec<planwave_prompts::PlannerTool>,
     /// Attempts per evaluation, reflection or replacement, repairs included.
     pub answer_attempts: u32,
+    /// The most tasks a plan may have once a replacement is merged in (`--max-tasks`); a
+    /// given plan larger than that may keep its size.
+    pub task_limit: usize,
     /// Ctrl-C: ends the loop between phases and cuts short a pending evaluation, reflection
     /// or replacement (planning and execution watch for it themselves).
     pub interrupt: CancellationToken,

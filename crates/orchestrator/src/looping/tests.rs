@@ -138,6 +138,7 @@ fn context(provider: Arc<dyn LlmProvider>) -> LoopContext {
         provider,
         templates: Arc::new(Templates::builtin()),
         answer_attempts: 2,
+        task_limit: 1000,
         interrupt: CancellationToken::new(),
         deadline: None,
     }

@@ -75,7 +75,11 @@ impl Worker<'_> {
                     job.id
                 ));
             }
-            root = root.with_mirror(DirStream::new(self.queue.clone(), subject));
+            root = root.with_mirror(DirStream::new(
+                self.queue.clone(),
+                subject,
+                self.stop.clone(),
+            ));
         } else {
             mirror = Some(Arc::new(StreamMirror {
                 queue: self.queue.clone(),
@@ -84,6 +88,7 @@ impl Worker<'_> {
                 seq: AtomicU64::new(0),
                 handle: tokio::runtime::Handle::current(),
                 on_commit: self.on_commit.clone(),
+                stop: self.stop.clone(),
             }));
         }
         let ctx = JobContext {
