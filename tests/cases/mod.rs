@@ -35,6 +35,7 @@ pub(crate) mod serve;
 mod serve_browser;
 mod serve_hardening;
 mod serve_hardening_browser;
+mod serve_nats;
 mod show;
 pub(crate) mod steps;
 mod steps_round2;
