@@ -119,6 +119,9 @@ where
     }
 }
 
+/// Tasks of the run the page follows (a chain: one runs at a time).
+const TASKS: usize = 8;
+
 const MARK: &str = "window.__errors = []; window.__mark = 'no-reload';
     window.addEventListener('error', (e) => window.__errors.push(String(e.message)));
     window.addEventListener('unhandledrejection', (e) => window.__errors.push(String(e.reason)));";
@@ -134,8 +137,8 @@ async fn serve_nats_page_follows_a_run_on_workers_through_a_killed_worker_and_a_
         return;
     };
     let url = nats.url();
-    // Every model call takes 1.5 s: a task is running long enough to be seen and killed.
-    let sim = SimLlm::start(&["--latency-ms", "1500", "--sigma", "0"], &[]);
+    // Every model call takes 2 s: a task is running long enough to be seen and killed.
+    let sim = SimLlm::start(&["--latency-ms", "2000", "--sigma", "0"], &[]);
     let workers: Vec<WorkerProc> = ["wa", "wb"]
         .iter()
         .map(|name| {
@@ -176,15 +179,28 @@ async fn fleet_checks(
     mut workers: Vec<WorkerProc>,
     dir: &Path,
 ) {
-    let (code, created) = post_json(&a.at("api/runs"), &json!({"plan": chain("f", 6)})).await;
+    let (code, created) = post_json(&a.at("api/runs"), &json!({"plan": chain("f", TASKS)})).await;
     assert_eq!(code, 201, "{created}");
     let id = created["id"].as_str().expect("id").to_owned();
     c.goto(&a.at(&format!("runs/{id}"))).await.expect("open");
     js(c, MARK).await;
     // A task starts on a worker: the page shows it running, then completed, no reload.
-    wait_page("task 1 running", || async { node_status(c, "f1").await == "running" }).await;
-    wait_page("task 1 completed", || async {
-        node_status(c, "f1").await == "completed"
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let seen = 'found: loop {
+        for i in 1..=TASKS {
+            let t = format!("f{i}");
+            if node_status(c, &t).await == "running" {
+                break 'found t;
+            }
+        }
+        if Instant::now() > deadline {
+            let page = js(c, "return [document.body.dataset.ready, document.getElementById('status').textContent, JSON.stringify(window.__errors), document.getElementById('dag').innerHTML.slice(0, 600), document.getElementById('t-worker').textContent];").await;
+            panic!("the page never showed a task running: {page}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    wait_page("that task completed", || async {
+        node_status(c, &seen).await == "completed"
     })
     .await;
     // The worker running it is killed: the other one takes it over, and the page says so.
@@ -210,7 +226,7 @@ async fn fleet_checks(
         text_of(c, "status").await == "completed"
     })
     .await;
-    for i in 1..=6 {
+    for i in 1..=TASKS {
         assert_eq!(node_status(c, &format!("f{i}")).await, "completed", "task f{i}");
     }
     wait_page("the report", || async {
@@ -230,7 +246,7 @@ async fn same_run_on_a_second_server(a: &Serve, id: &str, first: &str, url: &str
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["queue"]["workers"][0], first, "{done}");
     assert_eq!(done["queue"]["deliveries"], 2, "{done}");
-    for i in 1..=6 {
+    for i in 1..=TASKS {
         let (code, s) = get_json(&a.at(&format!("api/runs/{id}/sections/f{i}"))).await;
         assert_eq!(code, 200, "{s}");
         assert!(s["section"].as_str().is_some_and(|t| !t.is_empty()), "{s}");
