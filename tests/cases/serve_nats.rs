@@ -64,7 +64,9 @@ async fn sse_take(url: &str, after: Option<usize>, n: usize) -> Vec<(usize, Valu
     let (mut buf, mut out) = (String::new(), Vec::new());
     let read = async {
         while out.len() < n {
-            let Some(chunk) = body.next().await else { break };
+            let Some(chunk) = body.next().await else {
+                break;
+            };
             buf.push_str(&String::from_utf8_lossy(&chunk.expect("chunk")));
             while let Some(at) = buf.find("\n\n") {
                 let block: String = buf.drain(..at + 2).collect();
@@ -127,8 +129,7 @@ const MARK: &str = "window.__errors = []; window.__mark = 'no-reload';
     window.addEventListener('unhandledrejection', (e) => window.__errors.push(String(e.reason)));";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_nats_page_follows_a_run_on_workers_through_a_killed_worker_and_a_restarted_server()
-{
+async fn serve_nats_page_follows_a_run_on_workers_through_a_killed_worker_and_a_restarted_server() {
     let tmp = tempdir();
     let Some(nats) = Nats::start(&tmp.path().join("js"), &[]) else {
         return;
@@ -154,16 +155,10 @@ async fn serve_nats_page_follows_a_run_on_workers_through_a_killed_worker_and_a_
     let addr = format!("127.0.0.1:{}", free_port());
     let a = serve_nats(&tmp.path().join("data-a"), &addr, &url);
     let c = browser(&driver_url, &tmp.path().join("profile")).await;
-    let result = std::panic::AssertUnwindSafe(fleet_checks(
-        a,
-        &addr,
-        &url,
-        &c,
-        workers,
-        tmp.path(),
-    ))
-    .catch_unwind()
-    .await;
+    let result =
+        std::panic::AssertUnwindSafe(fleet_checks(a, &addr, &url, &c, workers, tmp.path()))
+            .catch_unwind()
+            .await;
     c.close().await.expect("close the browser");
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
@@ -227,7 +222,11 @@ async fn fleet_checks(
     })
     .await;
     for i in 1..=TASKS {
-        assert_eq!(node_status(c, &format!("f{i}")).await, "completed", "task f{i}");
+        assert_eq!(
+            node_status(c, &format!("f{i}")).await,
+            "completed",
+            "task f{i}"
+        );
     }
     wait_page("the report", || async {
         js(c, "return !document.getElementById('report').hidden;").await == true
@@ -267,8 +266,16 @@ async fn same_run_on_a_second_server(a: &Serve, id: &str, first: &str, url: &str
     let all_a = sse_take(&a.at(&format!("api/runs/{id}/events")), None, usize::MAX).await;
     let from_b = sse_take(&b.at(&format!("api/runs/{id}/events")), Some(5), usize::MAX).await;
     assert!(all_a.len() > 10, "{}", all_a.len());
-    assert_eq!(from_b.first().map(|e| e.0), Some(6), "after Last-Event-ID 5");
-    assert_eq!(&all_a[5..], &from_b[..], "the same events with the same ids");
+    assert_eq!(
+        from_b.first().map(|e| e.0),
+        Some(6),
+        "after Last-Event-ID 5"
+    );
+    assert_eq!(
+        &all_a[5..],
+        &from_b[..],
+        "the same events with the same ids"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -297,7 +304,10 @@ async fn serve_nats_junk_on_a_runs_journal_subject_breaks_neither_server_nor_pag
 /// Junk a publisher may put on a run's journal subject: not JSON, not UTF-8, not an object,
 /// 700 kB, and JSON that is no event (5 messages, 6 lines).
 fn junk() -> Vec<Vec<u8>> {
-    let big = format!("{{\"type\":\"task_started\",\"pad\":\"{}\"}}\n", "x".repeat(700_000));
+    let big = format!(
+        "{{\"type\":\"task_started\",\"pad\":\"{}\"}}\n",
+        "x".repeat(700_000)
+    );
     vec![
         b"not json at all\n".to_vec(),
         b"\xff\xfe\xfd\n[1,2,3]\n".to_vec(),
@@ -343,7 +353,14 @@ async fn junk_checks(a: &Serve, url: &str, c: &Client, dir: &Path) {
         .collect();
     assert_eq!(
         kinds,
-        ["unreadable", "unreadable", "unreadable", "unreadable", "task_started", "run_finished"],
+        [
+            "unreadable",
+            "unreadable",
+            "unreadable",
+            "unreadable",
+            "task_started",
+            "run_finished"
+        ],
         "{events_a:?}"
     );
     assert_eq!(events_a[3].1["bytes"].as_u64(), Some(700_032));
@@ -363,7 +380,10 @@ async fn junk_checks(a: &Serve, url: &str, c: &Client, dir: &Path) {
     // servers see the run cancelled.
     assert_eq!(js(c, "return window.__errors;").await, json!([]));
     js(c, "document.getElementById('cancel').click();").await;
-    wait_page("cancelled", || async { text_of(c, "status").await == "cancelled" }).await;
+    wait_page("cancelled", || async {
+        text_of(c, "status").await == "cancelled"
+    })
+    .await;
     assert_eq!(js(c, "return window.__errors;").await, json!([]));
     assert_eq!(js(c, "return window.__mark;").await, "no-reload");
     wait_state(&b, &id, "cancelled on the other server", |v| {
@@ -455,7 +475,8 @@ async fn bench_serve_nats_event_latency() {
         .expect("serve");
     let base = crate::support::first_line(&mut child);
     let _guard = crate::support::ChildGuard(child);
-    let (code, created) = post_json(&format!("{base}api/runs"), &json!({"plan": chain("b", 1)})).await;
+    let (code, created) =
+        post_json(&format!("{base}api/runs"), &json!({"plan": chain("b", 1)})).await;
     assert_eq!(code, 201, "{created}");
     let id = created["id"].as_str().expect("id").to_owned();
     let subject = format!(

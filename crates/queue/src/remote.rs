@@ -83,7 +83,10 @@ pub async fn run_record(q: &Queue, run: &str) -> crate::Result<Option<RemoteRun>
         return Ok(None);
     }
     let key = run_key(run);
-    let entry = retrying("reading the job state bucket", || q.state.entry(key.clone())).await?;
+    let entry = retrying("reading the job state bucket", || {
+        q.state.entry(key.clone())
+    })
+    .await?;
     Ok(entry
         .filter(|e| e.operation == Operation::Put)
         .and_then(|e| {
@@ -341,7 +344,8 @@ pub async fn serve_records(q: &Queue, prefix: &str) -> crate::Result<Vec<(String
     }
     let mut out = Vec::new();
     for k in names {
-        if let Some(v) = retrying("reading the job state bucket", || q.state.get(k.as_str())).await?
+        if let Some(v) =
+            retrying("reading the job state bucket", || q.state.get(k.as_str())).await?
         {
             out.push((k["serve.".len()..].to_owned(), v));
         }

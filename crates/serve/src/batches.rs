@@ -112,11 +112,7 @@ fn view(state: &AppState, rec: BatchRecord, with_runs: bool) -> BatchView {
     view_with(rec, with_runs, |id| run_summary(state, id))
 }
 
-fn view_with(
-    rec: BatchRecord,
-    with_runs: bool,
-    summary: impl Fn(&str) -> RunSummary,
-) -> BatchView {
+fn view_with(rec: BatchRecord, with_runs: bool, summary: impl Fn(&str) -> RunSummary) -> BatchView {
     let runs: Vec<BatchRunState> = rec
         .jobs
         .into_iter()

@@ -57,38 +57,38 @@ pub fn follow(
     let s = stream::unfold(Some((run, rx, after, None)), move |state| {
         let stop = stop.clone();
         async move {
-        let (run, mut rx, next, sent) = state?;
-        if let Some(at) = sent {
-            tokio::time::sleep_until(at + COALESCE).await;
-        }
-        loop {
-            let (n, block) = run.log.since(next, CHUNK);
-            if n > 0 {
-                let now = tokio::time::Instant::now();
-                return Some((block, Some((run, rx, next + n, Some(now)))));
+            let (run, mut rx, next, sent) = state?;
+            if let Some(at) = sent {
+                tokio::time::sleep_until(at + COALESCE).await;
             }
-            let (len, done) = *rx.borrow_and_update();
-            if len > next {
-                continue;
-            }
-            if done {
-                return Some((Bytes::from_static(END), None));
-            }
-            let changed = tokio::select! {
-                () = stop.cancelled() => return None,
-                c = tokio::time::timeout(keep_alive, rx.changed()) => c,
-            };
-            match changed {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
-                Err(_) => {
-                    return Some((
-                        Bytes::from_static(b": keep-alive\n\n"),
-                        Some((run, rx, next, None)),
-                    ));
+            loop {
+                let (n, block) = run.log.since(next, CHUNK);
+                if n > 0 {
+                    let now = tokio::time::Instant::now();
+                    return Some((block, Some((run, rx, next + n, Some(now)))));
+                }
+                let (len, done) = *rx.borrow_and_update();
+                if len > next {
+                    continue;
+                }
+                if done {
+                    return Some((Bytes::from_static(END), None));
+                }
+                let changed = tokio::select! {
+                    () = stop.cancelled() => return None,
+                    c = tokio::time::timeout(keep_alive, rx.changed()) => c,
+                };
+                match changed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
+                    Err(_) => {
+                        return Some((
+                            Bytes::from_static(b": keep-alive\n\n"),
+                            Some((run, rx, next, None)),
+                        ));
+                    }
                 }
             }
-        }
         }
     });
     respond(s)

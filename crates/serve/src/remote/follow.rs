@@ -238,7 +238,10 @@ mod tests {
     #[test]
     fn malformed_and_oversized_lines_keep_their_place_and_break_nothing() {
         let live = live();
-        let big = format!("{{\"type\":\"x\",\"pad\":\"{}\"}}", "a".repeat(MAX_EVENT_BYTES));
+        let big = format!(
+            "{{\"type\":\"x\",\"pad\":\"{}\"}}",
+            "a".repeat(MAX_EVENT_BYTES)
+        );
         let mut payload = b"{\"type\":\"task_ready\",\"ts\":\"2026-01-01T00:00:00Z\",\"task\":1,\"wave\":0}\nnot json\n\xff\xfe\n[1,2]\n".to_vec();
         payload.extend_from_slice(big.as_bytes());
         payload.extend_from_slice(b"\n{\"type\":\"mystery\"}\n\n");

@@ -204,7 +204,13 @@ mod tests {
         assert_eq!(run_id_of("/runs/r1/dag.svg"), Some("r1"));
         assert_eq!(run_id_of("/api/runs/r-2/events"), Some("r-2"));
         assert_eq!(run_id_of("/api/runs/r-2"), Some("r-2"));
-        for none in ["/api/runs", "/", "/api/batches/b1", "/runs/..", "/api/runs/%2e%2e/x"] {
+        for none in [
+            "/api/runs",
+            "/",
+            "/api/batches/b1",
+            "/runs/..",
+            "/api/runs/%2e%2e/x",
+        ] {
             assert_eq!(run_id_of(none), None, "{none}");
         }
     }

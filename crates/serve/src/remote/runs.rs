@@ -99,10 +99,7 @@ pub async fn resume(remote: &Remote, id: &str) -> Result<(), ApiError> {
         Requeued::Completed => Err(ApiError::Conflict(format!(
             "run {id:?} completed: nothing to resume"
         ))),
-        Requeued::NotEnded(s) => Err(ApiError::Conflict(format!(
-            "run {id:?} is {}",
-            s.as_str()
-        ))),
+        Requeued::NotEnded(s) => Err(ApiError::Conflict(format!("run {id:?} is {}", s.as_str()))),
         Requeued::Missing => Err(no_run(id)),
     }
 }
@@ -150,7 +147,10 @@ fn row(state: &AppState, id: &str, run: &RemoteRun) -> RunSummary {
 /// Every run on the queue, newest first, each read from its record (a running one also
 /// followed, for its counts; a finished one's counts are its verdict's, or its directory's
 /// when a request has written it).
-pub async fn list(state: &Arc<AppState>, remote: &Arc<Remote>) -> Result<Vec<RunSummary>, ApiError> {
+pub async fn list(
+    state: &Arc<AppState>,
+    remote: &Arc<Remote>,
+) -> Result<Vec<RunSummary>, ApiError> {
     let names = planwave_queue::run_names(&remote.queue)
         .await
         .map_err(unavailable)?;
@@ -163,15 +163,14 @@ pub async fn rows(
     remote: &Arc<Remote>,
     ids: Vec<String>,
 ) -> Vec<RunSummary> {
-    let synced: Vec<(String, Result<Option<RemoteRun>, ApiError>)> =
-        futures::stream::iter(ids)
-            .map(|id| async move {
-                let r = super::sync(state, remote, &id, false).await;
-                (id, r)
-            })
-            .buffered(16)
-            .collect()
-            .await;
+    let synced: Vec<(String, Result<Option<RemoteRun>, ApiError>)> = futures::stream::iter(ids)
+        .map(|id| async move {
+            let r = super::sync(state, remote, &id, false).await;
+            (id, r)
+        })
+        .buffered(16)
+        .collect()
+        .await;
     let mut out = Vec::new();
     for (id, r) in synced {
         match r {
