@@ -23,6 +23,22 @@ pub struct NatsOptions {
     /// Copies of each stream and bucket when they are first created (3 on a 3-node cluster).
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=5), requires = "nats")]
     pub replicas: u64,
+    /// Drop journal messages (runs' events) older than this from the journal stream, e.g.
+    /// `30d`; it must outlast the longest run (default: kept until removed).
+    #[arg(long, value_name = "DURATION", value_parser = journal_age, requires = "nats")]
+    pub journal_max_age: Option<std::time::Duration>,
+    /// Keep at most this much of the journal stream, e.g. `20GiB` (oldest dropped first).
+    #[arg(long, value_name = "SIZE", requires = "nats")]
+    pub journal_max_bytes: Option<planwave_config::ByteSize>,
+}
+
+/// At least a minute: a shorter age would drop a running job's journal under it.
+fn journal_age(s: &str) -> Result<std::time::Duration, String> {
+    let d = planwave_config::parse_duration(s)?;
+    if d < std::time::Duration::from_secs(60) {
+        return Err(format!("{s:?}: at least 1m"));
+    }
+    Ok(d)
 }
 
 impl NatsOptions {
@@ -36,6 +52,10 @@ impl NatsOptions {
             creds: self.nats_creds.clone(),
             replicas: self.replicas as usize,
             client_name: client_name.to_owned(),
+            journal: planwave_queue::JournalLimits {
+                max_age: self.journal_max_age,
+                max_bytes: self.journal_max_bytes.map(|b| b.as_u64()),
+            },
         })
         .await?)
     }

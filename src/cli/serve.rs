@@ -1,5 +1,5 @@
-//! `planwave serve [--addr 127.0.0.1:8080] [--data DIR]`: the HTTP API and web view
-//! (crates/serve). Here only the flags, the first line of stdout (the base URL, so
+//! `planwave serve [--addr 127.0.0.1:8080] [--data DIR] [--nats URL]`: the HTTP API and web
+//! view (crates/serve), running jobs here or, with `--nats`, on the queue's workers. Here only the flags, the first line of stdout (the base URL, so
 //! `--addr 127.0.0.1:0` can be scripted), the options every job starts from (the server's
 //! config file and MCP servers) and how an earlier version's recorded command line is read.
 
@@ -36,6 +36,10 @@ pub struct ServeArgs {
     pub mcp_config: Option<PathBuf>,
     #[command(flatten)]
     pub limits: super::serve_limits::LimitArgs,
+    /// With `--nats`: what is POSTed is queued on JetStream and run by `planwave worker`s;
+    /// the API and pages read every run back from JetStream (`--data` is then a cache).
+    #[command(flatten)]
+    pub nats: super::nats::NatsOptions,
 }
 
 /// The token every request must carry (required off loopback).
@@ -58,6 +62,11 @@ fn absolute(path: &Option<PathBuf>) -> anyhow::Result<Option<PathBuf>> {
         .map_err(Into::into)
 }
 
+/// The name the NATS server shows for this client.
+fn client_name() -> String {
+    format!("planwave serve {}", std::process::id())
+}
+
 pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
     // The server's own options every job starts from, with absolute paths so a recorded job
     // means the same files wherever it is resumed from.
@@ -71,6 +80,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), false, &Stderr)
         .await;
+    let queue = match &args.nats.nats {
+        Some(_) => Some(args.nats.connect(&client_name()).await?),
+        None => None,
+    };
+    let over_queue = queue.is_some();
     let config = ServeConfig {
         addr: args.addr,
         data: args.data.clone(),
@@ -78,16 +92,24 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         max_body: usize::try_from(args.max_body.as_u64()).unwrap_or(usize::MAX),
         job,
         limits: args.limits.limits(),
+        queue,
     };
     resources
         .scope(async |resources| {
             let server = Server::bind(config, Arc::new(CliFront), resources.clone()).await?;
             // The first line of stdout, for scripts and tests.
             println!("{}", server.url());
-            eprintln!(
-                "planwave serve: runs in {}; Ctrl-C stops (running jobs stay resumable)",
-                args.data.display()
-            );
+            if over_queue {
+                eprintln!(
+                    "planwave serve: runs on the queue's workers (cache in {}); Ctrl-C stops",
+                    args.data.display()
+                );
+            } else {
+                eprintln!(
+                    "planwave serve: runs in {}; Ctrl-C stops (running jobs stay resumable)",
+                    args.data.display()
+                );
+            }
             let token = interrupt.token();
             server.run(async move { token.cancelled().await }).await?;
             eprintln!("planwave serve: stopped");

@@ -37,6 +37,7 @@ mod serve_browser;
 mod serve_hardening;
 mod serve_hardening_browser;
 mod serve_write_timeout;
+mod serve_nats;
 mod show;
 pub(crate) mod steps;
 mod steps_gaps;

@@ -20,6 +20,20 @@ pub struct QueueOptions {
     pub replicas: usize,
     /// The client's name as the server shows it (`planwave worker host-1234`).
     pub client_name: String,
+    /// Limits of the journal stream, set when given (on a new stream, and on an existing
+    /// one whose limits differ); `None` keeps what the stream has (none on a new one).
+    pub journal: JournalLimits,
+}
+
+/// How much of the journal stream (`PLANWAVE_JOURNAL`: every run's events, one subject per
+/// run) the server keeps. A run's journal is what a worker taking it over resumes from, and
+/// what `serve --nats` shows, so the age should outlast the longest run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct JournalLimits {
+    /// Messages older than this are dropped.
+    pub max_age: Option<Duration>,
+    /// Beyond this many bytes the oldest messages are dropped.
+    pub max_bytes: Option<u64>,
 }
 
 /// The URL with any user, password or token replaced by `***`.
@@ -68,6 +82,49 @@ pub(crate) fn endpoint_key(kind: &str, scope: &str) -> String {
         "{kind}.{:016x}",
         planwave_llm::stable_hash(0, &planwave_redact::redact_url(scope), 0)
     )
+}
+
+/// The journal stream, created with `limits`, or given them when it has others.
+async fn open_journal(
+    js: &jetstream::Context,
+    replicas: usize,
+    limits: JournalLimits,
+) -> crate::Result<stream::Stream> {
+    let mut config = stream::Config {
+        name: JOURNAL_STREAM.into(),
+        subjects: vec!["planwave.journal.>".into()],
+        storage: stream::StorageType::File,
+        num_replicas: replicas,
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    };
+    let apply = |c: &mut stream::Config| {
+        if let Some(age) = limits.max_age {
+            c.max_age = age;
+            // The server refuses a dedup window longer than the age.
+            c.duplicate_window = c.duplicate_window.min(age);
+        }
+        if let Some(bytes) = limits.max_bytes {
+            c.max_bytes = i64::try_from(bytes).unwrap_or(i64::MAX);
+        }
+    };
+    apply(&mut config);
+    let mut journal = js
+        .get_or_create_stream(config)
+        .await
+        .map_err(|e| QueueError::of("opening the journal stream", e))?;
+    let mut wanted = journal.cached_info().config.clone();
+    apply(&mut wanted);
+    if wanted != journal.cached_info().config {
+        js.update_stream(&wanted)
+            .await
+            .map_err(|e| QueueError::of("setting the journal stream's limits", e))?;
+        journal = js
+            .get_stream(JOURNAL_STREAM)
+            .await
+            .map_err(|e| QueueError::of("opening the journal stream", e))?;
+    }
+    Ok(journal)
 }
 
 /// Whether the server has the stream; `Err` when it cannot tell.
@@ -145,6 +202,14 @@ pub struct Queue {
     pub(crate) replicas: usize,
 }
 
+impl std::fmt::Debug for Queue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queue")
+            .field("replicas", &self.replicas)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Queue {
     /// Connects (failing within a few seconds when nothing answers) and opens the streams
     /// and buckets, creating the missing ones. Once connected, the client reconnects on its
@@ -182,7 +247,7 @@ impl Queue {
         // A cluster that just lost a node answers nothing for a moment: a few tries.
         let mut tries = 0;
         loop {
-            match Queue::open(client.clone(), js.clone(), o.replicas.max(1)).await {
+            match Queue::open(client.clone(), js.clone(), o.replicas.max(1), o.journal).await {
                 Ok(q) => return Ok(q),
                 Err(e) if tries >= 10 => {
                     return Err(QueueError::new(format!(
@@ -202,6 +267,7 @@ impl Queue {
         client: async_nats::Client,
         js: jetstream::Context,
         replicas: usize,
+        limits: JournalLimits,
     ) -> crate::Result<Queue> {
         let jobs = js
             .get_or_create_stream(stream::Config {
@@ -215,17 +281,7 @@ impl Queue {
             })
             .await
             .map_err(|e| QueueError::of("opening the job stream", e))?;
-        let journal = js
-            .get_or_create_stream(stream::Config {
-                name: JOURNAL_STREAM.into(),
-                subjects: vec!["planwave.journal.>".into()],
-                storage: stream::StorageType::File,
-                num_replicas: replicas,
-                duplicate_window: Duration::from_secs(120),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| QueueError::of("opening the journal stream", e))?;
+        let journal = open_journal(&js, replicas, limits).await?;
         // Created only when the server says they do not exist: a bucket that cannot be read
         // right now (a cluster electing a leader) is an error to retry, not one to recreate.
         let state = if stream_exists(&js, &format!("KV_{STATE_BUCKET}")).await? {

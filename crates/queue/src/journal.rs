@@ -91,6 +91,11 @@ impl JournalMirror for StreamMirror {
         }
         committed
     }
+
+    /// Every batch goes out as it is written: `serve --nats` follows the stream live.
+    fn live(&self) -> bool {
+        true
+    }
 }
 
 /// `lines` cut after newlines into pieces of at most [`CHUNK`] bytes (a longer line is one

@@ -13,6 +13,9 @@
 //!   a worker that takes over a job replays it into the engine's resume path;
 //! - object store `planwave_runs`: a finished job's run directory, which `fetch` writes back
 //!   as a local batch directory;
+//! - `serve --nats`'s runs ([`submit_run`], [`run_record`], [`follow_journal`], [`requeue`]):
+//!   each a batch of one job named by the run's id, its message kept in the object store as
+//!   `job.json` for resume;
 //! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
 //!   its requests/tokens of the current minute, shared by every worker.
 //!
@@ -36,6 +39,7 @@ mod message;
 mod names;
 mod rates;
 mod record;
+mod remote;
 mod shared_limits;
 mod status;
 mod submit;
@@ -43,7 +47,7 @@ mod worker;
 
 pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
-pub use connect::{Queue, QueueOptions, redact_url};
+pub use connect::{JournalLimits, Queue, QueueOptions, redact_url};
 pub use depth::QueueDepth;
 pub use error::QueueError;
 pub use fetch::{Fetched, check_fetch_dir, fetch};
@@ -52,6 +56,10 @@ pub use message::BadMessage;
 pub use names::check_batch_name;
 pub use rates::{OnWait, share_rate_limits};
 pub use record::{BatchRecord, JobRecord, QueueState};
+pub use remote::{
+    RemoteRun, Requeued, follow_journal, journal_last_seq, put_serve_record, requeue, run_files,
+    run_names, run_plan, run_record, serve_record, serve_records, submit_run, watch_run,
+};
 pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
 pub use submit::{Submitted, submit};

@@ -68,6 +68,10 @@ pub struct JobRecord {
     /// The worker running it, or the last one that did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worker: Option<String>,
+    /// Every worker that took it, in order (the last few): a run taken over after its
+    /// worker died shows the hand-over.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub workers: Vec<String>,
     /// Why it failed, or why it went back to the queue.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -101,6 +105,7 @@ impl JobRecord {
             dir: dir.to_owned(),
             state: QueueState::Queued,
             worker: None,
+            workers: Vec::new(),
             reason: None,
             deliveries: 0,
             attempts: 0,

@@ -59,7 +59,7 @@ pub struct Submitted {
     pub existing: usize,
 }
 
-fn message(name: &str, job: &ResolvedJob) -> JobMessage {
+pub(crate) fn message(name: &str, job: &ResolvedJob) -> JobMessage {
     // The job's spec as every batch job's: the message carries its work and options.
     let spec = planwave_runner::batch::job_spec(job, PathBuf::new());
     JobMessage {

@@ -300,6 +300,7 @@ impl Worker<'_> {
         }
         record.state = QueueState::Running;
         record.worker = Some(self.name.clone());
+        note_worker(&mut record.workers, &self.name);
         record.deliveries = delivered;
         put_json(&self.queue, &rk, &record).await?;
         self.notes.note(&format!(
@@ -308,7 +309,9 @@ impl Worker<'_> {
         ));
         let token = self.stop.child_token();
         let _registered = cancels.register(&job.batch, token.clone());
-        if cancels.seen_cancelled(&job.batch) {
+        // Read again now that the watch would cancel it: a batch queued again after a cancel
+        // (`serve --nats` resume) is not cancelled, whatever the watch saw earlier.
+        if cancels.is_cancelled(&job.batch).await {
             token.cancel();
         }
         self.tell(crate::JobPhase::Started);
@@ -445,6 +448,15 @@ fn verdict(run: planwave_batch::JobState, cancelled: bool) -> planwave_batch::Jo
     }
 }
 
+/// Adds `name` to a job's workers unless it is the last one already (kept to the last 16).
+fn note_worker(workers: &mut Vec<String>, name: &str) {
+    if workers.last().map(String::as_str) != Some(name) {
+        workers.push(name.to_owned());
+    }
+    let extra = workers.len().saturating_sub(16);
+    workers.drain(..extra);
+}
+
 /// Deliveries of one job of any kind (hand-backs included) before it is given up: high, so
 /// rolling restarts of workers never fail a job, yet finite.
 fn outer_bound(max_deliver: u32) -> u32 {
@@ -512,7 +524,21 @@ async fn ack(msg: &Message) {
 mod tests {
     use planwave_batch::JobState;
 
-    use super::verdict;
+    use super::{note_worker, verdict};
+
+    #[test]
+    fn a_jobs_workers_are_kept_in_order_without_repeats_and_bounded() {
+        let mut w = Vec::new();
+        for name in ["a", "a", "b", "a"] {
+            note_worker(&mut w, name);
+        }
+        assert_eq!(w, ["a", "b", "a"]);
+        for i in 0..40 {
+            note_worker(&mut w, &format!("w{i}"));
+        }
+        assert_eq!(w.len(), 16);
+        assert_eq!(w.last().map(String::as_str), Some("w39"));
+    }
 
     #[test]
     fn a_job_that_completed_stays_completed_when_a_cancel_races_its_end() {

@@ -35,6 +35,13 @@
       badge.className = 'badge ' + r.status;
       badge.textContent = r.status;
       st.appendChild(badge);
+      if (r.worker) {
+        // Over the queue (serve --nats): the worker that has (or had) the run.
+        const w = document.createElement('small');
+        w.className = 'muted worker';
+        w.textContent = ' on ' + r.worker + (r.deliveries > 1 ? ' (delivery ' + r.deliveries + ')' : '');
+        st.appendChild(w);
+      }
       const ended = r.completed + r.failed + r.blocked;
       cell(tr, r.tasks ? ended + ' / ' + r.tasks + (r.failed ? ' (' + r.failed + ' failed)' : '') : '–');
       cell(tr, r.tokens ? r.tokens.toLocaleString() : '–');

@@ -112,6 +112,14 @@
     }
     $('t-elapsed').textContent = fmtMs(elapsed);
     $('t-eta').textContent = run.live ? fmtMs(run.eta_ms) : '–';
+    if (run.queue) {
+      // Over the queue (serve --nats): every worker that took the run, so a hand-over shows.
+      const q = run.queue;
+      const workers = (q.workers && q.workers.length) ? q.workers : (q.worker ? [q.worker] : []);
+      $('t-worker').textContent = (workers.length ? workers.join(' → ') : 'none yet') +
+        (q.deliveries > 1 ? ' (delivery ' + q.deliveries + ')' : '');
+      $('t-queue').hidden = false;
+    }
     const badge = $('status');
     badge.textContent = run.status;
     badge.className = 'badge ' + run.status;

@@ -112,10 +112,26 @@ pub async fn create_run(State(state): S, body: Bytes) -> Result<Response, ApiErr
             ));
         }
     };
+    if state.remote.is_some() {
+        crate::remote::only_meta(&req.options)?;
+    }
     let options = ApiOptions::from_map(&req.options)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
-    let id = jobs::create(&state, start, &options, "")?;
+    let id = start_job(&state, start, &options, "").await?;
     Ok(created(id))
+}
+
+/// Starts a job here, or submits it to the queue under `--nats`.
+async fn start_job(
+    state: &Arc<AppState>,
+    start: Start,
+    options: &ApiOptions,
+    prefix: &str,
+) -> Result<String, ApiError> {
+    match &state.remote {
+        Some(remote) => crate::remote::create(state, remote, start, options, prefix).await,
+        None => jobs::create(state, start, options, prefix),
+    }
 }
 
 fn created(id: String) -> Response {
@@ -130,11 +146,15 @@ fn created(id: String) -> Response {
 }
 
 #[utoipa::path(get, path = "/api/runs", responses((status = 200, body = RunList)))]
-pub async fn list_runs(State(state): S) -> Json<RunList> {
+pub async fn list_runs(State(state): S) -> Result<Json<RunList>, ApiError> {
+    if let Some(remote) = &state.remote {
+        let runs = crate::remote::list(&state, remote).await?;
+        return Ok(Json(RunList { runs }));
+    }
     let runs = tokio::task::spawn_blocking(move || listing::list(&state))
         .await
         .unwrap_or_default();
-    Json(RunList { runs })
+    Ok(Json(RunList { runs }))
 }
 
 /// The run's state: live (from its events) while it runs, else its `run.json`.
@@ -160,7 +180,7 @@ pub fn run_state(state: &AppState, id: &str) -> Result<Value, ApiError> {
             Some(sum) => {
                 Ok(json!({"id": id, "live": false, "status": sum.status, "kind": sum.kind}))
             }
-            None => Err(no_run(id)),
+            None => crate::remote::state_from_record(state, id).ok_or_else(|| no_run(id)),
         },
     }
 }
@@ -173,18 +193,19 @@ pub async fn get_run(
     Path(id): Path<String>,
     Query(q): Query<StateQuery>,
 ) -> Result<Json<Value>, ApiError> {
+    let with_queue = |v| crate::remote::with_queue(&state, &id, v);
     if q.tasks == Some(false) {
         if let Some(live) = state.live(&id).filter(|l| !l.is_done()) {
-            return Ok(Json(live.summary()));
+            return Ok(Json(with_queue(live.summary())));
         }
         let mut v = run_state(&state, &id)?;
         if let Some(m) = v.as_object_mut() {
             m.remove("tasks");
             m.remove("calls");
         }
-        return Ok(Json(v));
+        return Ok(Json(with_queue(v)));
     }
-    Ok(Json(run_state(&state, &id)?))
+    Ok(Json(with_queue(run_state(&state, &id)?)))
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -217,7 +238,8 @@ pub async fn run_events(
         None => q.after.unwrap_or(0),
     };
     if let Some(live) = state.live(&id) {
-        return Ok(sse::follow(live, after, state.limits.sse_keep_alive));
+        let stop = state.remote.is_some().then(|| state.shutdown.clone());
+        return Ok(sse::follow(live, after, state.limits.sse_keep_alive, stop));
     }
     Ok(sse::replay(dir.join("events.jsonl"), after).await)
 }
@@ -324,6 +346,9 @@ pub async fn run_section(
               (status = 409, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn cancel_run(State(state): S, Path(id): Path<String>) -> Result<Response, ApiError> {
     existing(&state, &id)?;
+    if let Some(remote) = &state.remote {
+        return crate::remote::cancel(remote, &id).await;
+    }
     match state.live(&id) {
         Some(live) if !live.is_done() => {
             live.cancel.cancel();
@@ -342,6 +367,11 @@ pub async fn cancel_run(State(state): S, Path(id): Path<String>) -> Result<Respo
               (status = 422, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn resume_run(State(state): S, Path(id): Path<String>) -> Result<Response, ApiError> {
     let dir = existing(&state, &id)?;
+    if let Some(remote) = &state.remote {
+        crate::remote::resume(remote, &id).await?;
+        let links = RunLinks::of(&id);
+        return Ok((StatusCode::ACCEPTED, Json(Created { id, links })).into_response());
+    }
     if state.live(&id).is_some_and(|l| !l.is_done()) {
         return Err(ApiError::Conflict(format!("run {id:?} is running")));
     }
@@ -432,6 +462,9 @@ pub async fn create_batch(
         Some(text) => parse_json(text.as_bytes())?,
         None => Map::new(),
     };
+    if state.remote.is_some() {
+        crate::remote::only_meta(&options)?;
+    }
     let options = ApiOptions::from_map(&options)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
     let file = planwave_batch::parse_jobs(&body);
@@ -460,8 +493,13 @@ pub async fn create_batch(
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
         }
-        let prefix = format!("{batch}-{}-", sanitize_job(&job.id));
-        match jobs::create(&state, start, &opts, &prefix) {
+        let mut job_part = sanitize_job(&job.id);
+        if state.remote.is_some() {
+            // A run on the queue is a batch of its own, whose name has at most 64 characters.
+            job_part.truncate(16);
+        }
+        let prefix = format!("{batch}-{job_part}-");
+        match start_job(&state, start, &opts, &prefix).await {
             Ok(id) => runs.push(BatchRun {
                 job: job.id,
                 links: RunLinks::of(&id),
@@ -493,7 +531,7 @@ pub async fn create_batch(
     };
     // The runs are started: a batch that cannot be recorded still runs, it is only not
     // listed under /api/batches.
-    if let Err(e) = crate::batches::record(&state, &rec) {
+    if let Err(e) = crate::batches::record(&state, &rec).await {
         tracing::warn!("batch {batch}: cannot record it: {e}");
     }
     Ok((

@@ -72,8 +72,22 @@ fn dir(state: &AppState) -> PathBuf {
     state.data.join(".batches")
 }
 
-/// Records a new batch (written to a temporary name, then renamed: never half a file).
-pub fn record(state: &AppState, rec: &BatchRecord) -> std::io::Result<()> {
+/// Records a new batch: under `--nats` in the queue's bucket (`serve.batch.<id>`, so every
+/// server lists it), else as a file.
+pub async fn record(state: &AppState, rec: &BatchRecord) -> Result<(), String> {
+    match &state.remote {
+        Some(remote) => {
+            let json = serde_json::to_vec(rec).map_err(|e| e.to_string())?;
+            planwave_queue::put_serve_record(&remote.queue, &format!("batch.{}", rec.batch), &json)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        None => record_file(state, rec).map_err(|e| e.to_string()),
+    }
+}
+
+/// A batch's file (written to a temporary name, then renamed: never half a file).
+fn record_file(state: &AppState, rec: &BatchRecord) -> std::io::Result<()> {
     let dir = dir(state);
     std::fs::create_dir_all(&dir)?;
     let tmp = dir.join(format!(".{}.tmp", rec.batch));
@@ -95,11 +109,15 @@ fn run_summary(state: &AppState, id: &str) -> RunSummary {
 }
 
 fn view(state: &AppState, rec: BatchRecord, with_runs: bool) -> BatchView {
+    view_with(rec, with_runs, |id| run_summary(state, id))
+}
+
+fn view_with(rec: BatchRecord, with_runs: bool, summary: impl Fn(&str) -> RunSummary) -> BatchView {
     let runs: Vec<BatchRunState> = rec
         .jobs
         .into_iter()
         .map(|j| BatchRunState {
-            run: run_summary(state, &j.id),
+            run: summary(&j.id),
             job: j.job,
         })
         .collect();
@@ -143,11 +161,47 @@ fn list(state: &AppState) -> Vec<BatchView> {
 
 #[utoipa::path(get, path = "/api/batches",
     responses((status = 200, body = BatchList, description = "every batch made here, newest first, with its runs counted by status")))]
-pub async fn list_batches(State(state): S) -> Json<BatchList> {
+pub async fn list_batches(State(state): S) -> Result<Json<BatchList>, ApiError> {
+    if let Some(remote) = &state.remote {
+        let found = planwave_queue::serve_records(&remote.queue, "batch.")
+            .await
+            .map_err(crate::remote::unavailable)?;
+        let mut recs: Vec<BatchRecord> = found
+            .iter()
+            .filter_map(|(_, v)| serde_json::from_slice(v).ok())
+            .collect();
+        recs.sort_by(|a, b| b.batch.cmp(&a.batch));
+        let mut batches = Vec::new();
+        for rec in recs {
+            batches.push(remote_view(&state, remote, rec, false).await);
+        }
+        return Ok(Json(BatchList { batches }));
+    }
     let batches = tokio::task::spawn_blocking(move || list(&state))
         .await
         .unwrap_or_default();
-    Json(BatchList { batches })
+    Ok(Json(BatchList { batches }))
+}
+
+/// A batch of runs on the queue, each run's row read from it.
+async fn remote_view(
+    state: &std::sync::Arc<AppState>,
+    remote: &std::sync::Arc<crate::remote::Remote>,
+    rec: BatchRecord,
+    with_runs: bool,
+) -> BatchView {
+    let ids = rec.jobs.iter().map(|j| j.id.clone()).collect();
+    let rows: std::collections::HashMap<String, RunSummary> =
+        crate::remote::rows(state, remote, ids)
+            .await
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect();
+    view_with(rec, with_runs, |id| {
+        rows.get(id)
+            .cloned()
+            .unwrap_or_else(|| listing::missing(id))
+    })
 }
 
 #[utoipa::path(get, path = "/api/batches/{id}", params(("id" = String, Path)),
@@ -159,6 +213,15 @@ pub async fn get_batch(
 ) -> Result<Json<BatchView>, ApiError> {
     let name =
         safe_name(&id).ok_or_else(|| ApiError::BadRequest(format!("invalid batch id {id:?}")))?;
+    if let Some(remote) = &state.remote {
+        let rec: BatchRecord =
+            planwave_queue::serve_record(&remote.queue, &format!("batch.{name}"))
+                .await
+                .map_err(crate::remote::unavailable)?
+                .and_then(|v| serde_json::from_slice(&v).ok())
+                .ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
+        return Ok(Json(remote_view(&state, remote, rec, true).await));
+    }
     let path = dir(&state).join(format!("{name}.json"));
     let rec = read(&path).ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
     let v = tokio::task::spawn_blocking(move || view(&state, rec, true))

@@ -55,6 +55,16 @@ fn resolve(
     Ok((settings, sim))
 }
 
+/// A checked request: its id, spec, settings and (for a plan) the validated plan.
+pub struct Prepared {
+    pub id: String,
+    pub dir: std::path::PathBuf,
+    pub spec: JobSpec,
+    pub settings: Settings,
+    pub sim: planwave_sim::SimConfig,
+    pub plan: Option<ValidatedPlan>,
+}
+
 /// Checks the request, prepares `DATA/<id>/` and starts the job; returns its id.
 pub fn create(
     state: &Arc<AppState>,
@@ -62,6 +72,17 @@ pub fn create(
     options: &ApiOptions,
     prefix: &str,
 ) -> Result<String, ApiError> {
+    let p = prepare(state, start, options, prefix)?;
+    spawn(state, p)
+}
+
+/// Checks the request as the CLI checks its flags and plan; nothing is created yet.
+pub fn prepare(
+    state: &AppState,
+    start: Start,
+    options: &ApiOptions,
+    prefix: &str,
+) -> Result<Prepared, ApiError> {
     let id = new_run_id(prefix);
     let dir = state.data.join(&id);
     let work = match &start {
@@ -94,6 +115,26 @@ pub fn create(
         }
         Start::Goal(_) => None,
     };
+    Ok(Prepared {
+        id,
+        dir,
+        spec,
+        settings,
+        sim,
+        plan,
+    })
+}
+
+/// Starts a prepared job here; returns its id.
+fn spawn(state: &Arc<AppState>, p: Prepared) -> Result<String, ApiError> {
+    let Prepared {
+        id,
+        dir,
+        spec,
+        settings,
+        sim,
+        plan,
+    } = p;
     // The directory exists (and is listed) from the moment the id is returned.
     std::fs::create_dir_all(&dir).map_err(|e| ApiError::Internal(e.to_string()))?;
     let live = LiveRun::new(

@@ -37,6 +37,7 @@ pub mod metrics;
 mod openapi;
 mod options;
 mod queue;
+mod remote;
 mod run_metrics;
 mod sse;
 mod state;
@@ -76,6 +77,9 @@ pub struct ServeConfig {
     pub job: planwave_config::spec::JobOptions,
     /// Hosts, jobs, tasks, connections and timeouts (see [`ServeLimits`]).
     pub limits: ServeLimits,
+    /// `serve --nats`: submit jobs to this queue (run by `planwave worker`s) and show what
+    /// it holds; `None` runs them here.
+    pub queue: Option<planwave_queue::Queue>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +133,14 @@ impl Server {
                 addr: config.addr,
                 source,
             })?;
+        let remote = config.queue.map(remote::Remote::new);
+        let mut probes: Vec<Arc<dyn health::Probe>> = vec![
+            Arc::new(health::Writable(data.clone())),
+            Arc::new(health::McpUp(shared.mcp.clone())),
+        ];
+        if let Some(r) = &remote {
+            probes.push(Arc::new(remote::NatsUp(r.queue.clone())));
+        }
         let state = Arc::new(AppState {
             front,
             base: config.job,
@@ -139,15 +151,13 @@ impl Server {
             summaries: Default::default(),
             limits: limits::Limits::new(&config.limits, config.max_body),
             health: Arc::new(health::Health {
-                probes: vec![
-                    Arc::new(health::Writable(data.clone())),
-                    Arc::new(health::McpUp(shared.mcp.clone())),
-                ],
+                probes,
                 metrics: metrics::Metrics::new(),
                 before_scrape: None,
             }),
             data,
             shared,
+            remote,
         });
         Ok(Server {
             listener,
@@ -222,6 +232,11 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/api/batches/{id}", get(batches::get_batch))
         .route("/metrics", get(health::app_metrics))
         .route("/api/metrics", get(run_metrics::get_metrics))
+        // Innermost, after the token: a request naming a run reads it from the queue first.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            remote::sync_run,
+        ))
         .layer(DefaultBodyLimit::max(max_body))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -37,6 +37,12 @@ pub struct RunSummary {
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub duration_ms: Option<f64>,
+    /// Under `--nats`: the worker running the run, or the last one that did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worker: Option<String>,
+    /// Under `--nats`: times the run was handed to a worker (more than one: taken over).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<u32>,
 }
 
 #[derive(Default)]
@@ -100,6 +106,8 @@ pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
         started_at: started,
         finished_at: finished,
         duration_ms,
+        worker: None,
+        deliveries: None,
     }
 }
 
@@ -153,6 +161,8 @@ pub fn missing(id: &str) -> RunSummary {
         started_at: None,
         finished_at: None,
         duration_ms: None,
+        worker: None,
+        deliveries: None,
     }
 }
 

@@ -16,6 +16,7 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use futures::stream::{self, Stream, StreamExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
 
 use crate::live::LiveRun;
 use crate::log::frame;
@@ -42,35 +43,50 @@ fn respond(s: impl Stream<Item = Bytes> + Send + 'static) -> Response {
         .into_response()
 }
 
-/// Follows a live run's log from after its `after`-th line.
-pub fn follow(run: Arc<LiveRun>, after: usize, keep_alive: Duration) -> Response {
+/// Follows a live run's log from after its `after`-th line. When `stop` is cancelled (a
+/// server over the queue stopping) the stream ends without `end`, so the client reconnects
+/// with `Last-Event-ID` to whichever server answers next.
+pub fn follow(
+    run: Arc<LiveRun>,
+    after: usize,
+    keep_alive: Duration,
+    stop: Option<CancellationToken>,
+) -> Response {
     let rx = run.log.subscribe();
-    let s = stream::unfold(Some((run, rx, after, None)), move |state| async move {
-        let (run, mut rx, next, sent) = state?;
-        if let Some(at) = sent {
-            tokio::time::sleep_until(at + COALESCE).await;
-        }
-        loop {
-            let (n, block) = run.log.since(next, CHUNK);
-            if n > 0 {
-                let now = tokio::time::Instant::now();
-                return Some((block, Some((run, rx, next + n, Some(now)))));
+    let stop = stop.unwrap_or_default();
+    let s = stream::unfold(Some((run, rx, after, None)), move |state| {
+        let stop = stop.clone();
+        async move {
+            let (run, mut rx, next, sent) = state?;
+            if let Some(at) = sent {
+                tokio::time::sleep_until(at + COALESCE).await;
             }
-            let (len, done) = *rx.borrow_and_update();
-            if len > next {
-                continue;
-            }
-            if done {
-                return Some((Bytes::from_static(END), None));
-            }
-            match tokio::time::timeout(keep_alive, rx.changed()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
-                Err(_) => {
-                    return Some((
-                        Bytes::from_static(b": keep-alive\n\n"),
-                        Some((run, rx, next, None)),
-                    ));
+            loop {
+                let (n, block) = run.log.since(next, CHUNK);
+                if n > 0 {
+                    let now = tokio::time::Instant::now();
+                    return Some((block, Some((run, rx, next + n, Some(now)))));
+                }
+                let (len, done) = *rx.borrow_and_update();
+                if len > next {
+                    continue;
+                }
+                if done {
+                    return Some((Bytes::from_static(END), None));
+                }
+                let changed = tokio::select! {
+                    () = stop.cancelled() => return None,
+                    c = tokio::time::timeout(keep_alive, rx.changed()) => c,
+                };
+                match changed {
+                    Ok(Ok(())) => {}
+                    Ok(Err(_)) => return Some((Bytes::from_static(END), None)),
+                    Err(_) => {
+                        return Some((
+                            Bytes::from_static(b": keep-alive\n\n"),
+                            Some((run, rx, next, None)),
+                        ));
+                    }
                 }
             }
         }

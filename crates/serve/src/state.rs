@@ -44,6 +44,8 @@ pub struct AppState {
     pub limits: crate::limits::Limits,
     /// `/metrics` and `/readyz` (crate::health).
     pub health: Arc<crate::health::Health>,
+    /// `--nats`: jobs go to the queue and everything shown is read back from it.
+    pub(crate) remote: Option<Arc<crate::remote::Remote>>,
 }
 
 impl AppState {

@@ -59,15 +59,21 @@ impl Cancels {
                 let Ok(b) = serde_json::from_slice::<BatchRecord>(&entry.value) else {
                     continue;
                 };
-                if b.cancelled {
+                if !b.cancelled {
+                    // Queued again after a cancel (`serve --nats` resume).
                     marked
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(b.name.clone());
-                    let t = seen.lock().unwrap_or_else(|e| e.into_inner());
-                    for (_, token) in t.get(&b.name).into_iter().flatten() {
-                        token.cancel();
-                    }
+                        .remove(&b.name);
+                    continue;
+                }
+                marked
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(b.name.clone());
+                let t = seen.lock().unwrap_or_else(|e| e.into_inner());
+                for (_, token) in t.get(&b.name).into_iter().flatten() {
+                    token.cancel();
                 }
             }
         });

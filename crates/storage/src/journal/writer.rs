@@ -30,6 +30,13 @@ impl From<&str> for JournalError {
 /// blocks until they are stored; an error fails the journal like a failed fsync.
 pub trait JournalMirror: Send + Sync {
     fn commit(&self, lines: &[u8]) -> Result<(), String>;
+
+    /// Whether every batch of lines is committed as it is written, not only with a
+    /// completion's acknowledgement or a sync: for a mirror others watch live (`serve
+    /// --nats` shows a task running as soon as its `task_started` reaches JetStream).
+    fn live(&self) -> bool {
+        false
+    }
 }
 
 /// Called once the event it came with is durable (`Ok`) or could not be written (`Err`).
@@ -148,6 +155,7 @@ fn write_loop(
         to: m,
         lines: Vec::new(),
     });
+    let live = mirror.as_ref().is_some_and(|m| m.to.live());
     let mut first_err: Option<JournalError> = None;
     let mut acks: Vec<Ack> = Vec::new();
     let mut syncs = Vec::new();
@@ -197,7 +205,7 @@ fn write_loop(
                 first_err = Some(JournalError(format!("cannot sync events.jsonl: {e}")));
             }
             if first_err.is_none()
-                && wanted
+                && (wanted || live)
                 && let Some(m) = &mut mirror
             {
                 first_err = m.commit().err();
@@ -392,6 +400,37 @@ mod tests {
         let j = Journal::open_mirrored(&path, false, None, Some(down)).expect("open");
         j.emit(&ready(1));
         assert!(j.sync().is_err());
+    }
+
+    /// A mirror watched live: tells the test of each commit.
+    struct Live(std::sync::Mutex<mpsc::Sender<Vec<u8>>>);
+
+    impl JournalMirror for Live {
+        fn commit(&self, lines: &[u8]) -> Result<(), String> {
+            let _ = self.0.lock().expect("lock").send(lines.to_vec());
+            Ok(())
+        }
+
+        fn live(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_live_mirror_gets_an_event_without_waiting_for_an_acknowledgement() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let (tx, rx) = mpsc::channel();
+        let mirror = Arc::new(Live(std::sync::Mutex::new(tx)));
+        let j = Journal::open_mirrored(&path, false, None, Some(mirror)).expect("open");
+        // No acknowledgement asked and no sync: the line reaches the mirror anyway.
+        j.emit(&ready(1));
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("committed");
+        let text = String::from_utf8(got).expect("utf8");
+        assert_eq!(text.lines().count(), 1, "{text}");
+        j.close().expect("close");
     }
 
     #[test]
