@@ -6,12 +6,14 @@ mod client;
 mod config;
 pub mod context_header;
 mod endpoint;
+mod gate;
 mod limiter;
 mod retry;
 pub mod sse;
 mod wire;
 
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
+pub use gate::{AdmittedAttempt, AttemptGate};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
