@@ -13,8 +13,9 @@
 //!   a worker that takes over a job replays it into the engine's resume path;
 //! - object store `planwave_runs`: a finished job's run directory, which `fetch` writes back
 //!   as a local batch directory;
-//! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
-//!   its requests/tokens of the current minute, shared by every worker.
+//! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases, a
+//!   batch's subagent leases (`--max-subagents` across the fleet) and the log of the
+//!   provider's requests/tokens of the last minute, shared by every worker.
 //!
 //! A message is input from outside: a worker decodes and checks every field of it
 //! ([`BadMessage`] lists what is wrong; the message is terminated, never run) and writes and
@@ -30,7 +31,9 @@ mod depth;
 mod dir_mirror;
 mod error;
 mod fetch;
+mod fleet_slots;
 mod journal;
+mod leases;
 mod limits;
 mod message;
 mod names;
@@ -47,14 +50,13 @@ pub use connect::{Queue, QueueOptions, redact_url};
 pub use depth::QueueDepth;
 pub use error::QueueError;
 pub use fetch::{Fetched, check_fetch_dir, fetch};
-pub use limits::share_in_flight_limit;
-pub use message::BadMessage;
+pub use message::{BadMessage, MAX_SUBAGENTS};
 pub use names::check_batch_name;
-pub use rates::{OnWait, share_rate_limits};
+pub use rates::OnWait;
 pub use record::{BatchRecord, JobRecord, QueueState};
 pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
-pub use submit::{Submitted, submit};
+pub use submit::{BatchOptions, Submitted, submit, submit_with};
 pub use worker::{DEFAULT_ACK_WAIT, Worker, WorkerEnd};
 
 /// Told how long a journal commit to JetStream took.
