@@ -153,7 +153,11 @@ impl Drop for Lease {
 /// Deletes the lease if it is still this holding's (a refresh aborted mid-way may have moved
 /// its revision on).
 async fn release(kv: kv::Store, key: String, token: String, revision: u64) {
-    if kv.delete_expect_revision(&key, Some(revision)).await.is_ok() {
+    if kv
+        .delete_expect_revision(&key, Some(revision))
+        .await
+        .is_ok()
+    {
         return;
     }
     if let Ok(Some(e)) = kv.entry(&key).await

@@ -23,12 +23,12 @@ use planwave_runner::batch::BatchWatch;
 use planwave_runner::{Notes, Resources};
 use tokio_util::sync::CancellationToken;
 
+use crate::fleet_slots::FleetCaps;
 use crate::message::BadMessage;
 use crate::names::{CONSUMER, job_key, job_record_key};
 use crate::record::{JobRecord, QueueState, get_json, put_json};
 use crate::submit::JobMessage;
 use crate::{Queue, QueueError, WorkerCache};
-use crate::fleet_slots::FleetCaps;
 use cancels::Cancels;
 pub(crate) use run::RUN_ARCHIVE;
 

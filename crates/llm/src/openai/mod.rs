@@ -13,8 +13,8 @@ pub mod sse;
 mod wire;
 
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
-pub use gate::{AdmittedAttempt, AttemptGate};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
+pub use gate::{AdmittedAttempt, AttemptGate};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
     RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,
