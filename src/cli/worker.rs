@@ -99,7 +99,7 @@ fn claim_cache(dir: Option<&Path>) -> anyhow::Result<WorkerCache> {
 }
 
 pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
-    let settings = llm::settings(&[
+    let mut settings = llm::settings(&[
         &args.job,
         &args.planner,
         &args.plan_cache,
@@ -113,13 +113,12 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         .connect(&format!("planwave worker {name}"))
         .await?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget; its
-    // limits hold across every worker calling the same endpoint.
-    let mut resources = args.job.resources(&settings)?;
+    // limits hold across every worker calling the same endpoint (each attempt is admitted by
+    // the shared limits before it goes).
     let quiet = args.quiet;
-    resources.provider = planwave_queue::share_provider_limits(
+    planwave_queue::share_provider_limits(
         &queue,
-        resources.provider.clone(),
-        &settings.llm,
+        &mut settings.llm,
         Arc::new(move |line: &str| {
             if !quiet {
                 eprintln!("{line}");
@@ -127,6 +126,7 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
         }),
     )
     .await?;
+    let mut resources = args.job.resources(&settings)?;
     let metrics = planwave_serve::metrics::Metrics::new();
     resources.provider =
         planwave_serve::metrics::MeteredProvider::wrap(resources.provider, metrics.clone());

@@ -8,6 +8,7 @@ mod docs;
 pub(crate) mod durable;
 mod events;
 mod faults;
+mod fleet_limits;
 mod fleet_metrics;
 mod hardening_inputs;
 mod hardening_process;

@@ -94,6 +94,8 @@ pub struct LimitsSection {
     pub max_in_flight: Option<usize>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+    /// The period of the per-minute limits, for tests (default 60).
+    pub window_secs: Option<f64>,
 }
 
 /// `[run]`: limits of one run (`--task-timeout`, `--deadline` override them).

@@ -104,6 +104,7 @@ pub(crate) fn resolve(
         max_in_flight: l.limits.max_in_flight,
         requests_per_minute: l.limits.requests_per_minute,
         tokens_per_minute: l.limits.tokens_per_minute,
+        window: crate::secs::file_secs("[llm.limits] window_secs", l.limits.window_secs)?,
     };
     c.seed = seed;
     Ok(LlmChoice::OpenAi {

@@ -45,7 +45,7 @@ pub struct RunRequest {
     /// The whole run stops (like Ctrl-C, resumable) when this much time has passed.
     pub deadline: Option<std::time::Duration>,
     /// Subagent slots shared with other runs (a batch): a subagent holds one while it works.
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<crate::Slots>,
     /// Where files go; `None` keeps everything in memory (benchmarks, embedding).
     pub output: Option<RunDir>,
     pub cancel: CancellationToken,

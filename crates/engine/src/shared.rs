@@ -24,7 +24,7 @@ pub struct RunShared {
     /// The durable record (`events.jsonl`); every event goes here before the sink.
     pub journal: Option<Arc<Journal>>,
     /// Subagent slots shared across runs (a batch's `--max-subagents`).
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<crate::Slots>,
     /// Where sections are written (by the subagents, durably, before they report).
     pub output: Option<RunDir>,
     /// `sections/<stem>.md` per task, in plan order.

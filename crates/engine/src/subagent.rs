@@ -151,7 +151,7 @@ impl Actor for Subagent {
 async fn work(state: &SubagentArgs) -> SubagentReport {
     // A batch caps subagents across all its runs; the permit is held until the report.
     let _slot = match &state.shared.slots {
-        Some(s) => s.clone().acquire_owned().await.ok(),
+        Some(s) => s.clone().acquire().await,
         None => None,
     };
     // Nothing is kept here across the section's wait but what `write_section` keeps: the

@@ -16,8 +16,9 @@
 //! - `serve --nats`'s runs ([`submit_run`], [`run_record`], [`follow_journal`], [`requeue`]):
 //!   each a batch of one job named by the run's id, its message kept in the object store as
 //!   `job.json` for resume;
-//! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases and
-//!   its requests/tokens of the current minute, shared by every worker.
+//! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases, a
+//!   batch's subagent leases (`--max-subagents` across the fleet) and the log of the
+//!   provider's requests/tokens of the last minute, shared by every worker.
 //!
 //! A message is input from outside: a worker decodes and checks every field of it
 //! ([`BadMessage`] lists what is wrong; the message is terminated, never run) and writes and
@@ -33,7 +34,9 @@ mod depth;
 mod dir_mirror;
 mod error;
 mod fetch;
+mod fleet_slots;
 mod journal;
+mod leases;
 mod limits;
 mod message;
 mod names;
@@ -51,10 +54,9 @@ pub use connect::{JournalLimits, Queue, QueueOptions, redact_url};
 pub use depth::QueueDepth;
 pub use error::QueueError;
 pub use fetch::{Fetched, check_fetch_dir, fetch};
-pub use limits::share_in_flight_limit;
-pub use message::BadMessage;
+pub use message::{BadMessage, MAX_SUBAGENTS};
 pub use names::check_batch_name;
-pub use rates::{OnWait, share_rate_limits};
+pub use rates::OnWait;
 pub use record::{BatchRecord, JobRecord, QueueState};
 pub use remote::{
     RemoteRun, Requeued, follow_journal, journal_last_seq, put_serve_record, requeue, run_files,
@@ -62,7 +64,7 @@ pub use remote::{
 };
 pub use shared_limits::share_provider_limits;
 pub use status::{BatchStatus, status};
-pub use submit::{Submitted, submit};
+pub use submit::{BatchOptions, Submitted, submit, submit_with};
 pub use worker::{DEFAULT_ACK_WAIT, STOP_GRACE, Worker, WorkerEnd};
 
 /// Told how long a journal commit to JetStream took.

@@ -120,7 +120,22 @@ fn check(subject: &str, msg: &JobMessage) -> Vec<String> {
     }
     problems.extend(check_work(msg));
     problems.extend(check_options(&msg.options));
+    if let Some(Err(e)) = msg.max_subagents.map(check_max_subagents) {
+        problems.push(e);
+    }
     problems
+}
+
+/// Most subagents a batch may cap its jobs at: each is a lease key in KV.
+pub const MAX_SUBAGENTS: u64 = 10_000;
+
+/// A batch's cap on subagents in flight: 1 to [`MAX_SUBAGENTS`].
+pub(crate) fn check_max_subagents(n: u64) -> Result<(), String> {
+    if (1..=MAX_SUBAGENTS).contains(&n) {
+        Ok(())
+    } else {
+        Err(format!("max_subagents {n}: expected 1 to {MAX_SUBAGENTS}"))
+    }
 }
 
 /// A job id as a job file takes it (a non-blank string), short enough for a subject.
@@ -293,6 +308,22 @@ mod tests {
                 "work: stream_plan: a batch's goal jobs stream no plan",
             ]
         );
+    }
+
+    #[test]
+    fn a_batchs_cap_on_subagents_is_a_positive_number_within_bounds() {
+        let mut v = good();
+        v["max_subagents"] = json!(3);
+        let m = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect("valid");
+        assert_eq!(m.max_subagents, Some(3));
+        v["max_subagents"] = json!(0);
+        assert_eq!(
+            problems("planwave.jobs.q3", &v),
+            ["max_subagents 0: expected 1 to 10000"]
+        );
+        v["max_subagents"] = json!(-1);
+        let p = problems("planwave.jobs.q3", &v);
+        assert!(p[0].starts_with("not a job message: "), "{p:?}");
     }
 
     #[test]

@@ -48,6 +48,17 @@ pub(crate) struct JobMessage {
     /// A plan job's plan, inline.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanSpec>,
+    /// The batch's cap on subagents in flight across every worker ([`BatchOptions`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_subagents: Option<u64>,
+}
+
+/// What a batch asks of every worker that runs its jobs; carried by each job's message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BatchOptions {
+    /// Most subagents of the batch's jobs in flight at once across all workers
+    /// (`batch --nats --max-subagents N`), held through leases in KV.
+    pub max_subagents: Option<u64>,
 }
 
 /// What a submission did.
@@ -59,7 +70,7 @@ pub struct Submitted {
     pub existing: usize,
 }
 
-pub(crate) fn message(name: &str, job: &ResolvedJob) -> JobMessage {
+pub(crate) fn message(name: &str, job: &ResolvedJob, opts: &BatchOptions) -> JobMessage {
     // The job's spec as every batch job's: the message carries its work and options.
     let spec = planwave_runner::batch::job_spec(job, PathBuf::new());
     JobMessage {
@@ -74,6 +85,7 @@ pub(crate) fn message(name: &str, job: &ResolvedJob) -> JobMessage {
             JobInput::Plan(p) => Some(p.spec().clone()),
             JobInput::Goal(_) => None,
         },
+        max_subagents: opts.max_subagents,
     }
 }
 
@@ -91,7 +103,22 @@ pub async fn submit(
     jobs: &[ResolvedJob],
     bad_lines: &[BadLine],
 ) -> crate::Result<Submitted> {
+    submit_with(q, name, jobs, bad_lines, &BatchOptions::default()).await
+}
+
+/// [`submit`] with the batch's options, which every job's message carries (a job already
+/// queued keeps those it was queued with).
+pub async fn submit_with(
+    q: &Queue,
+    name: &str,
+    jobs: &[ResolvedJob],
+    bad_lines: &[BadLine],
+    opts: &BatchOptions,
+) -> crate::Result<Submitted> {
     crate::check_batch_name(name)?;
+    if let Some(n) = opts.max_subagents {
+        crate::message::check_max_subagents(n).map_err(QueueError::new)?;
+    }
     let key = batch_record_key(name);
     let mut batch: BatchRecord = get_json(q, &key).await?.unwrap_or_else(|| BatchRecord {
         name: name.to_owned(),
@@ -129,7 +156,7 @@ pub async fn submit(
         } else {
             done.added += 1;
         }
-        let body = serde_json::to_vec(&message(name, job))
+        let body = serde_json::to_vec(&message(name, job, opts))
             .map_err(|e| QueueError::of("encoding a job", e))?;
         let sent = Sent {
             id: job.id.clone(),
@@ -218,12 +245,16 @@ mod tests {
         });
         assert!(bad.is_empty(), "{bad:?}");
         for job in &jobs {
-            let body = serde_json::to_vec(&message("q3", job)).unwrap();
+            let opts = BatchOptions {
+                max_subagents: Some(4),
+            };
+            let body = serde_json::to_vec(&message("q3", job, &opts)).unwrap();
             let m = crate::message::decode("planwave.jobs.q3", &body).expect("accepted");
             assert_eq!(
                 (m.id.as_str(), m.dir.as_str()),
                 (job.id.as_str(), job.dir.as_str())
             );
+            assert_eq!(m.max_subagents, Some(4));
             let sent: BTreeMap<_, _> = m.options.meta.meta.iter().cloned().collect();
             assert_eq!(
                 sent, job.metadata,

@@ -24,6 +24,7 @@ use planwave_runner::batch::BatchWatch;
 use planwave_runner::{Notes, Resources};
 use tokio_util::sync::CancellationToken;
 
+use crate::fleet_slots::FleetCaps;
 use crate::message::BadMessage;
 use crate::names::{CONSUMER, job_key, job_record_key};
 use crate::record::{JobRecord, QueueState, get_json, put_json};
@@ -152,6 +153,7 @@ impl Worker<'_> {
         ack_wait: &Arc<AtomicU64>,
     ) -> crate::Result<WorkerEnd> {
         let cancels = Cancels::watch(&self.queue).await?;
+        let caps = FleetCaps::default();
         let slots = self
             .max_subagents
             .map(|n| Arc::new(tokio::sync::Semaphore::new(n)));
@@ -168,7 +170,7 @@ impl Worker<'_> {
                 got = async { fetch.as_mut().expect("guarded").await }, if fetch.is_some() => {
                     fetch = None;
                     if let Some(m) = got {
-                        running.push(self.handle(m, &cancels, slots.clone(), ack_wait));
+                        running.push(self.handle(m, &cancels, &caps, slots.clone(), ack_wait));
                     }
                 }
             }
@@ -209,13 +211,14 @@ impl Worker<'_> {
         &self,
         msg: Message,
         cancels: &Cancels,
+        caps: &FleetCaps,
         slots: Option<Arc<tokio::sync::Semaphore>>,
         ack_wait: &AtomicU64,
     ) -> Handled {
         // In-progress acks from the first moment: even reading the job's record may wait for
         // a cluster's election.
         let handled = tokio::select! {
-            r = self.handle_inner(&msg, cancels, slots) => r,
+            r = self.handle_inner(&msg, cancels, caps, slots) => r,
             _ = heartbeat(&msg, ack_wait) => unreachable!("the heartbeat never ends"),
         };
         match handled {
@@ -236,6 +239,7 @@ impl Worker<'_> {
         &self,
         msg: &Message,
         cancels: &Cancels,
+        caps: &FleetCaps,
         slots: Option<Arc<tokio::sync::Semaphore>>,
     ) -> crate::Result<Handled> {
         let delivered = msg.info().map(|i| i.delivered).unwrap_or(1).max(1) as u32;
@@ -315,7 +319,12 @@ impl Worker<'_> {
             token.cancel();
         }
         self.tell(crate::JobPhase::Started);
-        let outcome = self.run_job(&job, token.clone(), slots).await;
+        // The batch's cap across the fleet, with this worker's own.
+        let cap = job.max_subagents.map(|n| n as usize);
+        let outcome = match caps.slots(&self.queue, &job.batch, cap, slots).await {
+            Ok(slots) => self.run_job(&job, token.clone(), slots).await,
+            Err(e) => Err(e),
+        };
         self.settle(msg, &job, &rk, record, outcome, cancels).await
     }
 

@@ -58,7 +58,7 @@ pub struct Execution {
     /// Tasks completed by an earlier attempt (resume, recovery passes).
     pub preset: Vec<Preset>,
     /// Subagent slots shared with other runs (a batch).
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<planwave_engine::Slots>,
     pub cancel: CancellationToken,
     /// This execution is the command's own run: its id, topic and status go on the root span
     /// (a batch's jobs are not).

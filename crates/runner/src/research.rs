@@ -59,7 +59,7 @@ pub struct Research<'a> {
     pub watch: &'a dyn Watch,
     pub notes: &'a dyn Notes,
     /// A batch's cap on subagents in flight across its jobs; `None` for a command's own loop.
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<planwave_engine::Slots>,
     /// Execute each round's plan while it streams (`research`; `--no-stream-plan` is false).
     pub stream_plan: bool,
 }

@@ -51,7 +51,7 @@ pub struct RoundsSetup<'a> {
     /// `--deadline` for the whole loop, not per round.
     pub deadline: Option<std::time::Instant>,
     /// A batch's cap on subagents in flight across its jobs.
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<planwave_engine::Slots>,
     /// Each pass fills in the front end's root span (one loop per command); a batch's
     /// jobs share theirs, so they do not.
     pub root_span: bool,

@@ -12,7 +12,9 @@
 //! As a realistic endpoint it streams at the simulator's token rate (with jitter), charges a
 //! prefill time per prompt token, admits a limited number of answers at once (the rest
 //! queue), and measures its own queue wait and time to first token per answer
-//! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked.
+//! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked;
+//! `/planwave/arrivals` says when each request was received, so a client's rate limits can
+//! be checked as the provider counts.
 //! With a prefix cache (`SimConfig::prefix_cache`) repeated prompt prefixes are cached by
 //! token blocks: prefill is charged for the uncached part only and usage reports the cached
 //! tokens.
@@ -20,6 +22,7 @@
 //! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
 //! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
 
+mod arrivals;
 mod embeddings;
 mod faults;
 mod metrics;
@@ -30,6 +33,7 @@ mod serving;
 mod stream;
 mod wire;
 
+pub use arrivals::{Arrival, ArrivalLog, Second};
 pub use faults::{Fault, FaultConfig, FaultRates};
 pub use options::{OptionError, PrefixCacheOptions, ServeOptions};
 pub use server::{ServerStats, SimServer, SimServerConfig, router};

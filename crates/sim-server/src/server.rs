@@ -74,6 +74,8 @@ pub(crate) struct AppState {
     /// `GET /metrics` (metrics.rs).
     pub(crate) metrics: crate::metrics::Metrics,
     pub(crate) prefix: crate::prefix::ServerCache,
+    /// `GET /planwave/arrivals` (arrivals.rs).
+    pub(crate) arrivals: crate::arrivals::Arrivals,
 }
 
 impl AppState {
@@ -90,12 +92,15 @@ impl AppState {
             counter: AtomicU64::new(0),
             stats: Mutex::new(ServerStats::default()),
             subagents_in_flight: AtomicU64::new(0),
+            arrivals: crate::arrivals::Arrivals::new(),
         }
     }
 
     /// A completed answer, in `/planwave/stats` and `/metrics`.
     pub(crate) fn answered(&self, t: &crate::serving::AnswerTiming, done: Instant) {
         self.metrics.answered(&t.as_answered(done));
+        self.arrivals
+            .answered(t.request, t.prompt_tokens + t.output_tokens);
         if let Ok(mut s) = self.stats.lock() {
             s.serving.record(t, done);
         }
@@ -128,6 +133,7 @@ fn router_with_state(state: Arc<AppState>) -> Router {
         .route("/chat/completions", post(chat))
         .route("/v1/models", get(models))
         .route("/planwave/stats", get(stats))
+        .route("/planwave/arrivals", get(crate::arrivals::serve))
         .route("/health", get(crate::metrics::health))
         .route("/v1/embeddings", post(crate::embeddings::embeddings))
         .route("/metrics", get(crate::metrics::serve))
@@ -287,6 +293,9 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
     let received = Instant::now();
     let n = st.counter.fetch_add(1, Ordering::Relaxed);
     let fault = st.cfg.faults.pick(n);
+    let role = header_str(&headers, context_header::ROLE_HEADER).unwrap_or("none");
+    st.arrivals
+        .arrived(n, received, role, &format!("{fault:?}").to_lowercase());
     let _in_flight = count_request(&st, &headers, fault);
     if let Some(refused) = check_auth(&st, &headers, fault) {
         return refused;
@@ -323,6 +332,7 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
         planwave_sim::timer::sleep_until(admitted + prefill).await;
     }
     let timing = crate::serving::AnswerTiming {
+        request: n,
         received,
         admitted,
         first_token: None,

@@ -123,6 +123,8 @@ impl Slots {
 /// One answer's server-side timestamps.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct AnswerTiming {
+    /// The request's number (arrivals.rs).
+    pub request: u64,
     pub received: Instant,
     pub admitted: Instant,
     pub first_token: Option<Instant>,

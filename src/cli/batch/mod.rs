@@ -52,7 +52,8 @@ pub struct BatchArgs {
     /// Jobs run at once.
     #[arg(long = "jobs", value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u64).range(1..))]
     pub parallel: u64,
-    /// Most subagents in flight across all jobs (default: no cap beyond --concurrency per job).
+    /// Most subagents in flight across all jobs (default: no cap beyond --concurrency per job);
+    /// with --nats, across every worker running the batch's jobs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subagents: Option<u64>,
     /// Rounds of plan -> run -> evaluate -> reflect for each goal job, as `research` runs

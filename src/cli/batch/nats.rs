@@ -107,6 +107,15 @@ pub async fn submit(args: BatchArgs) -> anyhow::Result<Outcome> {
         .clone()
         .context("--batch NAME is required with --nats")?;
     planwave_queue::check_batch_name(&name)?;
+    if let Some(n) = args.max_subagents
+        && n > planwave_queue::MAX_SUBAGENTS
+    {
+        return Err(InvalidInput::one(
+            format!("--max-subagents {n}"),
+            format!("with --nats, at most {}", planwave_queue::MAX_SUBAGENTS),
+        )
+        .into());
+    }
     let settings = llm::settings(&[&args.job, &args.planner, &args.plan_cache])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let file = read_job_file(&job_file)?;
@@ -114,7 +123,10 @@ pub async fn submit(args: BatchArgs) -> anyhow::Result<Outcome> {
     // own MCP servers); submitting needs no model and no API key.
     let jobs = resolve_batch_with(&file, None, &settings.planner.meta, &Stderr)?;
     let q = args.nats.connect("planwave batch").await?;
-    let done = planwave_queue::submit(&q, &name, &jobs.jobs, &jobs.bad_lines).await?;
+    let opts = planwave_queue::BatchOptions {
+        max_subagents: args.max_subagents,
+    };
+    let done = planwave_queue::submit_with(&q, &name, &jobs.jobs, &jobs.bad_lines, &opts).await?;
     println!(
         "batch {name}: {} job(s) queued, {} already in the batch{}",
         done.added,

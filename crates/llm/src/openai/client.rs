@@ -1,7 +1,7 @@
 //! The OpenAI-compatible Chat Completions client: one provider for OpenAI, DeepSeek,
 //! Qwen/DashScope, Ollama, vLLM, llama.cpp's server and `planwave sim-llm serve`.
 //!
-//! One `chat()` is: wait for the shared [`Limiter`], send (streaming SSE by default), read
+//! One `chat()` is: wait for the shared [`Limiter`] (and the config's `gate`), send (streaming SSE by default), read
 //! the answer under the idle and request timeouts, and on a retryable failure (408, 409, 429,
 //! 5xx, connection errors, timeouts, a stalled, truncated or malformed body) wait (backoff with
 //! full jitter, or `Retry-After`) and go again, up to `retry.max_retries` times and while the
@@ -279,6 +279,12 @@ impl OpenAiProvider {
     ) -> Result<ChatResponse, Failure> {
         let t0 = Instant::now();
         let permit = self.limiter.acquire(estimate).await;
+        // Every attempt, retries included, is admitted by the shared limits too: the
+        // provider counts each one.
+        let admitted = match &self.cfg.gate {
+            Some(gate) => Some(gate.admit(estimate).await),
+            None => None,
+        };
         let queued = t0.elapsed();
         self.requests.fetch_add(1, Ordering::Relaxed);
         let outcome = tokio::time::timeout(self.cfg.timeouts.request, self.attempt(request, model))
@@ -302,6 +308,11 @@ impl OpenAiProvider {
         let used = outcome.as_ref().map(|r| r.usage.total()).unwrap_or(0);
         self.limiter.settle(permit.charged, used);
         drop(permit);
+        if let Some(admitted) = admitted {
+            admitted
+                .settle(outcome.as_ref().ok().map(|r| r.usage.total()))
+                .await;
+        }
         tracing::debug!(
             provider = %self.cfg.provider,
             model = %model,

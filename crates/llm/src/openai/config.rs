@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::gate::AttemptGate;
 use super::limiter::LimitConfig;
 use super::retry::{RetryConfig, Sleeper, TokioSleeper};
 use crate::AgentRole;
@@ -105,6 +106,9 @@ pub struct OpenAiConfig {
     pub seed: u64,
     /// How the client waits between retries; tests substitute a recording sleeper.
     pub sleeper: Arc<dyn Sleeper>,
+    /// Admits every HTTP attempt after the client's own limiter: limits shared with other
+    /// processes (a queue's workers). `None`: this process's limiter alone.
+    pub gate: Option<Arc<dyn AttemptGate>>,
 }
 
 impl std::fmt::Debug for OpenAiConfig {
@@ -143,6 +147,7 @@ impl OpenAiConfig {
             limits: LimitConfig::default(),
             seed: 0,
             sleeper: Arc::new(TokioSleeper),
+            gate: None,
         }
     }
 }

@@ -18,6 +18,19 @@ pub struct LimitConfig {
     pub max_in_flight: Option<usize>,
     pub requests_per_minute: Option<u32>,
     pub tokens_per_minute: Option<u64>,
+    /// The period the per-minute limits count over: a minute unless set (tests shorten it
+    /// so a limit's edge is reached in seconds; providers count per minute).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<Duration>,
+}
+
+impl LimitConfig {
+    /// The period `requests_per_minute` and `tokens_per_minute` count over.
+    pub fn period(&self) -> Duration {
+        self.window
+            .filter(|w| !w.is_zero())
+            .unwrap_or(Duration::from_secs(60))
+    }
 }
 
 #[derive(Debug)]
@@ -99,13 +112,14 @@ impl Limiter {
         let now = Instant::now();
         let elapsed = now.saturating_duration_since(b.last).as_secs_f64();
         b.last = now;
+        let period = self.cfg.period().as_secs_f64();
         if let Some(rpm) = self.cfg.requests_per_minute {
             let cap = f64::from(rpm.max(1));
-            b.requests = (b.requests + elapsed * cap / 60.0).min(cap);
+            b.requests = (b.requests + elapsed * cap / period).min(cap);
         }
         if let Some(tpm) = self.cfg.tokens_per_minute {
             let cap = tpm.max(1) as f64;
-            b.tokens = (b.tokens + elapsed * cap / 60.0).min(cap);
+            b.tokens = (b.tokens + elapsed * cap / period).min(cap);
         }
         if let Some(until) = b.cool_down_until {
             if until > now {
@@ -117,12 +131,12 @@ impl Limiter {
         if let Some(rpm) = self.cfg.requests_per_minute
             && b.requests < 1.0
         {
-            wait = wait.max((1.0 - b.requests) * 60.0 / f64::from(rpm.max(1)));
+            wait = wait.max((1.0 - b.requests) * period / f64::from(rpm.max(1)));
         }
         if let Some(tpm) = self.cfg.tokens_per_minute
             && b.tokens < tokens as f64
         {
-            wait = wait.max((tokens as f64 - b.tokens) * 60.0 / tpm.max(1) as f64);
+            wait = wait.max((tokens as f64 - b.tokens) * period / tpm.max(1) as f64);
         }
         if wait > 0.0 {
             // Round up to a whole microsecond so the next look surely finds enough.
@@ -218,6 +232,25 @@ mod tests {
                 Duration::ZERO,
                 Duration::from_secs(30),
                 Duration::from_secs(60)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_shorter_window_refills_within_it() {
+        let config = LimitConfig {
+            requests_per_minute: Some(2),
+            window: Some(Duration::from_secs(2)),
+            ..LimitConfig::default()
+        };
+        let g = grants(config, 4, 1);
+        assert_eq!(
+            g,
+            vec![
+                Duration::ZERO,
+                Duration::ZERO,
+                Duration::from_secs(1),
+                Duration::from_secs(2)
             ]
         );
     }

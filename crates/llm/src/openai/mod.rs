@@ -6,6 +6,7 @@ mod client;
 mod config;
 pub mod context_header;
 mod endpoint;
+mod gate;
 mod limiter;
 mod retry;
 pub mod sse;
@@ -13,6 +14,7 @@ mod wire;
 
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
+pub use gate::{AdmittedAttempt, AttemptGate};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
     RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,

@@ -38,7 +38,7 @@ impl Worker<'_> {
         &self,
         job: &JobMessage,
         cancel: CancellationToken,
-        slots: Option<Arc<tokio::sync::Semaphore>>,
+        slots: Option<planwave_engine::Slots>,
     ) -> crate::Result<JobDone> {
         // Checked when the message was decoded; checked again here, where it becomes a path.
         crate::message::check_dir(&job.dir).map_err(QueueError::new)?;

@@ -62,7 +62,7 @@ pub struct JobContext<'a> {
     pub settings: &'a planwave_config::Settings,
     pub resources: Resources,
     pub config: RunConfig,
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<planwave_engine::Slots>,
     pub cancel: CancellationToken,
     pub watch: &'a dyn BatchWatch,
     pub notes: &'a dyn Notes,

@@ -162,7 +162,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         config: b.settings.run.clone(),
         slots: b
             .max_subagents
-            .map(|n| Arc::new(tokio::sync::Semaphore::new(n))),
+            .map(|n| Arc::new(tokio::sync::Semaphore::new(n)) as planwave_engine::Slots),
         cancel: b.cancel.clone(),
         watch: b.watch,
         notes: b.notes,

@@ -70,7 +70,7 @@ pub struct Shared {
     /// worker's stream).
     pub mirror: Option<Arc<dyn JournalMirror>>,
     /// The run slots the batch's jobs share.
-    pub slots: Option<Arc<tokio::sync::Semaphore>>,
+    pub slots: Option<planwave_engine::Slots>,
 }
 
 impl Shared {
@@ -198,7 +198,7 @@ async fn loop_job(
     run_id: uuid::Uuid,
     stream: Option<Arc<JsonlSink>>,
     io: &JobIo<'_>,
-    slots: Option<Arc<tokio::sync::Semaphore>>,
+    slots: Option<planwave_engine::Slots>,
 ) -> crate::Result<ResearchOutcome> {
     let recover = job.spec.recovers();
     let stream_plan = match &job.spec.work {

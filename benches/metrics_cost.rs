@@ -1,0 +1,125 @@
+//! What the fleet's metrics cost the engine (issue 39: under 2 % slower): `execute` at zero
+//! latency on a wide plan, with metrics off (the null sink, the bare simulator) and on (every
+//! event teed into the Prometheus series by `MeteredSink`, the model client wrapped by
+//! `MeteredProvider`, as `planwave serve` and `planwave worker` run jobs), in interleaved
+//! rounds of one process (off, on, then on, off), medians printed at the end.
+//!
+//! `cargo bench --bench metrics_cost` (`ROUNDS=6`, `WIDE=10000` by default). "run" is
+//! `execute` from the call to the report; "counted" also waits until the aggregator has
+//! counted every event (the series are whole), which the run itself never waits for.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use planwave_engine::{PromptSet, RunRequest, execute};
+use planwave_llm::LlmProvider;
+use planwave_plan::{ValidatedPlan, generate};
+use planwave_prompts::Templates;
+use planwave_record::{EventSink, NullSink};
+use planwave_serve::metrics::{MeteredProvider, MeteredSink, Metrics};
+use planwave_sim::{Latency, SimConfig, SimProvider};
+
+// The allocator the `planwave` binary uses.
+#[global_allocator]
+static GLOBAL: planwave_alloc::Allocator = planwave_alloc::Allocator;
+
+/// One run: its time to the report, and until its events are counted.
+async fn once(
+    plan: &Arc<ValidatedPlan>,
+    prompts: &Arc<dyn PromptSet>,
+    metered: bool,
+) -> (Duration, Duration) {
+    let sim: Arc<dyn LlmProvider> = Arc::new(SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        ..SimConfig::default()
+    }));
+    let metrics = metered.then(Metrics::new);
+    let (provider, sink): (Arc<dyn LlmProvider>, Arc<dyn EventSink>) = match &metrics {
+        Some(m) => (
+            MeteredProvider::wrap(sim, m.clone()),
+            Arc::new(MeteredSink::new(Arc::new(NullSink), m.clone(), None)),
+        ),
+        None => (sim, Arc::new(NullSink)),
+    };
+    let start = Instant::now();
+    let result = execute(RunRequest {
+        prompts: prompts.clone(),
+        sink,
+        ..RunRequest::in_memory(plan.clone(), provider)
+    })
+    .await
+    .expect("ran");
+    let run = start.elapsed();
+    if let Some(m) = &metrics {
+        m.settle().await;
+    }
+    let counted = start.elapsed();
+    assert_eq!(result.stats.completed, plan.len());
+    (run, counted)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(default)
+}
+
+fn main() {
+    planwave_alloc::configure();
+    let rounds = env_usize("ROUNDS", 6);
+    let wide = env_usize("WIDE", 10_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let prompts: Arc<dyn PromptSet> = Arc::new(Templates::builtin());
+    let plan = Arc::new(ValidatedPlan::new(generate::wide(wide)).expect("valid"));
+    // Warm-up: one of each, not counted.
+    rt.block_on(once(&plan, &prompts, false));
+    rt.block_on(once(&plan, &prompts, true));
+    let (mut ratios, mut counted_ratios) = (Vec::new(), Vec::new());
+    let (mut offs, mut ons) = (Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        // Alternate which goes first, so neither always runs on a warmer heap.
+        let order = if round % 2 == 1 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        let mut off = (Duration::ZERO, Duration::ZERO);
+        let mut on = off;
+        for metered in order {
+            let t = rt.block_on(once(&plan, &prompts, metered));
+            if metered { on = t } else { off = t }
+        }
+        let ratio = on.0.as_secs_f64() / off.0.as_secs_f64();
+        let counted = on.1.as_secs_f64() / off.0.as_secs_f64();
+        println!(
+            "round {round} wide {wide}: off {:.1} ms, on {:.1} ms (counted {:.1} ms): \
+             on/off {ratio:.3} (counted {counted:.3})",
+            off.0.as_secs_f64() * 1e3,
+            on.0.as_secs_f64() * 1e3,
+            on.1.as_secs_f64() * 1e3,
+        );
+        ratios.push(ratio);
+        counted_ratios.push(counted);
+        offs.push(off.0.as_secs_f64() * 1e3);
+        ons.push(on.0.as_secs_f64() * 1e3);
+    }
+    println!(
+        "median of {rounds} rounds, wide {wide}: off {:.1} ms, on {:.1} ms; on/off {:.3} \
+         (range {:.3}-{:.3}); counted/off {:.3}",
+        median(offs),
+        median(ons),
+        median(ratios.clone()),
+        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+        ratios.iter().copied().fold(0.0, f64::max),
+        median(counted_ratios),
+    );
+}
