@@ -96,6 +96,7 @@ impl AppState {
                     .unwrap_or_else(|_| self.shared.provider.clone()),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
+                batch: None,
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }

@@ -9,8 +9,9 @@ mod endpoint;
 mod limiter;
 mod retry;
 pub mod sse;
-mod wire;
+pub(crate) mod wire;
 
+pub(crate) use endpoint::endpoint;
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
