@@ -50,7 +50,11 @@ pub struct Progress {
 /// How a provider batch's state is shown: the run waits on it until it has ended.
 pub fn batch_line(batch_id: &str, state: &str, total: u64, completed: u64, failed: u64) -> String {
     let ended = matches!(state, "completed" | "failed" | "expired" | "cancelled");
-    let verb = if ended { "provider batch" } else { "waiting on provider batch" };
+    let verb = if ended {
+        "provider batch"
+    } else {
+        "waiting on provider batch"
+    };
     let mut s = format!("{verb} {batch_id}: {state}");
     if total > 0 {
         s.push_str(&format!(" ({completed} of {total} requests done"));

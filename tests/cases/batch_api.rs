@@ -81,7 +81,12 @@ fn u(v: &Value) -> u64 {
 /// The provider batch (index in creation order) each line label (`subagent:3`) went in.
 fn batch_of(stats: &Value) -> BTreeMap<String, usize> {
     let mut at = BTreeMap::new();
-    for (i, b) in stats["batches"].as_array().expect("batches").iter().enumerate() {
+    for (i, b) in stats["batches"]
+        .as_array()
+        .expect("batches")
+        .iter()
+        .enumerate()
+    {
         for label in b.as_array().expect("labels") {
             at.entry(label.as_str().unwrap_or_default().to_owned())
                 .or_insert(i);
@@ -110,9 +115,15 @@ fn a_plan_through_the_batch_api_writes_the_same_report_with_dependents_in_later_
     );
     assert_eq!(sections(&normal), sections(&batched));
     assert_eq!(headings(&normal), headings(&batched));
-    let (a, b) = (read_json(&normal.join("run.json")), read_json(&batched.join("run.json")));
+    let (a, b) = (
+        read_json(&normal.join("run.json")),
+        read_json(&batched.join("run.json")),
+    );
     assert_eq!(b["status"], "completed");
-    assert_eq!(a["stats"]["usage"], b["stats"]["usage"], "the same answers, the same usage");
+    assert_eq!(
+        a["stats"]["usage"], b["stats"]["usage"],
+        "the same answers, the same usage"
+    );
     // Priced at the batch price: half of the normal path's estimate.
     let (ca, cb) = (&a["stats"]["cost"], &b["stats"]["cost"]);
     assert_eq!(cb["batch_api"], true, "{cb}");
@@ -129,7 +140,10 @@ fn a_plan_through_the_batch_api_writes_the_same_report_with_dependents_in_later_
         let mine = at[&format!("subagent:{id}")];
         for d in t["dependencies"].as_array().expect("deps") {
             let theirs = at[&format!("subagent:{}", crate::support::id_text(d))];
-            assert!(mine > theirs, "task {id} in batch {mine}, prerequisite {d} in {theirs}");
+            assert!(
+                mine > theirs,
+                "task {id} in batch {mine}, prerequisite {d} in {theirs}"
+            );
         }
     }
     assert!(at["integrator"] > at["subagent:9"], "{at:?}");
@@ -167,11 +181,15 @@ fn injected_line_errors_are_retried_under_the_retry_policy() {
         .into_iter()
         .filter(|e| e["type"] == "task_retry")
         .collect();
-    assert!(!retries.is_empty(), "a failed line is retried like a failed call");
     assert!(
-        retries
-            .iter()
-            .all(|e| e["error"].as_str().unwrap_or("").contains("batch batch_sim_")),
+        !retries.is_empty(),
+        "a failed line is retried like a failed call"
+    );
+    assert!(
+        retries.iter().all(|e| e["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("batch batch_sim_")),
         "{retries:?}"
     );
     // A retry is a new request: a new custom_id, nothing submitted twice.
@@ -224,7 +242,9 @@ fn kill_9_while_waiting_on_a_batch_then_resume_submits_nothing_twice() {
     running.kill_9();
     let shown = planwave(["show"]).arg(&out).run();
     assert!(
-        shown.stderr.contains("waiting on provider batch batch_sim_1"),
+        shown
+            .stderr
+            .contains("waiting on provider batch batch_sim_1"),
         "{}",
         shown.stderr
     );

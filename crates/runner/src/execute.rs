@@ -218,8 +218,7 @@ fn listen_to_batches(
 ) -> Option<crate::provider_batches::Listening> {
     let mut all = sinks.to_vec();
     all.push(x.events.clone());
-    x.resources
-        .listen_to_batches(Arc::new(FanoutSink(all)))
+    x.resources.listen_to_batches(Arc::new(FanoutSink(all)))
 }
 
 /// The run's outcome on its root span: the status, and for a run that did not complete, how

@@ -55,7 +55,13 @@ fn request(task: &str) -> ChatRequest {
 }
 
 /// One HTTP/1.0 exchange: the status and the body as JSON.
-fn http(addr: std::net::SocketAddr, method: &str, path: &str, ct: &str, body: &[u8]) -> (u16, Value) {
+fn http(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    ct: &str,
+    body: &[u8],
+) -> (u16, Value) {
     let mut s = std::net::TcpStream::connect(addr).expect("connect");
     write!(
         s,
@@ -120,7 +126,11 @@ async fn ready_calls_go_in_one_batch_and_each_gets_its_own_answer() {
         .filter_map(Value::as_str)
         .collect();
     labels.sort_unstable();
-    assert_eq!(labels, ["subagent:1", "subagent:2", "subagent:3"], "{stats}");
+    assert_eq!(
+        labels,
+        ["subagent:1", "subagent:2", "subagent:3"],
+        "{stats}"
+    );
     // The same body asked again is a new request: occurrence 2, a new custom id.
     p.chat(request("1")).await.expect("again");
     let (_, stats) = get(srv.addr(), "/planwave/batch-stats").await;
@@ -163,8 +173,16 @@ async fn an_expired_batch_sends_its_unfinished_lines_again() {
     let (_, stats) = get(srv.addr(), "/planwave/batch-stats").await;
     assert_eq!(stats["expired"], 1, "{stats}");
     assert_eq!(stats["batches_created"], 2, "{stats}");
-    assert_eq!(stats["batches"][1].as_array().map(Vec::len), Some(2), "{stats}");
-    assert_eq!(stats["duplicates"].as_array().map(Vec::len), Some(2), "{stats}");
+    assert_eq!(
+        stats["batches"][1].as_array().map(Vec::len),
+        Some(2),
+        "{stats}"
+    );
+    assert_eq!(
+        stats["duplicates"].as_array().map(Vec::len),
+        Some(2),
+        "{stats}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -189,7 +207,13 @@ async fn the_server_checks_uploads_batches_and_ids() {
     let (s, _) = post(addr, "/v1/files", mp, form("batch", &"x".repeat(2000))).await;
     assert_eq!(s, 413, "too large");
     // A file whose lines are not requests: the batch fails validation, naming the lines.
-    let (s, f) = post(addr, "/v1/files", mp, form("batch", "{\"custom_id\": \"a\"}\nnope\n")).await;
+    let (s, f) = post(
+        addr,
+        "/v1/files",
+        mp,
+        form("batch", "{\"custom_id\": \"a\"}\nnope\n"),
+    )
+    .await;
     assert_eq!(s, 200, "{f}");
     let file = f["id"].as_str().expect("file id").to_owned();
     let create = |input: &str, window: &str| {
@@ -199,9 +223,21 @@ async fn the_server_checks_uploads_batches_and_ids() {
     };
     let (s, _) = post(addr, "/v1/batches", "application/json", create(&file, "1h")).await;
     assert_eq!(s, 400, "only 24h");
-    let (s, _) = post(addr, "/v1/batches", "application/json", create("file-nope", "24h")).await;
+    let (s, _) = post(
+        addr,
+        "/v1/batches",
+        "application/json",
+        create("file-nope", "24h"),
+    )
+    .await;
     assert_eq!(s, 404);
-    let (s, b) = post(addr, "/v1/batches", "application/json", create(&file, "24h")).await;
+    let (s, b) = post(
+        addr,
+        "/v1/batches",
+        "application/json",
+        create(&file, "24h"),
+    )
+    .await;
     assert_eq!((s, b["status"].as_str()), (200, Some("validating")), "{b}");
     let id = b["id"].as_str().expect("batch id").to_owned();
     let mut state = Value::Null;
@@ -222,6 +258,12 @@ async fn the_server_checks_uploads_batches_and_ids() {
     assert_eq!(lines, vec![1, 2], "{state}");
     let (s, _) = get(addr, "/v1/batches/..%2Fetc").await;
     assert_eq!(s, 404);
-    let (s, _) = post(addr, &format!("/v1/batches/{id}/cancel"), "application/json", Vec::new()).await;
+    let (s, _) = post(
+        addr,
+        &format!("/v1/batches/{id}/cancel"),
+        "application/json",
+        Vec::new(),
+    )
+    .await;
     assert_eq!(s, 409, "a failed batch cannot be cancelled");
 }

@@ -52,7 +52,10 @@ mod tests {
         let (_, text) = open_append(&dir, "side.jsonl").expect("opens again");
         assert_eq!(text, "one\n");
         std::os::unix::fs::symlink(tmp.join("side.jsonl"), tmp.join("link.jsonl")).expect("link");
-        assert!(open_append(&dir, "link.jsonl").is_err(), "a link is not followed");
+        assert!(
+            open_append(&dir, "link.jsonl").is_err(),
+            "a link is not followed"
+        );
         let _ = std::fs::remove_dir_all(&tmp);
     }
 }

@@ -165,7 +165,8 @@ impl EventSink for JobSink {
             failed,
         } = &event.kind
         {
-            let text = crate::cli::progress::batch_line(batch_id, state, *total, *completed, *failed);
+            let text =
+                crate::cli::progress::batch_line(batch_id, state, *total, *completed, *failed);
             return b.provider_batch(text);
         }
         let (task, what) = match &event.kind {

@@ -228,7 +228,10 @@ impl Dispatch {
         }
         let ids: Vec<String> = lines.iter().map(|l| l.custom_id.clone()).collect();
         let name = format!("planwave-{:016x}.jsonl", crate::stable_hash(0, &jsonl, 0));
-        let file = match self.attempts(|| self.api.upload(jsonl.as_bytes(), &name)).await {
+        let file = match self
+            .attempts(|| self.api.upload(jsonl.as_bytes(), &name))
+            .await
+        {
             Ok(f) => f,
             Err(e) => return self.fail_all(lines, &e),
         };
@@ -297,7 +300,9 @@ impl Dispatch {
                 return;
             }
             tokio::time::sleep(interval).await;
-            interval = interval.mul_f64(1.5).min(self.cfg.poll_max.max(self.cfg.poll));
+            interval = interval
+                .mul_f64(1.5)
+                .min(self.cfg.poll_max.max(self.cfg.poll));
             let b = match self.api.get(&batch).await {
                 Ok(b) => b,
                 Err(ApiError::NotFound(_)) => {
@@ -379,11 +384,14 @@ impl Dispatch {
                     let _ = line.reply.send(Ok(v.clone()));
                 }
                 (Some(o), _) if o.unfinished() => again.push(line),
-                (Some(LineOutcome::Failed {
-                    status,
-                    code,
-                    message,
-                }), _) => {
+                (
+                    Some(LineOutcome::Failed {
+                        status,
+                        code,
+                        message,
+                    }),
+                    _,
+                ) => {
                     let transient = *status == 0 || *status == 429 || *status >= 500;
                     let e = self.error(
                         &line,

@@ -111,7 +111,11 @@ mod tests {
         );
         let r = Recorded::parse(text);
         assert_eq!(r.files.get("a").map(String::as_str), Some("f1"));
-        assert_eq!(r.files.get("b").map(String::as_str), Some("f2"), "the latest wins");
+        assert_eq!(
+            r.files.get("b").map(String::as_str),
+            Some("f2"),
+            "the latest wins"
+        );
         assert_eq!(r.batches.get("f1").map(String::as_str), Some("b1"));
         assert_eq!(r.files_without_batch(), vec!["f2".to_owned()]);
     }

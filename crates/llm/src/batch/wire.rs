@@ -168,7 +168,10 @@ mod tests {
         let ok = r#"{"id":"batch_req_1","custom_id":"a","response":{"status_code":200,"request_id":"r","body":{"choices":[]}},"error":null}"#;
         assert_eq!(
             parse_result_line(ok),
-            Some(("a".into(), LineOutcome::Answer(serde_json::json!({"choices": []}))))
+            Some((
+                "a".into(),
+                LineOutcome::Answer(serde_json::json!({"choices": []}))
+            ))
         );
         let expired = r#"{"id":"batch_req_2","custom_id":"b","response":null,"error":{"code":"batch_expired","message":"not run"}}"#;
         let (id, out) = parse_result_line(expired).expect("line");

@@ -11,9 +11,9 @@ mod retry;
 pub mod sse;
 pub(crate) mod wire;
 
-pub(crate) use endpoint::endpoint;
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
+pub(crate) use endpoint::endpoint;
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
     RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,

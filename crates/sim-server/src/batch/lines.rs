@@ -156,10 +156,7 @@ mod tests {
         ]
         .join("\n");
         let problems = check(bad.as_bytes(), EP).expect_err("invalid");
-        let lines: Vec<u64> = problems
-            .iter()
-            .filter_map(|p| p["line"].as_u64())
-            .collect();
+        let lines: Vec<u64> = problems.iter().filter_map(|p| p["line"].as_u64()).collect();
         assert_eq!(lines, vec![2, 3, 4, 5, 6, 7, 8]);
         assert_eq!(problems[0]["code"], "duplicate_custom_id");
         assert!(check(b"\n\n", EP).is_err(), "an empty file");

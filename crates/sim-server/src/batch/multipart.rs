@@ -24,9 +24,7 @@ pub(crate) fn boundary(content_type: &str) -> Result<String, String> {
     let mut params = content_type.split(';');
     let kind = params.next().unwrap_or("").trim();
     if !kind.eq_ignore_ascii_case("multipart/form-data") {
-        return Err(format!(
-            "expected a multipart/form-data body, not {kind:?}"
-        ));
+        return Err(format!("expected a multipart/form-data body, not {kind:?}"));
     }
     params
         .filter_map(|p| p.trim().split_once('='))
@@ -102,7 +100,13 @@ mod tests {
         assert!(boundary("application/json").is_err());
         assert!(boundary("multipart/form-data").is_err());
         assert!(parse("xyz", b"no boundary here").is_err());
-        assert!(parse("xyz", b"--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nnever closed").is_err());
+        assert!(
+            parse(
+                "xyz",
+                b"--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nnever closed"
+            )
+            .is_err()
+        );
         assert!(parse("xyz", b"--xyz\r\nX: y\r\n\r\nv\r\n--xyz--").is_err());
     }
 }

@@ -68,7 +68,9 @@ pub(crate) async fn create(
         Err(e) => return bad(&format!("invalid JSON body: {e}")),
     };
     if req.endpoint != ENDPOINT {
-        return bad(&format!("endpoint must be {ENDPOINT:?} (the simulator batches chat completions)"));
+        return bad(&format!(
+            "endpoint must be {ENDPOINT:?} (the simulator batches chat completions)"
+        ));
     }
     if req.completion_window != "24h" {
         return bad("completion_window must be \"24h\"");
@@ -242,13 +244,8 @@ async fn run(st: Arc<BatchState>, id: String, input: Arc<Vec<u8>>, seq: u64) {
     let expires = seq <= st.cfg.expire_first;
     let kept = ((lines.len() as f64) * st.cfg.partial).ceil() as usize;
     let answering = if expires { kept } else { lines.len() };
-    let answers = futures::future::join_all(
-        lines
-            .iter()
-            .take(answering)
-            .map(|l| answer_line(&st, l)),
-    )
-    .await;
+    let answers =
+        futures::future::join_all(lines.iter().take(answering).map(|l| answer_line(&st, l))).await;
     let cancel = st.store().cancels.get(&id).cloned();
     let remaining = st.cfg.delay.saturating_sub(started.elapsed());
     let cancelled = match cancel {
@@ -258,7 +255,11 @@ async fn run(st: Arc<BatchState>, id: String, input: Arc<Vec<u8>>, seq: u64) {
         },
         None => false,
     };
-    let done = if expires || cancelled { kept } else { lines.len() };
+    let done = if expires || cancelled {
+        kept
+    } else {
+        lines.len()
+    };
     finish(&st, &id, &lines, answers, done, expires, cancelled);
 }
 
@@ -301,9 +302,15 @@ fn finish(
         let rid = format!("batch_req_{id}_{i}");
         let answer = answers.next();
         let (code, message) = if cancelled {
-            ("batch_cancelled", "This request was not run: the batch was cancelled.")
+            (
+                "batch_cancelled",
+                "This request was not run: the batch was cancelled.",
+            )
         } else {
-            ("batch_expired", "This request could not be executed before the completion window expired.")
+            (
+                "batch_expired",
+                "This request could not be executed before the completion window expired.",
+            )
         };
         let line = match answer.filter(|_| i < done) {
             Some(Ok(body)) => {
@@ -312,8 +319,12 @@ fn finish(
                 output.push('\n');
                 continue;
             }
-            Some(Err(body)) => json!({"id": rid, "custom_id": l.custom_id, "response": {"status_code": 500, "request_id": rid, "body": body}, "error": null}),
-            None => json!({"id": rid, "custom_id": l.custom_id, "response": null, "error": {"code": code, "message": message}}),
+            Some(Err(body)) => {
+                json!({"id": rid, "custom_id": l.custom_id, "response": {"status_code": 500, "request_id": rid, "body": body}, "error": null})
+            }
+            None => {
+                json!({"id": rid, "custom_id": l.custom_id, "response": null, "error": {"code": code, "message": message}})
+            }
         };
         failed += 1;
         errors.push_str(&line.to_string());
@@ -394,7 +405,11 @@ async fn answer_line(st: &BatchState, line: &InputLine) -> Result<Value, Value> 
         .map_err(|e| fail(&format!("invalid body: {e}"), "invalid_request_error"))?;
     let chat = chat_request(&body, line.planwave.as_ref());
     let app = &st.app;
-    let prompt_chars: usize = chat.messages.iter().map(|m| m.content.chars().count()).sum();
+    let prompt_chars: usize = chat
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum();
     let prompt_tokens = (prompt_chars as u64).div_ceil(3).max(1);
     let cache = app.prefix.lookup(&chat.messages);
     let length = AnswerLength {
