@@ -290,21 +290,27 @@ impl LiveRun {
                         });
                 }
             }
-            EventKind::ProviderBatch {
-                batch_id,
-                state,
-                total,
-                completed,
-                failed,
-            } => {
-                s.provider_batch = Some(json!({
-                    "id": batch_id, "state": state, "total": total,
-                    "completed": completed, "failed": failed,
-                }));
-            }
+            EventKind::ProviderBatch { .. } => s.provider_batch = provider_batch(&ev.kind),
             _ => {}
         }
     }
+}
+
+/// A `provider_batch` event as the run's JSON shows it (`--batch-api`).
+fn provider_batch(kind: &EventKind) -> Option<Value> {
+    let EventKind::ProviderBatch {
+        batch_id,
+        state,
+        total,
+        completed,
+        failed,
+    } = kind
+    else {
+        return None;
+    };
+    Some(json!({
+        "id": batch_id, "state": state, "total": total, "completed": completed, "failed": failed,
+    }))
 }
 
 /// The engine's pending record, titled as the run page shows tasks.
