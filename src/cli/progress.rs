@@ -43,6 +43,27 @@ pub struct Progress {
     lines: bool,
     start: Instant,
     counts: Mutex<Tally>,
+    /// The provider batch the run last heard of (`--batch-api`), as the display shows it.
+    batch: Mutex<Option<String>>,
+}
+
+/// How a provider batch's state is shown: the run waits on it until it has ended.
+pub fn batch_line(batch_id: &str, state: &str, total: u64, completed: u64, failed: u64) -> String {
+    let ended = matches!(state, "completed" | "failed" | "expired" | "cancelled");
+    let verb = if ended {
+        "provider batch"
+    } else {
+        "waiting on provider batch"
+    };
+    let mut s = format!("{verb} {batch_id}: {state}");
+    if total > 0 {
+        s.push_str(&format!(" ({completed} of {total} requests done"));
+        if failed > 0 {
+            s.push_str(&format!(", {failed} failed"));
+        }
+        s.push(')');
+    }
+    s
 }
 
 impl Progress {
@@ -75,6 +96,7 @@ impl Progress {
             lines: matches!(mode, Mode::Lines),
             start: Instant::now(),
             counts: Mutex::new(Tally::default()),
+            batch: Mutex::new(None),
         }
     }
 
@@ -134,6 +156,12 @@ impl Progress {
         if more > 0 {
             running.push_str(&format!(" (+{more} more)"));
         }
+        if let Some(batch) = self.batch.lock().ok().and_then(|b| b.clone()) {
+            if !running.is_empty() {
+                running.push_str(" · ");
+            }
+            running.push_str(&batch);
+        }
         b.running
             .set_message(planwave_runner::printable(&running).into_owned());
     }
@@ -141,6 +169,26 @@ impl Progress {
 
 impl EventSink for Progress {
     fn emit(&self, event: &Event) {
+        if let EventKind::ProviderBatch {
+            batch_id,
+            state,
+            total,
+            completed,
+            failed,
+        } = &event.kind
+        {
+            let text = batch_line(batch_id, state, *total, *completed, *failed);
+            if self.lines {
+                self.line(text.clone());
+            }
+            if let Ok(mut b) = self.batch.lock() {
+                *b = Some(text);
+            }
+            if let Ok(c) = self.counts.lock() {
+                self.update_bars(&c);
+            }
+            return;
+        }
         let Ok(mut c) = self.counts.lock() else {
             return;
         };

@@ -41,7 +41,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
     let run = planwave_storage::read_run(dir).map_err(|e| match e {
         ReadRunError::NotFinished { dir } => InvalidInput::one(
             dir.display().to_string(),
-            "no run.json here: not a run directory, or the run has not finished (events.jsonl shows its progress)",
+            super::show_waiting::not_finished(&dir),
         )
         .into(),
         ReadRunError::Io { path, source } => {

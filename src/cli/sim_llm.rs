@@ -118,6 +118,8 @@ pub struct ServeArgs {
     pub prefix_cache_ttl_secs: f64,
     #[command(flatten)]
     pub reflect: planwave_config::spec::SimReflectOptions,
+    #[command(flatten)]
+    pub batch: super::sim_llm_batch::BatchServeArgs,
 }
 
 pub async fn sim_llm(args: SimLlmArgs) -> anyhow::Result<Outcome> {
@@ -174,6 +176,7 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
             capacity_tokens: a.prefix_cache_capacity_tokens,
             ttl_secs: a.prefix_cache_ttl_secs,
         }),
+        batch: a.batch.config(),
     };
     options.config().map_err(|e| {
         let flag = match e.option {

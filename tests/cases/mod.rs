@@ -1,5 +1,6 @@
 pub(crate) mod aimock;
 pub(crate) mod batch;
+mod batch_api;
 mod batch_templates;
 mod cancel_race;
 mod compose;

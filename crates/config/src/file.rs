@@ -60,6 +60,21 @@ pub struct LlmSection {
     pub retry: RetrySection,
     #[serde(default)]
     pub limits: LimitsSection,
+    /// `--batch-api`'s timing.
+    #[serde(default)]
+    pub batch: BatchSection,
+}
+
+/// `[llm.batch]`: how calls are batched with `--batch-api`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchSection {
+    /// How long the first ready call waits for others before their batch is submitted.
+    pub linger_ms: Option<u64>,
+    /// First interval between polls of a submitted batch.
+    pub poll_secs: Option<f64>,
+    /// Longest interval between polls.
+    pub poll_max_secs: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

@@ -55,6 +55,12 @@ pub struct Flags {
     pub task_timeout: Option<Duration>,
     pub deadline: Option<Duration>,
 
+    /// `--batch-api`: model calls through the provider's Batch API, with its timing.
+    pub batch_api: bool,
+    pub batch_linger: Option<Duration>,
+    pub batch_poll: Option<Duration>,
+    pub batch_poll_max: Option<Duration>,
+
     /// The reflective loop's round limit (`research --max-rounds`).
     pub max_rounds: Option<u32>,
 

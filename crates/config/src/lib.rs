@@ -20,6 +20,7 @@
 //! [`Flags`] here. Its types derive `clap::Args` only with the `clap` feature, which only the
 //! binary turns on; without it this crate knows nothing of clap.
 
+mod batch_api;
 mod duration;
 mod env;
 mod error;

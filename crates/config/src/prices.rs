@@ -39,5 +39,6 @@ pub(crate) fn table(section: &PricesSection) -> Result<PriceTable, SettingsError
         currency: section.currency.clone(),
         models: section.models.clone(),
         batch_discount: section.batch_discount,
+        batch_api: false,
     })
 }

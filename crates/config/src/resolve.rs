@@ -52,6 +52,8 @@ pub fn resolve_settings(
     let deadline = run::resolve(&mut run, file, flags)?;
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
     let plan_cache = plan_cache::resolve(file, flags)?;
+    let batch_api = crate::batch_api::resolve(file, flags, &llm)?;
+    run.prices.batch_api = batch_api.is_some();
     Ok(Settings {
         llm,
         planner,
@@ -62,5 +64,6 @@ pub fn resolve_settings(
         mcp,
         config_path: file.path.clone(),
         plan_cache,
+        batch_api,
     })
 }

@@ -40,6 +40,9 @@ pub struct Settings {
     pub config_path: Option<PathBuf>,
     /// Where plans the planner wrote are kept for reuse (`--plan-cache`); `None`: off.
     pub plan_cache: Option<PlanCacheSettings>,
+    /// `--batch-api`: model calls go through the provider's Batch API, batched and polled
+    /// as this says; `None`: one request per call.
+    pub batch_api: Option<planwave_llm::batch::BatchConfig>,
 }
 
 /// The plan cache: a directory of plans by key, at most `max_entries` of them.

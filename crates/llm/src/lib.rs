@@ -1,5 +1,6 @@
 //! Language-model access for planwave: the [`LlmProvider`] trait every model sits behind, the
 //! request/response types, the OpenAI-compatible HTTP client ([`openai::OpenAiProvider`]),
+//! the same client through the provider's Batch API ([`batch::BatchProvider`]),
 //! [`TracedProvider`] (a GenAI `chat` span around any provider's calls), and what every
 //! provider shares: token estimates, prices, [`stable_hash`].
 //!
@@ -9,6 +10,7 @@
 //! This crate knows nothing of the simulator, actors, run directories, config files or the
 //! CLI; URL credentials are redacted by `planwave-redact`.
 
+pub mod batch;
 mod error;
 mod hash;
 pub mod openai;

@@ -55,6 +55,10 @@ pub struct PriceTable {
     /// (0.5 at OpenAI); `None` when not configured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_discount: Option<f64>,
+    /// The calls went through the Batch API (`--batch-api`): the estimate's totals take
+    /// `batch_discount` off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch_api: bool,
 }
 
 /// The estimated cost of a run, as recorded in `run.json`.
@@ -75,6 +79,10 @@ pub struct CostEstimate {
     /// is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_api_total: Option<f64>,
+    /// The calls went through the Batch API: `total`, `by_model` and `uncached_total` are at
+    /// the batch price (`batch_discount` taken off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub batch_api: bool,
 }
 
 impl PriceTable {
@@ -125,7 +133,18 @@ impl PriceTable {
                 }
             }
         }
-        est.batch_api_total = self.batch_discount.map(|d| est.total * (1.0 - d));
+        if self.batch_api {
+            let keep = 1.0 - self.batch_discount.unwrap_or(0.0);
+            est.total *= keep;
+            est.uncached_total *= keep;
+            for c in est.by_model.values_mut() {
+                *c *= keep;
+            }
+            est.batch_api = true;
+            est.batch_api_total = Some(est.total);
+        } else {
+            est.batch_api_total = self.batch_discount.map(|d| est.total * (1.0 - d));
+        }
         Some(est)
     }
 }
@@ -147,6 +166,29 @@ mod tests {
         assert_eq!(est.unpriced_models, vec!["other".to_string()]);
         assert!(PriceTable::default().estimate([("x", u)]).is_none());
         assert_eq!(est.batch_api_total, None);
+    }
+
+    #[test]
+    fn calls_through_the_batch_api_cost_the_discounted_price() {
+        let mut t = PriceTable {
+            batch_discount: Some(0.5),
+            batch_api: true,
+            ..PriceTable::default()
+        };
+        t.models.insert("m".into(), ModelPrice::new(2.0, 8.0));
+        let est = t
+            .estimate([("m", Usage::new(1_000_000, 1_000_000, 0))])
+            .expect("estimate");
+        assert!((est.total - 5.0).abs() < 1e-9, "{est:?}");
+        assert!((est.by_model["m"] - 5.0).abs() < 1e-9, "{est:?}");
+        assert!(est.batch_api);
+        assert_eq!(est.batch_api_total, Some(est.total));
+        // Without a discount configured, the Batch API is priced as the normal path.
+        t.batch_discount = None;
+        let plain = t
+            .estimate([("m", Usage::new(1_000_000, 1_000_000, 0))])
+            .expect("estimate");
+        assert!((plain.total - 10.0).abs() < 1e-9, "{plain:?}");
     }
 
     #[test]

@@ -200,6 +200,20 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         best_round: Option<u32>,
     },
+    /// The run's model calls wait on a provider batch (`--batch-api`): its id and its state
+    /// as last polled (`validating`, `in_progress`, `finalizing`, `completed`, `failed`,
+    /// `expired`, `cancelling`, `cancelled`), with its request counts. In a batch of jobs the
+    /// provider batches are shared, so every running job hears of each.
+    ProviderBatch {
+        batch_id: String,
+        state: String,
+        #[serde(default)]
+        total: u64,
+        #[serde(default)]
+        completed: u64,
+        #[serde(default)]
+        failed: u64,
+    },
     /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
     /// the other `pending` ones run (again).
     RunResumed {

@@ -135,7 +135,9 @@ fn tokens_by_role(out: &mut String, run: &RunResult) {
         if c.uncached_total > c.total {
             let _ = write!(out, " ({:.4} without the prompt cache)", c.uncached_total);
         }
-        if let Some(b) = c.batch_api_total {
+        if c.batch_api {
+            out.push_str(" (calls went through the Batch API, at its price)");
+        } else if let Some(b) = c.batch_api_total {
             let _ = write!(out, " ({b:.4} through the Batch API)");
         }
         out.push('\n');

@@ -82,6 +82,7 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
     if x.root_span {
         record_run(&x.run_id, &x.plan);
     }
+    let listening = listen_to_batches(&x, &sinks);
     let mcp = x.mcp();
     let result = execute(RunRequest {
         run_id: x.run_id,
@@ -99,6 +100,7 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
         mcp,
     })
     .await;
+    drop(listening);
     view.finish();
     x.events.close().context("writing events.jsonl")?;
     // A stream still held elsewhere (the reflective loop's later passes) stays open; its
@@ -203,6 +205,7 @@ pub(crate) async fn execute_plan_streaming(
     if let Some(s) = &x.stream {
         sinks.push(s.clone());
     }
+    let listening = listen_to_batches(&x, &sinks);
     let mcp = x.mcp();
     let result = planwave_engine::execute_streaming(
         RunRequest {
@@ -223,6 +226,7 @@ pub(crate) async fn execute_plan_streaming(
         feed,
     )
     .await;
+    drop(listening);
     view.finish();
     if let Ok(Some(r)) = &result
         && x.root_span
@@ -233,6 +237,17 @@ pub(crate) async fn execute_plan_streaming(
         record_call_times(&x.resources, r, started);
     }
     result.context("running the plan")
+}
+
+/// With the Batch API, the execution's view, stream and journal hear of its batches' states
+/// while it runs (the journal keeps them as `provider_batch` events).
+fn listen_to_batches(
+    x: &Execution,
+    sinks: &[Arc<dyn EventSink>],
+) -> Option<crate::provider_batches::Listening> {
+    let mut all = sinks.to_vec();
+    all.push(x.events.clone());
+    x.resources.listen_to_batches(Arc::new(FanoutSink(all)))
 }
 
 /// The run's outcome on its root span: the status, and for a run that did not complete, how

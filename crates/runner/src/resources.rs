@@ -12,6 +12,7 @@ use planwave_plan::ToolCatalog;
 use planwave_prompts::Templates;
 use planwave_sim::{SimConfig, SimProvider};
 
+use crate::provider_batches::{Listening, ProviderBatches};
 use crate::{InvalidInput, Notes};
 
 /// The model client and prompts (many jobs may share one: one HTTP client, one rate
@@ -24,6 +25,8 @@ pub struct Resources {
     /// The plan cache the settings name, where each run's model-call times are recorded as
     /// it ends (for the duration `plan` and `waves` estimate).
     pub call_times: Option<crate::PlanCache>,
+    /// The Batch API client (`--batch-api`), which is also `provider` (under its wrappers).
+    pub batch: Option<ProviderBatches>,
 }
 
 impl Resources {
@@ -39,13 +42,36 @@ impl Resources {
         let templates = Templates::load(settings.prompts_dir.as_deref())
             .map(Arc::new)
             .map_err(|e| InvalidInput::one("prompts", e.to_string()))?;
-        let provider = model_client(settings, sim, notes)?;
+        let batch = ProviderBatches::from_settings(settings, notes)?;
+        let provider = match &batch {
+            Some(b) => b.as_provider(),
+            None => model_client(settings, sim, notes)?,
+        };
         Ok(Resources {
             provider: wrap(provider),
             templates,
             mcp: None,
             call_times: settings.plan_cache.as_ref().map(crate::PlanCache::new),
+            batch,
         })
+    }
+
+    /// With the Batch API: its batches are recorded in `dir` (the run's or the batch's
+    /// directory), and those an earlier process recorded there are polled again for the
+    /// calls that ask for them.
+    pub async fn open_batch_ledger(&self, dir: &planwave_storage::RunDir) -> crate::Result<()> {
+        match &self.batch {
+            Some(b) => b.open_ledger(dir).await,
+            None => Ok(()),
+        }
+    }
+
+    /// With the Batch API: `sink` hears of its batches' states until the guard is dropped.
+    pub fn listen_to_batches(
+        &self,
+        sink: Arc<dyn planwave_record::EventSink>,
+    ) -> Option<Listening> {
+        self.batch.as_ref().map(|b| b.listen(sink))
     }
 
     /// Starts the configured MCP servers (in parallel). Servers that fail are noted by name

@@ -120,6 +120,14 @@
         (q.deliveries > 1 ? ' (delivery ' + q.deliveries + ')' : '');
       $('t-queue').hidden = false;
     }
+    // With --batch-api: the provider batch the run waits on, and its state.
+    const pb = run.provider_batch;
+    if (pb) {
+      const ended = ['completed', 'failed', 'expired', 'cancelled'].includes(pb.state);
+      $('t-batch').textContent = (ended ? '' : 'waiting on ') + pb.id + ' (' + pb.state +
+        (pb.total ? ', ' + pb.completed + ' of ' + pb.total + ' done' : '') + ')';
+      $('t-batch-box').hidden = false;
+    }
     const badge = $('status');
     badge.textContent = run.status;
     badge.className = 'badge ' + run.status;

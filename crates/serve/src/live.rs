@@ -52,6 +52,8 @@ pub struct LiveState {
     pub error: Option<String>,
     /// The final status once the job returned.
     pub status: Option<String>,
+    /// The provider batch the run last heard of (`--batch-api`): id, state, counts.
+    provider_batch: Option<Value>,
 }
 
 impl LiveRun {
@@ -83,6 +85,7 @@ impl LiveRun {
                 index: HashMap::new(),
                 calls: HashMap::new(),
                 usage: Usage::default(),
+                provider_batch: None,
                 by_model: BTreeMap::new(),
                 error: None,
                 status: None,
@@ -163,6 +166,7 @@ impl LiveRun {
             "finished_at": s.finished_at.as_ref().map(planwave_llm::timefmt::format),
             "elapsed_ms": elapsed_ms,
             "eta_ms": eta_ms,
+            "provider_batch": s.provider_batch,
             "stats": {
                 "tasks": s.records.len(),
                 "completed": completed,
@@ -286,9 +290,27 @@ impl LiveRun {
                         });
                 }
             }
+            EventKind::ProviderBatch { .. } => s.provider_batch = provider_batch(&ev.kind),
             _ => {}
         }
     }
+}
+
+/// A `provider_batch` event as the run's JSON shows it (`--batch-api`).
+fn provider_batch(kind: &EventKind) -> Option<Value> {
+    let EventKind::ProviderBatch {
+        batch_id,
+        state,
+        total,
+        completed,
+        failed,
+    } = kind
+    else {
+        return None;
+    };
+    Some(json!({
+        "id": batch_id, "state": state, "total": total, "completed": completed, "failed": failed,
+    }))
 }
 
 /// The engine's pending record, titled as the run page shows tasks.

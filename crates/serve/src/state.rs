@@ -102,6 +102,7 @@ impl AppState {
                     .plan_cache
                     .as_ref()
                     .map(planwave_runner::PlanCache::new),
+                batch: None,
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }

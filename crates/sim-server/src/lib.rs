@@ -19,10 +19,15 @@
 //! token blocks: prefill is charged for the uncached part only and usage reports the cached
 //! tokens.
 //!
+//! The Batch API (`/v1/files`, `/v1/batches`) is simulated too (`batch/`), with a completion
+//! delay, injected line errors, expiry and partial completion, and counts per `custom_id`
+//! at `GET /planwave/batch-stats`.
+//!
 //! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
 //! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
 
 mod arrivals;
+mod batch;
 mod embeddings;
 mod faults;
 mod metrics;
@@ -34,6 +39,7 @@ mod stream;
 mod wire;
 
 pub use arrivals::{Arrival, ArrivalLog, Second};
+pub use batch::{BatchSimConfig, BatchStats};
 pub use faults::{Fault, FaultConfig, FaultRates};
 pub use options::{OptionError, PrefixCacheOptions, ServeOptions};
 pub use server::{ServerStats, SimServer, SimServerConfig, router};

@@ -35,6 +35,8 @@ pub struct SimServerConfig {
     pub serving: ServingConfig,
     /// When set, requests must carry `Authorization: Bearer <key>`.
     pub api_key: Option<ApiKey>,
+    /// The simulated Batch API (`/v1/files`, `/v1/batches`).
+    pub batch: crate::batch::BatchSimConfig,
 }
 
 /// What the server has seen, served at `GET /planwave/stats`.
@@ -137,6 +139,7 @@ fn router_with_state(state: Arc<AppState>) -> Router {
         .route("/health", get(crate::metrics::health))
         .route("/v1/embeddings", post(crate::embeddings::embeddings))
         .route("/metrics", get(crate::metrics::serve))
+        .merge(crate::batch::routes(state.clone()))
         .with_state(state)
 }
 

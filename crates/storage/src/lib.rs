@@ -11,12 +11,14 @@
 //! written or an event journaled, this crate only how it becomes durable and confined. No
 //! async: writers run on their own threads and block only those.
 
+mod append_file;
 mod journal;
 mod jsonl;
 mod run_file;
 mod rundir;
 mod writer_thread;
 
+pub use append_file::open_append;
 pub use journal::{
     Ack, CompletedTask, Journal, JournalError, JournalMirror, LockError, Replay, ReplayError,
     RunLock, section_hash,

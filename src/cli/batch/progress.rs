@@ -20,6 +20,9 @@ pub struct BatchProgress {
     start: Instant,
     finished_jobs: AtomicUsize,
     running_jobs: AtomicUsize,
+    /// The provider batch last heard of (`--batch-api`): every running job hears of each,
+    /// so it is shown once per change.
+    provider_batch: std::sync::Mutex<Option<String>>,
 }
 
 impl BatchProgress {
@@ -43,6 +46,7 @@ impl BatchProgress {
             start: Instant::now(),
             finished_jobs: AtomicUsize::new(0),
             running_jobs: AtomicUsize::new(0),
+            provider_batch: std::sync::Mutex::new(None),
         }
     }
 
@@ -53,13 +57,35 @@ impl BatchProgress {
 
     fn update(&self) {
         if let Some(b) = &self.bar {
+            let batch = self
+                .provider_batch
+                .lock()
+                .ok()
+                .and_then(|p| p.clone())
+                .map(|p| format!(" · {p}"))
+                .unwrap_or_default();
             b.set_message(format!(
-                "· jobs {}/{} done, {} running",
+                "· jobs {}/{} done, {} running{batch}",
                 self.finished_jobs.load(Ordering::Relaxed),
                 self.jobs,
                 self.running_jobs.load(Ordering::Relaxed)
             ));
         }
+    }
+
+    /// A provider batch's state, shown when it changed.
+    fn provider_batch(&self, text: String) {
+        let changed = match self.provider_batch.lock() {
+            Ok(mut last) if last.as_deref() != Some(text.as_str()) => {
+                *last = Some(text.clone());
+                true
+            }
+            _ => false,
+        };
+        if changed && self.lines {
+            self.line(text);
+        }
+        self.update();
     }
 
     pub fn job_started(&self, id: &str) {
@@ -131,6 +157,18 @@ struct JobSink {
 impl EventSink for JobSink {
     fn emit(&self, event: &Event) {
         let b = &self.batch;
+        if let EventKind::ProviderBatch {
+            batch_id,
+            state,
+            total,
+            completed,
+            failed,
+        } = &event.kind
+        {
+            let text =
+                crate::cli::progress::batch_line(batch_id, state, *total, *completed, *failed);
+            return b.provider_batch(text);
+        }
         let (task, what) = match &event.kind {
             EventKind::TaskCompleted { task, .. } => (task, "completed".to_owned()),
             EventKind::TaskFailed { task, error, .. } => (task, format!("FAILED: {error}")),

@@ -8,6 +8,7 @@
 //! other flag (flags > env > file > defaults), and [`SimOptions::sim_config`] turns the
 //! simulator's into its configuration.
 
+mod batch_api;
 mod exec;
 mod llm;
 mod mcp;
@@ -18,6 +19,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use batch_api::BatchApiOptions;
 pub use exec::{ExecOptions, ScheduleArg};
 pub use llm::{
     LangArg, LlmArg, LlmOptions, MetaOptions, PlanCacheOptions, PlanFormatArg, PlannerOptions,
@@ -90,6 +92,9 @@ pub struct JobOptions {
     pub mcp: McpOptions,
     #[cfg_attr(feature = "clap", command(flatten))]
     pub meta: MetaOptions,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    #[serde(skip_serializing_if = "BatchApiOptions::is_off")]
+    pub batch: BatchApiOptions,
     /// Replace an earlier run (or batch) in --out: its files are removed first. Without it
     /// such a directory is refused (`resume` continues it), as is any other non-empty one.
     #[cfg_attr(feature = "clap", arg(long))]
@@ -103,6 +108,7 @@ impl FlagGroup for JobOptions {
         self.model.add_to(flags);
         self.mcp.add_to(flags);
         self.meta.add_to(flags);
+        self.batch.add_to(flags);
     }
 }
 

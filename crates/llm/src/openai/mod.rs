@@ -10,11 +10,12 @@ mod gate;
 mod limiter;
 mod retry;
 pub mod sse;
-mod wire;
+pub(crate) mod wire;
 
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
 pub use gate::{AdmittedAttempt, AttemptGate};
+pub(crate) use endpoint::endpoint;
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
     RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,

@@ -109,6 +109,7 @@ pub async fn run(job: Job<'_>, plan: ValidatedPlan, io: &JobIo<'_>) -> crate::Re
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
     job.invocation.record(&out)?;
+    job.resources.open_batch_ledger(&out).await?;
     let run_id = uuid::Uuid::new_v4();
     let stream = (io.stream)(run_id)?;
     if job.spec.recovers() {
@@ -164,6 +165,7 @@ pub async fn research(job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome>
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
     job.invocation.record(&out)?;
+    job.resources.open_batch_ledger(&out).await?;
     let run_id = uuid::Uuid::new_v4();
     let stream = (io.stream)(run_id)?;
     let goal = job.spec.goal().unwrap_or_default().to_owned();

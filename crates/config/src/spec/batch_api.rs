@@ -1,0 +1,61 @@
+//! `--batch-api` and its timing: model calls through the provider's Batch API.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::FlagGroup;
+use crate::Flags;
+
+/// Send model calls through the provider's Batch API (half price at OpenAI, answers within
+/// 24 hours) instead of one request each.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
+pub struct BatchApiOptions {
+    /// Send model calls through the provider's Batch API (/v1/files, /v1/batches): ready
+    /// calls are collected into one batch, polled until answered; half price at OpenAI,
+    /// answers within 24 h ([prices] batch_discount prices it).
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub batch_api: bool,
+    /// How long the first ready call waits for others before their batch is submitted
+    /// (default: [llm.batch] linger_ms, else 2s).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", requires = "batch_api", value_parser = crate::parse_positive_duration))]
+    #[serde(
+        with = "super::text::duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub batch_linger: Option<Duration>,
+    /// First interval between polls of a submitted batch; each next one is 1.5 times longer
+    /// (default: [llm.batch] poll_secs, else 5s).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", requires = "batch_api", value_parser = crate::parse_positive_duration))]
+    #[serde(
+        with = "super::text::duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub batch_poll: Option<Duration>,
+    /// Longest interval between polls (default: [llm.batch] poll_max_secs, else 5m).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", requires = "batch_api", value_parser = crate::parse_positive_duration))]
+    #[serde(
+        with = "super::text::duration",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub batch_poll_max: Option<Duration>,
+}
+
+impl BatchApiOptions {
+    /// No batch option given (left out of `invocation.json`).
+    pub fn is_off(&self) -> bool {
+        *self == BatchApiOptions::default()
+    }
+}
+
+impl FlagGroup for BatchApiOptions {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.batch_api = self.batch_api;
+        flags.batch_linger = self.batch_linger;
+        flags.batch_poll = self.batch_poll;
+        flags.batch_poll_max = self.batch_poll_max;
+    }
+}

@@ -1,0 +1,172 @@
+//! The Batch API's HTTP calls: upload a file, create, get and list batches, read a
+//! file's content. Each call has the client's request timeout; a failure is an [`ApiError`]
+//! that says whether trying again can help.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use serde_json::json;
+
+use super::wire::{BatchList, BatchObject, FileObject};
+use crate::openai::OpenAiConfig;
+use crate::secret::scrub;
+
+/// Largest output or error file read back (OpenAI's input limit is 200 MB; an answer file
+/// is of the same order).
+const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApiError {
+    /// Worth trying again (connection, timeout, 408/409/429/5xx).
+    Transient(String),
+    /// The server does not know the id (a batch recorded before the server lost it).
+    NotFound(String),
+    /// Retrying cannot help (400, 401, 403, a body that is not the object asked for).
+    Fatal(String),
+}
+
+impl ApiError {
+    pub fn message(&self) -> &str {
+        match self {
+            ApiError::Transient(m) | ApiError::NotFound(m) | ApiError::Fatal(m) => m,
+        }
+    }
+}
+
+pub struct Api {
+    http: reqwest::Client,
+    cfg: OpenAiConfig,
+}
+
+impl Api {
+    pub fn new(cfg: OpenAiConfig) -> Result<Api, String> {
+        let http = planwave_tls::http_client()
+            .connect_timeout(cfg.timeouts.connect)
+            .timeout(cfg.timeouts.request)
+            .user_agent(concat!("planwave/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Api { http, cfg })
+    }
+
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.cfg
+    }
+
+    fn url(&self, path: &str) -> String {
+        crate::openai::endpoint(&self.cfg.base_url, path)
+    }
+
+    fn auth(&self, req: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.cfg.api_key {
+            Some(key) => match HeaderValue::from_str(&format!("Bearer {}", key.expose())) {
+                Ok(mut v) => {
+                    v.set_sensitive(true);
+                    req.header(AUTHORIZATION, v)
+                }
+                Err(_) => req,
+            },
+            None => req,
+        }
+    }
+
+    /// Sends `req` and returns the body of a successful answer.
+    async fn send(&self, what: &str, req: reqwest::RequestBuilder) -> Result<Vec<u8>, ApiError> {
+        let resp = self.auth(req).send().await.map_err(|e| {
+            ApiError::Transient(format!(
+                "{what}: {}",
+                planwave_redact::redact_urls_in(&e.to_string())
+            ))
+        })?;
+        let status = resp.status();
+        let bytes = resp.bytes().await.map_err(|e| {
+            ApiError::Transient(format!(
+                "{what}: reading the answer: {}",
+                planwave_redact::redact_urls_in(&e.to_string())
+            ))
+        })?;
+        if bytes.len() > MAX_FILE_BYTES {
+            return Err(ApiError::Fatal(format!("{what}: the answer is too large")));
+        }
+        if status.is_success() {
+            return Ok(bytes.to_vec());
+        }
+        let detail = scrub(
+            &crate::openai::wire::body_message(&String::from_utf8_lossy(&bytes)),
+            self.cfg.api_key.as_ref(),
+        );
+        let message = format!("{what}: HTTP {}: {detail}", status.as_u16());
+        Err(match status {
+            StatusCode::NOT_FOUND => ApiError::NotFound(message),
+            s if s == StatusCode::REQUEST_TIMEOUT
+                || s == StatusCode::CONFLICT
+                || s == StatusCode::TOO_MANY_REQUESTS
+                || s.is_server_error() =>
+            {
+                ApiError::Transient(message)
+            }
+            _ => ApiError::Fatal(message),
+        })
+    }
+
+    fn decode<T: serde::de::DeserializeOwned>(what: &str, bytes: &[u8]) -> Result<T, ApiError> {
+        serde_json::from_slice(bytes)
+            .map_err(|e| ApiError::Transient(format!("{what}: malformed answer ({e})")))
+    }
+
+    /// `POST /v1/files` with purpose `batch`: the uploaded file's id.
+    pub async fn upload(&self, jsonl: &[u8], filename: &str) -> Result<String, ApiError> {
+        let (body, content_type) = super::wire::multipart(jsonl, "batch", filename);
+        let req = self
+            .http
+            .post(self.url("files"))
+            .header(CONTENT_TYPE, content_type)
+            .body(body);
+        let bytes = self.send("uploading the batch file", req).await?;
+        Ok(Self::decode::<FileObject>("uploading the batch file", &bytes)?.id)
+    }
+
+    /// `POST /v1/batches` for chat completions within 24 hours.
+    pub async fn create(&self, input_file_id: &str) -> Result<BatchObject, ApiError> {
+        let req = self.http.post(self.url("batches")).json(&json!({
+            "input_file_id": input_file_id,
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+        }));
+        let bytes = self.send("creating the batch", req).await?;
+        Self::decode("creating the batch", &bytes)
+    }
+
+    pub async fn get(&self, id: &str) -> Result<BatchObject, ApiError> {
+        let what = format!("polling batch {id}");
+        let req = self.http.get(self.url(&format!("batches/{id}")));
+        let bytes = self.send(&what, req).await?;
+        Self::decode(&what, &bytes)
+    }
+
+    /// The batch made from `input_file_id`, among the most recent ones.
+    pub async fn find_by_input(&self, input_file_id: &str) -> Result<Option<String>, ApiError> {
+        let url = self.url("batches");
+        let sep = if url.contains('?') { '&' } else { '?' };
+        let req = self.http.get(format!("{url}{sep}limit=100"));
+        let bytes = self.send("listing batches", req).await?;
+        let list: BatchList = Self::decode("listing batches", &bytes)?;
+        Ok(list
+            .data
+            .into_iter()
+            .find(|b| b.input_file_id.as_deref() == Some(input_file_id))
+            .map(|b| b.id))
+    }
+
+    /// A file's content (an output or error file).
+    pub async fn content(&self, file_id: &str) -> Result<String, ApiError> {
+        let what = format!("reading file {file_id}");
+        let req = self
+            .http
+            .get(self.url(&format!("files/{file_id}/content")))
+            .timeout(self.cfg.timeouts.request.max(Duration::from_secs(60)));
+        let bytes = self.send(&what, req).await?;
+        String::from_utf8(bytes).map_err(|_| ApiError::Fatal(format!("{what}: not UTF-8")))
+    }
+}

@@ -1,0 +1,415 @@
+//! Where batched calls wait: the queue of lines not yet submitted (flushed after a short
+//! linger), the submitted batches being polled, and the answers handed back, each to its
+//! own call.
+//!
+//! A line that a batch left unfinished (expired, cancelled, or missing from both files) goes
+//! back into the queue under the same `custom_id`; a line that failed is handed back as the
+//! error a normal call would have returned, so the caller's retry policy decides.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::api::{Api, ApiError};
+use super::ledger::{Ledger, Recorded};
+use super::wire::{BatchObject, LineOutcome, parse_result_line};
+use super::{BatchConfig, BatchObserver, BatchStatus};
+use crate::LlmError;
+
+/// Polls of one batch that may fail in a row before its calls are failed.
+const MAX_POLL_FAILURES: u32 = 10;
+/// Attempts at an upload or a batch creation.
+const SUBMIT_ATTEMPTS: u32 = 3;
+
+/// One call's request line, waiting for its answer.
+pub(crate) struct Line {
+    pub custom_id: String,
+    pub json: String,
+    pub model: String,
+    pub reply: oneshot::Sender<Result<Value, LlmError>>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: Vec<Line>,
+    flush_scheduled: bool,
+    /// How often each request body was seen, for content-addressed custom ids.
+    occurrences: HashMap<u64, u32>,
+    /// custom_id -> the batch an earlier process submitted it in (resume).
+    recorded: HashMap<String, String>,
+    /// batch id -> the lines waiting for it.
+    waiting: HashMap<String, Vec<Line>>,
+    polling: HashSet<String>,
+    /// Finished batches' results, kept while recorded ids may still ask for them.
+    finished: HashMap<String, Arc<HashMap<String, LineOutcome>>>,
+}
+
+pub(crate) struct Dispatch {
+    pub api: Api,
+    pub cfg: BatchConfig,
+    state: Mutex<State>,
+    ledger: Mutex<Option<Ledger>>,
+    observer: Mutex<Option<Arc<dyn BatchObserver>>>,
+    submitted: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Dispatch {
+    pub fn new(api: Api, cfg: BatchConfig) -> Dispatch {
+        Dispatch {
+            api,
+            cfg,
+            state: Mutex::new(State::default()),
+            ledger: Mutex::new(None),
+            observer: Mutex::new(None),
+            submitted: AtomicU64::new(0),
+        }
+    }
+
+    pub fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::Relaxed)
+    }
+
+    pub fn set_observer(&self, observer: Option<Arc<dyn BatchObserver>>) {
+        *lock(&self.observer) = observer;
+    }
+
+    /// The custom id of a request body: its hash and how many times this body was seen.
+    pub fn custom_id(&self, body: &str) -> String {
+        let h = crate::stable_hash(0, body, 0);
+        let mut st = lock(&self.state);
+        let n = st.occurrences.entry(h).or_insert(0);
+        *n += 1;
+        format!("pw-{h:016x}-{n}")
+    }
+
+    /// Takes over an earlier process's ledger: its batches are polled for the calls that ask
+    /// again, and new batches are recorded in it.
+    pub async fn recover(&self, ledger: Ledger, recorded: Recorded) {
+        let mut batches = recorded.batches.clone();
+        for file in recorded.files_without_batch() {
+            // Created or not before the process died: the provider's list says.
+            if let Ok(Some(b)) = self.api.find_by_input(&file).await {
+                batches.insert(file, b);
+            }
+        }
+        let map: HashMap<String, String> = recorded
+            .files
+            .iter()
+            .filter_map(|(id, f)| Some((id.clone(), batches.get(f)?.clone())))
+            .collect();
+        lock(&self.state).recorded.extend(map);
+        *lock(&self.ledger) = Some(ledger);
+    }
+
+    fn fail(&self, line: Line, e: LlmError) {
+        let _ = line.reply.send(Err(e));
+    }
+
+    fn error(&self, line: &Line, message: String, transient: bool) -> LlmError {
+        let (provider, model) = (self.api.config().provider.clone(), line.model.clone());
+        if transient {
+            LlmError::Transient {
+                provider,
+                model,
+                message,
+                retry_after: None,
+            }
+        } else {
+            LlmError::Fatal {
+                provider,
+                model,
+                message,
+            }
+        }
+    }
+
+    fn api_error(&self, line: &Line, e: &ApiError) -> LlmError {
+        self.error(
+            line,
+            e.message().to_owned(),
+            !matches!(e, ApiError::Fatal(_)),
+        )
+    }
+
+    /// A call's line: to the batch an earlier process submitted it in, else the queue.
+    pub fn enqueue(self: &Arc<Self>, line: Line) {
+        let mut st = lock(&self.state);
+        if let Some(batch) = st.recorded.remove(&line.custom_id) {
+            if let Some(results) = st.finished.get(&batch).cloned() {
+                drop(st);
+                self.resolve(&batch, vec![line], &results, None);
+                return;
+            }
+            st.waiting.entry(batch.clone()).or_default().push(line);
+            if st.polling.insert(batch.clone()) {
+                let me = self.clone();
+                tokio::spawn(async move { me.poll(batch).await });
+            }
+            return;
+        }
+        drop(st);
+        self.queue(vec![line]);
+    }
+
+    /// Lines for the next submission.
+    fn queue(self: &Arc<Self>, lines: Vec<Line>) {
+        let mut st = lock(&self.state);
+        st.queue.extend(lines);
+        if st.queue.len() >= self.cfg.max_lines {
+            let full: Vec<Line> = st.queue.drain(..).collect();
+            let me = self.clone();
+            tokio::spawn(async move { me.submit(full).await });
+        } else if !st.queue.is_empty() && !st.flush_scheduled {
+            st.flush_scheduled = true;
+            let me = self.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(me.cfg.linger).await;
+                let lines = {
+                    let mut st = lock(&me.state);
+                    st.flush_scheduled = false;
+                    std::mem::take(&mut st.queue)
+                };
+                me.submit(lines).await;
+            });
+        }
+    }
+
+    fn observe(&self, b: &BatchObject) {
+        let observer = lock(&self.observer).clone();
+        if let Some(o) = observer {
+            let c = b.request_counts.unwrap_or_default();
+            o.batch_state(&BatchStatus {
+                batch_id: b.id.clone(),
+                state: b.status.clone(),
+                total: c.total,
+                completed: c.completed,
+                failed: c.failed,
+            });
+        }
+    }
+
+    /// `op` tried up to [`SUBMIT_ATTEMPTS`] times while it fails transiently.
+    async fn attempts<T, F: Future<Output = Result<T, ApiError>>>(
+        &self,
+        op: impl Fn() -> F,
+    ) -> Result<T, ApiError> {
+        let mut delay = Duration::from_millis(500);
+        let mut tries = 1;
+        loop {
+            match op().await {
+                Err(ApiError::Transient(_)) if tries < SUBMIT_ATTEMPTS => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Uploads `lines` as one file, records it, creates the batch, records that, and polls.
+    async fn submit(self: Arc<Self>, lines: Vec<Line>) {
+        let lines: Vec<Line> = lines.into_iter().filter(|l| !l.reply.is_closed()).collect();
+        if lines.is_empty() {
+            return;
+        }
+        let mut jsonl = String::new();
+        for l in &lines {
+            jsonl.push_str(&l.json);
+            jsonl.push('\n');
+        }
+        let ids: Vec<String> = lines.iter().map(|l| l.custom_id.clone()).collect();
+        let name = format!("planwave-{:016x}.jsonl", crate::stable_hash(0, &jsonl, 0));
+        let file = match self
+            .attempts(|| self.api.upload(jsonl.as_bytes(), &name))
+            .await
+        {
+            Ok(f) => f,
+            Err(e) => return self.fail_all(lines, &e),
+        };
+        if let Err(e) = self.record(|l| l.record_file(&file, &ids)) {
+            return self.fail_all(lines, &ApiError::Transient(e));
+        }
+        let batch = match self.attempts(|| self.api.create(&file)).await {
+            Ok(b) => b,
+            Err(e) => return self.fail_all(lines, &e),
+        };
+        self.submitted.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = self.record(|l| l.record_batch(&file, &batch.id)) {
+            // Submitted but not recorded: the file line finds it again on resume.
+            tracing::warn!(batch = %batch.id, "recording the batch: {e}");
+        }
+        tracing::info!(batch = %batch.id, lines = lines.len(), "submitted a provider batch");
+        self.observe(&batch);
+        let id = batch.id.clone();
+        {
+            let mut st = lock(&self.state);
+            st.waiting.entry(id.clone()).or_default().extend(lines);
+            st.polling.insert(id.clone());
+        }
+        self.poll(id).await;
+    }
+
+    fn record(&self, f: impl FnOnce(&mut Ledger) -> std::io::Result<()>) -> Result<(), String> {
+        match &mut *lock(&self.ledger) {
+            Some(l) => f(l).map_err(|e| format!("writing the batch ledger: {e}")),
+            None => Ok(()),
+        }
+    }
+
+    fn fail_all(&self, lines: Vec<Line>, e: &ApiError) {
+        for l in lines {
+            let err = self.api_error(&l, e);
+            self.fail(l, err);
+        }
+    }
+
+    /// Whether anyone still waits for `batch`; forgets it if not.
+    fn anyone_waits(&self, batch: &str) -> bool {
+        let mut st = lock(&self.state);
+        let alive = st
+            .waiting
+            .get_mut(batch)
+            .map(|w| {
+                w.retain(|l| !l.reply.is_closed());
+                !w.is_empty()
+            })
+            .unwrap_or(false);
+        if !alive {
+            st.waiting.remove(batch);
+            st.polling.remove(batch);
+        }
+        alive
+    }
+
+    /// Polls `batch` (backing off) until it ends, then hands out its results.
+    async fn poll(self: Arc<Self>, batch: String) {
+        let mut interval = self.cfg.poll;
+        let mut failures = 0;
+        let mut last: Option<(String, u64, u64)> = None;
+        loop {
+            if !self.anyone_waits(&batch) {
+                return;
+            }
+            tokio::time::sleep(interval).await;
+            interval = interval
+                .mul_f64(1.5)
+                .min(self.cfg.poll_max.max(self.cfg.poll));
+            let b = match self.api.get(&batch).await {
+                Ok(b) => b,
+                Err(ApiError::NotFound(_)) => {
+                    // The provider lost it (or never had it): what waited is sent again.
+                    self.finish(&batch, HashMap::new(), None);
+                    return;
+                }
+                Err(e) => {
+                    failures += 1;
+                    if failures >= MAX_POLL_FAILURES {
+                        let lines = lock(&self.state).waiting.remove(&batch);
+                        lock(&self.state).polling.remove(&batch);
+                        self.fail_all(lines.unwrap_or_default(), &e);
+                        return;
+                    }
+                    continue;
+                }
+            };
+            failures = 0;
+            let c = b.request_counts.unwrap_or_default();
+            let now = Some((b.status.clone(), c.completed, c.failed));
+            if now != last {
+                self.observe(&b);
+                last = now;
+            }
+            if b.is_terminal() {
+                match self.results(&b).await {
+                    Ok(results) => {
+                        let failed = (b.status == "failed").then(|| b.error_text());
+                        self.finish(&batch, results, failed);
+                        return;
+                    }
+                    Err(_) => failures += 1,
+                }
+            }
+        }
+    }
+
+    /// The outcome of every line in a finished batch's output and error files.
+    async fn results(&self, b: &BatchObject) -> Result<HashMap<String, LineOutcome>, ApiError> {
+        let mut out = HashMap::new();
+        for file in [&b.output_file_id, &b.error_file_id].into_iter().flatten() {
+            let text = self.attempts(|| self.api.content(file)).await?;
+            out.extend(text.lines().filter_map(parse_result_line));
+        }
+        Ok(out)
+    }
+
+    /// Hands `batch`'s results to the lines waiting for it.
+    fn finish(
+        self: &Arc<Self>,
+        batch: &str,
+        results: HashMap<String, LineOutcome>,
+        failed: Option<String>,
+    ) {
+        let results = Arc::new(results);
+        let lines = {
+            let mut st = lock(&self.state);
+            st.polling.remove(batch);
+            if st.recorded.values().any(|b| b == batch) {
+                st.finished.insert(batch.to_owned(), results.clone());
+            }
+            st.waiting.remove(batch).unwrap_or_default()
+        };
+        self.resolve(batch, lines, &results, failed);
+    }
+
+    fn resolve(
+        self: &Arc<Self>,
+        batch: &str,
+        lines: Vec<Line>,
+        results: &HashMap<String, LineOutcome>,
+        failed: Option<String>,
+    ) {
+        let mut again = Vec::new();
+        for line in lines {
+            match (results.get(&line.custom_id), &failed) {
+                (Some(LineOutcome::Answer(v)), _) => {
+                    let _ = line.reply.send(Ok(v.clone()));
+                }
+                (Some(o), _) if o.unfinished() => again.push(line),
+                (
+                    Some(LineOutcome::Failed {
+                        status,
+                        code,
+                        message,
+                    }),
+                    _,
+                ) => {
+                    let transient = *status == 0 || *status == 429 || *status >= 500;
+                    let e = self.error(
+                        &line,
+                        format!("batch {batch}: {message} ({code}, HTTP {status})"),
+                        transient,
+                    );
+                    self.fail(line, e);
+                }
+                (None, Some(why)) => {
+                    let e = self.error(&line, format!("batch {batch} failed: {why}"), false);
+                    self.fail(line, e);
+                }
+                (None, None) => again.push(line),
+            }
+        }
+        if !again.is_empty() {
+            tracing::info!(batch, lines = again.len(), "sending unfinished lines again");
+            self.queue(again);
+        }
+    }
+}
