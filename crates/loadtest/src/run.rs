@@ -17,6 +17,7 @@ use crate::probe::{Probe, ProbeSnapshot};
 use crate::report::LoadReport;
 use crate::rss;
 use crate::serving::{ServingReport, Slo};
+use crate::shaping::Shaping;
 use crate::timeline::{self, Timeline, TimelineHeader};
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +52,9 @@ pub struct LoadRequest {
     /// Answer the report's integrator call locally instead of sending it (see
     /// [`Probe::answering_integrator_locally`]).
     pub local_integrator: bool,
+    /// What is done to each request beyond sending it (`max_tokens`, cancelling, counting
+    /// tokens, sessions' think times); `None`: nothing.
+    pub shaping: Option<Arc<Shaping>>,
 }
 
 /// What the serving metrics count.
@@ -66,13 +70,21 @@ pub struct ServingOptions {
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
     check_planned(&plan, req.planned_ms.as_deref())?;
-    let probe = Arc::new(probe_for(
-        req.provider,
+    let provider = match &req.shaping {
+        Some(s) => s.wrap(req.provider, plan.clone()),
+        None => req.provider,
+    };
+    let mut probe = probe_for(
+        provider,
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
         req.local_integrator,
-    ));
+    );
+    if let Some(sessions) = req.shaping.as_ref().and_then(|s| s.sessions.clone()) {
+        probe = probe.with_sessions(sessions);
+    }
+    let probe = Arc::new(probe);
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -121,6 +133,11 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     });
     let calls = probe.take_records();
     let serving = req.serving.as_ref().map(|o| serving_report(&calls, o));
+    let turns = req
+        .shaping
+        .as_ref()
+        .and_then(|s| s.sessions.as_ref())
+        .map(|m| crate::sessions::turn_figures(&plan, &calls, m));
     let s = &result.stats;
     let makespan_ms = s.makespan_ms;
     let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
@@ -159,6 +176,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         label: None,
         serving,
         server_metrics: None,
+        turns,
         calls,
         timeline,
     })

@@ -37,6 +37,8 @@ pub struct ServeOptions {
     pub api_key: Option<ApiKey>,
     /// Automatic prefix caching by token blocks; `None`: no cache.
     pub prefix_cache: Option<PrefixCacheOptions>,
+    /// Answer without `usage`.
+    pub no_usage: bool,
 }
 
 /// The prefix cache as a front end sets it.
@@ -163,6 +165,7 @@ impl ServeOptions {
                 stall: Duration::from_millis(self.stall_ms),
             },
             api_key: self.api_key,
+            no_usage: self.no_usage,
         })
     }
 }
