@@ -237,7 +237,11 @@ pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOption
             }
             None => match &a.trace {
                 Some(path) => trace_workload(path, a.speed, &mut traffic, tokenizer.as_deref())?,
-                None => (data_prompts(a, &mut traffic, tokenizer.as_deref())?, None, None),
+                None => (
+                    data_prompts(a, &mut traffic, tokenizer.as_deref())?,
+                    None,
+                    None,
+                ),
             },
         };
     let shaping = workload::shaping(a, traffic.requests, trace_output, tokenizer, sessions);

@@ -46,7 +46,12 @@ pub struct WorkloadOptions {
     pub multi_turn: bool,
     /// Synthetic multi-turn sessions: each conversation has a number of turns drawn from
     /// this mean and spread (`4,1`), each turn an --input-tokens prompt.
-    #[arg(long, value_name = "MEAN,SPREAD", requires = "input_tokens", conflicts_with = "multi_turn")]
+    #[arg(
+        long,
+        value_name = "MEAN,SPREAD",
+        requires = "input_tokens",
+        conflicts_with = "multi_turn"
+    )]
     pub turns: Option<TokenCount>,
     /// With --multi-turn or --turns: how many conversations (default: the dataset's, or 10);
     /// --rate R starts them at R per second.
@@ -59,7 +64,12 @@ pub struct WorkloadOptions {
     /// With --llm-url: add this header to every request (`-H 'X-Tenant: acme'`; repeatable).
     /// The values of credential headers (Authorization, *-Key, *-Token, Cookie) are never
     /// shown.
-    #[arg(short = 'H', long = "header", value_name = "NAME: VALUE", requires = "llm_url")]
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "NAME: VALUE",
+        requires = "llm_url"
+    )]
     pub headers: Vec<String>,
     /// Cancel this share of streamed requests mid-stream (0.05: one in twenty), as users
     /// closing a tab: the connection is closed after 1 to 8 chunks of the answer. Counted as
@@ -105,7 +115,10 @@ pub(super) fn check(a: &LoadtestArgs) -> anyhow::Result<()> {
     }
     if w.cancel_rate.is_some_and(|r| r > 0.0) {
         if a.no_stream {
-            return bad("--cancel-rate", "only streamed requests can be cancelled mid-stream: leave out --no-stream");
+            return bad(
+                "--cancel-rate",
+                "only streamed requests can be cancelled mid-stream: leave out --no-stream",
+            );
         }
         if w.endpoint == EndpointArg::Embeddings {
             return bad("--cancel-rate", "embeddings are not streamed");
@@ -150,7 +163,10 @@ pub(super) fn sessions(
         return Err(conflict("--plan and --trace").into());
     }
     if traffic.requests.is_some() || traffic.duration.is_some() || traffic.plan_rate.is_some() {
-        return Err(conflict("--requests, --duration and --plan-rate (--sessions N sets how many)").into());
+        return Err(conflict(
+            "--requests, --duration and --plan-rate (--sessions N sets how many)",
+        )
+        .into());
     }
     if traffic.rate.len() > 1 {
         return Err(InvalidInput::one(
@@ -209,7 +225,12 @@ pub(super) fn shaping(
             let n = requests.map_or(1024, |r| r as usize).clamp(1, MAX_DRAWS);
             // Another stream of draws than the prompts' lengths (same seed).
             let draws = t.draw(n, a.seed ^ 0x6f75_7470);
-            Some(draws.into_iter().map(|d| d.min(u32::MAX as u64) as u32).collect())
+            Some(
+                draws
+                    .into_iter()
+                    .map(|d| d.min(u32::MAX as u64) as u32)
+                    .collect(),
+            )
         }
         (None, Some(per_row)) => Some(per_row.into()),
         (None, None) => None,

@@ -58,7 +58,10 @@ fn output_tokens_bound_each_request_with_its_own_max_tokens() {
     let per = &s["output_tokens_per_request"];
     assert_ne!(per["p50"], per["max"], "bounds drawn per request: {s}");
     assert!(per["max"].as_f64().expect("max") < 100.0, "{s}");
-    assert_eq!(server.stats()["serving"]["output_tokens"], s["output_tokens"]);
+    assert_eq!(
+        server.stats()["serving"]["output_tokens"],
+        s["output_tokens"]
+    );
 
     // A trace's GeneratedTokens are its requests' bounds.
     let dir = tempdir();
@@ -192,7 +195,13 @@ fn multi_turn_sessions_carry_the_earlier_answers_and_wait_between_turns() {
             sim_tokens(&["first question", &a, "second"]),
             sim_tokens(&["be brief", "hello there", &a, "bye"]),
         ],
-        vec![sim_tokens(&["first question", &a, "second", &a, "and a third one"])],
+        vec![sim_tokens(&[
+            "first question",
+            &a,
+            "second",
+            &a,
+            "and a third one",
+        ])],
     ];
     let run = &v["runs"][0];
     assert_eq!(run["serving"]["requests"], 5, "{run}");
@@ -239,7 +248,11 @@ fn multi_turn_sessions_carry_the_earlier_answers_and_wait_between_turns() {
         .iter()
         .filter_map(|t| t["prompt_tokens"]["mean"].as_f64())
         .collect();
-    assert_eq!(means, [20.0, 45.0, 70.0], "20 more and a 5-token answer a turn");
+    assert_eq!(
+        means,
+        [20.0, 45.0, 70.0],
+        "20 more and a 5-token answer a turn"
+    );
 }
 
 #[test]
@@ -257,9 +270,15 @@ fn headers_reach_the_server_and_credential_values_are_never_shown() {
         .run();
     out.expect_ok();
     let v: Value = serde_json::from_str(&out.stdout).expect("json");
-    assert_eq!(v["runs"][0]["serving"]["ok"], 3, "the key in -H was accepted");
+    assert_eq!(
+        v["runs"][0]["serving"]["ok"], 3,
+        "the key in -H was accepted"
+    );
     let stats = server.stats();
-    assert_eq!((stats["authorized"].as_u64(), stats["traced"].as_u64()), (Some(3), Some(3)));
+    assert_eq!(
+        (stats["authorized"].as_u64(), stats["traced"].as_u64()),
+        (Some(3), Some(3))
+    );
     assert!(out.stderr.contains("authorization: ***"), "{}", out.stderr);
     assert!(
         !out.stderr.contains("s3cret") && !out.stdout.contains("s3cret"),
@@ -267,7 +286,11 @@ fn headers_reach_the_server_and_credential_values_are_never_shown() {
         out.stderr
     );
 
-    for bad in ["X-Api-Key s3cret", "Content-Length: 3", "X-Api-Key: s3cret\u{1}"] {
+    for bad in [
+        "X-Api-Key s3cret",
+        "Content-Length: 3",
+        "X-Api-Key: s3cret\u{1}",
+    ] {
         let out = planwave(["loadtest", "--requests", "1"])
             .args(["--llm-url", &server.base_url, "-H", bad])
             .run();
@@ -335,7 +358,10 @@ fn the_completions_endpoint_answers_prompts_streamed_or_not() {
         Some(&json!({"prompt": ["one prompt"]})),
     );
     let v: Value = serde_json::from_str(&body).expect("json");
-    assert_eq!(v["usage"]["completion_tokens"], 16, "OpenAI's default bound: {v}");
+    assert_eq!(
+        v["usage"]["completion_tokens"], 16,
+        "OpenAI's default bound: {v}"
+    );
 
     let (status, body) = http(
         base,
@@ -356,7 +382,10 @@ fn the_completions_endpoint_answers_prompts_streamed_or_not() {
         .filter_map(|e| e["choices"][0]["text"].as_str())
         .collect();
     assert_eq!(text.chars().count(), 12, "4 tokens of 3 characters: {body}");
-    assert_eq!(events.last().expect("usage")["usage"]["completion_tokens"], 4);
+    assert_eq!(
+        events.last().expect("usage")["usage"]["completion_tokens"],
+        4
+    );
     assert!(body.trim_end().ends_with("data: [DONE]"), "{body}");
     let (status, _) = http(base, "POST", "/v1/completions", Some(&json!({"prompt": 3})));
     assert_eq!(status, 400);
@@ -375,7 +404,11 @@ fn the_completions_endpoint_answers_prompts_streamed_or_not() {
         base,
     ]);
     let s = &v["runs"][0]["serving"];
-    assert_eq!((s["ok"].as_u64(), s["output_tokens"].as_u64()), (Some(5), Some(35)), "{s}");
+    assert_eq!(
+        (s["ok"].as_u64(), s["output_tokens"].as_u64()),
+        (Some(5), Some(35)),
+        "{s}"
+    );
     assert_eq!(s["prompt_tokens"], 150, "{s}");
     assert_eq!(server.stats()["serving"]["output_tokens"], 35 + 5 + 16 + 4);
     assert!(s["ttft_ms"]["samples"].as_u64() == Some(5), "{s}");
@@ -391,7 +424,11 @@ fn the_completions_endpoint_answers_prompts_streamed_or_not() {
     ]);
     let s = &v["runs"][0]["serving"];
     assert_eq!(
-        (s["ok"].as_u64(), s["prompt_tokens"].as_u64(), s["output_tokens"].as_u64()),
+        (
+            s["ok"].as_u64(),
+            s["prompt_tokens"].as_u64(),
+            s["output_tokens"].as_u64()
+        ),
         (Some(3), Some(90), Some(0)),
         "{s}"
     );

@@ -178,11 +178,7 @@ impl TextEndpoint {
             self.read_body(resp, sent, request).await?
         };
         if answer.usage_missing {
-            answer.usage = Usage::new(
-                estimate_tokens(&prompt),
-                estimate_tokens(&answer.text),
-                0,
-            );
+            answer.usage = Usage::new(estimate_tokens(&prompt), estimate_tokens(&answer.text), 0);
         }
         answer.timing.e2e = sent.elapsed();
         answer.timing.usage_estimated = answer.usage_missing;

@@ -188,9 +188,7 @@ pub fn session_workload(
     let chosen: Vec<&Session> = (0..count).map(|c| &sessions[c % sessions.len()]).collect();
     let total: usize = chosen.iter().map(|s| s.turns.len()).sum();
     if total > MAX_TURNS_TOTAL {
-        return Err(format!(
-            "{total} turns in all, more than {MAX_TURNS_TOTAL}"
-        ));
+        return Err(format!("{total} turns in all, more than {MAX_TURNS_TOTAL}"));
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7468_696e);
     let mut map = SessionMap::default();
@@ -328,7 +326,11 @@ pub struct TurnFigures {
 }
 
 /// Per turn number, the figures of the workload's requests (subagent calls).
-pub fn turn_figures(plan: &ValidatedPlan, calls: &[CallRecord], map: &SessionMap) -> Vec<TurnFigures> {
+pub fn turn_figures(
+    plan: &ValidatedPlan,
+    calls: &[CallRecord],
+    map: &SessionMap,
+) -> Vec<TurnFigures> {
     let most = map.turn.iter().copied().max().unwrap_or(0) as usize;
     let mut by_turn: Vec<Vec<&CallRecord>> = vec![Vec::new(); most];
     for c in calls.iter().filter(|c| c.role == "subagent") {
@@ -418,8 +420,14 @@ mod tests {
             ],
         }];
         let inner: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
-        let w = session_workload(&sessions, 2, Some(LatencyModel::Fixed { ms: 250.0 }), 0, inner)
-            .expect("workload");
+        let w = session_workload(
+            &sessions,
+            2,
+            Some(LatencyModel::Fixed { ms: 250.0 }),
+            0,
+            inner,
+        )
+        .expect("workload");
         assert_eq!(w.plan.len(), 6);
         assert_eq!(w.plan.deps(2), [0, 1], "turn 3 waits for turns 1 and 2");
         assert_eq!(w.plan.deps(3), [] as [u32; 0], "a new conversation");
@@ -439,7 +447,8 @@ mod tests {
         let task = w.plan.task(2);
         let own = TaskText::of(task);
         let m = w.prompts.subagent(&w.plan, 2, &own, &prior);
-        let got: Vec<(MessageRole, &str)> = m.iter().map(|m| (m.role, m.content.as_str())).collect();
+        let got: Vec<(MessageRole, &str)> =
+            m.iter().map(|m| (m.role, m.content.as_str())).collect();
         assert_eq!(
             got,
             vec![

@@ -142,13 +142,10 @@ impl LlmProvider for Shaper {
             .as_deref()
             .and_then(|id| s.cancel_after(id));
         // Kept only to count it again, should the endpoint report no usage.
-        let prompt: Option<Vec<String>> = s.tokenizer.as_ref().map(|_| {
-            request
-                .messages
-                .iter()
-                .map(|m| m.content.clone())
-                .collect()
-        });
+        let prompt: Option<Vec<String>> = s
+            .tokenizer
+            .as_ref()
+            .map(|_| request.messages.iter().map(|m| m.content.clone()).collect());
         if cancel.is_none() && prompt.is_none() {
             return self.inner.chat(request);
         }

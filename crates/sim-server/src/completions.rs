@@ -120,7 +120,15 @@ pub(crate) async fn completions(
     let id = format!("cmpl-sim-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
     let usage = req.include_usage() && !st.cfg.no_usage;
     if req.stream {
-        return stream(st.clone(), chat, length, Frame { id, model, usage }, slot, timing).await;
+        return stream(
+            st.clone(),
+            chat,
+            length,
+            Frame { id, model, usage },
+            slot,
+            timing,
+        )
+        .await;
     }
     let answer = match crate::prefix::with_cached(
         st.sim.chat_bounded(chat, length).await,
