@@ -279,6 +279,10 @@ pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOption
 /// Each request's send time, when a trace sets it.
 type Arrivals = Option<Vec<Duration>>;
 
+/// A workload's prompts (planwave's own when `None`), send times and per-request output
+/// bounds, as a trace or the data flags make them.
+type Requests = (Option<Arc<dyn PromptSet>>, Arrivals, Option<Vec<u32>>);
+
 /// A trace's prompts (one per row, of its input length, in the tokenizer's tokens when there
 /// is one), send times, and output bounds (its GeneratedTokens, when every row has them);
 /// the trace sets the request count.
@@ -287,7 +291,7 @@ fn trace_workload(
     speed: f64,
     traffic: &mut planwave_loadtest::Traffic,
     tokenizer: Option<&planwave_loadtest::TokenCounter>,
-) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Arrivals, Option<Vec<u32>>)> {
+) -> anyhow::Result<Requests> {
     let rows = planwave_loadtest::read_trace(path)
         .map_err(|e| InvalidInput::one("--trace", e.to_string()))?;
     if traffic.requests.is_some() || !traffic.rate.is_empty() || traffic.duration.is_some() {

@@ -70,21 +70,14 @@ pub struct ServingOptions {
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     let plan = req.plan.clone();
     check_planned(&plan, req.planned_ms.as_deref())?;
-    let provider = match &req.shaping {
-        Some(s) => s.wrap(req.provider, plan.clone()),
-        None => req.provider,
-    };
-    let mut probe = probe_for(
-        provider,
+    let probe = Arc::new(probe_for(
+        req.provider,
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
         req.local_integrator,
-    );
-    if let Some(sessions) = req.shaping.as_ref().and_then(|s| s.sessions.clone()) {
-        probe = probe.with_sessions(sessions);
-    }
-    let probe = Arc::new(probe);
+        req.shaping.as_ref(),
+    ));
     if let Some(f) = req.on_start {
         f(probe.clone());
     }
@@ -133,11 +126,6 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     });
     let calls = probe.take_records();
     let serving = req.serving.as_ref().map(|o| serving_report(&calls, o));
-    let turns = req
-        .shaping
-        .as_ref()
-        .and_then(|s| s.sessions.as_ref())
-        .map(|m| crate::sessions::turn_figures(&plan, &calls, m));
     let s = &result.stats;
     let makespan_ms = s.makespan_ms;
     let ratio = |bound: f64| (bound > 0.0).then(|| makespan_ms / bound);
@@ -176,10 +164,20 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         label: None,
         serving,
         server_metrics: None,
-        turns,
+        turns: turns(req.shaping, &plan, &calls),
         calls,
         timeline,
     })
+}
+
+/// Sessions' figures per turn number.
+fn turns(
+    shaping: Option<Arc<Shaping>>,
+    plan: &ValidatedPlan,
+    calls: &[crate::serving::CallRecord],
+) -> Option<Vec<crate::sessions::TurnFigures>> {
+    let map = shaping?.sessions.clone()?;
+    Some(crate::sessions::turn_figures(plan, calls, &map))
 }
 
 /// (peak - baseline) RSS per call in flight at the most, where all three are known.
@@ -206,8 +204,16 @@ fn probe_for(
     arrivals: Option<Vec<Duration>>,
     record: bool,
     local_integrator: bool,
+    shaping: Option<&Arc<Shaping>>,
 ) -> Probe {
+    let provider = match shaping {
+        Some(s) => s.wrap(provider, plan.clone()),
+        None => provider,
+    };
     let mut probe = Probe::new(provider, plan);
+    if let Some(sessions) = shaping.and_then(|s| s.sessions.clone()) {
+        probe = probe.with_sessions(sessions);
+    }
     if local_integrator {
         probe = probe.answering_integrator_locally();
     }
