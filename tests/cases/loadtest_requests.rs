@@ -324,10 +324,12 @@ fn cancel_rate_closes_that_share_of_streams_mid_answer() {
     assert_eq!(ok + cancelled, 20, "cancelled are not errors: {s}");
     assert_eq!(run["errors"], 0, "{run}");
     assert_eq!(s["outcomes"]["cancelled"], cancelled, "{s}");
-    // The server saw every request begin, and finished only those not cancelled.
+    // The server saw every request begin and finished at least those answered whole (a
+    // server starved long enough may finish a cancelled answer before it sees the close).
     let stats = server.stats();
     assert_eq!(stats["requests"], 20, "{stats}");
-    assert_eq!(stats["serving"]["completed"], ok, "{stats}");
+    let completed = stats["serving"]["completed"].as_u64().expect("completed");
+    assert!((ok..=20).contains(&completed), "{stats}");
 
     let out = planwave(["loadtest", "--requests", "1", "--cancel-rate", "0.1"])
         .args(["--llm-url", &server.base_url, "--no-stream"])
