@@ -302,13 +302,14 @@ fn headers_reach_the_server_and_credential_values_are_never_shown() {
 
 #[test]
 fn cancel_rate_closes_that_share_of_streams_mid_answer() {
-    // Paced answers of 60 tokens: a request cancelled after at most 8 chunks is mid-stream.
+    // Paced answers of 200 tokens (1 s): a request cancelled after at most 8 chunks is
+    // mid-stream unless its client is starved for most of that second.
     let server = SimLlm::start(&["--tokens-per-sec", "200"], &[]);
     let v = loadtest_json(&[
         "--requests",
         "20",
         "--output-tokens",
-        "60",
+        "200",
         "--cancel-rate",
         "0.5",
         "--llm-url",
