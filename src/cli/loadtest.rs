@@ -22,6 +22,7 @@ use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
 use super::loadtest_traffic::TrafficOptions;
+use super::loadtest_workload::{self as workload, WorkloadOptions};
 use super::options::{ScheduleArg, read_latency_file};
 
 pub const AFTER_HELP: &str = "\
@@ -153,6 +154,8 @@ pub struct LoadtestArgs {
     pub repeat: u32,
     #[command(flatten)]
     pub traffic: TrafficOptions,
+    #[command(flatten)]
+    pub workload: WorkloadOptions,
 }
 
 pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
@@ -186,7 +189,10 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
 
 /// The flags as the load test's options.
 pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOptions<anyhow::Error>> {
-    let plan = match &a.plan {
+    workload::check(a)?;
+    let tokenizer = workload::tokenizer(a)?;
+    let headers = workload::headers(a)?;
+    let mut plan = match &a.plan {
         Some(path) => PlanChoice::Given {
             plan: Arc::new(load_plan(path)?),
             name: path.display().to_string(),
@@ -213,18 +219,35 @@ pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOption
     let endpoint = match &a.llm_url {
         None => Endpoint::Simulator,
         Some(url) => {
-            let (url2, args) = (url.clone(), a.clone());
+            let (url2, args, h) = (url.clone(), a.clone(), headers.clone());
             Endpoint::Http {
                 url: url.clone(),
-                connect: Box::new(move || http_provider(&url2, &args)),
+                connect: Box::new(move || http_provider(&url2, &args, &h)),
             }
         }
     };
     let mut traffic = a.traffic.traffic(&a.concurrency);
-    let (prompts, arrivals) = match &a.trace {
-        Some(path) => trace_workload(path, a.speed, &mut traffic)?,
-        None => (data_prompts(a, &mut traffic)?, None),
-    };
+    let mut sessions = None;
+    let (prompts, arrivals, trace_output) =
+        match workload::sessions(a, &mut traffic, tokenizer.as_deref())? {
+            Some(s) => {
+                plan = s.plan;
+                sessions = Some(s.map);
+                (Some(s.prompts), s.arrivals, None)
+            }
+            None => match &a.trace {
+                Some(path) => trace_workload(path, a.speed, &mut traffic, tokenizer.as_deref())?,
+                None => (
+                    data_prompts(a, &mut traffic, tokenizer.as_deref())?,
+                    None,
+                    None,
+                ),
+            },
+        };
+    let shaping = workload::shaping(a, traffic.requests, trace_output, tokenizer, sessions);
+    if let Some(line) = workload::describe(a, &headers) {
+        eprintln!("{line}");
+    }
     Ok(SweepOptions {
         plan,
         seed: a.seed,
@@ -249,19 +272,26 @@ pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOption
         prompts,
         arrivals,
         scrape_metrics: a.scrape_metrics.clone(),
+        shaping,
     })
 }
 
 /// Each request's send time, when a trace sets it.
 type Arrivals = Option<Vec<Duration>>;
 
-/// A trace's prompts (one per row, of its input length) and send times; the trace sets the
-/// request count.
+/// A workload's prompts (planwave's own when `None`), send times and per-request output
+/// bounds, as a trace or the data flags make them.
+type Requests = (Option<Arc<dyn PromptSet>>, Arrivals, Option<Vec<u32>>);
+
+/// A trace's prompts (one per row, of its input length, in the tokenizer's tokens when there
+/// is one), send times, and output bounds (its GeneratedTokens, when every row has them);
+/// the trace sets the request count.
 fn trace_workload(
     path: &std::path::Path,
     speed: f64,
     traffic: &mut planwave_loadtest::Traffic,
-) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Arrivals)> {
+    tokenizer: Option<&planwave_loadtest::TokenCounter>,
+) -> anyhow::Result<Requests> {
     let rows = planwave_loadtest::read_trace(path)
         .map_err(|e| InvalidInput::one("--trace", e.to_string()))?;
     if traffic.requests.is_some() || !traffic.rate.is_empty() || traffic.duration.is_some() {
@@ -277,10 +307,19 @@ fn trace_workload(
     traffic.requests = Some(rows.len() as u64);
     let lengths: Vec<u64> = rows.iter().map(|r| r.input_tokens).collect();
     let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
-    let prompts = DataPrompts::new(planwave_loadtest::prompts_of_lengths(&lengths), builtin);
+    let requests = match tokenizer {
+        Some(t) => t.prompts_of_lengths(&lengths),
+        None => planwave_loadtest::prompts_of_lengths(&lengths),
+    };
+    let prompts = DataPrompts::new(requests, builtin);
+    let output: Option<Vec<u32>> = rows
+        .iter()
+        .map(|r| r.output_tokens.map(|t| t.clamp(1, u32::MAX as u64) as u32))
+        .collect();
     Ok((
         Some(Arc::new(prompts)),
         Some(planwave_loadtest::trace_arrivals(&rows, speed)),
+        output,
     ))
 }
 
@@ -292,6 +331,7 @@ const SYNTHETIC_PROMPTS: usize = 1024;
 fn data_prompts(
     a: &LoadtestArgs,
     traffic: &mut planwave_loadtest::Traffic,
+    tokenizer: Option<&planwave_loadtest::TokenCounter>,
 ) -> anyhow::Result<Option<Arc<dyn PromptSet>>> {
     let requests = if let Some(path) = &a.dataset {
         let rows = planwave_loadtest::read_dataset(path)
@@ -304,7 +344,10 @@ fn data_prompts(
         let n = traffic
             .requests
             .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
-        planwave_loadtest::synthetic_prompts(tokens, n, a.seed)
+        match tokenizer {
+            Some(t) => t.prompts_of_lengths(&tokens.draw(n, a.seed)),
+            None => planwave_loadtest::synthetic_prompts(tokens, n, a.seed),
+        }
     } else {
         return Ok(None);
     };
@@ -365,6 +408,9 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {
         print!("{}", planwave_loadtest::render_sweep_text(outcome, w));
+        for turns in outcome.runs.iter().filter_map(|r| r.turns.as_deref()) {
+            print!("{}", planwave_loadtest::render_turns(turns));
+        }
     }
     if let Some(path) = &a.csv {
         let csv = planwave_loadtest::render_csv(&outcome.runs);
@@ -378,7 +424,11 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
     Ok(())
 }
 
-fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvider>> {
+fn http_provider(
+    url: &str,
+    a: &LoadtestArgs,
+    headers: &planwave_loadtest::RequestHeaders,
+) -> anyhow::Result<Arc<dyn LlmProvider>> {
     let options = LlmOptions {
         llm: Some(LlmArg::Openai),
         llm_base_url: Some(url.to_owned()),
@@ -396,6 +446,10 @@ fn http_provider(url: &str, a: &LoadtestArgs) -> anyhow::Result<Arc<dyn LlmProvi
         a.api_key_env.as_deref(),
         &planwave_config::ProcessEnv,
     )?;
+    if workload::wants_text_endpoint(a) {
+        return workload::text_endpoint(a, url, &settings, headers);
+    }
+    workload::add_headers(&mut settings, headers);
     Ok(super::telemetry::traced(planwave_runner::model_client(
         &settings,
         SimConfig::default(),

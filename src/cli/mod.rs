@@ -11,6 +11,7 @@ mod loadtest;
 mod loadtest_compare;
 mod loadtest_repeat;
 mod loadtest_traffic;
+mod loadtest_workload;
 mod mcp;
 mod nats;
 mod options;

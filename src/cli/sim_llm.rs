@@ -116,6 +116,10 @@ pub struct ServeArgs {
     /// Seconds an unused block stays in the prefix cache.
     #[arg(long, value_name = "SECS", default_value_t = 300.0)]
     pub prefix_cache_ttl_secs: f64,
+    /// Answer without `usage` (streamed or not), as some servers and gateways do: for
+    /// testing clients that count tokens themselves (`loadtest --tokenizer`).
+    #[arg(long)]
+    pub no_usage: bool,
     #[command(flatten)]
     pub reflect: planwave_config::spec::SimReflectOptions,
     #[command(flatten)]
@@ -177,6 +181,7 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
             ttl_secs: a.prefix_cache_ttl_secs,
         }),
         batch: a.batch.config(),
+        no_usage: a.no_usage,
     };
     options.config().map_err(|e| {
         let flag = match e.option {

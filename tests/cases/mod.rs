@@ -20,6 +20,7 @@ mod http;
 mod loadtest;
 mod loadtest_data;
 mod loadtest_endpoint;
+mod loadtest_requests;
 mod loadtest_serving;
 pub(crate) mod mcp;
 mod plan_cache;

@@ -214,6 +214,7 @@ impl IntegratorState {
                 traceparent: None,
                 tools: Vec::new(),
                 on_delta: None,
+                max_tokens: None,
             };
             let answer = shared.provider.chat(request).await;
             let (u, model, error) = match &answer {

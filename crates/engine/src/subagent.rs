@@ -378,6 +378,7 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
             traceparent: None,
             tools: Vec::new(),
             on_delta: None,
+            max_tokens: None,
         };
         // The answer is consumed as it comes back and the error by the retry's event, so
         // neither takes a slot in this future through the call or the retry's wait.

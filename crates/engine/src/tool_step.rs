@@ -139,6 +139,7 @@ async fn run_inner(
             traceparent: None,
             tools: Vec::new(),
             on_delta: None,
+            max_tokens: None,
         };
         let answer = calls.model(request).await.map_err(Failure::Model)?;
         return Ok(StepDone {

@@ -70,6 +70,9 @@ pub struct CallTiming {
     pub streamed: bool,
     /// Attempts before the one that succeeded (transport-level retries).
     pub retries: u32,
+    /// The server reported no usage, so the client estimated it from the text: a caller
+    /// with a real tokenizer may count it again.
+    pub usage_estimated: bool,
 }
 
 impl CallTiming {

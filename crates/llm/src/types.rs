@@ -229,6 +229,10 @@ pub struct ChatRequest {
     /// Native tool calling: the tools offered (sent as the OpenAI `tools`). Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolSpec>,
+    /// The most output tokens this call may have (sent as `max_tokens`); `None`: the
+    /// client's configured bound, if any. A load test bounds each request on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
     /// Where the answer's text goes as it arrives (streamed planning, serving metrics). Not
     /// part of what is asked: never serialized, equal whatever it holds.
     #[serde(skip)]

@@ -65,7 +65,7 @@ pub fn read_dataset(path: &Path) -> Result<Vec<Vec<ChatMessage>>, DatasetError> 
 }
 
 /// One line's messages, or what is wrong with it.
-fn row_messages(v: &Value) -> Result<Vec<ChatMessage>, String> {
+pub(crate) fn row_messages(v: &Value) -> Result<Vec<ChatMessage>, String> {
     if let Some(p) = ["prompt", "text", "input"]
         .iter()
         .find_map(|k| v.get(*k).and_then(Value::as_str))
@@ -180,20 +180,24 @@ impl TokenCount {
 /// (three characters): the simulator counts three characters a token, and a BPE tokenizer
 /// reads a short common word as one token, so both count about the length asked.
 pub fn synthetic_prompts(tokens: &TokenCount, n: usize, seed: u64) -> Vec<Vec<ChatMessage>> {
-    const WORDS: [&str; 8] = ["an", "to", "of", "in", "is", "it", "on", "at"];
     tokens
         .draw(n, seed)
         .into_iter()
         .enumerate()
-        .map(|(i, len)| {
-            let mut text = String::with_capacity(len as usize * 3);
-            for k in 0..len as usize {
-                text.push_str(WORDS[(i + k) % WORDS.len()]);
-                text.push(' ');
-            }
-            vec![ChatMessage::user(text)]
-        })
+        .map(|(i, len)| vec![ChatMessage::user(filler(i, len as usize))])
         .collect()
+}
+
+/// `words` two-letter words, each followed by a space, starting at word `i` of the cycle
+/// (so requests differ).
+pub(crate) fn filler(i: usize, words: usize) -> String {
+    const WORDS: [&str; 8] = ["an", "to", "of", "in", "is", "it", "on", "at"];
+    let mut text = String::with_capacity(words * 3);
+    for k in 0..words {
+        text.push_str(WORDS[(i + k) % WORDS.len()]);
+        text.push(' ');
+    }
+    text
 }
 
 /// One prompt per entry of `lengths`, exactly that many tokens long (a trace's requests).

@@ -13,6 +13,11 @@
 //! runs, the workload, the knee as a typed [`SweepSummary`]); [`JsonReport`] is its `--json`
 //! document. The endpoint's own figures come from `sim-llm serve`'s stats ([`server_stats`]).
 //!
+//! Beyond planwave's own prompts: workloads from data ([`read_dataset`], [`read_trace`]),
+//! multi-turn sessions ([`session_workload`]), per-request shaping ([`Shaping`]: `max_tokens`,
+//! cancelled streams, a real tokenizer's counts), request headers ([`RequestHeaders`]) and
+//! the completions and embeddings endpoints ([`TextEndpoint`]).
+//!
 //! This crate knows nothing of the command line (no flags, no terminal, no exit codes); it
 //! never decides latency itself (the provider does), it only knows what the workload planned.
 //!
@@ -24,6 +29,8 @@ mod bounds;
 mod compare;
 mod csv;
 mod dataset;
+mod endpoints;
+mod headers;
 mod html;
 mod knee;
 mod output;
@@ -37,10 +44,13 @@ mod scrape;
 mod server_stats;
 mod serving;
 mod serving_table;
+mod sessions;
+mod shaping;
 mod svg;
 mod sweep;
 mod sweep_text;
 mod timeline;
+mod tokenizer;
 mod trace;
 mod traffic;
 mod workload;
@@ -54,6 +64,8 @@ pub use csv::render_csv;
 pub use dataset::{
     DataPrompts, DatasetError, TokenCount, prompts_of_lengths, read_dataset, synthetic_prompts,
 };
+pub use endpoints::{EndpointKind, TextEndpoint, TextEndpointConfig};
+pub use headers::{HeaderError, RequestHeaders};
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
 pub use output::{JsonReport, WorkloadDoc};
@@ -67,12 +79,18 @@ pub use scrape::{MetricsSample, Scraper, parse_exposition};
 pub use server_stats::{server_side, server_stats};
 pub use serving::{CallRecord, ServerSide, ServingReport, Slo, error_class, parse_ms};
 pub use serving_table::render_serving_table;
+pub use sessions::{
+    MAX_TURNS_TOTAL, Session, SessionMap, SessionPrompts, SessionWorkload, TurnFigures,
+    read_sessions, render_turns, session_workload, synthetic_sessions, turn_figures,
+};
+pub use shaping::Shaping;
 pub use sweep::{
     Connect, DEFAULT_LATENCY, Endpoint, LatencyFile, PlanChoice, RunStart, SweepError,
     SweepOptions, SweepOutcome, SweepStatus, SweepWatch, WorkloadInfo, run_sweep,
 };
 pub use sweep_text::{render_sweep_html, render_sweep_text, render_workload_line};
 pub use timeline::{TaskTiming, Timeline, TimelineHeader, monotonic_now_ns, timings};
+pub use tokenizer::{TokenCounter, TokenizerError};
 pub use trace::{TraceError, TraceRequest, read_trace, trace_arrivals};
 pub use traffic::{Point, Traffic, TrafficError};
 pub use workload::{

@@ -30,6 +30,9 @@ pub struct Probe {
     /// Per task: the earliest moment (from the epoch) its first call may be sent: the
     /// arrival process of an open-loop run. The engine's dispatch is not delayed, the send is.
     arrivals: Option<Vec<Duration>>,
+    /// Multi-turn sessions: each later turn waits its think time before its first send
+    /// (after its arrival, if any), outside the call's own figures.
+    sessions: Option<Arc<crate::sessions::SessionMap>>,
     /// Every call's client-side record, when kept (serving metrics).
     records: Option<Mutex<Vec<CallRecord>>>,
     /// Answer the report's integrator call here instead of sending it: against an endpoint
@@ -71,6 +74,7 @@ impl Probe {
             in_flight: AtomicI64::new(0),
             max_in_flight: AtomicI64::new(0),
             arrivals: None,
+            sessions: None,
             records: None,
             local_integrator: false,
             integrator_sent: AtomicU64::new(0),
@@ -81,6 +85,12 @@ impl Probe {
     /// Holds each task's first send until its arrival time (offset from the probe's epoch).
     pub fn with_arrivals(mut self, arrivals: Vec<Duration>) -> Probe {
         self.arrivals = Some(arrivals);
+        self
+    }
+
+    /// Holds each later turn of a session for its think time (see the field).
+    pub fn with_sessions(mut self, sessions: Arc<crate::sessions::SessionMap>) -> Probe {
+        self.sessions = Some(sessions);
         self
     }
 
@@ -253,14 +263,23 @@ impl LlmProvider for Probe {
             .as_deref()
             .and_then(|id| self.plan.index_of_key(id));
         let arrival = index.and_then(|i| self.arrivals.as_ref()?.get(i).copied());
-        match arrival {
-            // An open-loop run holds the first send until the task's arrival time.
-            Some(at) => Box::pin(async move {
-                planwave_sim::timer::sleep_until(self.epoch + at).await;
-                self.observe(index, request).await
-            }),
-            None => self.observe(index, request),
+        let think = match (&self.sessions, index) {
+            (Some(s), Some(i)) if request.attempt == 1 => s.think_before(i),
+            _ => None,
+        };
+        if arrival.is_none() && think.is_none() {
+            return self.observe(index, request);
         }
+        Box::pin(async move {
+            // An open-loop run holds the first send until the task's arrival time.
+            if let Some(at) = arrival {
+                planwave_sim::timer::sleep_until(self.epoch + at).await;
+            }
+            if let Some(t) = think {
+                planwave_sim::timer::sleep_until(Instant::now() + t).await;
+            }
+            self.observe(index, request).await
+        })
     }
 }
 

@@ -55,6 +55,9 @@ pub struct LoadReport {
     /// The target's Prometheus metrics scraped during the run (`--scrape-metrics`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<Vec<crate::scrape::MetricsSample>>,
+    /// Multi-turn sessions: the figures of each turn number (how the context grows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turns: Option<Vec<crate::sessions::TurnFigures>>,
     /// Every model call as the client saw it (with `LoadRequest::serving`), for pictures.
     #[serde(skip)]
     pub calls: Vec<crate::serving::CallRecord>,

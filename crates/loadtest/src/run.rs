@@ -17,6 +17,7 @@ use crate::probe::{Probe, ProbeSnapshot};
 use crate::report::LoadReport;
 use crate::rss;
 use crate::serving::{ServingReport, Slo};
+use crate::shaping::Shaping;
 use crate::timeline::{self, Timeline, TimelineHeader};
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +52,9 @@ pub struct LoadRequest {
     /// Answer the report's integrator call locally instead of sending it (see
     /// [`Probe::answering_integrator_locally`]).
     pub local_integrator: bool,
+    /// What is done to each request beyond sending it (`max_tokens`, cancelling, counting
+    /// tokens, sessions' think times); `None`: nothing.
+    pub shaping: Option<Arc<Shaping>>,
 }
 
 /// What the serving metrics count.
@@ -72,6 +76,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         req.arrivals,
         req.serving.is_some(),
         req.local_integrator,
+        req.shaping.as_ref(),
     ));
     if let Some(f) = req.on_start {
         f(probe.clone());
@@ -159,9 +164,20 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         label: None,
         serving,
         server_metrics: None,
+        turns: turns(req.shaping, &plan, &calls),
         calls,
         timeline,
     })
+}
+
+/// Sessions' figures per turn number.
+fn turns(
+    shaping: Option<Arc<Shaping>>,
+    plan: &ValidatedPlan,
+    calls: &[crate::serving::CallRecord],
+) -> Option<Vec<crate::sessions::TurnFigures>> {
+    let map = shaping?.sessions.clone()?;
+    Some(crate::sessions::turn_figures(plan, calls, &map))
 }
 
 /// (peak - baseline) RSS per call in flight at the most, where all three are known.
@@ -188,8 +204,16 @@ fn probe_for(
     arrivals: Option<Vec<Duration>>,
     record: bool,
     local_integrator: bool,
+    shaping: Option<&Arc<Shaping>>,
 ) -> Probe {
+    let provider = match shaping {
+        Some(s) => s.wrap(provider, plan.clone()),
+        None => provider,
+    };
     let mut probe = Probe::new(provider, plan);
+    if let Some(sessions) = shaping.and_then(|s| s.sessions.clone()) {
+        probe = probe.with_sessions(sessions);
+    }
     if local_integrator {
         probe = probe.answering_integrator_locally();
     }

@@ -31,7 +31,8 @@ pub struct CallRecord {
     #[serde(default)]
     pub cached_tokens: u64,
     pub output_tokens: u64,
-    /// `ok`, or the error's class (`http_429`, `http_5xx`, `timeout`, `transport`, ...).
+    /// `ok`, `cancelled` (by the load test, mid-stream), or the error's class (`http_429`,
+    /// `http_5xx`, `timeout`, `transport`, ...).
     pub outcome: String,
     pub retries: u32,
 }
@@ -62,6 +63,9 @@ impl CallRecord {
         };
         match answer {
             Ok(a) => {
+                if a.finish_reason.as_deref() == Some(crate::shaping::CANCELLED) {
+                    r.outcome = "cancelled".into();
+                }
                 r.prompt_tokens = a.usage.prompt_tokens;
                 r.cached_tokens = a.usage.cached_tokens;
                 r.output_tokens = a.usage.completion_tokens + a.usage.reasoning_tokens;
@@ -185,6 +189,9 @@ pub struct ServerSide {
 pub struct ServingReport {
     pub requests: usize,
     pub ok: usize,
+    /// Requests the load test cancelled mid-stream (`--cancel-rate`): neither ok nor errors.
+    #[serde(default)]
+    pub cancelled: usize,
     /// Requests per outcome class.
     pub outcomes: BTreeMap<String, u64>,
     /// Transport-level retries (inside the client).
@@ -259,6 +266,7 @@ impl ServingReport {
         ServingReport {
             requests: counted.len(),
             ok: ok.len(),
+            cancelled: counted.iter().filter(|c| c.outcome == "cancelled").count(),
             outcomes,
             retries: counted.iter().map(|c| u64::from(c.retries)).sum(),
             warmup_excluded: calls.len() - counted.len(),

@@ -4,8 +4,8 @@
 //! File format: CSV with a header row naming the columns, as the Azure LLM inference traces
 //! publish them (`TIMESTAMP,ContextTokens,GeneratedTokens`). `TIMESTAMP` is either seconds
 //! (a number) or a date and time `YYYY-MM-DD HH:MM:SS[.fraction]`; times are taken relative
-//! to the earliest row. Column names are matched without regard to case; `GeneratedTokens` is
-//! read and kept but not sent (no per-request output bound yet).
+//! to the earliest row. Column names are matched without regard to case; `GeneratedTokens`,
+//! when every row has it, is each request's `max_tokens` (see `Shaping`).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -265,6 +265,7 @@ async fn call<T>(
             traceparent: None,
             tools: Vec::new(),
             on_delta: if n == 1 { q.on_delta.clone() } else { None },
+            max_tokens: None,
         })
         .instrument(span.clone())
         .await;

@@ -31,6 +31,7 @@ fn request(i: usize) -> ChatRequest {
         traceparent: None,
         tools: Vec::new(),
         on_delta: None,
+        max_tokens: None,
     }
 }
 

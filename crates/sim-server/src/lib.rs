@@ -1,5 +1,6 @@
 //! The simulated LLM served over HTTP as an OpenAI-compatible API (`planwave sim-llm serve`):
-//! `POST /v1/chat/completions` (SSE streaming or one JSON body), `GET /v1/models`, and vLLM's
+//! `POST /v1/chat/completions` (SSE streaming or one JSON body), `POST /v1/completions` and
+//! `POST /v1/embeddings`, `GET /v1/models`, and vLLM's
 //! `GET /health` and `GET /metrics` (Prometheus text under vLLM's series names), with
 //! fault injection (429 with `Retry-After`, 500, slow first byte, stalled stream, malformed
 //! body, truncated stream, 401).
@@ -28,6 +29,7 @@
 
 mod arrivals;
 mod batch;
+mod completions;
 mod embeddings;
 mod faults;
 mod metrics;

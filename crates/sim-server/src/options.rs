@@ -39,6 +39,8 @@ pub struct ServeOptions {
     pub prefix_cache: Option<PrefixCacheOptions>,
     /// The simulated Batch API (its shares checked by `config`).
     pub batch: crate::BatchSimConfig,
+    /// Answer without `usage`.
+    pub no_usage: bool,
 }
 
 /// The prefix cache as a front end sets it.
@@ -166,6 +168,7 @@ impl ServeOptions {
             },
             api_key: self.api_key,
             batch: self.batch.checked()?,
+            no_usage: self.no_usage,
         })
     }
 }

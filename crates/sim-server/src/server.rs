@@ -37,6 +37,8 @@ pub struct SimServerConfig {
     pub api_key: Option<ApiKey>,
     /// The simulated Batch API (`/v1/files`, `/v1/batches`).
     pub batch: crate::batch::BatchSimConfig,
+    /// Answer without `usage`, as some servers and gateways do (clients count themselves).
+    pub no_usage: bool,
 }
 
 /// What the server has seen, served at `GET /planwave/stats`.
@@ -117,7 +119,7 @@ impl AppState {
 }
 
 /// Counts a subagent request as in flight until dropped.
-struct InFlight<'a>(&'a AtomicU64);
+pub(crate) struct InFlight<'a>(&'a AtomicU64);
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
@@ -138,6 +140,7 @@ fn router_with_state(state: Arc<AppState>) -> Router {
         .route("/planwave/arrivals", get(crate::arrivals::serve))
         .route("/health", get(crate::metrics::health))
         .route("/v1/embeddings", post(crate::embeddings::embeddings))
+        .route("/v1/completions", post(crate::completions::completions))
         .route("/metrics", get(crate::metrics::serve))
         .merge(crate::batch::routes(state.clone()))
         .with_state(state)
@@ -288,7 +291,7 @@ fn masked(key: &str) -> String {
     format!("{head}****{tail}")
 }
 
-fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
+pub(crate) fn header_str<'a>(h: &'a HeaderMap, name: &str) -> Option<&'a str> {
     h.get(name).and_then(|v| v.to_str().ok())
 }
 
@@ -380,7 +383,11 @@ pub(crate) fn error_response(e: LlmError) -> Response {
 
 /// Counts the request in `/planwave/stats`; the guard counts a subagent request in flight
 /// for as long as it lives.
-fn count_request<'a>(st: &'a AppState, headers: &HeaderMap, fault: Fault) -> Option<InFlight<'a>> {
+pub(crate) fn count_request<'a>(
+    st: &'a AppState,
+    headers: &HeaderMap,
+    fault: Fault,
+) -> Option<InFlight<'a>> {
     let role_header = header_str(headers, context_header::ROLE_HEADER);
     let task = header_str(headers, context_header::CONTEXT_HEADER)
         .and_then(context_header::decode)
@@ -410,7 +417,7 @@ fn count_request<'a>(st: &'a AppState, headers: &HeaderMap, fault: Fault) -> Opt
 }
 
 /// A refusal when the key is wrong (or an unauthorized answer is scripted).
-fn check_auth(st: &AppState, headers: &HeaderMap, fault: Fault) -> Option<Response> {
+pub(crate) fn check_auth(st: &AppState, headers: &HeaderMap, fault: Fault) -> Option<Response> {
     let bearer = header_str(headers, header::AUTHORIZATION.as_str())
         .and_then(|v| v.strip_prefix("Bearer "))
         .unwrap_or("");
@@ -477,7 +484,7 @@ fn answer_response(
             )
                 .into_response();
         }
-        return axum::Json(json!({
+        let mut body = json!({
             "id": id,
             "object": "chat.completion",
             "created": 0,
@@ -488,10 +495,15 @@ fn answer_response(
                 "finish_reason": answer.finish_reason.as_deref().unwrap_or("stop")
             }],
             "usage": usage
-        }))
-        .into_response();
+        });
+        if st.cfg.no_usage
+            && let Some(o) = body.as_object_mut()
+        {
+            o.remove("usage");
+        }
+        return axum::Json(body).into_response();
     }
-    let include_usage = req.include_usage();
+    let include_usage = req.include_usage() && !st.cfg.no_usage;
     let tool_calls = tool_call_deltas(&answer);
     stream_response(
         id,
@@ -584,6 +596,7 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
             .filter_map(|t| serde_json::from_value(t.get("function")?.clone()).ok())
             .collect(),
         on_delta: None,
+        max_tokens: None,
     }
 }
 

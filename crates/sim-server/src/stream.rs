@@ -218,6 +218,7 @@ pub(crate) async fn paced_stream(
         Some(p) => p,
         None => return StatusCode::INTERNAL_SERVER_ERROR.into_response(),
     };
+    let include_usage = req.include_usage() && !st.cfg.no_usage;
     let state = Paced {
         rx,
         pending: Some(first),
@@ -225,7 +226,7 @@ pub(crate) async fn paced_stream(
         frame: ChunkFrame::new(&id, &model),
         id,
         model,
-        include_usage: req.include_usage(),
+        include_usage,
         timing,
         slot: Some(slot),
         started: false,

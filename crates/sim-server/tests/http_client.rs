@@ -64,6 +64,7 @@ fn section_request() -> ChatRequest {
         traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
         tools: Vec::new(),
         on_delta: None,
+        max_tokens: None,
     }
 }
 
@@ -215,6 +216,7 @@ async fn the_planner_role_gets_a_plan_in_the_goals_language() {
             traceparent: None,
             tools: Vec::new(),
             on_delta: None,
+            max_tokens: None,
         })
         .await
         .expect("plan");

@@ -25,6 +25,7 @@ fn request(task: usize) -> ChatRequest {
         traceparent: None,
         tools: Vec::new(),
         on_delta: None,
+        max_tokens: None,
     }
 }
 

@@ -204,7 +204,12 @@ impl LlmProvider for SimProvider {
         'life0: 'async_trait,
         Self: 'async_trait,
     {
-        self.chat_bounded(request, AnswerLength::default())
+        // A call's own bound, as `max_tokens` bounds an answer over HTTP.
+        let length = AnswerLength {
+            max_tokens: request.max_tokens.map(u64::from),
+            exact: false,
+        };
+        self.chat_bounded(request, length)
     }
 }
 

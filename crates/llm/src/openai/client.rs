@@ -251,6 +251,10 @@ impl OpenAiProvider {
         {
             h.insert("traceparent", tp);
         }
+        // The user's own headers (`loadtest -H`) go last: they may replace any of the above.
+        for (name, value) in &self.cfg.extra_headers {
+            h.insert(name.clone(), value.clone());
+        }
         if self.cfg.context_headers {
             if let Ok(v) = HeaderValue::from_str(request.role.as_str()) {
                 h.insert(context_header::ROLE_HEADER, v);
@@ -334,7 +338,7 @@ impl OpenAiProvider {
             stream,
             stream_options: stream.then(|| json!({"include_usage": true})),
             temperature: self.cfg.temperature,
-            max_tokens: self.cfg.max_tokens,
+            max_tokens: request.max_tokens.or(self.cfg.max_tokens),
             response_format: self.response_format(request.role),
             tools: wire::tools(&request.tools),
         };
@@ -367,6 +371,7 @@ impl OpenAiProvider {
             (a, timing)
         };
         timing.e2e = sent.elapsed();
+        timing.usage_estimated = a.usage.is_none();
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
         Ok(ChatResponse {
             content: a.content,
@@ -644,9 +649,9 @@ impl LlmProvider for OpenAiProvider {
             .iter()
             .map(|m| estimate_tokens(&m.content))
             .sum::<u64>()
-            + self
-                .cfg
+            + request
                 .max_tokens
+                .or(self.cfg.max_tokens)
                 .map(u64::from)
                 .unwrap_or(DEFAULT_COMPLETION_ESTIMATE);
         let mut retry = 0u32;

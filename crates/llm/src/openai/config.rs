@@ -99,6 +99,10 @@ pub struct OpenAiConfig {
     pub context_headers: bool,
     pub temperature: Option<f32>,
     pub max_tokens: Option<u32>,
+    /// Headers sent with every request besides the client's own (a load test's `-H`); they
+    /// replace a header of the same name. Values that hold credentials are marked sensitive
+    /// by whoever sets them, so no `Debug` print shows them.
+    pub extra_headers: reqwest::header::HeaderMap,
     pub timeouts: Timeouts,
     pub retry: RetryConfig,
     pub limits: LimitConfig,
@@ -120,6 +124,7 @@ impl std::fmt::Debug for OpenAiConfig {
             .field("models", &self.models)
             .field("stream", &self.stream)
             .field("response_format", &self.response_format)
+            .field("extra_headers", &self.extra_headers)
             .field("timeouts", &self.timeouts)
             .field("retry", &self.retry)
             .field("limits", &self.limits)
@@ -142,6 +147,7 @@ impl OpenAiConfig {
             context_headers: true,
             temperature: None,
             max_tokens: None,
+            extra_headers: reqwest::header::HeaderMap::new(),
             timeouts: Timeouts::default(),
             retry: RetryConfig::default(),
             limits: LimitConfig::default(),

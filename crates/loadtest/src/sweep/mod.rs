@@ -25,6 +25,7 @@ use crate::probe::Probe;
 use crate::report::LoadReport;
 use crate::run::{LoadRequest, run};
 use crate::server_stats::{server_side, server_stats};
+use crate::shaping::Shaping;
 use crate::traffic::{Point, Traffic};
 use crate::workload::{LatencyModel, Shape};
 use workload::{Workload, point_plan};
@@ -104,6 +105,8 @@ pub struct SweepOptions<E> {
     pub arrivals: Option<Vec<Duration>>,
     /// A Prometheus endpoint of the target, scraped every second during each run.
     pub scrape_metrics: Option<String>,
+    /// What is done to each request beyond sending it (see [`Shaping`]).
+    pub shaping: Option<Arc<Shaping>>,
 }
 
 /// A run about to start, for the front end to show.
@@ -191,8 +194,10 @@ pub async fn run_sweep<E>(
         None => None,
     };
     let endpoint = matches!(o.endpoint, Endpoint::Http { .. });
+    // Sessions' per-turn figures are made of the calls' records.
+    let sessions = o.shaping.as_ref().is_some_and(|s| s.sessions.is_some());
     let at = At {
-        serving: o.pictures || o.traffic.wants_serving(endpoint, points.len()),
+        serving: o.pictures || sessions || o.traffic.wants_serving(endpoint, points.len()),
         journal,
         watch,
         cancel: &cancel,
@@ -289,6 +294,13 @@ async fn run_point<E>(
                 ..RetryPolicy::default()
             },
             seed: o.seed,
+            // A session's turn carries the whole conversation, as a chat client sends it:
+            // not fitted to a subagent's context budget.
+            context_budget_tokens: if o.shaping.as_ref().is_some_and(|s| s.sessions.is_some()) {
+                None
+            } else {
+                RunConfig::default().context_budget_tokens
+            },
             ..RunConfig::default()
         },
         planned_ms: w.planned.clone(),
@@ -301,6 +313,7 @@ async fn run_point<E>(
         },
         serving: at.serving.then(|| o.traffic.serving_options()),
         local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
+        shaping: o.shaping.clone(),
     })
     .await
     .map_err(SweepError::Run)?;

@@ -41,6 +41,7 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         prompts: None,
         arrivals: None,
         scrape_metrics: None,
+        shaping: None,
     }
 }
 
