@@ -18,6 +18,7 @@ mod loadtest;
 mod loadtest_data;
 mod loadtest_endpoint;
 mod loadtest_serving;
+mod loadtest_view;
 pub(crate) mod mcp;
 mod plan_cache;
 mod quality;

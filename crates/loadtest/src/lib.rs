@@ -25,7 +25,9 @@ mod compare;
 mod csv;
 mod dataset;
 mod html;
+mod html_server;
 mod knee;
+mod live;
 mod output;
 mod percentiles;
 mod probe;
@@ -33,6 +35,7 @@ mod repeat;
 mod report;
 mod rss;
 mod run;
+mod saturation;
 mod scrape;
 mod server_stats;
 mod serving;
@@ -56,6 +59,7 @@ pub use dataset::{
 };
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
+pub use live::{AtomicHistogram, LiveLatencies, LiveSnapshot, render_live_line};
 pub use output::{JsonReport, WorkloadDoc};
 pub use percentiles::{Distribution, Percentiles};
 pub use probe::{Probe, ProbeSnapshot};
@@ -63,6 +67,10 @@ pub use repeat::{Estimate, repeat_estimates};
 pub use report::{LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, ServingOptions, run};
+pub use saturation::{
+    PointCheck, SaturationReason, SaturationReport, SaturationRule, check_point, inner_rate,
+    render_saturation,
+};
 pub use scrape::{MetricsSample, Scraper, parse_exposition};
 pub use server_stats::{server_side, server_stats};
 pub use serving::{CallRecord, ServerSide, ServingReport, Slo, error_class, parse_ms};

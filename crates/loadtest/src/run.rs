@@ -51,6 +51,9 @@ pub struct LoadRequest {
     /// Answer the report's integrator call locally instead of sending it (see
     /// [`Probe::answering_integrator_locally`]).
     pub local_integrator: bool,
+    /// Keep TTFT and ITL histograms as requests end, for a live view of the probe
+    /// ([`Probe::live_snapshot`]).
+    pub live_latencies: bool,
 }
 
 /// What the serving metrics count.
@@ -72,6 +75,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         req.arrivals,
         req.serving.is_some(),
         req.local_integrator,
+        req.live_latencies,
     ));
     if let Some(f) = req.on_start {
         f(probe.clone());
@@ -188,8 +192,12 @@ fn probe_for(
     arrivals: Option<Vec<Duration>>,
     record: bool,
     local_integrator: bool,
+    live: bool,
 ) -> Probe {
     let mut probe = Probe::new(provider, plan);
+    if live {
+        probe = probe.with_live_latencies();
+    }
     if local_integrator {
         probe = probe.answering_integrator_locally();
     }
