@@ -4,18 +4,22 @@
 # issue asks for: requests/s, output tokens/s, TTFT and ITL p50/p99 against the server's own
 # TTFT, errors, and client CPU per request.
 #
-# A benchmark, not a test: it is never run in CI. The peers go into a virtual environment
-# outside the repository (aiperf and inference-perf; guidellm only with GUIDELLM=1, it pulls
-# about 6 GB of torch). PEERS=none runs planwave alone (no install at all).
+# A benchmark, not a test: it is never run in CI. The peers go into virtual environments
+# outside the repository, one per peer (aiperf 0.13 pins aiofiles~=24.1 and inference-perf
+# 0.7 wants >=25.1, so they cannot share one). guidellm is not run: it pulls about 6 GB of
+# torch and CUDA wheels. PEERS=none runs planwave alone (no install at all).
 #
 #   docs/bench/loadtest_peers.sh                       # every point, 3 rounds
 #   PEERS=none ROUNDS=1 N=200 docs/bench/loadtest_peers.sh
+#   VENV=/work/peers-venv PYTHON=python3.12 ROUNDS=1 N=400 DURATION=20 \
+#     POINTS="c100 r50" docs/bench/loadtest_peers.sh   # a small check of the script
 #
 # Settings (environment):
 #   PLANWAVE   the binary (default target/release/planwave; build it with --release)
-#   VENV       the peers' venv (default ~/.cache/planwave-bench/venv; inference-perf needs
-#              Python >= 3.12: PYTHON=python3.12)
-#   PEERS      "aiperf inference-perf" (default), add "guidellm", or "none"
+#   VENV       where the peers' venvs go, VENV/aiperf, VENV/inference-perf ... (default
+#              ~/.cache/planwave-bench/venv)
+#   PYTHON     the Python that makes them: inference-perf needs 3.12 or later
+#   PEERS      "aiperf inference-perf" (default), one of them, or "none"
 #   ROUNDS     interleaved rounds (default 3)
 #   N          requests per closed-loop point (default 2000); DURATION for the open loop (20s)
 #   TOKENS     server output tokens per second per stream (default 200), LATENCY_MS its TTFT (10)
@@ -37,27 +41,31 @@ trap 'kill "${SERVER_PID:-}" 2>/dev/null || true' EXIT
 
 install_peers() {
   [ "$PEERS" = none ] && return
-  if [ ! -x "$VENV/bin/python" ]; then
-    "$PYTHON" -m venv "$VENV"
-  fi
   for p in $PEERS; do
+    [ -x "$VENV/$p/bin/python" ] || "$PYTHON" -m venv "$VENV/$p"
     case $p in
-      aiperf) "$VENV/bin/pip" install -q 'aiperf==0.13.*' tokenizers ;;
-      inference-perf) "$VENV/bin/pip" install -q 'inference-perf==0.7.*' ;;
-      guidellm) "$VENV/bin/pip" install -q 'guidellm==0.8.*' ;;
+      aiperf) "$VENV/$p/bin/pip" install -q 'aiperf==0.13.*' tokenizers ;;
+      inference-perf) "$VENV/$p/bin/pip" install -q 'inference-perf==0.7.*' ;;
+      *) echo "unknown peer $p" >&2; exit 2 ;;
     esac
   done
-  # aiperf needs a tokenizer and there is no hub here: train a tiny local one.
+  # Both peers need a tokenizer and there is no hub here: train a tiny local one (every
+  # peer's venv has the tokenizers package), with the two files transformers' AutoTokenizer
+  # reads beside it (inference-perf loads it that way).
   if [ ! -f "$OUT/tok/tokenizer.json" ]; then
     mkdir -p "$OUT/tok"
-    "$VENV/bin/python" - "$OUT/tok" <<'PY'
-import sys
+    local first=${PEERS%% *}
+    "$VENV/$first/bin/python" - "$OUT/tok" <<'PY'
+import json, sys
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 t = Tokenizer(models.BPE(unk_token="[UNK]"))
 t.pre_tokenizer = pre_tokenizers.Whitespace()
 t.train_from_iterator(["the quick brown fox jumps over the lazy dog " * 50],
                       trainers.BpeTrainer(vocab_size=200, special_tokens=["[UNK]"]))
 t.save(sys.argv[1] + "/tokenizer.json")
+json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]"},
+          open(sys.argv[1] + "/tokenizer_config.json", "w"))
+json.dump({"model_type": "gpt2"}, open(sys.argv[1] + "/config.json", "w"))
 PY
   fi
 }
@@ -94,31 +102,36 @@ run_aiperf() {
   local dir="$OUT/aiperf-$1-$RANDOM" load
   case $1 in
     c*) load=(--concurrency "${1#c}" --request-count "$N") ;;
-    r*) load=(--request-rate "${1#r}" --request-count "$(( ${1#r} * DURATION ))") ;;
+    r*) load=(--request-rate "${1#r}" --request-rate-mode poisson
+              --request-count "$(( ${1#r} * DURATION ))") ;;
   esac
-  timed "$VENV/bin/aiperf" profile --model planwave-sim-1 --url "$ROOT" --endpoint-type chat \
-    --streaming --tokenizer "$OUT/tok" --use-server-token-count "${load[@]}" \
-    --artifact-dir "$dir"
-  # aiperf's JSON export: metrics by tag, each with avg/p50/p99 (ms for times).
+  timed "$VENV/aiperf/bin/aiperf" profile --model planwave-sim-1 --url "$ROOT" \
+    --endpoint-type chat --streaming --tokenizer "$OUT/tok" --use-server-token-count \
+    --ui none "${load[@]}" --artifact-dir "$dir"
+  # aiperf's JSON export (profile_export_aiperf.json): metrics by tag, each with avg, p50,
+  # p99 (ms for times), and the failed requests in error_summary. Its ITL is each request's
+  # mean gap, then percentiles over requests (planwave's pools every gap).
   "$PYTHON" - "$dir" <<'PY' > "$OUT/row"
 import glob, json, sys
-f = sorted(glob.glob(sys.argv[1] + "/**/*aiperf*.json", recursive=True))[-1]
-d = json.load(open(f))
-m = d.get("records", d)
+f = sorted(glob.glob(sys.argv[1] + "/**/profile_export_aiperf.json", recursive=True))[-1]
+m = json.load(open(f))
 g = lambda k, q: (m.get(k) or {}).get(q, float("nan"))
-ok = g("request_count", "avg")
-print(ok, g("request_throughput", "avg"), g("output_token_throughput", "avg"),
-      g("time_to_first_token", "p50"), g("time_to_first_token", "p99"),
-      g("inter_token_latency", "p50"), g("inter_token_latency", "p99"),
-      (m.get("error_request_count") or {}).get("avg", 0))
+errors = sum(e.get("count", 0) for e in m.get("error_summary") or [])
+print(g("request_count", "avg"), g("request_throughput", "avg"),
+      g("output_token_throughput", "avg"), g("time_to_first_token", "p50"),
+      g("time_to_first_token", "p99"), g("inter_token_latency", "p50"),
+      g("inter_token_latency", "p99"), errors)
 PY
 }
 
+# inference-perf 0.7: its random and synthetic data speak only /v1/completions, and its mock
+# data asks for 30 tokens, so chat takes the shared-prefix data, asking (ignore_eos) for
+# answers as long as the simulator's own (about 290 tokens, what the other tools get).
 run_inference_perf() {
-  local cfg="$OUT/ip-$1.yaml" stages
+  local dir="$OUT/ip-$1-$RANDOM" stages
+  local cfg="$dir.yaml"
   case $1 in
     c*) stages="type: concurrent
-  num_requests: $N
   stages: [{concurrency_level: ${1#c}, num_requests: $N}]" ;;
     r*) stages="type: poisson
   stages: [{rate: ${1#r}, duration: $DURATION}]" ;;
@@ -130,12 +143,17 @@ load:
   worker_max_concurrency: 1000
 api: {type: chat, streaming: true}
 server: {type: vllm, model_name: planwave-sim-1, base_url: $ROOT, ignore_eos: true}
-data: {type: random, input_distribution: {mean: 200}, output_distribution: {mean: 290}}
-report: {request_lifecycle: {summary: true}}
-storage: {local_storage: {path: $OUT/ip-$1}}
+tokenizer: {pretrained_model_name_or_path: $OUT/tok}
+data:
+  type: shared_prefix
+  shared_prefix: {num_groups: 1, num_prompts_per_group: 200, system_prompt_len: 100,
+                  question_len: 200, output_len: 290}
+report: {request_lifecycle: {summary: true, use_server_output_tokens: true}}
+storage: {local_storage: {path: $dir}}
 YAML
-  timed "$VENV/bin/inference-perf" --config_file "$cfg"
-  "$PYTHON" - "$OUT/ip-$1" <<'PY' > "$OUT/row"
+  timed "$VENV/inference-perf/bin/inference-perf" --config_file "$cfg"
+  # Its summary: seconds, percentiles named p1..p99 with `median` for p50.
+  "$PYTHON" - "$dir" <<'PY' > "$OUT/row"
 import glob, json, sys
 f = sorted(glob.glob(sys.argv[1] + "/**/summary_lifecycle_metrics.json", recursive=True))[-1]
 d = json.load(open(f))
@@ -143,8 +161,8 @@ s, r = d.get("successes", {}), d.get("failures", {})
 lat, thr = s.get("latency", {}), s.get("throughput", {})
 ms = lambda k, q: 1000 * (lat.get(k) or {}).get(q, float("nan"))
 print(s.get("count", 0), thr.get("requests_per_sec", float("nan")),
-      thr.get("output_tokens_per_sec", float("nan")), ms("time_to_first_token", "p50"),
-      ms("time_to_first_token", "p99"), ms("inter_token_latency", "p50"),
+      thr.get("output_tokens_per_sec", float("nan")), ms("time_to_first_token", "median"),
+      ms("time_to_first_token", "p99"), ms("inter_token_latency", "median"),
       ms("inter_token_latency", "p99"), r.get("count", 0))
 PY
 }

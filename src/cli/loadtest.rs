@@ -1,7 +1,6 @@
 //! `planwave loadtest`: runs a generated (or given) workload through the engine and prints
 //! its figures as a table or JSON.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,9 +9,8 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
 use planwave_loadtest::{
-    DataPrompts, Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Probe, RunStart,
-    Shape, SweepError, SweepOptions, SweepOutcome, SweepStatus, SweepWatch, TokenCount,
-    WorkloadInfo, run_sweep,
+    DataPrompts, Endpoint, JsonReport, LatencyFile, LatencyModel, PlanChoice, Shape, SweepError,
+    SweepOptions, SweepOutcome, SweepStatus, TokenCount, WorkloadInfo, run_sweep,
 };
 use planwave_prompts::PromptSet;
 use planwave_record::Schedule;
@@ -21,6 +19,7 @@ use planwave_sim::{SIM_MODEL, SimConfig};
 use super::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
 use super::input::load_plan;
 use super::llm::{self, LlmArg, LlmOptions, PromptOptions, Seed};
+use super::loadtest_live::{Terminal, ViewOptions};
 use super::loadtest_traffic::TrafficOptions;
 use super::loadtest_workload::{self as workload, WorkloadOptions};
 use super::options::{ScheduleArg, read_latency_file};
@@ -156,6 +155,7 @@ pub struct LoadtestArgs {
     pub traffic: TrafficOptions,
     #[command(flatten)]
     pub workload: WorkloadOptions,
+    pub view: ViewOptions,
 }
 
 pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
@@ -173,7 +173,7 @@ pub async fn loadtest(a: LoadtestArgs) -> anyhow::Result<Outcome> {
     }
     let options = sweep_options(&a)?;
     let interrupt = planwave_runner::CtrlC::listen();
-    let outcome = run_sweep(options, &Terminal, interrupt.token()).await;
+    let outcome = run_sweep(options, &Terminal::new(&a.view), interrupt.token()).await;
     drop(interrupt);
     let outcome = outcome.map_err(sweep_error)?;
     let Some(workload) = &outcome.workload else {
@@ -383,25 +383,6 @@ pub(super) fn sweep_error(e: SweepError<anyhow::Error>) -> anyhow::Error {
     }
 }
 
-/// What the terminal shows while the sweep runs.
-pub(super) struct Terminal;
-
-impl SweepWatch for Terminal {
-    fn run_starts(&self, run: &RunStart<'_>) {
-        eprintln!(
-            "planwave loadtest: {} tasks, {} schedule{}, model: {}",
-            run.tasks,
-            run.schedule.as_str(),
-            run.label.map(|l| format!(", {l}")).unwrap_or_default(),
-            run.model
-        );
-    }
-
-    fn progress(&self, tasks: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
-        progress_printer(tasks)
-    }
-}
-
 /// The figures as JSON (`--json`) or the workload line and the table.
 fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> anyhow::Result<()> {
     if a.json {
@@ -455,15 +436,4 @@ fn http_provider(
         SimConfig::default(),
         &planwave_runner::Stderr,
     )?))
-}
-
-/// A progress line on a terminal every second: long runs should show they are moving.
-fn progress_printer(total: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
-    if !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(Box::new(move |probe: Arc<Probe>| {
-        let show = move |done| eprint!("\r  {done}/{total} tasks done");
-        Probe::tick(probe, total, Duration::from_secs(1), show, || eprintln!());
-    }))
 }

@@ -7,7 +7,8 @@ use planwave_loadtest::{Estimate, JsonReport, SweepStatus, repeat_estimates, run
 use serde_json::{Value, json};
 
 use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
-use super::loadtest::{LoadtestArgs, Terminal, sweep_error, sweep_options};
+use super::loadtest::{LoadtestArgs, sweep_error, sweep_options};
+use super::loadtest_live::Terminal;
 
 /// The figures the table shows over the repeats (the JSON has every one).
 const SHOWN: [&str; 8] = [
@@ -28,7 +29,8 @@ pub async fn repeat(a: &Arc<LoadtestArgs>) -> anyhow::Result<Outcome> {
     for i in 1..=a.repeat {
         eprintln!("planwave loadtest: repeat {i} of {}", a.repeat);
         let interrupt = planwave_runner::CtrlC::listen();
-        let outcome = run_sweep(sweep_options(a)?, &Terminal, interrupt.token()).await;
+        let watch = Terminal::new(&a.view);
+        let outcome = run_sweep(sweep_options(a)?, &watch, interrupt.token()).await;
         drop(interrupt);
         let outcome = outcome.map_err(sweep_error)?;
         let Some(workload) = &outcome.workload else {

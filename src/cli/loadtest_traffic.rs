@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_loadtest::{LatencyModel, LatencyModelError, Slo, Traffic, TrafficError};
+use planwave_loadtest::{
+    LatencyModel, LatencyModelError, SaturationRule, Slo, Traffic, TrafficError,
+};
 
 use super::exit::InvalidInput;
 
@@ -43,6 +45,14 @@ pub struct TrafficOptions {
     /// Service-level objectives for goodput: `ttft=500ms,tpot=50ms,e2e=10s` (any of them).
     #[arg(long, value_name = "SLO", value_parser = parse_slo)]
     pub slo: Option<SloArg>,
+    /// In a sweep over --rate: a rate saturates the target when the requests completed per
+    /// second fall below those sent by more than this share (or were sent below the rate
+    /// asked, or TTFT p99 passes --slo's ttft); the sweep stops rising there and names it.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.1, value_parser = planwave_config::parse_share)]
+    pub saturation_tolerance: f64,
+    /// In a sweep over --rate: run every rate, also past the saturation point (still named).
+    #[arg(long)]
+    pub past_saturation: bool,
     /// Write a self-contained HTML report (inline SVG, no network) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -86,6 +96,10 @@ impl TrafficOptions {
             plans: self.plans,
             warmup: self.warmup,
             slo: self.slo.as_ref().map(|s| (s.0, s.1.clone())),
+            saturation: SaturationRule {
+                tolerance: self.saturation_tolerance,
+                stop: !self.past_saturation,
+            },
         }
     }
 }

@@ -9,6 +9,7 @@ mod job;
 mod llm;
 mod loadtest;
 mod loadtest_compare;
+mod loadtest_live;
 mod loadtest_repeat;
 mod loadtest_traffic;
 mod loadtest_workload;

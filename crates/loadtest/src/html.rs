@@ -1,12 +1,16 @@
 //! `loadtest --html`: one self-contained page (inline SVG, inline CSS, no script, no
 //! network) with what people compare runs by: latency CDFs, throughput and in-flight over
-//! time, the sweep curve, the dispatch-latency histogram and the task timeline.
+//! time (with the target's scraped queue, KV-cache and running series on the same axis),
+//! the sweep curve and its saturation point, the dispatch-latency histogram and the task
+//! timeline.
 
 use std::fmt::Write;
 
 use planwave_plan::ValidatedPlan;
 
+use crate::html_server::{first_call_s, server_lines, server_tables};
 use crate::report::LoadReport;
+use crate::saturation::{SaturationReport, render_saturation};
 use crate::serving::CallRecord;
 use crate::svg::{self, Axes, Series, esc};
 
@@ -14,6 +18,8 @@ pub struct HtmlInput<'a> {
     pub title: String,
     pub runs: &'a [LoadReport],
     pub plan: Option<&'a ValidatedPlan>,
+    /// A rate sweep's saturation check.
+    pub saturation: Option<&'a SaturationReport>,
 }
 
 /// Buckets of the over-time charts.
@@ -46,6 +52,13 @@ pub fn render_html(input: &HtmlInput) -> String {
     }
     over_time(&mut body, runs);
     sweep_curve(&mut body, runs);
+    if let Some(s) = input.saturation {
+        let _ = write!(
+            body,
+            "<h2>Saturation</h2><pre class=\"saturation\">{}</pre>",
+            esc(&render_saturation(s))
+        );
+    }
     dispatch_histogram(&mut body, runs);
     task_timeline(&mut body, runs, input.plan);
     format!(
@@ -98,8 +111,53 @@ fn latency_cdfs(body: &mut String, runs: &[LoadReport]) {
     body.push_str("</div>");
 }
 
-/// Completions per second and calls in flight, per time bucket, from the calls' records.
+/// Completions per second and calls in flight, per time bucket, from the calls' records;
+/// and the target's scraped series, on the same time axis (s since each run's first call).
 fn over_time(body: &mut String, runs: &[LoadReport]) {
+    let (throughput, in_flight) = client_series(runs);
+    let names: Vec<String> = runs.iter().enumerate().map(|(i, r)| name(r, i)).collect();
+    let server = server_lines(runs, &names);
+    if throughput.is_empty() && server.is_empty() {
+        return;
+    }
+    let all = throughput
+        .iter()
+        .chain(&in_flight)
+        .chain(server.iter().flat_map(|(_, l)| l))
+        .flat_map(|s| s.points.iter().map(|p| p.0));
+    let span = all.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+        (a.min(x), b.max(x))
+    });
+    let x = "s since the first call";
+    body.push_str("<h2>Over time</h2><div class=\"charts\">");
+    if !throughput.is_empty() {
+        let axes = Axes {
+            title: "Throughput (model calls completed per second)",
+            x,
+            y: "calls/s",
+        };
+        body.push_str(&svg::lines_in(&axes, &throughput, Some(span)));
+        let axes = Axes {
+            title: "Model calls in flight",
+            x,
+            y: "in flight",
+        };
+        body.push_str(&svg::lines_in(&axes, &in_flight, Some(span)));
+    }
+    for (kind, lines) in &server {
+        let axes = Axes {
+            title: kind.title,
+            x,
+            y: kind.y,
+        };
+        body.push_str(&svg::lines_in(&axes, lines, Some(span)));
+    }
+    body.push_str("</div>");
+    server_tables(body, runs, &names);
+}
+
+/// Per run: completions per second and calls in flight over time.
+fn client_series(runs: &[LoadReport]) -> (Vec<Series>, Vec<Series>) {
     let mut throughput = Vec::new();
     let mut in_flight = Vec::new();
     for (i, r) in runs.iter().enumerate() {
@@ -111,7 +169,7 @@ fn over_time(body: &mut String, runs: &[LoadReport]) {
         if spans.is_empty() {
             continue;
         }
-        let t0 = spans.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
+        let t0 = first_call_s(r) * 1000.0;
         let t1 = spans.iter().map(|s| s.1).fold(f64::NEG_INFINITY, f64::max);
         let bin = ((t1 - t0) / TIME_BINS as f64).max(1e-3);
         let mut done = vec![0u64; TIME_BINS];
@@ -145,27 +203,7 @@ fn over_time(body: &mut String, runs: &[LoadReport]) {
             points: live,
         });
     }
-    if throughput.is_empty() {
-        return;
-    }
-    body.push_str("<h2>Over time</h2><div class=\"charts\">");
-    body.push_str(&svg::lines(
-        &Axes {
-            title: "Throughput (model calls completed per second)",
-            x: "s since the first call",
-            y: "calls/s",
-        },
-        &throughput,
-    ));
-    body.push_str(&svg::lines(
-        &Axes {
-            title: "Model calls in flight",
-            x: "s since the first call",
-            y: "in flight",
-        },
-        &in_flight,
-    ));
-    body.push_str("</div>");
+    (throughput, in_flight)
 }
 
 fn sweep_curve(body: &mut String, runs: &[LoadReport]) {

@@ -32,7 +32,9 @@ mod dataset;
 mod endpoints;
 mod headers;
 mod html;
+mod html_server;
 mod knee;
+mod live;
 mod output;
 mod percentiles;
 mod probe;
@@ -40,6 +42,7 @@ mod repeat;
 mod report;
 mod rss;
 mod run;
+mod saturation;
 mod scrape;
 mod server_stats;
 mod serving;
@@ -68,6 +71,7 @@ pub use endpoints::{EndpointKind, TextEndpoint, TextEndpointConfig};
 pub use headers::{HeaderError, RequestHeaders};
 pub use html::{HtmlInput, render_html};
 pub use knee::{KneeMetric, SweepPoint, SweepSummary, knee, render_sweep_line};
+pub use live::{AtomicHistogram, LiveLatencies, LiveSnapshot, render_live_line};
 pub use output::{JsonReport, WorkloadDoc};
 pub use percentiles::{Distribution, Percentiles};
 pub use probe::{Probe, ProbeSnapshot};
@@ -75,6 +79,10 @@ pub use repeat::{Estimate, repeat_estimates};
 pub use report::{LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, ServingOptions, run};
+pub use saturation::{
+    PointCheck, SaturationReason, SaturationReport, SaturationRule, check_point, inner_rate,
+    render_saturation,
+};
 pub use scrape::{MetricsSample, Scraper, parse_exposition};
 pub use server_stats::{server_side, server_stats};
 pub use serving::{CallRecord, ServerSide, ServingReport, Slo, error_class, parse_ms};

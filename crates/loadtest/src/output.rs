@@ -4,6 +4,7 @@ use serde::Serialize;
 
 use crate::knee::SweepSummary;
 use crate::report::LoadReport;
+use crate::saturation::SaturationReport;
 use crate::sweep::{SweepOutcome, WorkloadInfo};
 
 /// What the workload was, as the document names it.
@@ -40,6 +41,8 @@ pub struct JsonReport<'a> {
     pub runs: &'a [LoadReport],
     /// `null` without a sweep.
     pub sweep: Option<SweepSummary>,
+    /// The saturation check of a rate sweep; `null` for anything else.
+    pub saturation: Option<SaturationReport>,
 }
 
 impl<'a> JsonReport<'a> {
@@ -49,6 +52,7 @@ impl<'a> JsonReport<'a> {
             workload: WorkloadDoc::of(workload),
             runs: &outcome.runs,
             sweep: outcome.summary(),
+            saturation: outcome.saturation.clone(),
         }
     }
 
@@ -83,6 +87,7 @@ mod tests {
             runs: vec![LoadReport::default()],
             workload: Some(workload.clone()),
             interrupted: false,
+            saturation: None,
         };
         let text = JsonReport::of(&outcome, &workload)
             .to_pretty_json()

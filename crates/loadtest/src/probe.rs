@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::ValidatedPlan;
 
+use crate::live::{LiveLatencies, LiveSnapshot};
 use crate::serving::CallRecord;
 
 /// Wraps the provider of a load test. Per task it keeps when its first call began and when
@@ -41,6 +42,8 @@ pub struct Probe {
     local_integrator: bool,
     integrator_sent: AtomicU64,
     integrator_local: AtomicU64,
+    /// TTFT and ITL of the requests so far, for a live view (lock-free; `None`: not kept).
+    live: Option<LiveLatencies>,
 }
 
 /// What a probe saw, read after the run.
@@ -79,6 +82,31 @@ impl Probe {
             local_integrator: false,
             integrator_sent: AtomicU64::new(0),
             integrator_local: AtomicU64::new(0),
+            live: None,
+        }
+    }
+
+    /// Keeps TTFT and ITL histograms of the requests as they end, for a live view.
+    pub fn with_live_latencies(mut self) -> Probe {
+        self.live = Some(LiveLatencies::default());
+        self
+    }
+
+    /// The run so far, from the counters the probe keeps (and its histograms, when kept).
+    pub fn live_snapshot(&self) -> LiveSnapshot {
+        let sent = self.calls.load(Ordering::Acquire);
+        let in_flight = self.in_flight.load(Ordering::Acquire).max(0) as u64;
+        let s = LiveSnapshot {
+            elapsed: self.epoch.elapsed(),
+            sent,
+            done: sent.saturating_sub(in_flight),
+            errors: self.errors.load(Ordering::Acquire),
+            in_flight,
+            ..LiveSnapshot::default()
+        };
+        match &self.live {
+            Some(l) => s.with_latencies(l),
+            None => s,
         }
     }
 
@@ -202,6 +230,10 @@ impl Probe {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let now = self.in_flight.fetch_add(1, Ordering::AcqRel) + 1;
         self.max_in_flight.fetch_max(now, Ordering::AcqRel);
+        let live = self
+            .live
+            .as_ref()
+            .filter(|_| request.role == AgentRole::Subagent);
         let keep = self.records.as_ref().map(|_| {
             (
                 request.role.as_str(),
@@ -221,7 +253,10 @@ impl Probe {
                 }
             }
             match &answer {
-                Ok(_) => {
+                Ok(a) => {
+                    if let (Some(live), Some(t)) = (live, &a.timing) {
+                        live.record(t);
+                    }
                     if let Some(i) = index {
                         self.last_done[i].store(self.now_ns(), Ordering::Release);
                     }

@@ -55,6 +55,9 @@ pub struct LoadRequest {
     /// What is done to each request beyond sending it (`max_tokens`, cancelling, counting
     /// tokens, sessions' think times); `None`: nothing.
     pub shaping: Option<Arc<Shaping>>,
+    /// Keep TTFT and ITL histograms as requests end, for a live view of the probe
+    /// ([`Probe::live_snapshot`]).
+    pub live_latencies: bool,
 }
 
 /// What the serving metrics count.
@@ -77,6 +80,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         req.serving.is_some(),
         req.local_integrator,
         req.shaping.as_ref(),
+        req.live_latencies,
     ));
     if let Some(f) = req.on_start {
         f(probe.clone());
@@ -205,6 +209,7 @@ fn probe_for(
     record: bool,
     local_integrator: bool,
     shaping: Option<&Arc<Shaping>>,
+    live: bool,
 ) -> Probe {
     let provider = match shaping {
         Some(s) => s.wrap(provider, plan.clone()),
@@ -213,6 +218,9 @@ fn probe_for(
     let mut probe = Probe::new(provider, plan);
     if let Some(sessions) = shaping.and_then(|s| s.sessions.clone()) {
         probe = probe.with_sessions(sessions);
+    }
+    if live {
+        probe = probe.with_live_latencies();
     }
     if local_integrator {
         probe = probe.answering_integrator_locally();

@@ -8,16 +8,19 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-/// One scrape: seconds since the run's scraping began, and every series' value (histogram
-/// buckets left out; their `_sum` and `_count` kept).
+/// One scrape: when, and every series' value (histogram buckets left out; their `_sum` and
+/// `_count` kept).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MetricsSample {
+    /// Seconds since the run's start, the time zero of the requests' own times (so the
+    /// first sample, taken as the run begins, may be a little below 0).
     pub t_s: f64,
     pub series: BTreeMap<String, f64>,
 }
 
 /// A scraper running in the background until [`Scraper::stop`].
 pub struct Scraper {
+    begin: Instant,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<Vec<MetricsSample>>,
 }
@@ -30,9 +33,9 @@ impl Scraper {
     pub fn start(url: String, every: Duration) -> Scraper {
         let stop = CancellationToken::new();
         let token = stop.clone();
+        let begin = Instant::now();
         let task = tokio::spawn(async move {
             let client = reqwest::Client::new();
-            let begin = Instant::now();
             let mut samples = Vec::new();
             let mut tick = tokio::time::interval(every);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -53,13 +56,24 @@ impl Scraper {
             }
             samples
         });
-        Scraper { stop, task }
+        Scraper { begin, stop, task }
     }
 
-    /// Stops scraping and returns the samples, in time order.
-    pub async fn stop(self) -> Vec<MetricsSample> {
+    /// Stops scraping and returns the samples, in time order, timed from `epoch` (the run's
+    /// start; without it, from the first scrape).
+    pub async fn stop(self, epoch: Option<Instant>) -> Vec<MetricsSample> {
         self.stop.cancel();
-        self.task.await.unwrap_or_default()
+        let mut samples = self.task.await.unwrap_or_default();
+        if let Some(epoch) = epoch {
+            let shift = match epoch.checked_duration_since(self.begin) {
+                Some(later) => -later.as_secs_f64(),
+                None => self.begin.duration_since(epoch).as_secs_f64(),
+            };
+            for s in &mut samples {
+                s.t_s += shift;
+            }
+        }
+        samples
     }
 }
 

@@ -153,7 +153,16 @@ fn thin(points: &[(f64, f64)]) -> impl Iterator<Item = &(f64, f64)> {
 
 /// A line per series.
 pub fn lines(axes: &Axes, series: &[Series]) -> String {
-    let f = Frame::of(series.iter().flat_map(|s| s.points.iter()));
+    lines_in(axes, series, None)
+}
+
+/// A line per series, over `x_span` when given: charts of one time axis then line up.
+pub fn lines_in(axes: &Axes, series: &[Series], x_span: Option<(f64, f64)>) -> String {
+    let mut f = Frame::of(series.iter().flat_map(|s| s.points.iter()));
+    if let Some((x0, x1)) = x_span.filter(|(a, b)| a.is_finite() && b.is_finite()) {
+        f.x0 = x0;
+        f.x1 = if x1 > x0 { x1 } else { x0 + 1.0 };
+    }
     let names: Vec<&str> = series.iter().map(|s| s.name.as_str()).collect();
     let mut out = String::new();
     open(&mut out, axes, &f, &names);

@@ -43,6 +43,10 @@ pub fn render_sweep_text(outcome: &SweepOutcome, w: &WorkloadInfo) -> String {
     if let Some(sweep) = outcome.summary() {
         let _ = writeln!(out, "{}", render_sweep_line(&sweep));
     }
+    if let Some(s) = &outcome.saturation {
+        out.push('\n');
+        out.push_str(&crate::saturation::render_saturation(s));
+    }
     out
 }
 
@@ -52,5 +56,6 @@ pub fn render_sweep_html(outcome: &SweepOutcome, w: &WorkloadInfo) -> String {
         title: format!("planwave loadtest: {}, model {}", w.source, w.model),
         runs: &outcome.runs,
         plan: Some(&w.plan),
+        saturation: outcome.saturation.as_ref(),
     })
 }

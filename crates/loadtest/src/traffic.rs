@@ -7,6 +7,7 @@ use planwave_plan::ValidatedPlan;
 
 use crate::arrivals::{gamma_arrivals, per_copy};
 use crate::run::ServingOptions;
+use crate::saturation::SaturationRule;
 use crate::serving::Slo;
 
 /// How requests arrive, and which points a sweep measures.
@@ -31,6 +32,8 @@ pub struct Traffic {
     pub warmup: Duration,
     /// The SLO goodput is counted against, with its text.
     pub slo: Option<(Slo, String)>,
+    /// When a rate sweep stops rising (the saturation point).
+    pub saturation: SaturationRule,
 }
 
 impl Default for Traffic {
@@ -45,6 +48,7 @@ impl Default for Traffic {
             plans: None,
             warmup: Duration::ZERO,
             slo: None,
+            saturation: SaturationRule::default(),
         }
     }
 }

@@ -8,8 +8,8 @@ mod workload;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use planwave_engine::{RetryPolicy, RunConfig};
 use planwave_llm::LlmProvider;
@@ -24,6 +24,7 @@ use crate::knee::SweepSummary;
 use crate::probe::Probe;
 use crate::report::LoadReport;
 use crate::run::{LoadRequest, run};
+use crate::saturation::{SaturationReport, check_point};
 use crate::server_stats::{server_side, server_stats};
 use crate::shaping::Shaping;
 use crate::traffic::{Point, Traffic};
@@ -126,6 +127,14 @@ pub trait SweepWatch: Send + Sync {
     fn progress(&self, _tasks: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
         None
     }
+    /// Whether the runs' probes keep TTFT and ITL histograms for a live view (a little work
+    /// per request, so only when someone reads them).
+    fn live_latencies(&self) -> bool {
+        false
+    }
+    /// Called as each run ends (before its figures are computed by the caller), so a live
+    /// view can show its last line before the results.
+    fn run_ends(&self) {}
 }
 
 /// The workload the results describe (the last point that ran every schedule).
@@ -161,6 +170,8 @@ pub struct SweepOutcome {
     /// The workload of the last run (a stopped one included); `None` when nothing ran.
     pub workload: Option<WorkloadInfo>,
     pub interrupted: bool,
+    /// The saturation check of a rate sweep (`None` for anything else).
+    pub saturation: Option<SaturationReport>,
 }
 
 impl SweepOutcome {
@@ -206,11 +217,20 @@ pub async fn run_sweep<E>(
     schedules.dedup();
     let mut runs = Vec::new();
     let mut last = None;
-    'points: for point in &points {
+    let rule = o.traffic.saturation;
+    let mut saturation = (o.traffic.rate.len() > 1)
+        .then(|| SaturationReport::new(&rule, o.traffic.slo.as_ref().and_then(|s| s.0.ttft_ms)));
+    'points: for (k, point) in points.iter().enumerate() {
         let (plan, source) = point_plan(&o, point)?;
         let w = Workload::new(&o, plan)?;
+        let arrivals = match &o.arrivals {
+            Some(a) => Some(a.clone()),
+            None => o.traffic.arrivals(&w.plan, point, o.seed),
+        };
+        let first = runs.len();
         for &schedule in &schedules {
-            runs.push(run_point(&o, &w, point, schedule, &at).await?);
+            let run = run_point(&o, &w, point, schedule, arrivals.clone(), &at).await?;
+            runs.push(run);
             if cancel.is_cancelled() {
                 // What the stopped run measured is reported, with its workload.
                 last = Some((w.plan, source, w.model_label));
@@ -218,6 +238,18 @@ pub async fn run_sweep<E>(
             }
         }
         last = Some((w.plan, source, w.model_label));
+        if let Some(s) = saturation.as_mut() {
+            let slo = s.ttft_slo_ms;
+            let checks = runs[first..]
+                .iter()
+                .map(|r| check_point(r, arrivals.as_deref(), &rule, slo));
+            // Every run of the point is checked (no short circuit).
+            let saturated_here = checks.fold(false, |hit, c| s.add(c) || hit);
+            if saturated_here && rule.stop {
+                s.skipped = points[k + 1..].iter().filter_map(Point::label).collect();
+                break;
+            }
+        }
     }
     if let Some(path) = &o.timeline {
         write_timeline(path, &runs)?;
@@ -237,6 +269,7 @@ pub async fn run_sweep<E>(
             latency_by_server: endpoint,
         }),
         interrupted: cancel.is_cancelled(),
+        saturation,
     })
 }
 
@@ -256,6 +289,7 @@ async fn run_point<E>(
     w: &Workload,
     point: &Point,
     schedule: Schedule,
+    arrivals: Option<Vec<Duration>>,
     at: &At<'_>,
 ) -> Result<LoadReport, SweepError<E>> {
     let label = point.label();
@@ -277,7 +311,18 @@ async fn run_point<E>(
         .scrape_metrics
         .clone()
         .map(|url| crate::scrape::Scraper::start(url, Duration::from_secs(1)));
-    let mut report = run(LoadRequest {
+    // The run's time zero, to put the scraped samples on the requests' time axis.
+    let epoch = Arc::new(OnceLock::<Instant>::new());
+    let on_start = {
+        let (epoch, progress) = (epoch.clone(), at.watch.progress(w.plan.len()));
+        Box::new(move |probe: Arc<Probe>| {
+            let _ = epoch.set(probe.epoch());
+            if let Some(f) = progress {
+                f(probe);
+            }
+        })
+    };
+    let result = run(LoadRequest {
         plan: w.plan.clone(),
         provider: w.provider.clone(),
         prompts: match &o.prompts {
@@ -306,20 +351,19 @@ async fn run_point<E>(
         planned_ms: w.planned.clone(),
         cancel: at.cancel.clone(),
         timeline: o.timeline.is_some() || o.pictures,
-        on_start: at.watch.progress(w.plan.len()),
-        arrivals: match &o.arrivals {
-            Some(a) => Some(a.clone()),
-            None => o.traffic.arrivals(&w.plan, point, o.seed),
-        },
+        on_start: Some(on_start),
+        arrivals,
         serving: at.serving.then(|| o.traffic.serving_options()),
         local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
         shaping: o.shaping.clone(),
+        live_latencies: at.watch.live_latencies(),
     })
-    .await
-    .map_err(SweepError::Run)?;
+    .await;
+    at.watch.run_ends();
+    let mut report = result.map_err(SweepError::Run)?;
     report.label = label;
     if let Some(s) = scraper {
-        report.server_metrics = Some(s.stop().await);
+        report.server_metrics = Some(s.stop(epoch.get().copied()).await);
     }
     if let (Some(before), Some(url), Some(serving)) = (before, url, report.serving.as_mut())
         && let Some(after) = server_stats(url).await

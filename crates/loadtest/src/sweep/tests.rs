@@ -228,3 +228,54 @@ async fn the_text_shows_the_workload_then_the_tables_and_a_sweep_its_knee() {
         )
     );
 }
+
+#[tokio::test]
+async fn a_rate_sweep_stops_rising_at_the_first_rate_it_cannot_send() {
+    // One call at a time, 20 ms each: at most 50 requests/s go out, whatever is asked.
+    let traffic = |stop| Traffic {
+        requests: Some(20),
+        rate: vec![20.0, 100_000.0, 200_000.0],
+        concurrency: vec![1],
+        burstiness: 100.0,
+        saturation: crate::SaturationRule {
+            tolerance: 0.5,
+            stop,
+        },
+        ..Traffic::default()
+    };
+    let mut o = options(traffic(true));
+    o.latency = Some(LatencyModel::Fixed { ms: 20.0 });
+    let seen = Seen(Default::default());
+    let out = run_sweep(o, &seen, CancellationToken::new())
+        .await
+        .expect("runs");
+    assert_eq!(out.runs.len(), 2, "{:?}", seen.0.lock().expect("lock"));
+    let s = out.saturation.as_ref().expect("a rate sweep is checked");
+    assert_eq!(s.point.as_deref(), Some("rate=100000"));
+    assert_eq!(s.skipped, ["rate=200000"]);
+    assert!(!s.checked[0].saturated(), "{s:?}");
+    assert!(
+        s.checked[1]
+            .reasons
+            .contains(&crate::SaturationReason::SentBelowOffered),
+        "{s:?}"
+    );
+    let mut w = out.workload.clone().expect("workload");
+    w.latency_by_server = false;
+    assert!(
+        crate::render_sweep_text(&out, &w)
+            .ends_with("saturation point: rate=100000; not run: rate=200000\n")
+    );
+
+    // Told to go on, it runs every rate and still names the first saturated one.
+    let mut o = options(traffic(false));
+    o.latency = Some(LatencyModel::Fixed { ms: 20.0 });
+    let out = run_sweep(o, &Seen(Default::default()), CancellationToken::new())
+        .await
+        .expect("runs");
+    let s = out.saturation.as_ref().expect("checked");
+    assert_eq!(
+        (out.runs.len(), s.point.as_deref(), s.skipped.len()),
+        (3, Some("rate=100000"), 0)
+    );
+}

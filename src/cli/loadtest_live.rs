@@ -1,0 +1,150 @@
+//! What `planwave loadtest` shows on stderr while it runs: the run-start lines, and the live
+//! view (rate, in flight, TTFT/ITL p50/p99 so far, errors) once a second. On a terminal
+//! the view is one line redrawn in place; elsewhere, with `--live`, a plain line a second;
+//! `--quiet` turns it off. The view reads the probe's own counters and lock-free histograms
+//! from a task of its own: the request path never waits for it.
+
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use planwave_loadtest::{LiveSnapshot, Probe, RunStart, SweepWatch, render_live_line};
+
+#[derive(Debug, Args)]
+pub struct ViewOptions {
+    /// Show the live view (rate, in flight, done, errors, TTFT and ITL p50/p99 so far) on
+    /// stderr every second even when stderr is not a terminal, as plain lines. On a
+    /// terminal it is on by default, redrawn in place.
+    #[arg(long, conflicts_with = "quiet")]
+    pub live: bool,
+    /// No live view on stderr, not even on a terminal.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    Off,
+    /// A plain line a second (stderr is not a terminal).
+    Lines,
+    /// One line redrawn in place (a terminal).
+    InPlace,
+}
+
+/// The front end's [`SweepWatch`]: run-start lines and the live view.
+pub(super) struct Terminal {
+    mode: Mode,
+    /// The run being shown (set as it starts, taken as it ends).
+    current: Arc<Mutex<Option<Showing>>>,
+}
+
+struct Showing {
+    probe: Arc<Probe>,
+    total: usize,
+    /// Set under the lock as the run ends, so no periodic line follows the last one.
+    ended: Arc<Mutex<bool>>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl Terminal {
+    pub(super) fn new(v: &ViewOptions) -> Terminal {
+        let terminal = std::io::stderr().is_terminal();
+        let mode = match (v.quiet, v.live, terminal) {
+            (true, _, _) => Mode::Off,
+            (false, _, true) => Mode::InPlace,
+            (false, true, false) => Mode::Lines,
+            (false, false, false) => Mode::Off,
+        };
+        Terminal {
+            mode,
+            current: Arc::default(),
+        }
+    }
+}
+
+fn show(mode: Mode, line: &str, last: bool) {
+    match (mode, last) {
+        (Mode::InPlace, false) => eprint!("\r\x1b[2K{line}"),
+        (Mode::InPlace, true) => eprintln!("\r\x1b[2K{line}"),
+        (Mode::Lines, false) => eprintln!("planwave loadtest: live {line}"),
+        (Mode::Lines, true) => eprintln!("planwave loadtest: live final {line}"),
+        (Mode::Off, _) => {}
+    }
+}
+
+/// Shows the probe's figures every second until the run ends.
+async fn tick(mode: Mode, probe: Arc<Probe>, total: usize, ended: Arc<Mutex<bool>>) {
+    let mut every = tokio::time::interval(Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    every.tick().await;
+    let (mut at, mut done) = (Instant::now(), 0);
+    loop {
+        every.tick().await;
+        let s = probe.live_snapshot();
+        let secs = at.elapsed().as_secs_f64();
+        let rate = (s.done.saturating_sub(done)) as f64 / secs.max(1e-9);
+        (at, done) = (Instant::now(), s.done);
+        let Ok(ended) = ended.lock() else { break };
+        if *ended {
+            break;
+        }
+        show(mode, &render_live_line(&s, total, rate), false);
+    }
+}
+
+/// The last line of a run: its totals, the rate over the whole run.
+fn final_line(s: &LiveSnapshot, total: usize) -> String {
+    let rate = s.done as f64 / s.elapsed.as_secs_f64().max(1e-9);
+    render_live_line(s, total, rate)
+}
+
+impl SweepWatch for Terminal {
+    fn run_starts(&self, run: &RunStart<'_>) {
+        eprintln!(
+            "planwave loadtest: {} tasks, {} schedule{}, model: {}",
+            run.tasks,
+            run.schedule.as_str(),
+            run.label.map(|l| format!(", {l}")).unwrap_or_default(),
+            run.model
+        );
+    }
+
+    fn progress(&self, total: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+        if self.mode == Mode::Off {
+            return None;
+        }
+        let (mode, current) = (self.mode, self.current.clone());
+        Some(Box::new(move |probe: Arc<Probe>| {
+            let ended = Arc::new(Mutex::new(false));
+            let ticker = tokio::spawn(tick(mode, probe.clone(), total, ended.clone()));
+            if let Ok(mut c) = current.lock() {
+                *c = Some(Showing {
+                    probe,
+                    total,
+                    ended,
+                    ticker,
+                });
+            }
+        }))
+    }
+
+    fn live_latencies(&self) -> bool {
+        self.mode != Mode::Off
+    }
+
+    fn run_ends(&self) {
+        let Some(s) = self.current.lock().ok().and_then(|mut c| c.take()) else {
+            return;
+        };
+        if let Ok(mut ended) = s.ended.lock() {
+            *ended = true;
+            show(
+                self.mode,
+                &final_line(&s.probe.live_snapshot(), s.total),
+                true,
+            );
+        }
+        s.ticker.abort();
+    }
+}
