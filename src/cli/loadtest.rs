@@ -155,6 +155,7 @@ pub struct LoadtestArgs {
     pub traffic: TrafficOptions,
     #[command(flatten)]
     pub workload: WorkloadOptions,
+    #[command(flatten)]
     pub view: ViewOptions,
 }
 
