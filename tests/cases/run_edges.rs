@@ -75,12 +75,7 @@ fn the_plan_cache_matches_goals_up_to_case_punctuation_and_spacing() {
         .expect("cache")
         .map(|e| e.expect("entry").path())
         .filter(|p| !p.ends_with("call-times.json"))
-        .map(|p| {
-            read_json(&p)["goal"]
-                .as_str()
-                .unwrap_or("")
-                .to_owned()
-        })
+        .map(|p| read_json(&p)["goal"].as_str().unwrap_or("").to_owned())
         .collect();
     assert_eq!(goals.len(), 2, "{goals:?}");
     assert!(
