@@ -89,9 +89,15 @@ fn plan_and_research_send_a_plan_over_max_tasks_back_and_fail_naming_the_limit()
             .map(|e| id_text(&e["task"]))
             .collect();
         assert!(started.len() <= 4, "{name}: {started:?}");
-        assert!(!started.contains("5"), "{name}: task 5 started: {started:?}");
+        assert!(
+            !started.contains("5"),
+            "{name}: task 5 started: {started:?}"
+        );
         if name == "whole" {
-            assert!(started.is_empty(), "no task of an invalid plan: {started:?}");
+            assert!(
+                started.is_empty(),
+                "no task of an invalid plan: {started:?}"
+            );
         }
     }
 }
