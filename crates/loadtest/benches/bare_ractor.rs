@@ -134,6 +134,7 @@ async fn task_work(work: &Work, index: usize, prior: Option<Arc<str>>) -> Arc<st
         attempt: 1,
         context: subagent_context(plan, index, &text, &prior),
         traceparent: None,
+        max_tokens: None,
         tools: Vec::new(),
         on_delta: None,
     };

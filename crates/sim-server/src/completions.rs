@@ -79,6 +79,10 @@ pub(crate) async fn completions(
     body: Bytes,
 ) -> Response {
     let received = Instant::now();
+    // Numbered and logged as a chat request is: a provider's limits count every request.
+    let n = st.counter.fetch_add(1, Ordering::Relaxed);
+    let role = crate::server::header_str(&headers, context_header::ROLE_HEADER).unwrap_or("none");
+    st.arrivals.arrived(n, received, role, "ok");
     let _in_flight = count_request(&st, &headers, Fault::Ok);
     if let Some(refused) = check_auth(&st, &headers, Fault::Ok) {
         return refused;
@@ -109,6 +113,7 @@ pub(crate) async fn completions(
         planwave_sim::timer::sleep_until(admitted + prefill).await;
     }
     let timing = AnswerTiming {
+        request: n,
         received,
         admitted,
         first_token: None,

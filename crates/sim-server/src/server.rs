@@ -71,7 +71,7 @@ pub struct ServerStats {
 pub(crate) struct AppState {
     pub(crate) cfg: SimServerConfig,
     pub(crate) sim: SimProvider,
-    counter: AtomicU64,
+    pub(crate) counter: AtomicU64,
     pub(crate) stats: Mutex<ServerStats>,
     subagents_in_flight: AtomicU64,
     pub(crate) slots: Slots,

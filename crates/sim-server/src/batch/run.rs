@@ -476,6 +476,10 @@ fn chat_request(body: &LineBody, planwave: Option<&Value>) -> ChatRequest {
             .unwrap_or(1),
         context,
         traceparent: None,
+        max_tokens: body
+            .max_completion_tokens
+            .or(body.max_tokens)
+            .map(|t| u32::try_from(t).unwrap_or(u32::MAX)),
         tools: body
             .tools
             .iter()
