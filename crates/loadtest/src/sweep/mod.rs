@@ -240,11 +240,10 @@ pub async fn run_sweep<E>(
         last = Some((w.plan, source, w.model_label));
         if let Some(s) = saturation.as_mut() {
             let slo = s.ttft_slo_ms;
-            let checks = runs[first..]
-                .iter()
-                .map(|r| check_point(r, arrivals.as_deref(), &rule, slo));
-            // Every run of the point is checked (no short circuit).
-            let saturated_here = checks.fold(false, |hit, c| s.add(c) || hit);
+            let mut saturated_here = false;
+            for r in &runs[first..] {
+                saturated_here |= s.add(check_point(r, arrivals.as_deref(), &rule, slo));
+            }
             if saturated_here && rule.stop {
                 s.skipped = points[k + 1..].iter().filter_map(Point::label).collect();
                 break;
