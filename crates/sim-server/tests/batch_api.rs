@@ -49,6 +49,7 @@ fn request(task: &str) -> ChatRequest {
             ..RequestContext::default()
         },
         traceparent: None,
+        max_tokens: None,
         tools: Vec::new(),
         on_delta: None,
     }
