@@ -54,8 +54,12 @@ fn run_subject(run: &str) -> String {
 /// in the object store, then queued as `batch --nats` queues a job.
 pub async fn submit_run(q: &Queue, job: &ResolvedJob) -> crate::Result<()> {
     crate::check_batch_name(&job.id)?;
-    let body = serde_json::to_vec(&crate::submit::message(&job.id, job, &crate::submit::BatchOptions::default()))
-        .map_err(|e| QueueError::of("encoding a job", e))?;
+    let body = serde_json::to_vec(&crate::submit::message(
+        &job.id,
+        job,
+        &crate::submit::BatchOptions::default(),
+    ))
+    .map_err(|e| QueueError::of("encoding a job", e))?;
     let name = object_name(&job.id, &job_key(&job.id), JOB_OBJECT);
     retrying("storing the job", || {
         let mut reader = body.as_slice();

@@ -14,8 +14,8 @@ pub(crate) mod wire;
 
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
-pub use gate::{AdmittedAttempt, AttemptGate};
 pub(crate) use endpoint::endpoint;
+pub use gate::{AdmittedAttempt, AttemptGate};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{
     RecordingSleeper, RetryBudget, RetryConfig, Sleeper, TokioSleeper, backoff_delay,
