@@ -106,11 +106,8 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     })
     .await?;
     let total_ms = clock.elapsed().as_secs_f64() * 1000.0;
-    let peak_rss = if peak_reset {
-        rss::peak_rss_bytes()
-    } else {
-        None
-    };
+    // The peak is this run's only if it could be reset before.
+    let peak_rss = peak_reset.then(rss::peak_rss_bytes).flatten();
     let seen = probe.snapshot();
 
     let observed = observed_latencies(&plan, &seen);
