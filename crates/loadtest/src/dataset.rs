@@ -38,6 +38,16 @@ pub enum DatasetError {
 
 /// Each request's messages, read from `path`.
 pub fn read_dataset(path: &Path) -> Result<Vec<Vec<ChatMessage>>, DatasetError> {
+    read_rows(path, "requests", row_messages)
+}
+
+/// Every non-blank line of the JSONL file `path` through `row`; an error names its line, and
+/// a file without a row is refused as having no `what`.
+pub(crate) fn read_rows<T>(
+    path: &Path,
+    what: &str,
+    row: impl Fn(&Value) -> Result<T, String>,
+) -> Result<Vec<T>, DatasetError> {
     let text = std::fs::read_to_string(path).map_err(|e| DatasetError::File {
         path: path.to_owned(),
         problem: e.to_string(),
@@ -53,12 +63,12 @@ pub fn read_dataset(path: &Path) -> Result<Vec<Vec<ChatMessage>>, DatasetError> 
             problem,
         };
         let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        out.push(row_messages(&v).map_err(bad)?);
+        out.push(row(&v).map_err(bad)?);
     }
     if out.is_empty() {
         return Err(DatasetError::File {
             path: path.to_owned(),
-            problem: "no requests in it".into(),
+            problem: format!("no {what} in it"),
         });
     }
     Ok(out)

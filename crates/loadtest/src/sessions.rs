@@ -43,30 +43,7 @@ pub struct Session {
 
 /// Each line's conversation, every user turn of it.
 pub fn read_sessions(path: &Path) -> Result<Vec<Session>, DatasetError> {
-    let text = std::fs::read_to_string(path).map_err(|e| DatasetError::File {
-        path: path.to_owned(),
-        problem: e.to_string(),
-    })?;
-    let mut out = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |problem: String| DatasetError::Line {
-            path: path.to_owned(),
-            line: i + 1,
-            problem,
-        };
-        let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        out.push(session_of(&v).map_err(bad)?);
-    }
-    if out.is_empty() {
-        return Err(DatasetError::File {
-            path: path.to_owned(),
-            problem: "no conversations in it".into(),
-        });
-    }
-    Ok(out)
+    crate::dataset::read_rows(path, "conversations", session_of)
 }
 
 /// One line's conversation split into turns.

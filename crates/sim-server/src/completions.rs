@@ -18,10 +18,8 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use planwave_llm::openai::context_header;
 use planwave_llm::{
-    AgentRole, ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, RequestContext,
-    StreamEvent,
+    AgentRole, ChatMessage, ChatRequest, ChatResponse, DeltaSink, LlmError, StreamEvent,
 };
-use planwave_plan::Lang;
 use planwave_sim::{AnswerLength, SIM_MODEL};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -170,17 +168,7 @@ fn chat_request(headers: &HeaderMap, prompt: String) -> ChatRequest {
     let role = header_str(headers, context_header::ROLE_HEADER)
         .and_then(context_header::parse_role)
         .unwrap_or(AgentRole::Subagent);
-    let context = header_str(headers, context_header::CONTEXT_HEADER)
-        .and_then(context_header::decode)
-        .unwrap_or_else(|| {
-            let topic: String = prompt.chars().take(200).collect();
-            RequestContext {
-                lang: Lang::detect(&topic),
-                task_title: topic.chars().take(40).collect(),
-                topic,
-                ..RequestContext::default()
-            }
-        });
+    let context = crate::server::request_context(headers, &prompt);
     ChatRequest {
         role,
         messages: vec![ChatMessage::user(prompt)],

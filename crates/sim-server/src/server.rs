@@ -573,17 +573,7 @@ fn to_chat_request(headers: &HeaderMap, req: &CompletionRequest) -> ChatRequest 
     let attempt = header_str(headers, context_header::ATTEMPT_HEADER)
         .and_then(|a| a.trim().parse().ok())
         .unwrap_or(1);
-    let context = header_str(headers, context_header::CONTEXT_HEADER)
-        .and_then(context_header::decode)
-        .unwrap_or_else(|| {
-            let topic: String = last_user.chars().take(200).collect();
-            RequestContext {
-                lang: Lang::detect(&topic),
-                task_title: topic.chars().take(40).collect(),
-                topic,
-                ..RequestContext::default()
-            }
-        });
+    let context = request_context(headers, &last_user);
     ChatRequest {
         role,
         messages: req.messages.clone(),
@@ -690,4 +680,20 @@ mod tests {
         );
         drop(listener);
     }
+}
+
+/// What a request is about: the `x-planwave-*` context header when sent, else the prompt's
+/// opening as its topic (a client that is not planwave).
+pub(crate) fn request_context(headers: &HeaderMap, prompt: &str) -> RequestContext {
+    header_str(headers, context_header::CONTEXT_HEADER)
+        .and_then(context_header::decode)
+        .unwrap_or_else(|| {
+            let topic: String = prompt.chars().take(200).collect();
+            RequestContext {
+                lang: Lang::detect(&topic),
+                task_title: topic.chars().take(40).collect(),
+                topic,
+                ..RequestContext::default()
+            }
+        })
 }
