@@ -80,6 +80,16 @@ fn main() {
         .expect("runtime");
     let prompts: Arc<dyn PromptSet> = Arc::new(Templates::builtin());
     let plan = Arc::new(ValidatedPlan::new(generate::wide(wide)).expect("valid"));
+    // `ONLY=on|off`: that side alone, `ROUNDS` times after one warm-up, nothing printed but
+    // the count: for callgrind, whose instruction counts do not depend on the machine's load.
+    if let Ok(only) = std::env::var("ONLY") {
+        let metered = only == "on";
+        for _ in 0..=rounds {
+            rt.block_on(once(&plan, &prompts, metered));
+        }
+        println!("ONLY={only}: {} runs of wide {wide}", rounds + 1);
+        return;
+    }
     // Warm-up: one of each, not counted.
     rt.block_on(once(&plan, &prompts, false));
     rt.block_on(once(&plan, &prompts, true));
