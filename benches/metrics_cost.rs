@@ -1,8 +1,12 @@
 //! What the fleet's metrics cost the engine (issue 39: under 2 % slower): `execute` at zero
-//! latency on a wide plan, with metrics off (the null sink, the bare simulator) and on (every
-//! event teed into the Prometheus series by `MeteredSink`, the model client wrapped by
-//! `MeteredProvider`, as `planwave serve` and `planwave worker` run jobs), in interleaved
-//! rounds of one process (off, on, then on, off), medians printed at the end.
+//! latency on a wide plan, with metrics off (events built and dropped, the bare simulator)
+//! and on (every event teed into the Prometheus series by `MeteredSink`, the model client
+//! wrapped by `MeteredProvider`, as `planwave serve` and `planwave worker` run jobs), in
+//! interleaved rounds of one process (off, on, then on, off), medians printed at the end.
+//!
+//! Off is an enabled sink that drops what it hears, not the engine's `NullSink`: a run of
+//! `serve` or `worker` always journals its events, so they are built with metrics or without;
+//! what metrics add is the tee, the provider wrapper and the aggregator.
 //!
 //! `cargo bench --bench metrics_cost` (`ROUNDS=6`, `WIDE=10000` by default). "run" is
 //! `execute` from the call to the report; "counted" also waits until the aggregator has
@@ -15,9 +19,16 @@ use planwave_engine::{PromptSet, RunRequest, execute};
 use planwave_llm::LlmProvider;
 use planwave_plan::{ValidatedPlan, generate};
 use planwave_prompts::Templates;
-use planwave_record::{EventSink, NullSink};
+use planwave_record::{Event, EventSink, NullSink};
 use planwave_serve::metrics::{MeteredProvider, MeteredSink, Metrics};
 use planwave_sim::{Latency, SimConfig, SimProvider};
+
+/// The events a journal would be given, dropped (see the module's note).
+struct Dropped;
+
+impl EventSink for Dropped {
+    fn emit(&self, _event: &Event) {}
+}
 
 // The allocator the `planwave` binary uses.
 #[global_allocator]
@@ -39,7 +50,7 @@ async fn once(
             MeteredProvider::wrap(sim, m.clone()),
             Arc::new(MeteredSink::new(Arc::new(NullSink), m.clone(), None)),
         ),
-        None => (sim, Arc::new(NullSink)),
+        None => (sim, Arc::new(Dropped)),
     };
     let start = Instant::now();
     let result = execute(RunRequest {

@@ -86,6 +86,9 @@ pub struct ApiOptions {
     pub sim_task_fail: Vec<String>,
     #[serde(default, deserialize_with = "text::step_strategy")]
     pub sim_step_strategy: Option<String>,
+    /// The simulator caches prompt prefixes as providers do (`--sim-prefix-cache`).
+    #[serde(default)]
+    pub sim_prefix_cache: Option<bool>,
     /// For a goal only: `zh` or `en`.
     #[schema(value_type = Option<String>)]
     pub lang: Option<LangArg>,
@@ -196,6 +199,7 @@ impl ApiOptions {
             .sim_step_strategy
             .clone()
             .or(r.sim_step_strategy.take());
+        sim.sim_prefix_cache = self.sim_prefix_cache.unwrap_or(sim.sim_prefix_cache);
     }
 }
 

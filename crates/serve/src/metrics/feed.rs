@@ -17,6 +17,9 @@ use planwave_record::{Event, EventKind, EventSink};
 use planwave_runner::{Watch, Watcher};
 use tokio::sync::{mpsc, oneshot};
 
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::histogram::Histogram;
+
 use super::{Call, Currency, Metrics, Outcome, Role, Series, Tokens};
 
 /// What one event contributes to the series.
@@ -57,20 +60,12 @@ pub(crate) struct CallObs {
     model: String,
     seconds: f64,
     usage: Usage,
-    cached: Option<u64>,
     error: Option<String>,
     prices: Option<Arc<PriceTable>>,
 }
 
 /// Executions (and batch jobs) are told apart by a number of their own.
 static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
-
-/// HOOK(cached-tokens): the prompt tokens a provider served from its cache, once the
-/// records carry them (another change adds the count to `Usage`); counted as
-/// `planwave_model_tokens_total{type="cached"}`. Nothing carries it yet.
-fn cached_tokens(_usage: &Usage) -> Option<u64> {
-    None
-}
 
 /// The [`Obs`] of one event, if it counts for anything.
 fn observe(run: u64, event: &Event, prices: &Option<Arc<PriceTable>>) -> Option<Obs> {
@@ -110,7 +105,6 @@ fn observe(run: u64, event: &Event, prices: &Option<Arc<PriceTable>>) -> Option<
             model: model.clone(),
             seconds: duration_ms / 1000.0,
             usage: *usage,
-            cached: cached_tokens(usage),
             error: error.clone(),
             prices: prices.clone(),
         })),
@@ -145,6 +139,7 @@ pub(crate) fn error_class(message: &str) -> &'static str {
 pub(crate) async fn aggregate(series: Series, mut rx: mpsc::UnboundedReceiver<Obs>) {
     let mut ready: HashMap<(u64, TaskId), DateTime<Utc>> = HashMap::new();
     let mut running: HashSet<(u64, TaskId)> = HashSet::new();
+    let mut handles = Handles::default();
     while let Some(obs) = rx.recv().await {
         match obs {
             Obs::Ready { run, task, ts } => {
@@ -167,11 +162,15 @@ pub(crate) async fn aggregate(series: Series, mut rx: mpsc::UnboundedReceiver<Ob
             }
             Obs::Ended { run, task, outcome } => {
                 running.remove(&(run, task));
-                count_task(&series, outcome);
+                handles.task(&series, outcome).inc();
             }
-            Obs::Retried => count_task(&series, "retried"),
-            Obs::Blocked => count_task(&series, "blocked"),
-            Obs::Call(call) => count_call(&series, &call),
+            Obs::Retried => {
+                handles.task(&series, "retried").inc();
+            }
+            Obs::Blocked => {
+                handles.task(&series, "blocked").inc();
+            }
+            Obs::Call(call) => count_call(&series, &mut handles, &call),
             Obs::RunEnded { run } => {
                 running.retain(|(r, _)| *r != run);
                 ready.retain(|(r, _), _| *r != run);
@@ -192,52 +191,117 @@ pub(crate) async fn aggregate(series: Series, mut rx: mpsc::UnboundedReceiver<Ob
     }
 }
 
-fn count_task(series: &Series, outcome: &str) {
-    series
-        .tasks
-        .get_or_create(&Outcome {
-            outcome: outcome.to_owned(),
-        })
-        .inc();
+/// The labelled series the aggregator touches on every event, looked up once: a family's
+/// `get_or_create` hashes and clones every label, and at thousands of calls a second that
+/// was most of what metrics cost (docs/benchmarks.md, issue 39). A handle is the same series
+/// (an `Arc` inside), and there are a few of each kind (outcomes; roles × models), so a
+/// short list searched in order beats a map.
+#[derive(Default)]
+struct Handles {
+    tasks: Vec<(&'static str, Counter)>,
+    calls: Vec<CallHandles>,
 }
 
-fn count_call(series: &Series, c: &CallObs) {
-    let (outcome, class) = match &c.error {
+/// One role and model's series for its successful calls.
+struct CallHandles {
+    role: String,
+    model: String,
+    ok: Counter,
+    seconds: Histogram,
+    /// prompt, completion, reasoning, cached: the order of [`TOKEN_KINDS`].
+    tokens: [Counter; 4],
+}
+
+const TOKEN_KINDS: [&str; 4] = ["prompt", "completion", "reasoning", "cached"];
+
+impl Handles {
+    fn task(&mut self, series: &Series, outcome: &'static str) -> &Counter {
+        let at = match self.tasks.iter().position(|(o, _)| *o == outcome) {
+            Some(at) => at,
+            None => {
+                let c = series
+                    .tasks
+                    .get_or_create(&Outcome {
+                        outcome: outcome.to_owned(),
+                    })
+                    .clone();
+                self.tasks.push((outcome, c));
+                self.tasks.len() - 1
+            }
+        };
+        &self.tasks[at].1
+    }
+
+    fn call(&mut self, series: &Series, role: &str, model: &str) -> &CallHandles {
+        let at = match self
+            .calls
+            .iter()
+            .position(|h| h.role == role && h.model == model)
+        {
+            Some(at) => at,
+            None => {
+                let tokens = TOKEN_KINDS.map(|kind| {
+                    series
+                        .tokens
+                        .get_or_create(&Tokens {
+                            role: role.to_owned(),
+                            model: model.to_owned(),
+                            r#type: kind.into(),
+                        })
+                        .clone()
+                });
+                self.calls.push(CallHandles {
+                    role: role.to_owned(),
+                    model: model.to_owned(),
+                    ok: series.calls.get_or_create(&call_labels(role, model, None)).clone(),
+                    seconds: series
+                        .call_seconds
+                        .get_or_create(&Role {
+                            role: role.to_owned(),
+                        })
+                        .clone(),
+                    tokens,
+                });
+                self.calls.len() - 1
+            }
+        };
+        &self.calls[at]
+    }
+}
+
+fn call_labels(role: &str, model: &str, error: Option<&str>) -> Call {
+    let (outcome, class) = match error {
         None => ("ok", ""),
         Some(e) => ("error", error_class(e)),
     };
-    series
-        .calls
-        .get_or_create(&Call {
-            role: c.role.clone(),
-            model: c.model.clone(),
-            outcome: outcome.into(),
-            error_class: class.into(),
-        })
-        .inc();
-    series
-        .call_seconds
-        .get_or_create(&Role {
-            role: c.role.clone(),
-        })
-        .observe(c.seconds);
+    Call {
+        role: role.to_owned(),
+        model: model.to_owned(),
+        outcome: outcome.into(),
+        error_class: class.into(),
+    }
+}
+
+fn count_call(series: &Series, handles: &mut Handles, c: &CallObs) {
+    let h = handles.call(series, &c.role, &c.model);
+    match &c.error {
+        None => h.ok.inc(),
+        // Failed calls are few, and their class is part of the label: looked up each time.
+        Some(e) => series
+            .calls
+            .get_or_create(&call_labels(&c.role, &c.model, Some(e)))
+            .inc(),
+    };
+    h.seconds.observe(c.seconds);
     let u = &c.usage;
-    let kinds = [
-        ("prompt", Some(u.prompt_tokens)),
-        ("completion", Some(u.completion_tokens)),
-        ("reasoning", Some(u.reasoning_tokens)),
-        ("cached", c.cached),
+    let counts = [
+        u.prompt_tokens,
+        u.completion_tokens,
+        u.reasoning_tokens,
+        u.cached_tokens,
     ];
-    for (kind, n) in kinds {
-        let Some(n) = n else { continue };
-        series
-            .tokens
-            .get_or_create(&Tokens {
-                role: c.role.clone(),
-                model: c.model.clone(),
-                r#type: kind.into(),
-            })
-            .inc_by(n);
+    for (counter, n) in h.tokens.iter().zip(counts) {
+        counter.inc_by(n);
     }
     if let Some(prices) = &c.prices
         && let Some(price) = prices.price(&c.model)
