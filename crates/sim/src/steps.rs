@@ -293,15 +293,19 @@ mod tests {
 
     #[test]
     fn a_replan_avoids_a_failed_tool_when_another_can_be_filled_in() {
-        let message = json!({"properties": {"message": {"type": "string"}}, "required": ["message"]});
+        let message =
+            json!({"properties": {"message": {"type": "string"}}, "required": ["message"]});
         let tools = [
             tool("mystery", json!({"required": ["secret"]})),
             tool("broken", message.clone()),
-            tool("hello", json!({"properties": {"name": {"type": "string"}}, "required": ["name"]})),
+            tool(
+                "hello",
+                json!({"properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            ),
         ];
         let tools_of = |failed: &[&str], goal: &str| -> Vec<String> {
-            let v: Value =
-                serde_json::from_str(&answer(goal, Lang::En, None, (&tools, failed))).expect("json");
+            let v: Value = serde_json::from_str(&answer(goal, Lang::En, None, (&tools, failed)))
+                .expect("json");
             v["steps"]
                 .as_array()
                 .expect("steps")
@@ -312,7 +316,10 @@ mod tests {
         // At first the goal's tool; after it failed, the one other tool whose input can be
         // filled in (not `mystery`, whose required input is not declared).
         assert_eq!(tools_of(&[], "Fetch with broken"), ["broken", "llm_call"]);
-        assert_eq!(tools_of(&["broken"], "Fetch with broken"), ["hello", "llm_call"]);
+        assert_eq!(
+            tools_of(&["broken"], "Fetch with broken"),
+            ["hello", "llm_call"]
+        );
         // A failed tool the goal named is skipped for the next one it named.
         assert_eq!(
             tools_of(&["broken"], "Fetch with broken, or greet with hello"),
