@@ -69,6 +69,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
                 PlanRequest {
                     goal: &args.goal,
                     reflection: None,
+                    failed_tools: &[],
                     resources,
                     config: settings.planner.clone(),
                     quiet: args.quiet,

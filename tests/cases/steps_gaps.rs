@@ -9,7 +9,7 @@ use crate::cases::aimock::{EVALUATION, aimock_requests, aimock_with};
 use crate::cases::steps::crashy_config;
 use crate::support::{planwave, read_json, task, tempdir, write_json};
 
-fn ids(run: &Value) -> Vec<String> {
+pub(crate) fn ids(run: &Value) -> Vec<String> {
     run["tasks"]
         .as_array()
         .expect("tasks")
@@ -18,7 +18,7 @@ fn ids(run: &Value) -> Vec<String> {
         .collect()
 }
 
-fn tools_called(t: &Value) -> Vec<(String, String)> {
+pub(crate) fn tools_called(t: &Value) -> Vec<(String, String)> {
     t["tool_calls"]
         .as_array()
         .expect("tool calls")
@@ -56,7 +56,7 @@ fn request_with(base: &str, needles: &[&str]) -> String {
 
 /// The final `llm_call`'s request: the one whose prompt (its only message) opens with
 /// "Answer from ".
-fn answer_request(base: &str) -> String {
+pub(crate) fn answer_request(base: &str) -> String {
     let texts: Vec<String> = aimock_requests(base).iter().map(messages_text).collect();
     match texts.iter().find(|t| t.starts_with("Answer from ")) {
         Some(t) => t.clone(),
@@ -175,11 +175,12 @@ fn research_replaces_a_failed_tool_step_from_the_failure_point() {
         "{replan}"
     );
     // The replacement's result reached the final llm_call (its prompt, references
-    // resolved), and that step's answer is the run's. (The kept step's result reads as
-    // its text, the fresh one's as the tool's structured content: see the report.)
+    // resolved), and that step's answer is the run's. The kept step's result reads as the
+    // tool's structured content, as the fresh one's does (steps_results.rs).
     let answer = answer_request(&base);
     assert!(
-        answer.starts_with("Answer from hello team and ") && answer.contains("hello data desk"),
+        answer.starts_with(r#"Answer from {"result":"hello team"} and "#)
+            && answer.contains("hello data desk"),
         "{answer}"
     );
     assert_eq!(run["answer"], "FINAL-ANSWER", "{run}");

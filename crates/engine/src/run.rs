@@ -226,10 +226,12 @@ pub(crate) fn start(req: &RunRequest) -> Result<(Arc<RunShared>, Arc<Vec<String>
     )));
     let (shared, files) = prepare(req, req.plan.clone(), calls);
     for p in &req.preset {
-        shared.results.keep(p.index, || {
-            serde_json::from_str(&p.section)
-                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
-        });
+        // The result the step's first pass gave, when its record kept it (run directories
+        // from before results were kept: read from the section).
+        let kept = p.record.result.as_deref();
+        shared
+            .results
+            .keep(p.index, || planwave_record::read_result(kept, &p.section));
     }
     if let Some(out) = &req.output {
         out.write_json("plan.json", shared.plan.spec())?;

@@ -97,6 +97,9 @@ pub struct SubagentReport {
     /// rather than for every section at the run's end (a tenth of a wide zero-latency run's
     /// instructions, all of it on the serial end).
     pub warnings: Vec<planwave_record::SectionWarning>,
+    /// The result to keep with the task's record (`TaskRecord::result`), when its section
+    /// would not read as the result references got.
+    pub kept_result: Option<Box<serde_json::Value>>,
 }
 
 impl Actor for Subagent {
@@ -195,6 +198,7 @@ async fn write_section_within(state: &SubagentArgs, limit: Duration) -> Subagent
             failure_kind: Some(FailureKind::Transient),
             empty_refs: Vec::new(),
             warnings: Vec::new(),
+            kept_result: None,
         },
     }
 }
@@ -244,10 +248,12 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
     let mut attempt = 0u32;
     let mut failure_kind = None;
     let mut empty_refs = Vec::new();
+    let mut kept_result = None;
     let result = loop {
         attempt += 1;
         match crate::tool_step::run(&mut calls, index, tool, attempt, own.is_some()).await {
             Ok(done) => {
+                kept_result = planwave_record::result_to_keep(&done.section, &done.json);
                 shared.results.keep(index, || done.json);
                 empty_refs = done.empty_refs;
                 break Ok(Arc::<str>::from(done.section));
@@ -286,6 +292,7 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
         failure_kind,
         empty_refs,
         warnings: Vec::new(),
+        kept_result,
     }
 }
 
@@ -403,7 +410,9 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         Box::pin(tokio::time::sleep(delay)).await;
     };
     context_cut.extend(std::mem::take(&mut calls.cuts));
+    let mut kept_result = None;
     if let Ok(section) = &result {
+        kept_result = planwave_record::text_result_to_keep(section);
         shared
             .results
             .keep(index, || serde_json::Value::String(section.to_string()));
@@ -420,6 +429,7 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         written: None,
         empty_refs: Vec::new(),
         warnings: Vec::new(),
+        kept_result,
     }
 }
 

@@ -131,11 +131,13 @@ async fn run_inner(
             Some(e) if !e.is_empty() => format!("{prompt}\n\n{}: {e}", expected_label(plan.lang())),
             _ => prompt,
         };
+        let mut context = subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]);
+        context.tool_results = referenced_results(calls, index);
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(prompt)],
             attempt,
-            context: subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]),
+            context,
             traceparent: None,
             tools: Vec::new(),
             on_delta: None,
@@ -169,6 +171,37 @@ async fn run_inner(
         }
         Err(e) => Err(Failure::Tool(e)),
     }
+}
+
+/// The earlier results an `llm_call`'s prompt references, for its request context: what
+/// the prompt holds, so a server answering from the context (the simulator) answers from
+/// them as a model reads them in the prompt.
+fn referenced_results(calls: &TaskCalls<'_>, index: usize) -> Vec<planwave_llm::ToolResultRef> {
+    let shared = calls.shared;
+    let plan = &shared.plan;
+    let Some(params) = plan.task(index).params.as_ref() else {
+        return Vec::new();
+    };
+    let mut seen = Vec::new();
+    let mut out = Vec::new();
+    for r in refs::references(params) {
+        let Some(i) = plan.index_of_key(&r.task) else {
+            continue; // `vars.`, `meta.`: not a result
+        };
+        let Some(result) = shared.results.get(i).filter(|_| !seen.contains(&i)) else {
+            continue;
+        };
+        seen.push(i);
+        out.push(planwave_llm::ToolResultRef {
+            tool: plan.task(i).tool.clone().unwrap_or_else(|| r.task.clone()),
+            output: match result {
+                Value::String(s) => s,
+                other => other.to_string(),
+            },
+            is_error: false,
+        });
+    }
+    out
 }
 
 fn expected_label(lang: planwave_plan::Lang) -> &'static str {

@@ -278,6 +278,7 @@ mod tests {
             optional: false,
             empty_refs: Vec::new(),
             warnings: Vec::new(),
+            result: None,
         }
     }
 

@@ -37,10 +37,7 @@ pub fn split(
                 .map(|&d| plan.id(d as usize).to_string())
                 .collect(),
             error: r.error.clone(),
-            result: completed
-                .then(|| sections.get(i).cloned().flatten())
-                .flatten()
-                .map(|t| excerpt(&t)),
+            result: completed.then(|| kept_result(r, sections.get(i))).flatten(),
         };
         if completed {
             kept.push(step);
@@ -49,6 +46,16 @@ pub fn split(
         }
     }
     (kept, replace)
+}
+
+/// A kept step's result as its references will read it (a tool's structured content as
+/// JSON, whose fields `{{ID.result.FIELD}}` may name), else its section; an excerpt.
+fn kept_result(record: &TaskRecord, section: Option<&Option<Arc<str>>>) -> Option<String> {
+    match (&record.result, section) {
+        (Some(v), _) => Some(excerpt(&v.to_string())),
+        (None, Some(Some(text))) => Some(excerpt(text)),
+        (None, _) => None,
+    }
 }
 
 /// A result fit for a `<data>` block of the prompt: control characters dropped, the

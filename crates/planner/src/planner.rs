@@ -142,6 +142,8 @@ pub struct Planner {
     templates: Arc<Templates>,
     config: PlannerConfig,
     tools: Vec<PlannerTool>,
+    /// A complete replan's failed steps (tool and error), for the request context.
+    failed_tools: Vec<planwave_llm::ToolResultRef>,
     on_delta: Option<planwave_llm::DeltaSink>,
 }
 
@@ -156,6 +158,7 @@ impl Planner {
             templates,
             config,
             tools: Vec::new(),
+            failed_tools: Vec::new(),
             on_delta: None,
         }
     }
@@ -175,6 +178,14 @@ impl Planner {
 
     pub fn with_tools(mut self, tools: Vec<PlannerTool>) -> Planner {
         self.tools = tools;
+        self
+    }
+
+    /// The tools of a failed plan's steps with their errors (a complete replan): the
+    /// reflection names them for the model, the request context carries them too (as a
+    /// step replan's does), so a server answering from the context knows them.
+    pub fn with_failed_tools(mut self, failed: Vec<planwave_llm::ToolResultRef>) -> Planner {
+        self.failed_tools = failed;
         self
     }
 
@@ -217,6 +228,7 @@ impl Planner {
                     },
                 })
                 .collect(),
+            tool_results: self.failed_tools.clone(),
             plan_format: steps.then_some(PlanFormat::Steps),
             ..RequestContext::default()
         };

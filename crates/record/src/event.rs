@@ -83,6 +83,11 @@ pub enum EventKind {
         /// [`PREVIEW_CHARS`] characters: what a progress view shows, with or without a journal.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         preview: Option<String>,
+        /// The step's result when its section text would read otherwise (the record's
+        /// `result`): committed with the completion, so `resume` gives later steps the
+        /// result the first attempt gave.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Box<serde_json::Value>>,
     },
     TaskFailed {
         task: TaskId,

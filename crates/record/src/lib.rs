@@ -4,7 +4,8 @@
 //! ([`SectionCut`], [`SectionWarning`], [`Schedule`], and [`Preset`], a task completed in an
 //! earlier attempt). [`figures`](RunResult::usage_by_role) derives what `planwave show`
 //! tabulates: times relative to the run's start, tokens per task and per role; [`Tally`] is
-//! what a run's events add up to while it goes on.
+//! what a run's events add up to while it goes on; [`read_result`] and [`result_to_keep`]
+//! say what a finished task's `{{ID.result}}` is and what of it its record keeps.
 //!
 //! It sits below the engine that makes these values, the storage that writes and reads them
 //! back (`planwave-storage`) and the report that draws them (`planwave-report`). A crate of
@@ -23,6 +24,7 @@ mod figures;
 mod outcome;
 mod preset;
 mod schedule;
+mod step_result;
 mod tally;
 mod warning;
 
@@ -35,5 +37,6 @@ pub use outcome::{
 };
 pub use preset::Preset;
 pub use schedule::Schedule;
+pub use step_result::{read_result, result_from_section, result_to_keep, text_result_to_keep};
 pub use tally::Tally;
 pub use warning::SectionWarning;

@@ -123,6 +123,12 @@ pub struct TaskRecord {
     /// report's appendix, `show` and the integrator's prompt name them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<SectionWarning>,
+    /// A completed step's result as `{{ID.result}}` references read it, when its section
+    /// text would read otherwise (a tool's structured content; a model's answer that parses
+    /// as JSON): see [`crate::read_result`]. Kept so a replan, a resume and a streamed plan's
+    /// rebuild give later steps what the first pass gave. Boxed: absent from most records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Box<serde_json::Value>>,
 }
 
 impl TaskRecord {
@@ -148,6 +154,7 @@ impl TaskRecord {
             optional: plan.task(i).optional,
             empty_refs: Vec::new(),
             warnings: Vec::new(),
+            result: None,
         }
     }
 }

@@ -13,6 +13,9 @@ pub struct PlanRequest<'a> {
     pub goal: &'a str,
     /// The previous round's reflection (the reflective loop's later rounds).
     pub reflection: Option<&'a str>,
+    /// A complete replan's failed steps: each one's tool and error, for the planner's
+    /// request context (the reflection names them for the model to read).
+    pub failed_tools: &'a [planwave_llm::ToolResultRef],
     /// The model client, and the MCP servers whose tools the planner's prompt lists.
     pub resources: &'a Resources,
     pub config: PlannerConfig,
@@ -133,7 +136,8 @@ pub(crate) fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
         req.resources.templates.clone(),
         req.config.clone(),
     )
-    .with_tools(req.resources.planner_tools()))
+    .with_tools(req.resources.planner_tools())
+    .with_failed_tools(req.failed_tools.to_vec()))
 }
 
 pub(crate) async fn run_planner(

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::error::Context;
 use planwave_engine::{CallRecord, RunConfig};
-use planwave_llm::{AgentRole, RoundTag};
+use planwave_llm::{AgentRole, RoundTag, ToolResultRef};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
@@ -195,14 +195,14 @@ impl<'a> RoundsDriver<'a> {
     }
 }
 
-#[async_trait::async_trait]
-impl Rounds for RoundsDriver<'_> {
-    type Error = RunnerError;
-
-    async fn plan(
+impl RoundsDriver<'_> {
+    /// A fresh plan for `tag`, told `note` (a reflection, or why the round's plan failed)
+    /// and, with a complete replan, what each failed step's tool answered.
+    async fn plan_told(
         &mut self,
         tag: RoundTag,
         note: Option<&str>,
+        failed: &[ToolResultRef],
     ) -> crate::Result<Planned<RunnerError>> {
         // The cache answers the loop's first plan at once: nothing to stream. A wave barrier
         // needs every task of a wave known before the next may start.
@@ -227,6 +227,7 @@ impl Rounds for RoundsDriver<'_> {
                 PlanRequest {
                     goal: &s.goal,
                     reflection: note,
+                    failed_tools: failed,
                     resources: &s.resources,
                     config: s.planner.clone(),
                     quiet: s.quiet,
@@ -267,6 +268,28 @@ impl Rounds for RoundsDriver<'_> {
             Ok(plan) => Ok(Planned::Plan(Box::new(plan))),
             Err(e) => Ok(Planned::Failed(e.into())),
         }
+    }
+}
+
+#[async_trait::async_trait]
+impl Rounds for RoundsDriver<'_> {
+    type Error = RunnerError;
+
+    async fn plan(
+        &mut self,
+        tag: RoundTag,
+        note: Option<&str>,
+    ) -> crate::Result<Planned<RunnerError>> {
+        self.plan_told(tag, note, &[]).await
+    }
+
+    async fn replan(
+        &mut self,
+        tag: RoundTag,
+        note: &str,
+        failed: &[ToolResultRef],
+    ) -> crate::Result<Planned<RunnerError>> {
+        self.plan_told(tag, Some(note), failed).await
     }
 
     async fn execute(

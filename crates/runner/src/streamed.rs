@@ -224,6 +224,7 @@ impl RoundsDriver<'_> {
             let req = PlanRequest {
                 goal: &s.goal,
                 reflection: note,
+                failed_tools: &[],
                 resources: &s.resources,
                 config: s.planner.clone(),
                 quiet: s.quiet,

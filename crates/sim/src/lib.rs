@@ -161,7 +161,14 @@ impl SimProvider {
             .get(request.attempt.saturating_sub(1) as usize)
             .copied();
         if ctx.plan_format == Some(planwave_plan::PlanFormat::Steps) {
-            return steps::answer(&ctx.topic, ctx.lang, fault, &ctx.tools);
+            // A complete replan's context names the tools that failed.
+            let failed: Vec<&str> = ctx
+                .tool_results
+                .iter()
+                .filter(|r| r.is_error)
+                .map(|r| r.tool.as_str())
+                .collect();
+            return steps::answer(&ctx.topic, ctx.lang, fault, (&ctx.tools, &failed));
         }
         // The goal is the topic.
         plan::answer_with_tools(&ctx.topic, ctx.lang, fault, &ctx.tools)

@@ -1,7 +1,9 @@
 //! The simulator's planner for tool-step plans (`--plan-format steps`): up to two tool steps
 //! with parameters filled from the tools' input schemas, then an `llm_call` that answers the
 //! goal from their results, so a step plan runs end to end offline. Tools named in the goal
-//! are used, in the order named; otherwise the first two offered.
+//! are used, in the order named; otherwise the first two offered. A replan avoids the tools
+//! that failed (the request context's erroneous tool results) when the catalogue offers
+//! another whose required inputs it can fill, as a model told the error would.
 
 use planwave_plan::Lang;
 use serde_json::{Map, Value, json};
@@ -10,8 +12,14 @@ use super::plan::{PlannerFault, pretty, subject};
 use planwave_llm::ToolRef;
 
 /// The planner's answer for a step plan, with `fault` applied as for research plans.
-pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>, tools: &[ToolRef]) -> String {
-    let mut p = plan(goal, lang, tools);
+/// `failed`: the tools whose steps failed in the plan this one replaces (none at first).
+pub fn answer(
+    goal: &str,
+    lang: Lang,
+    fault: Option<PlannerFault>,
+    (tools, failed): (&[ToolRef], &[&str]),
+) -> String {
+    let mut p = plan(goal, lang, tools, failed);
     let last = p["steps"].as_array().map_or(0, Vec::len).saturating_sub(1);
     match fault {
         None => {}
@@ -38,19 +46,54 @@ pub fn answer(goal: &str, lang: Lang, fault: Option<PlannerFault>, tools: &[Tool
     pretty(&p)
 }
 
-fn plan(goal: &str, lang: Lang, tools: &[ToolRef]) -> Value {
-    let subject = subject(goal);
+/// The tools a step plan calls: those named in the goal, in the order named, else the first
+/// two offered; without the `failed` ones when any other can be called instead.
+fn choose<'t>(goal: &str, tools: &'t [ToolRef], failed: &[&str]) -> Vec<&'t ToolRef> {
     let lower = goal.to_lowercase();
-    let mut named: Vec<(usize, &ToolRef)> = tools
-        .iter()
-        .filter_map(|t| lower.find(&t.name.to_lowercase()).map(|at| (at, t)))
-        .collect();
-    named.sort_by_key(|(at, _)| *at);
-    let chosen: Vec<&ToolRef> = if named.is_empty() {
-        tools.iter().take(2).collect()
-    } else {
-        named.into_iter().map(|(_, t)| t).take(2).collect()
+    let pick = |avoid: &[&str]| -> Vec<&'t ToolRef> {
+        let open = |t: &&ToolRef| !avoid.contains(&t.name.as_str());
+        let mut named: Vec<(usize, &ToolRef)> = tools
+            .iter()
+            .filter(open)
+            .filter_map(|t| lower.find(&t.name.to_lowercase()).map(|at| (at, t)))
+            .collect();
+        named.sort_by_key(|(at, _)| *at);
+        if !named.is_empty() {
+            return named.into_iter().map(|(_, t)| t).take(2).collect();
+        }
+        // Another tool instead of a failed one only if its inputs can be filled in.
+        tools
+            .iter()
+            .filter(open)
+            .filter(|t| avoid.is_empty() || fillable(&t.schema))
+            .take(2)
+            .collect()
     };
+    match pick(failed) {
+        // Nothing else to call: the failed tools again, as a model with no other would.
+        chosen if chosen.is_empty() => pick(&[]),
+        chosen => chosen,
+    }
+}
+
+/// Whether [`params`] can fill every required input: each one is declared, so its type is
+/// known (an undeclared one would be a guess).
+fn fillable(schema: &Value) -> bool {
+    let props = schema.get("properties").and_then(Value::as_object);
+    schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .all(|name| {
+            name.as_str()
+                .is_some_and(|n| props.is_some_and(|p| p.contains_key(n)))
+        })
+}
+
+fn plan(goal: &str, lang: Lang, tools: &[ToolRef], failed: &[&str]) -> Value {
+    let subject = subject(goal);
+    let chosen = choose(goal, tools, failed);
     let mut steps = Vec::new();
     let mut refs = Vec::new();
     for (k, t) in chosen.iter().enumerate() {
@@ -131,7 +174,10 @@ pub fn replacement(ctx: &planwave_llm::RequestContext) -> String {
         .iter()
         .filter(|r| !r.is_error)
         .filter_map(|r| ctx.tools.iter().find(|t| t.name == r.tool));
-    let usable = ctx.tools.iter().filter(|t| t.name != "llm_call");
+    let usable = ctx
+        .tools
+        .iter()
+        .filter(|t| t.name != "llm_call" && fillable(&t.schema));
     let tool = worked
         .chain(usable)
         .find(|t| !failed.contains(&t.name.as_str()));
@@ -232,7 +278,7 @@ mod tests {
             "Add with get-sum, then echo it",
             Lang::En,
             None,
-            &tools,
+            (&tools, &[]),
         ))
         .expect("json");
         let steps = v["steps"].as_array().expect("steps");
@@ -246,9 +292,55 @@ mod tests {
     }
 
     #[test]
+    fn a_replan_avoids_a_failed_tool_when_another_can_be_filled_in() {
+        let message =
+            json!({"properties": {"message": {"type": "string"}}, "required": ["message"]});
+        let tools = [
+            tool("mystery", json!({"required": ["secret"]})),
+            tool("broken", message.clone()),
+            tool(
+                "hello",
+                json!({"properties": {"name": {"type": "string"}}, "required": ["name"]}),
+            ),
+        ];
+        let tools_of = |failed: &[&str], goal: &str| -> Vec<String> {
+            let v: Value = serde_json::from_str(&answer(goal, Lang::En, None, (&tools, failed)))
+                .expect("json");
+            v["steps"]
+                .as_array()
+                .expect("steps")
+                .iter()
+                .map(|s| s["tool"].as_str().unwrap_or("").to_owned())
+                .collect()
+        };
+        // At first the goal's tool; after it failed, the one other tool whose input can be
+        // filled in (not `mystery`, whose required input is not declared).
+        assert_eq!(tools_of(&[], "Fetch with broken"), ["broken", "llm_call"]);
+        assert_eq!(
+            tools_of(&["broken"], "Fetch with broken"),
+            ["hello", "llm_call"]
+        );
+        // A failed tool the goal named is skipped for the next one it named.
+        assert_eq!(
+            tools_of(&["broken"], "Fetch with broken, or greet with hello"),
+            ["hello", "llm_call"]
+        );
+        // Nothing else can be called: the failed tool again.
+        let only = [tool("broken", message)];
+        let v: Value = serde_json::from_str(&answer(
+            "Fetch with broken",
+            Lang::En,
+            None,
+            (&only, &["broken"]),
+        ))
+        .expect("json");
+        assert_eq!(v["steps"][0]["tool"], "broken");
+    }
+
+    #[test]
     fn without_tools_two_model_calls_answer_the_goal() {
         let v: Value =
-            serde_json::from_str(&answer("研究比亚迪", Lang::Zh, None, &[])).expect("json");
+            serde_json::from_str(&answer("研究比亚迪", Lang::Zh, None, (&[], &[]))).expect("json");
         let tools: Vec<&str> = v["steps"]
             .as_array()
             .expect("steps")

@@ -96,11 +96,12 @@ impl SupervisorState {
         self.replay(&status);
         for (j, s) in self.sections.iter().enumerate() {
             if let (Some(s), TaskStatus::Completed) = (s, status[j]) {
-                // As a resumed run does: the result of a finished step for later references.
-                self.shared.results.keep(j, || {
-                    serde_json::from_str(s)
-                        .unwrap_or_else(|_| serde_json::Value::String(s.to_string()))
-                });
+                // As a resumed run does: the result of a finished step for later
+                // references, the one its record kept if its section reads otherwise.
+                let kept = self.records[j].result.as_deref();
+                self.shared
+                    .results
+                    .keep(j, || planwave_record::read_result(kept, s));
             }
         }
         self.announce_new(&carried);

@@ -66,10 +66,10 @@ impl SupervisorState {
         {
             // Its subagent kept its result for the plan it started under; later
             // references read the current plan's.
-            self.shared.results.keep(index, || {
-                serde_json::from_str(section)
-                    .unwrap_or_else(|_| serde_json::Value::String(section.to_string()))
-            });
+            let kept = report.kept_result.as_deref();
+            self.shared
+                .results
+                .keep(index, || planwave_record::read_result(kept, section));
         }
         self.on_report(report);
     }
@@ -94,6 +94,7 @@ impl SupervisorState {
         rec.tool_calls = report.tool_calls;
         rec.empty_refs = report.empty_refs;
         rec.warnings = report.warnings;
+        rec.result = report.kept_result;
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         let section = match report.result {
             Ok(section) => section,
@@ -117,6 +118,7 @@ impl SupervisorState {
             _ => (None, None, true),
         };
         let journaled = section_hash.is_some().then(|| section.clone());
+        let result = self.records[index].result.clone();
         let kind = |body: Option<std::sync::Arc<str>>| EventKind::TaskCompleted {
             task: plan.id(index).clone(),
             attempts: report.attempts,
@@ -126,6 +128,7 @@ impl SupervisorState {
             section_hash: section_hash.clone(),
             section: body,
             preview: Some(planwave_record::preview(&section)),
+            result: result.clone(),
         };
         // The task counts as completed (dependents start, progress shows it) only once the
         // journal has it on disk.
@@ -193,10 +196,10 @@ impl SupervisorState {
         // new plan's references can name this task, and its subagent kept the result only for
         // the plan it started under (a no-op unless some reference needs it, and the
         // subagent's own result wins when it is there).
-        self.shared.results.keep_missing(index, || {
-            serde_json::from_str(&p.section)
-                .unwrap_or_else(|_| serde_json::Value::String(p.section.to_string()))
-        });
+        let kept = self.records[index].result.as_deref();
+        self.shared
+            .results
+            .keep_missing(index, || planwave_record::read_result(kept, &p.section));
         self.sections[index] = Some(p.section);
         let ready = self.sched.complete(&plan, index);
         self.announce(ready);

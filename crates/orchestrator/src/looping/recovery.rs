@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use planwave_llm::RoundTag;
+use planwave_llm::{RoundTag, ToolResultRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{FailureNoteVars, PromptError};
 use planwave_record::{EventKind, Preset, RunResult, TaskStatus};
@@ -122,7 +122,7 @@ pub(super) async fn recover<R: Rounds>(
                 why = format!("{why}\n{a}");
             }
             match driver
-                .plan(next, Some(&why))
+                .replan(next, &why, &failed_tools(plan, result))
                 .await
                 .map_err(LoopError::Driver)?
             {
@@ -166,6 +166,26 @@ fn carry_over(old: &ValidatedPlan, result: &RunResult, new: &ValidatedPlan) -> V
         });
     }
     out
+}
+
+/// What each failed tool step's tool answered (its error), for a complete replan's
+/// request context: the note names them too, for the model to read.
+fn failed_tools(plan: &ValidatedPlan, result: &RunResult) -> Vec<ToolResultRef> {
+    result
+        .tasks
+        .iter()
+        .enumerate()
+        .take(plan.len())
+        .filter(|(_, t)| t.status == TaskStatus::Failed)
+        .filter_map(|(i, t)| {
+            let tool = plan.task(i).tool.as_deref()?.trim();
+            (!tool.is_empty()).then(|| ToolResultRef {
+                tool: tool.to_owned(),
+                output: t.error.clone().unwrap_or_default(),
+                is_error: true,
+            })
+        })
+        .collect()
 }
 
 /// What a complete replan is told about the plan that failed. A failed tool step names its

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use planwave_llm::CallRecord;
-use planwave_llm::{LlmProvider, RoundTag};
+use planwave_llm::{LlmProvider, RoundTag, ToolResultRef};
 use planwave_plan::ValidatedPlan;
 use planwave_prompts::{PromptError, Templates};
 use planwave_record::{EventKind, Preset, RunResult};
@@ -41,6 +41,19 @@ pub trait Rounds: Send {
         tag: RoundTag,
         note: Option<&str>,
     ) -> Result<Planned<Self::Error>, Self::Error>;
+    /// A complete replan inside a round: [`Rounds::plan`] told why the round's plan failed
+    /// (`note`) and what each failed step's tool answered (`failed`: its error), which the
+    /// planner's request context carries as a model reads it in the note. By default the
+    /// note alone.
+    async fn replan(
+        &mut self,
+        tag: RoundTag,
+        note: &str,
+        failed: &[ToolResultRef],
+    ) -> Result<Planned<Self::Error>, Self::Error> {
+        let _ = failed;
+        self.plan(tag, Some(note)).await
+    }
     /// Runs `plan` in the round's directory; `preset` tasks are already done. `fresh`: the
     /// round's earlier sections belong to a discarded plan.
     async fn execute(

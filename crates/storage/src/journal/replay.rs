@@ -45,6 +45,10 @@ pub struct CompletedTask {
     /// The section itself, journaled with the completion (the durable copy).
     #[serde(default)]
     pub section: Option<String>,
+    /// The step's result when its section reads otherwise (absent in journals written
+    /// before results were kept: the section is read as the result then).
+    #[serde(default)]
+    pub result: Option<Box<serde_json::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -271,6 +275,7 @@ impl Replay {
                         .collect(),
                     section_file: Some(file.clone()),
                     usage: c.usage,
+                    result: c.result.clone(),
                     // Tool calls are not journaled: a resumed run's record lists this attempt's.
                     ..TaskRecord::pending(plan, i)
                 },
