@@ -14,25 +14,28 @@
 #   chat         planwave and aiperf, POST /v1/chat/completions, streamed. Neither sends
 #                max_tokens, so every answer is the simulator's own (about 290 tokens; its
 #                length follows the prompt's first 200 characters, so the two tools' answers
-#                differ by a few tokens: the `srv out/req` column has them). The prompts are
+#                differ by a few tokens: the `srv out` column has them). The prompts are
 #                not the same: planwave's own subagent prompts, aiperf's synthetic ones.
 #                inference-perf has no row here: its only chat data without a dataset
 #                download (`mock`) asks for 30-token answers (max_tokens 30 with ignore_eos,
 #                fixed in its client), a tenth of the others' work per request.
 #   completions  all three, POST /v1/completions, streamed, with the same request: a prompt
-#                of IN_TOKENS tokens of the same local tokenizer and max_tokens OUT_TOKENS, so
-#                the answers are exactly OUT_TOKENS long for every tool. inference-perf: `random` data
-#                with fixed input and output distributions (its synthetic and random data
-#                speak only completions; `shared_prefix` without multimodal parts also
-#                goes to /v1/completions, which is where its old 404s came from, before
-#                `sim-llm serve` answered that route). aiperf: --isl/--osl with spread 0 and
-#                ignore_eos. planwave: --input-tokens and --output-tokens with --tokenizer;
-#                it sends no ignore_eos, so OUT_TOKENS (200) is kept below the shortest
-#                answer the simulator writes for these prompts, and every answer is cut at
-#                OUT_TOKENS. The prompts' words differ (each tool's own filler), so the simulator's
-#                prompt-token count (3 characters a token: `srv in/req`) differs a little
-#                between tools; the simulator's prefill costs nothing by default, so the
-#                server's work per request is the answer's.
+#                of about IN_TOKENS tokens and max_tokens OUT_TOKENS (290, the length of the
+#                chat rows' answers), so every answer is exactly OUT_TOKENS long, for every
+#                tool (`srv out` shows 290.0 on each row). inference-perf: `random` data with
+#                fixed input and output distributions and its default ignore_eos (its random
+#                and synthetic data speak only completions; `shared_prefix` without
+#                multimodal parts goes to /v1/completions too, which is where its old 404s
+#                came from, before `sim-llm serve` answered that route). aiperf: --isl/--osl
+#                with spread 0 and ignore_eos. planwave: --input-tokens and --output-tokens;
+#                it sends no ignore_eos, and needs none here: the simulator's own answer to
+#                its completions prompts is about 384 tokens, so each is cut at OUT_TOKENS.
+#                The prompts' words are each tool's own: the peers' are IN_TOKENS tokens of
+#                the tiny local tokenizer, planwave's IN_TOKENS tokens of the simulator's
+#                count (3 characters a token). The simulator counts about the same for both
+#                (`srv in`: 200 for planwave, about 195 for inference-perf in a small check),
+#                and its prefill costs nothing by default, so the server's work per request
+#                is the answer's, the same for every tool.
 #   Everything else is the same in both: one server, the same point, rounds interleaved,
 #   streaming with usage, each tool's CPU (user + system of its processes) per successful
 #   request. The tools count ITL differently (aiperf: each request's mean gap, then
@@ -50,7 +53,7 @@
 #   PYTHON     the Python that makes them: inference-perf needs 3.12 or later
 #   PEERS      "aiperf inference-perf" (default), one of them, or "none"
 #   APIS       "chat completions" (default), or one of them (the comparisons above)
-#   IN_TOKENS, OUT_TOKENS  the completions rows' prompt and answer tokens (200 and 200)
+#   IN_TOKENS, OUT_TOKENS  the completions rows' prompt and answer tokens (200 and 290)
 #   ROUNDS     interleaved rounds (default 3)
 #   N          requests per closed-loop point (default 2000); DURATION for the open loop (20s)
 #   TOKENS     server output tokens per second per stream (default 200), LATENCY_MS its TTFT (10)
@@ -73,7 +76,7 @@ LATENCY_MS=${LATENCY_MS:-10}
 POINTS=${POINTS:-c100 c1000 r200}
 APIS=${APIS:-chat completions}
 IN_TOKENS=${IN_TOKENS:-200}
-OUT_TOKENS=${OUT_TOKENS:-200}
+OUT_TOKENS=${OUT_TOKENS:-290}
 OUT=$(mktemp -d)
 trap 'kill "${SERVER_PID:-}" 2>/dev/null || true' EXIT
 
@@ -142,11 +145,10 @@ run_planwave() {
     c*) load=(--requests "$N" --concurrency "${1#c}") ;;
     r*) load=(--rate "${1#r}" --duration "${DURATION}s") ;;
   esac
+  # Prompts sized in the simulator's tokens (3 characters), which is about what the peers'
+  # prompts of IN_TOKENS tokens of the tiny local tokenizer come to (`srv in`).
   [ "$2" = completions ] && request=(--endpoint completions --input-tokens "$IN_TOKENS"
     --output-tokens "$OUT_TOKENS")
-  # The peers' tokenizer, when there are peers (PEERS=none: the simulator's 3 characters).
-  [ "$2" = completions ] && [ -f "$OUT/tok/tokenizer.json" ] &&
-    request+=(--tokenizer "$OUT/tok/tokenizer.json")
   timed "$PLANWAVE" loadtest --json --llm-url "$BASE" "${load[@]}" "${request[@]}"
   "$PYTHON" - "$OUT/stdout" <<'PY' > "$OUT/row"
 import json, sys
