@@ -33,7 +33,8 @@
 #                The prompts' words are each tool's own: the peers' are IN_TOKENS tokens of
 #                the tiny local tokenizer, planwave's IN_TOKENS tokens of the simulator's
 #                count (3 characters a token). The simulator counts about the same for both
-#                (`srv in`: 200 for planwave, about 195 for inference-perf in a small check),
+#                (`srv in` in a small check: planwave 200, inference-perf about 195, aiperf
+#                about 170),
 #                and its prefill costs nothing by default, so the server's work per request
 #                is the answer's, the same for every tool.
 #   Everything else is the same in both: one server, the same point, rounds interleaved,
