@@ -25,8 +25,10 @@
 #                tool (`srv out` shows 290.0 on each row). inference-perf: `random` data with
 #                fixed input and output distributions and its default ignore_eos (its random
 #                and synthetic data speak only completions; `shared_prefix` without
-#                multimodal parts goes to /v1/completions too, which is where its old 404s
-#                came from, before `sim-llm serve` answered that route). aiperf: --isl/--osl
+#                multimodal parts builds completion requests even with `api: chat`, see
+#                load_lazy_data in datagen/synthetic/shared_prefix_datagen.py, so it went to
+#                /v1/completions, which `sim-llm serve` did not answer then: the likely cause
+#                of its old 404s, not re-run). aiperf: --isl/--osl
 #                with spread 0 and ignore_eos. planwave: --input-tokens and --output-tokens;
 #                it sends no ignore_eos, and needs none here: the simulator's own answer to
 #                its completions prompts is about 384 tokens, so each is cut at OUT_TOKENS.
@@ -34,9 +36,8 @@
 #                the tiny local tokenizer, planwave's IN_TOKENS tokens of the simulator's
 #                count (3 characters a token). The simulator counts about the same for both
 #                (`srv in` in a small check: planwave 200, inference-perf about 195, aiperf
-#                about 170),
-#                and its prefill costs nothing by default, so the server's work per request
-#                is the answer's, the same for every tool.
+#                about 170), and its prefill costs nothing by default, so the server's work
+#                per request is the answer's, the same for every tool.
 #   Everything else is the same in both: one server, the same point, rounds interleaved,
 #   streaming with usage, each tool's CPU (user + system of its processes) per successful
 #   request. The tools count ITL differently (aiperf: each request's mean gap, then
