@@ -10,6 +10,9 @@ use crate::report::LoadReport;
 use crate::sessions::TurnFigures;
 use crate::svg::{self, Axes, Series, esc};
 
+/// One percentile of a figure.
+type Quantile = fn(&Percentiles) -> Option<f64>;
+
 /// The table's percentile columns: a heading and the figure.
 type Pick = fn(&TurnFigures) -> &Percentiles;
 const COLUMNS: [(&str, Pick); 4] = [
@@ -57,8 +60,7 @@ pub(crate) fn turns_section(body: &mut String, runs: &[LoadReport], names: &[Str
 
 /// p50 and p99 of a figure by turn, per run (the run's name first when there are several).
 fn by_turn(with: &[(&[TurnFigures], &String)], pick: Pick) -> Vec<Series> {
-    let quantiles: [(&str, fn(&Percentiles) -> Option<f64>); 2] =
-        [("p50", |p| p.p50), ("p99", |p| p.p99)];
+    let quantiles: [(&str, Quantile); 2] = [("p50", |p| p.p50), ("p99", |p| p.p99)];
     let mut series = Vec::new();
     for (turns, name) in with {
         for (q, value) in quantiles {
