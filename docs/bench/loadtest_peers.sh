@@ -9,6 +9,40 @@
 # 0.7 wants >=25.1, so they cannot share one). guidellm is not run: it pulls about 6 GB of
 # torch and CUDA wheels. PEERS=none runs planwave alone (no install at all).
 #
+# What is like-for-like, and what is not (the `api` column says which comparison a row is in;
+# compare rows of the same api only):
+#   chat         planwave and aiperf, POST /v1/chat/completions, streamed. Neither sends
+#                max_tokens, so every answer is the simulator's own (about 290 tokens; its
+#                length follows the prompt's first 200 characters, so the two tools' answers
+#                differ by a few tokens: the `srv out` column has them). The prompts are
+#                not the same: planwave's own subagent prompts, aiperf's synthetic ones.
+#                inference-perf has no row here: its only chat data without a dataset
+#                download (`mock`) asks for 30-token answers (max_tokens 30 with ignore_eos,
+#                fixed in its client), a tenth of the others' work per request.
+#   completions  all three, POST /v1/completions, streamed, with the same request: a prompt
+#                of about IN_TOKENS tokens and max_tokens OUT_TOKENS (290, the length of the
+#                chat rows' answers), so every answer is exactly OUT_TOKENS long, for every
+#                tool (`srv out` shows 290.0 on each row). inference-perf: `random` data with
+#                fixed input and output distributions and its default ignore_eos (its random
+#                and synthetic data speak only completions; `shared_prefix` without
+#                multimodal parts builds completion requests even with `api: chat`, see
+#                load_lazy_data in datagen/synthetic/shared_prefix_datagen.py, so it went to
+#                /v1/completions, which `sim-llm serve` did not answer then: the likely cause
+#                of its old 404s, not re-run). aiperf: --isl/--osl
+#                with spread 0 and ignore_eos. planwave: --input-tokens and --output-tokens;
+#                it sends no ignore_eos, and needs none here: the simulator's own answer to
+#                its completions prompts is about 384 tokens, so each is cut at OUT_TOKENS.
+#                The prompts' words are each tool's own: the peers' are IN_TOKENS tokens of
+#                the tiny local tokenizer, planwave's IN_TOKENS tokens of the simulator's
+#                count (3 characters a token). The simulator counts about the same for both
+#                (`srv in` in a small check: planwave 200, inference-perf about 195, aiperf
+#                about 170), and its prefill costs nothing by default, so the server's work
+#                per request is the answer's, the same for every tool.
+#   Everything else is the same in both: one server, the same point, rounds interleaved,
+#   streaming with usage, each tool's CPU (user + system of its processes) per successful
+#   request. The tools count ITL differently (aiperf: each request's mean gap, then
+#   percentiles over requests; planwave and inference-perf: every gap).
+#
 #   docs/bench/loadtest_peers.sh                       # every point, 3 rounds
 #   PEERS=none ROUNDS=1 N=200 docs/bench/loadtest_peers.sh
 #   VENV=/work/peers-venv PYTHON=python3.12 ROUNDS=1 N=400 DURATION=20 \
@@ -20,10 +54,16 @@
 #              ~/.cache/planwave-bench/venv)
 #   PYTHON     the Python that makes them: inference-perf needs 3.12 or later
 #   PEERS      "aiperf inference-perf" (default), one of them, or "none"
+#   APIS       "chat completions" (default), or one of them (the comparisons above)
+#   IN_TOKENS, OUT_TOKENS  the completions rows' prompt and answer tokens (200 and 290)
 #   ROUNDS     interleaved rounds (default 3)
 #   N          requests per closed-loop point (default 2000); DURATION for the open loop (20s)
 #   TOKENS     server output tokens per second per stream (default 200), LATENCY_MS its TTFT (10)
 #   POINTS     "c100 c1000 r200" (concurrency 100, concurrency 1000, Poisson 200/s)
+#
+# Columns: requests/s, output tokens/s, the client's TTFT and ITL p50/p99 (ms), the server's
+# own TTFT p50 for the same answers, the server's prompt and output tokens per answer (what
+# makes the rows like-for-like), errors, and client CPU ms per request.
 set -euo pipefail
 
 PLANWAVE=${PLANWAVE:-target/release/planwave}
@@ -36,6 +76,9 @@ DURATION=${DURATION:-20}
 TOKENS=${TOKENS:-200}
 LATENCY_MS=${LATENCY_MS:-10}
 POINTS=${POINTS:-c100 c1000 r200}
+APIS=${APIS:-chat completions}
+IN_TOKENS=${IN_TOKENS:-200}
+OUT_TOKENS=${OUT_TOKENS:-290}
 OUT=$(mktemp -d)
 trap 'kill "${SERVER_PID:-}" 2>/dev/null || true' EXIT
 
@@ -79,17 +122,36 @@ start_server() {
   ROOT=${BASE%/v1}
 }
 
-# The server's own answers so far (count), to slice its per-answer TTFTs per tool run.
-answers() { curl -s "$ROOT/planwave/stats" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["serving"]["completed"])'; }
+# The server's own figures so far, to take a tool run's answers out of them afterwards.
+snapshot() { curl -s "$ROOT/planwave/stats" > "$1"; }
+
+# The server's TTFT p50 of the answers between two snapshots, and its prompt and output
+# tokens per answer.
+server_row() {
+  "$PYTHON" - "$1" "$2" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["serving"] for f in sys.argv[1:3])
+n = b["completed"] - a["completed"]
+t = sorted(b["ttft_ms"][a["completed"]:b["completed"]])
+per = lambda k: (b[k] - a[k]) / n if n else float("nan")
+print(t[len(t) // 2] if t else float("nan"), per("prompt_tokens"), per("output_tokens"))
+PY
+}
 
 # CPU seconds (user + system) of a command and its children, into $OUT/cpu.
 timed() { /usr/bin/time -f '%U %S' -o "$OUT/cpu" "$@" > "$OUT/stdout" 2> "$OUT/stderr"; }
 
 run_planwave() {
+  local load request=()
   case $1 in
-    c*) timed "$PLANWAVE" loadtest --json --llm-url "$BASE" --requests "$N" --concurrency "${1#c}" ;;
-    r*) timed "$PLANWAVE" loadtest --json --llm-url "$BASE" --rate "${1#r}" --duration "${DURATION}s" ;;
+    c*) load=(--requests "$N" --concurrency "${1#c}") ;;
+    r*) load=(--rate "${1#r}" --duration "${DURATION}s") ;;
   esac
+  # Prompts sized in the simulator's tokens (3 characters), which is about what the peers'
+  # prompts of IN_TOKENS tokens of the tiny local tokenizer come to (`srv in`).
+  [ "$2" = completions ] && request=(--endpoint completions --input-tokens "$IN_TOKENS"
+    --output-tokens "$OUT_TOKENS")
+  timed "$PLANWAVE" loadtest --json --llm-url "$BASE" "${load[@]}" "${request[@]}"
   "$PYTHON" - "$OUT/stdout" <<'PY' > "$OUT/row"
 import json, sys
 s = json.load(open(sys.argv[1]))["runs"][0]["serving"]
@@ -99,14 +161,16 @@ PY
 }
 
 run_aiperf() {
-  local dir="$OUT/aiperf-$1-$RANDOM" load
+  local dir="$OUT/aiperf-$1-$2-$RANDOM" load request=(--endpoint-type chat)
   case $1 in
     c*) load=(--concurrency "${1#c}" --request-count "$N") ;;
     r*) load=(--request-rate "${1#r}" --request-rate-mode poisson
               --request-count "$(( ${1#r} * DURATION ))") ;;
   esac
+  [ "$2" = completions ] && request=(--endpoint-type completions --isl "$IN_TOKENS" --isl-stddev 0
+    --osl "$OUT_TOKENS" --osl-stddev 0 --extra-inputs '{"ignore_eos": true}')
   timed "$VENV/aiperf/bin/aiperf" profile --model planwave-sim-1 --url "$ROOT" \
-    --endpoint-type chat --streaming --tokenizer "$OUT/tok" --use-server-token-count \
+    "${request[@]}" --streaming --tokenizer "$OUT/tok" --use-server-token-count \
     --ui none "${load[@]}" --artifact-dir "$dir"
   # aiperf's JSON export (profile_export_aiperf.json): metrics by tag, each with avg, p50,
   # p99 (ms for times), and the failed requests in error_summary. Its ITL is each request's
@@ -124,18 +188,16 @@ print(g("request_count", "avg"), g("request_throughput", "avg"),
 PY
 }
 
-# inference-perf 0.7: its random and synthetic data speak only /v1/completions, so chat takes
-# the mock data. That data asks for shorter answers than the simulator's own ~290 tokens (its
-# rows show about 30 output tokens per request): compare its CPU per request with that in
-# mind. Its shared-prefix data (which takes an output length) got 404s from the simulator;
-# not yet looked into.
+# inference-perf 0.7 on /v1/completions with `random` data: every prompt IN_TOKENS tokens of
+# the local tokenizer, every answer exactly OUT_TOKENS (max_tokens, with its default ignore_eos).
+# The data needs as many lengths as requests (total_count).
 run_inference_perf() {
-  local dir="$OUT/ip-$1-$RANDOM" stages
+  local dir="$OUT/ip-$1-$RANDOM" stages count
   local cfg="$dir.yaml"
   case $1 in
-    c*) stages="type: concurrent
+    c*) count=$N stages="type: concurrent
   stages: [{concurrency_level: ${1#c}, num_requests: $N}]" ;;
-    r*) stages="type: poisson
+    r*) count=$(( ${1#r} * DURATION * 2 )) stages="type: poisson
   stages: [{rate: ${1#r}, duration: $DURATION}]" ;;
   esac
   cat > "$cfg" <<YAML
@@ -143,10 +205,13 @@ load:
   $stages
   num_workers: 4
   worker_max_concurrency: 1000
-api: {type: chat, streaming: true}
-server: {type: vllm, model_name: planwave-sim-1, base_url: $ROOT}
+api: {type: completion, streaming: true}
+server: {type: vllm, model_name: planwave-sim-1, base_url: $ROOT, ignore_eos: true}
 tokenizer: {pretrained_model_name_or_path: $OUT/tok}
-data: {type: mock}
+data:
+  type: random
+  input_distribution: {type: fixed, min: $IN_TOKENS, max: $IN_TOKENS, mean: $IN_TOKENS, std_dev: 0, total_count: $count}
+  output_distribution: {type: fixed, min: $OUT_TOKENS, max: $OUT_TOKENS, mean: $OUT_TOKENS, std_dev: 0, total_count: $count}
 report: {request_lifecycle: {summary: true, use_server_output_tokens: true}}
 storage: {local_storage: {path: $dir}}
 YAML
@@ -166,26 +231,37 @@ print(s.get("count", 0), thr.get("requests_per_sec", float("nan")),
 PY
 }
 
+# The tools of one comparison (see the header): inference-perf on completions only.
+tools_for() {
+  local peers=""
+  [ "$PEERS" = none ] || peers=$PEERS
+  case $1 in
+    chat) echo planwave ${peers//inference-perf/} ;;
+    completions) echo planwave $peers ;;
+    *) echo "unknown api $1" >&2; exit 2 ;;
+  esac
+}
+
 install_peers
 start_server
-printf '%-15s %-6s %9s %11s %9s %9s %8s %8s %10s %6s %10s\n' tool point 'req/s' 'out tok/s' \
-  'TTFT p50' 'TTFT p99' 'ITL p50' 'ITL p99' 'srv TTFT' errors 'CPU ms/req'
+printf '%-15s %-6s %-11s %9s %11s %9s %9s %8s %8s %10s %7s %7s %6s %10s\n' tool point api 'req/s' \
+  'out tok/s' 'TTFT p50' 'TTFT p99' 'ITL p50' 'ITL p99' 'srv TTFT' 'srv in' 'srv out' errors \
+  'CPU ms/req'
 for round in $(seq "$ROUNDS"); do
   for point in $POINTS; do
-    for tool in planwave $([ "$PEERS" = none ] || echo "$PEERS"); do
-      before=$(answers)
-      "run_${tool//-/_}" "$point" || { echo "$tool $point: failed (see $OUT/stderr)"; continue; }
-      after=$(answers)
-      server_ttft=$(curl -s "$ROOT/planwave/stats" | "$PYTHON" -c "
-import json,sys
-t = sorted(json.load(sys.stdin)['serving']['ttft_ms'][$before:$after])
-print(t[len(t)//2] if t else float('nan'))")
-      read -r ok rps tps t50 t99 i50 i99 errors < "$OUT/row"
-      read -r user sys < "$OUT/cpu"
-      cpu=$("$PYTHON" -c "print(1000 * ($user + $sys) / max(1, float('$ok')))")
-      printf '%-15s %-6s %9.1f %11.0f %9.2f %9.2f %8.3f %8.3f %10.2f %6s %10.3f\n' \
-        "$tool" "$point" "$rps" "$tps" "$t50" "$t99" "$i50" "$i99" "$server_ttft" \
-        "$errors" "$cpu"
+    for api in $APIS; do
+      for tool in $(tools_for "$api"); do
+        snapshot "$OUT/before.json"
+        "run_${tool//-/_}" "$point" "$api" || { echo "$tool $point $api: failed (see $OUT/stderr)"; continue; }
+        snapshot "$OUT/after.json"
+        read -r server_ttft srv_in srv_out < <(server_row "$OUT/before.json" "$OUT/after.json")
+        read -r ok rps tps t50 t99 i50 i99 errors < "$OUT/row"
+        read -r user sys < "$OUT/cpu"
+        cpu=$("$PYTHON" -c "print(1000 * ($user + $sys) / max(1, float('$ok')))")
+        printf '%-15s %-6s %-11s %9.1f %11.0f %9.2f %9.2f %8.3f %8.3f %10.2f %7.1f %7.1f %6s %10.3f\n' \
+          "$tool" "$point" "$api" "$rps" "$tps" "$t50" "$t99" "$i50" "$i99" "$server_ttft" \
+          "$srv_in" "$srv_out" "$errors" "$cpu"
+      done
     done
   done
 done

@@ -234,7 +234,7 @@ pub(super) fn sweep_options(a: &Arc<LoadtestArgs>) -> anyhow::Result<SweepOption
             Some(s) => {
                 plan = s.plan;
                 sessions = Some(s.map);
-                (Some(s.prompts), s.arrivals, None)
+                (Some(s.prompts), None, None)
             }
             None => match &a.trace {
                 Some(path) => trace_workload(path, a.speed, &mut traffic, tokenizer.as_deref())?,

@@ -100,6 +100,8 @@ impl TrafficOptions {
                 tolerance: self.saturation_tolerance,
                 stop: !self.past_saturation,
             },
+            // Set by the sessions flags, which make the conversations.
+            sessions: None,
         }
     }
 }

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
@@ -54,7 +53,8 @@ pub struct WorkloadOptions {
     )]
     pub turns: Option<TokenCount>,
     /// With --multi-turn or --turns: how many conversations (default: the dataset's, or 10);
-    /// --rate R starts them at R per second.
+    /// --rate R starts them at R per second (several rates: a sweep, saturation checked in
+    /// conversations).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     pub sessions: Option<u64>,
     /// With --multi-turn or --turns: the wait between an answer and the next turn, fixed:MS
@@ -133,17 +133,16 @@ pub(super) fn check(a: &LoadtestArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What the sessions flags make: the plan, its prompts, the map of its turns, and each
-/// conversation's start when --rate starts them.
+/// What the sessions flags make: the plan, its prompts and the map of its turns.
 pub(super) struct SessionSetup {
     pub plan: PlanChoice,
     pub prompts: Arc<dyn PromptSet>,
     pub map: Arc<planwave_loadtest::SessionMap>,
-    pub arrivals: Option<Vec<Duration>>,
 }
 
-/// The session workload, when --multi-turn or --turns asks for one. The traffic's rate
-/// becomes the conversations' start rate.
+/// The session workload, when --multi-turn or --turns asks for one. The traffic's rates
+/// become the conversations' start rates (several: a sweep, each rate starting the same
+/// conversations).
 pub(super) fn sessions(
     a: &LoadtestArgs,
     traffic: &mut Traffic,
@@ -168,13 +167,6 @@ pub(super) fn sessions(
         )
         .into());
     }
-    if traffic.rate.len() > 1 {
-        return Err(InvalidInput::one(
-            "--rate",
-            "with sessions one rate starts the conversations; a sweep over rate is not supported",
-        )
-        .into());
-    }
     let given: Vec<Session> = match (&a.dataset, &w.turns, &a.input_tokens) {
         (Some(path), _, _) => planwave_loadtest::read_sessions(path)
             .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?,
@@ -188,10 +180,7 @@ pub(super) fn sessions(
     let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
     let s = planwave_loadtest::session_workload(&given, count, w.think_time, a.seed, builtin)
         .map_err(|e| InvalidInput::one("--sessions", e))?;
-    let arrivals = traffic.rate.pop().map(|r| {
-        let starts = planwave_loadtest::gamma_arrivals(count, r, traffic.burstiness, a.seed);
-        s.map.arrivals(&starts)
-    });
+    traffic.sessions = Some(s.map.clone());
     let turns = s.plan.len();
     Ok(Some(SessionSetup {
         plan: PlanChoice::Given {
@@ -200,7 +189,6 @@ pub(super) fn sessions(
         },
         prompts: s.prompts,
         map: s.map,
-        arrivals,
     }))
 }
 

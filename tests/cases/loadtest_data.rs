@@ -87,6 +87,33 @@ fn synthetic_prompts_have_the_input_tokens_asked() {
 }
 
 #[test]
+fn synthetic_prompt_lengths_are_drawn_per_request_around_the_mean_asked() {
+    let server = SimLlm::start(&[], &[]);
+    let v = loadtest_json(&[
+        "--input-tokens",
+        "200,50",
+        "--requests",
+        "40",
+        "--output-tokens",
+        "4",
+        "--llm-url",
+        &server.base_url,
+    ]);
+    let s = &v["runs"][0]["serving"];
+    let per = &s["prompt_tokens_per_request"];
+    let f = |k: &str| per[k].as_f64().unwrap_or_else(|| panic!("{k}: {s}"));
+    assert_ne!(f("p50"), f("max"), "lengths drawn per request: {s}");
+    // 40 draws of a normal of spread 50 (seed 0): their mean is near 200, some far from it.
+    assert!((f("mean") - 200.0).abs() < 25.0, "{s}");
+    assert!(f("max") - f("p50") > 25.0, "{s}");
+    assert_eq!(
+        server.stats()["serving"]["prompt_tokens"],
+        s["prompt_tokens"],
+        "the server counted the prompts the client sized"
+    );
+}
+
+#[test]
 fn a_trace_is_replayed_at_its_times_with_its_input_lengths() {
     let dir = tempdir();
     let path = dir.path().join("trace.csv");

@@ -78,6 +78,10 @@ fn a_rate_sweep_stops_at_the_rate_the_server_cannot_serve_and_names_it() {
         40,
         "no request of the skipped rate was sent"
     );
+    // Throughput rose up to the last rate run, but the sweep stopped there on purpose: the
+    // knee is not "further out".
+    assert_eq!(v["sweep"]["stopped_at_saturation"], "rate=1000", "{v}");
+    assert_eq!(v["sweep"]["rising_at_end"], false, "{v}");
 
     // The table and the HTML report name the same point.
     let dir = tempdir();
@@ -95,6 +99,16 @@ fn a_rate_sweep_stops_at_the_rate_the_server_cannot_serve_and_names_it() {
         "{}",
         table.stdout
     );
+    let knee = table
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("knee: "))
+        .unwrap_or_else(|| panic!("a knee line: {}", table.stdout));
+    assert!(
+        knee.ends_with("; the sweep stopped at its saturation point, rate=1000"),
+        "{knee}"
+    );
+    assert!(!table.stdout.contains("still rising"), "{}", table.stdout);
     let page = std::fs::read_to_string(&html).expect("html");
     let section = between(
         &page,
@@ -127,6 +141,7 @@ fn a_rate_sweep_the_server_keeps_up_with_names_no_saturation_point() {
     );
     let s = &v["saturation"];
     assert_eq!(s["point"], Value::Null, "{s}");
+    assert_eq!(v["sweep"]["stopped_at_saturation"], Value::Null, "{v}");
     assert_eq!(s["skipped"], serde_json::json!([]));
     assert_eq!(s["ttft_slo_ms"], 10_000.0);
     for c in s["checked"].as_array().expect("checked") {

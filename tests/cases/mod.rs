@@ -22,6 +22,7 @@ mod loadtest_data;
 mod loadtest_endpoint;
 mod loadtest_requests;
 mod loadtest_serving;
+mod loadtest_sessions;
 mod loadtest_view;
 pub(crate) mod mcp;
 mod plan_cache;

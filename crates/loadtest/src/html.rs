@@ -1,8 +1,8 @@
 //! `loadtest --html`: one self-contained page (inline SVG, inline CSS, no script, no
-//! network) with what people compare runs by: latency CDFs, throughput and in-flight over
-//! time (with the target's scraped queue, KV-cache and running series on the same axis),
-//! the sweep curve and its saturation point, the dispatch-latency histogram and the task
-//! timeline.
+//! network) with what people compare runs by: latency CDFs, multi-turn sessions' figures
+//! by turn, throughput and in-flight over time (with the target's scraped queue, KV-cache
+//! and running series on the same axis), the sweep curve and its saturation point, the
+//! dispatch-latency histogram and the task timeline.
 
 use std::fmt::Write;
 
@@ -50,6 +50,8 @@ pub fn render_html(input: &HtmlInput) -> String {
         );
         latency_cdfs(&mut body, runs);
     }
+    let names: Vec<String> = runs.iter().enumerate().map(|(i, r)| name(r, i)).collect();
+    crate::html_turns::turns_section(&mut body, runs, &names);
     over_time(&mut body, runs);
     sweep_curve(&mut body, runs);
     if let Some(s) = input.saturation {

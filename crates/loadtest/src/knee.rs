@@ -57,7 +57,11 @@ pub struct SweepSummary {
     pub metric: KneeMetric,
     pub points: Vec<SweepPoint>,
     /// The knee is the last point: throughput was still rising, the knee is further out.
+    /// Never set when the sweep ended at its saturation point (`stopped_at_saturation`).
     pub rising_at_end: bool,
+    /// The saturation point, when the sweep's last point is it (a rate sweep stops rising
+    /// there): the target stopped keeping up, so the knee is not further out.
+    pub stopped_at_saturation: Option<String>,
 }
 
 impl SweepSummary {
@@ -95,7 +99,20 @@ impl SweepSummary {
                 })
                 .collect(),
             rising_at_end: k == values.len() - 1,
+            stopped_at_saturation: None,
         })
+    }
+
+    /// The summary of a rate sweep whose saturation point is `point`: when the sweep ended
+    /// there (it stops rising at that point, or it was the last rate anyway), throughput
+    /// still rising up to it does not put the knee further out.
+    pub fn ended_at_saturation(mut self, point: Option<&str>, runs: &[LoadReport]) -> Self {
+        let last = runs.last().and_then(|r| r.label.as_deref());
+        if let Some(p) = point.filter(|p| Some(*p) == last) {
+            self.rising_at_end = false;
+            self.stopped_at_saturation = Some(p.to_owned());
+        }
+        self
     }
 }
 
@@ -106,10 +123,10 @@ pub fn render_sweep_line(s: &SweepSummary) -> String {
         s.knee_point.as_deref().unwrap_or("-"),
         s.metric.as_str(),
         s.knee_value,
-        if s.rising_at_end {
-            "; still rising at the last point: the knee is further out"
-        } else {
-            ""
+        match (&s.stopped_at_saturation, s.rising_at_end) {
+            (Some(p), _) => format!("; the sweep stopped at its saturation point, {p}"),
+            (None, true) => "; still rising at the last point: the knee is further out".into(),
+            (None, false) => String::new(),
         }
     )
 }
@@ -174,6 +191,18 @@ mod tests {
         assert_eq!((s.metric, s.knee), (KneeMetric::Goodput, 1));
         assert!(s.rising_at_end);
         assert!(render_sweep_line(&s).ends_with("the knee is further out"));
+        // The same sweep stopped at its saturation point: not "further out".
+        let stopped = s.clone().ended_at_saturation(Some("rate=2"), &rising);
+        assert!(!stopped.rising_at_end);
+        assert_eq!(
+            render_sweep_line(&stopped),
+            "knee: rate=2 (goodput 2.0 req/s); the sweep stopped at its saturation point, rate=2"
+        );
+        let earlier = s.clone().ended_at_saturation(Some("rate=1"), &rising);
+        assert_eq!(
+            earlier, s,
+            "saturated earlier, ran past it: the data still rises"
+        );
         let mixed = [run("rate=1", 1.0, Some(1.0)), run("rate=2", 2.0, None)];
         assert_eq!(
             SweepSummary::of(&mixed).expect("a sweep").metric,

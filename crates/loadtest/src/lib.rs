@@ -33,6 +33,7 @@ mod endpoints;
 mod headers;
 mod html;
 mod html_server;
+mod html_turns;
 mod knee;
 mod live;
 mod output;
@@ -80,8 +81,8 @@ pub use report::{LoadReport, render_load_table};
 pub use rss::{current_rss_bytes, peak_rss_bytes, reset_peak_rss};
 pub use run::{LoadError, LoadRequest, ServingOptions, run};
 pub use saturation::{
-    PointCheck, SaturationReason, SaturationReport, SaturationRule, check_point, inner_rate,
-    render_saturation,
+    PointCheck, RateUnit, SaturationReason, SaturationReport, SaturationRule, check_point,
+    check_sessions_point, inner_rate, render_saturation,
 };
 pub use scrape::{MetricsSample, Scraper, parse_exposition};
 pub use server_stats::{server_side, server_stats};

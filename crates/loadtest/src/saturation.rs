@@ -7,14 +7,23 @@
 //! Rates are measured between the 10th and 90th percentile of the send (or completion)
 //! times, not first to last: a run's first completions come one latency after its first
 //! sends and its last request may be slow, and either would bias a short run's rate.
+//!
+//! A sweep of multi-turn sessions offers conversations, so it is checked in conversations
+//! ([`check_sessions_point`]): started per second (their first turns sent) against the rate
+//! asked, and completed per second (every turn answered) against started. A target that
+//! keeps up finishes conversations as fast as they start; one that falls behind makes each
+//! conversation longer than the one before.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use planwave_plan::ValidatedPlan;
+
 use crate::report::LoadReport;
 use crate::serving::CallRecord;
+use crate::sessions::SessionMap;
 
 /// When a rate sweep counts a point as saturated, and whether it stops there.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -60,16 +69,41 @@ impl SaturationReason {
     }
 }
 
+/// What a point's rates count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RateUnit {
+    /// Requests.
+    #[default]
+    Requests,
+    /// Multi-turn conversations: sent when their first turn is, completed when their last
+    /// turn is answered.
+    Conversations,
+}
+
+impl RateUnit {
+    fn short(self) -> &'static str {
+        match self {
+            RateUnit::Requests => "req/s",
+            RateUnit::Conversations => "conv/s",
+        }
+    }
+}
+
 /// One point of a rate sweep, checked.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PointCheck {
     /// The run's label (`rate=40`).
     pub point: Option<String>,
-    /// Requests per second the arrival process asked for (measured on its own schedule).
+    /// What the rates count.
+    pub unit: RateUnit,
+    /// Requests (or conversations) per second the arrival process asked for (measured on
+    /// its own schedule).
     pub offered_rate: Option<f64>,
-    /// Requests per second actually sent.
+    /// Requests (conversations) per second actually sent (started).
     pub sent_rate: Option<f64>,
-    /// Successful requests completed per second.
+    /// Successful requests (conversations every turn of which succeeded) completed per
+    /// second.
     pub achieved_rate: Option<f64>,
     pub ttft_p99_ms: Option<f64>,
     /// Empty: the point kept up.
@@ -131,6 +165,13 @@ pub fn inner_rate(sorted_ms: &[f64]) -> Option<f64> {
     (span_ms > 0.0).then(|| (hi - lo) as f64 / span_ms * 1000.0)
 }
 
+/// One request (or conversation) of a run: when it was sent, and when it completed if it
+/// succeeded, in ms from the run's start.
+struct Span {
+    sent_ms: f64,
+    done_ms: Option<f64>,
+}
+
 /// Checks one run of a rate sweep. `offered` is the arrival schedule it was given (send
 /// times from the run's start); `ttft_slo_ms` the SLO's TTFT.
 pub fn check_point(
@@ -139,19 +180,94 @@ pub fn check_point(
     rule: &SaturationRule,
     ttft_slo_ms: Option<f64>,
 ) -> PointCheck {
-    let requests: Vec<&CallRecord> = run.calls.iter().filter(|c| c.role == "subagent").collect();
+    let spans: Vec<Span> = run
+        .calls
+        .iter()
+        .filter(|c| c.role == "subagent")
+        .map(|c| Span {
+            sent_ms: c.start_ms,
+            done_ms: (c.outcome == "ok").then_some(c.start_ms + c.e2e_ms),
+        })
+        .collect();
+    check_spans(run, &spans, RateUnit::Requests, offered, rule, ttft_slo_ms)
+}
+
+/// Checks one run of a rate sweep of multi-turn sessions (`plan` and `map` the session
+/// workload's), in conversations: `starts` is when each was asked to start.
+pub fn check_sessions_point(
+    run: &LoadReport,
+    plan: &ValidatedPlan,
+    map: &SessionMap,
+    starts: Option<&[Duration]>,
+    rule: &SaturationRule,
+    ttft_slo_ms: Option<f64>,
+) -> PointCheck {
+    let spans = conversation_spans(&run.calls, plan, map);
+    check_spans(
+        run,
+        &spans,
+        RateUnit::Conversations,
+        starts,
+        rule,
+        ttft_slo_ms,
+    )
+}
+
+/// Per conversation that sent its first turn: that send, and its last turn's answer when
+/// every turn of it succeeded.
+fn conversation_spans(calls: &[CallRecord], plan: &ValidatedPlan, map: &SessionMap) -> Vec<Span> {
+    let n = map.first.len();
+    let mut turns = vec![0u32; n];
+    for &c in &map.session {
+        if let Some(t) = turns.get_mut(c as usize) {
+            *t += 1;
+        }
+    }
+    // Per conversation: first send, last answer, turns answered, any failure.
+    let mut seen = vec![(f64::INFINITY, f64::NEG_INFINITY, 0u32, false); n];
+    for c in calls.iter().filter(|c| c.role == "subagent") {
+        let Some(&conv) = c
+            .task
+            .as_deref()
+            .and_then(|id| plan.index_of_key(id))
+            .and_then(|i| map.session.get(i))
+        else {
+            continue;
+        };
+        let s = &mut seen[conv as usize];
+        s.0 = s.0.min(c.start_ms);
+        if c.outcome == "ok" {
+            s.1 = s.1.max(c.start_ms + c.e2e_ms);
+            s.2 += 1;
+        } else {
+            s.3 = true;
+        }
+    }
+    seen.iter()
+        .zip(&turns)
+        .filter(|(s, _)| s.0.is_finite())
+        .map(|(s, &want)| Span {
+            sent_ms: s.0,
+            done_ms: (!s.3 && s.2 >= want).then_some(s.1),
+        })
+        .collect()
+}
+
+/// The check of a run's requests (or conversations) against the rate asked.
+fn check_spans(
+    run: &LoadReport,
+    spans: &[Span],
+    unit: RateUnit,
+    offered: Option<&[Duration]>,
+    rule: &SaturationRule,
+    ttft_slo_ms: Option<f64>,
+) -> PointCheck {
     let sorted = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v
     };
-    let sends = sorted(requests.iter().map(|c| c.start_ms).collect());
-    let done = sorted(
-        requests
-            .iter()
-            .filter(|c| c.outcome == "ok")
-            .map(|c| c.start_ms + c.e2e_ms)
-            .collect(),
-    );
+    let sends = sorted(spans.iter().map(|s| s.sent_ms).collect());
+    let done = sorted(spans.iter().filter_map(|s| s.done_ms).collect());
     let offered_rate = offered
         .and_then(|a| inner_rate(&sorted(a.iter().map(|d| d.as_secs_f64() * 1e3).collect())));
     let sent_rate = inner_rate(&sends);
@@ -180,6 +296,7 @@ pub fn check_point(
     }
     PointCheck {
         point: run.label.clone(),
+        unit,
         offered_rate,
         sent_rate,
         achieved_rate,
@@ -191,11 +308,17 @@ pub fn check_point(
 /// The check as the table shows it: one line per point, then the saturation point.
 pub fn render_saturation(s: &SaturationReport) -> String {
     let rate = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.1}"));
+    let unit = s.checked.first().map_or(RateUnit::Requests, |c| c.unit);
+    let (offered, sent, achieved) = (
+        format!("offered {}", unit.short()),
+        format!("sent {}", unit.short()),
+        format!("achieved {}", unit.short()),
+    );
     let mut rows: Vec<(&str, Vec<String>)> = vec![
         ("point", Vec::new()),
-        ("offered req/s", Vec::new()),
-        ("sent req/s", Vec::new()),
-        ("achieved req/s", Vec::new()),
+        (offered.as_str(), Vec::new()),
+        (sent.as_str(), Vec::new()),
+        (achieved.as_str(), Vec::new()),
         ("TTFT p99", Vec::new()),
         ("verdict", Vec::new()),
     ];
@@ -362,11 +485,59 @@ mod tests {
     }
 
     #[test]
+    fn sessions_are_judged_in_conversations_that_end_with_their_last_answer() {
+        // Two-turn conversations started every 100 ms (10/s); each turn 50 ms. Served one
+        // turn at a time they would fall behind; here every conversation takes 100 ms.
+        let plan = ValidatedPlan::new(planwave_plan::generate::wide(40)).expect("valid");
+        let map = SessionMap {
+            session: (0..40).map(|i| i / 2).collect(),
+            turn: (0..40).map(|i| i % 2 + 1).collect(),
+            think: vec![Duration::ZERO; 40],
+            first: (0..20).map(|c| c as usize * 2).collect(),
+        };
+        let calls: Vec<CallRecord> = (0..40u32)
+            .map(|i| {
+                let mut c = call(
+                    f64::from(i / 2) * 100.0 + f64::from(i % 2) * 50.0,
+                    50.0,
+                    "ok",
+                );
+                c.task = Some(plan.id(i as usize).to_string());
+                c
+            })
+            .collect();
+        let starts: Vec<Duration> = (0..20).map(|c| Duration::from_millis(c * 100)).collect();
+        let rule = SaturationRule::default();
+        let check = |calls: Vec<CallRecord>| {
+            check_sessions_point(&run(calls, None), &plan, &map, Some(&starts), &rule, None)
+        };
+        let c = check(calls.clone());
+        assert_eq!(c.unit, RateUnit::Conversations);
+        for rate in [c.offered_rate, c.sent_rate, c.achieved_rate] {
+            assert!(rate.is_some_and(|r| (r - 10.0).abs() < 1e-9), "{c:?}");
+        }
+        assert!(!c.saturated());
+        // Every other conversation's second turn fails: half of them complete.
+        let mut failing = calls;
+        for c in failing.iter_mut().skip(1).step_by(4) {
+            c.outcome = "http_5xx".into();
+        }
+        let c = check(failing);
+        assert_eq!(c.reasons, [SaturationReason::AchievedBelowSent], "{c:?}");
+        let text = render_saturation(&SaturationReport {
+            checked: vec![c],
+            ..SaturationReport::new(&rule, None)
+        });
+        assert!(text.contains("achieved conv/s"), "{text}");
+    }
+
+    #[test]
     fn the_report_names_the_first_saturated_point_only() {
         let rule = SaturationRule::default();
         let mut s = SaturationReport::new(&rule, None);
         let check = |point: &str, reasons: Vec<SaturationReason>| PointCheck {
             point: Some(point.into()),
+            unit: RateUnit::Requests,
             offered_rate: None,
             sent_rate: Some(10.0),
             achieved_rate: Some(5.0),

@@ -299,6 +299,9 @@ pub struct TurnFigures {
     pub prompt_tokens: Percentiles,
     pub output_tokens: Percentiles,
     pub ttft_ms: Percentiles,
+    /// Gaps between consecutive content chunks of the turn's streamed answers, pooled.
+    #[serde(default)]
+    pub itl_ms: Percentiles,
     pub e2e_ms: Percentiles,
 }
 
@@ -333,6 +336,7 @@ pub fn turn_figures(
                 prompt_tokens: Percentiles::of(ok.iter().map(|c| c.prompt_tokens as f64).collect()),
                 output_tokens: Percentiles::of(ok.iter().map(|c| c.output_tokens as f64).collect()),
                 ttft_ms: Percentiles::of(ok.iter().filter_map(|c| c.ttft_ms).collect()),
+                itl_ms: Percentiles::of(ok.iter().flat_map(|c| c.itl_ms.iter().copied()).collect()),
                 e2e_ms: Percentiles::of(ok.iter().map(|c| c.e2e_ms).collect()),
             }
         })
@@ -342,19 +346,21 @@ pub fn turn_figures(
 /// The per-turn figures as text lines (after a run's table).
 pub fn render_turns(turns: &[TurnFigures]) -> String {
     let mut out = String::from(
-        "  per turn        requests  ok  cancelled  prompt tokens p50  TTFT p50 ms  e2e p50 ms\n",
+        "  per turn     requests  ok  cancelled  prompt tokens p50  TTFT p50/p99 ms  ITL p50/p99 ms  e2e p50/p99 ms\n",
     );
     let f = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1}"));
+    let pair = |p: &Percentiles| format!("{}/{}", f(p.p50), f(p.p99));
     for t in turns {
         out.push_str(&format!(
-            "  turn {:<10} {:>8} {:>3} {:>10} {:>18} {:>12} {:>11}\n",
+            "  turn {:<7} {:>8} {:>3} {:>10} {:>18} {:>16} {:>15} {:>15}\n",
             t.turn,
             t.requests,
             t.ok,
             t.cancelled,
             f(t.prompt_tokens.p50),
-            f(t.ttft_ms.p50),
-            f(t.e2e_ms.p50)
+            pair(&t.ttft_ms),
+            pair(&t.itl_ms),
+            pair(&t.e2e_ms)
         ));
     }
     out

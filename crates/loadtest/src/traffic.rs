@@ -1,6 +1,7 @@
 //! Traffic: open- and closed-loop arrival processes, plans started at a rate, and the points
 //! of a sweep over rate or concurrency.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use planwave_plan::ValidatedPlan;
@@ -9,6 +10,7 @@ use crate::arrivals::{gamma_arrivals, per_copy};
 use crate::run::ServingOptions;
 use crate::saturation::SaturationRule;
 use crate::serving::Slo;
+use crate::sessions::SessionMap;
 
 /// How requests arrive, and which points a sweep measures.
 #[derive(Clone, Debug)]
@@ -34,6 +36,10 @@ pub struct Traffic {
     pub slo: Option<(Slo, String)>,
     /// When a rate sweep stops rising (the saturation point).
     pub saturation: SaturationRule,
+    /// Multi-turn sessions: `rate` starts their conversations (its first turns; the later
+    /// ones follow their answers), and the conversations are the requests, so a rate needs
+    /// no count. Each rate of a sweep starts the same conversations.
+    pub sessions: Option<Arc<SessionMap>>,
 }
 
 impl Default for Traffic {
@@ -49,6 +55,7 @@ impl Default for Traffic {
             warmup: Duration::ZERO,
             slo: None,
             saturation: SaturationRule::default(),
+            sessions: None,
         }
     }
 }
@@ -112,7 +119,11 @@ impl Traffic {
         {
             return Err(TrafficError::NotPositiveRate(*r));
         }
-        if !self.rate.is_empty() && self.requests.is_none() && self.duration.is_none() {
+        if !self.rate.is_empty()
+            && self.requests.is_none()
+            && self.duration.is_none()
+            && self.sessions.is_none()
+        {
             return Err(TrafficError::RateWithoutCount);
         }
         if self.duration.is_some() && self.rate.is_empty() && self.plan_rate.is_none() {
@@ -220,9 +231,20 @@ impl Traffic {
             let starts = gamma_arrivals(self.plan_count(), r, self.burstiness, seed);
             return Some(per_copy(plan, &starts));
         }
+        if let Some(map) = &self.sessions {
+            return Some(map.arrivals(&self.session_starts(point, seed)?));
+        }
         point
             .rate
             .map(|r| gamma_arrivals(plan.len(), r, self.burstiness, seed))
+    }
+
+    /// With sessions and a rate at this point: when each conversation starts.
+    pub fn session_starts(&self, point: &Point, seed: u64) -> Option<Vec<Duration>> {
+        let map = self.sessions.as_ref()?;
+        point
+            .rate
+            .map(|r| gamma_arrivals(map.first.len(), r, self.burstiness, seed))
     }
 }
 
@@ -281,6 +303,29 @@ mod tests {
             ..Traffic::default()
         };
         assert_eq!(no_rate.points(), Err(TrafficError::DurationWithoutRate));
+        // Sessions are their own count: a rate sweep of conversation starts.
+        let map = SessionMap {
+            session: vec![0, 0, 1],
+            turn: vec![1, 2, 1],
+            think: vec![Duration::ZERO; 3],
+            first: vec![0, 2],
+        };
+        let sessions = Traffic {
+            rate: vec![1.0, 1000.0],
+            burstiness: 1e6,
+            sessions: Some(Arc::new(map)),
+            ..Traffic::default()
+        };
+        let points = sessions.points().expect("valid");
+        assert_eq!(points.len(), 2);
+        let plan = ValidatedPlan::new(planwave_plan::generate::chain(3)).expect("valid");
+        let at = sessions.arrivals(&plan, &points[0], 0).expect("arrivals");
+        let second = sessions.session_starts(&points[0], 0).expect("starts")[1];
+        assert_eq!(at, [Duration::ZERO, Duration::ZERO, second], "{at:?}");
+        assert!(
+            second > Duration::from_millis(900),
+            "regular gaps of 1 s: {second:?}"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::knee::SweepSummary;
 use crate::probe::Probe;
 use crate::report::LoadReport;
 use crate::run::{LoadRequest, run};
-use crate::saturation::{SaturationReport, check_point};
+use crate::saturation::{SaturationReport, check_point, check_sessions_point};
 use crate::server_stats::{server_side, server_stats};
 use crate::shaping::Shaping;
 use crate::traffic::{Point, Traffic};
@@ -185,9 +185,11 @@ impl SweepOutcome {
         }
     }
 
-    /// Where the sweep saturates (`None` without a sweep).
+    /// Where the sweep saturates (`None` without a sweep); a rate sweep that ended at its
+    /// saturation point says so instead of "still rising".
     pub fn summary(&self) -> Option<SweepSummary> {
-        SweepSummary::of(&self.runs)
+        let point = self.saturation.as_ref().and_then(|s| s.point.as_deref());
+        Some(SweepSummary::of(&self.runs)?.ended_at_saturation(point, &self.runs))
     }
 }
 
@@ -237,17 +239,20 @@ pub async fn run_sweep<E>(
                 break 'points;
             }
         }
+        let plan = w.plan.clone();
         last = Some((w.plan, source, w.model_label));
-        if let Some(s) = saturation.as_mut() {
-            let slo = s.ttft_slo_ms;
-            let mut saturated_here = false;
-            for r in &runs[first..] {
-                saturated_here |= s.add(check_point(r, arrivals.as_deref(), &rule, slo));
-            }
-            if saturated_here && rule.stop {
-                s.skipped = points[k + 1..].iter().filter_map(Point::label).collect();
-                break;
-            }
+        if let Some(s) = saturation.as_mut()
+            && check_saturation(
+                &o,
+                s,
+                &runs[first..],
+                (plan.as_ref(), point),
+                arrivals.as_deref(),
+            )
+            && rule.stop
+        {
+            s.skipped = points[k + 1..].iter().filter_map(Point::label).collect();
+            break;
         }
     }
     if let Some(path) = &o.timeline {
@@ -270,6 +275,30 @@ pub async fn run_sweep<E>(
         interrupted: cancel.is_cancelled(),
         saturation,
     })
+}
+
+/// Checks the runs of one point of a rate sweep: in requests against their arrivals, or
+/// for sessions in conversations against their starts. True when the point is the sweep's
+/// first saturated one.
+fn check_saturation<E>(
+    o: &SweepOptions<E>,
+    s: &mut SaturationReport,
+    runs: &[LoadReport],
+    (plan, point): (&ValidatedPlan, &Point),
+    arrivals: Option<&[Duration]>,
+) -> bool {
+    let (rule, slo) = (&o.traffic.saturation, s.ttft_slo_ms);
+    // The starts the sessions' arrivals were made of (the same seed).
+    let starts = o.traffic.session_starts(point, o.seed);
+    let mut first = false;
+    for r in runs {
+        let check = match &o.traffic.sessions {
+            Some(map) => check_sessions_point(r, plan, map, starts.as_deref(), rule, slo),
+            None => check_point(r, arrivals, rule, slo),
+        };
+        first |= s.add(check);
+    }
+    first
 }
 
 /// What every run of the sweep shares.
