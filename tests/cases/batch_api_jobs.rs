@@ -51,7 +51,11 @@ fn each_job_hears_only_its_own_provider_batches_and_every_step_is_one_batch() {
     let jobs = dir.path().join("jobs.jsonl");
     // "s": one task, then its summary (two steps); "l": three tasks in a chain, then its
     // summary (four steps). Their first two steps share provider batches.
-    std::fs::write(&jobs, format!("{}\n{}\n", chain_job("s", 1), chain_job("l", 3))).unwrap();
+    std::fs::write(
+        &jobs,
+        format!("{}\n{}\n", chain_job("s", 1), chain_job("l", 3)),
+    )
+    .unwrap();
     let out = dir.path().join("out");
     let mut running = planwave(["batch"])
         .arg(&jobs)
@@ -102,8 +106,9 @@ fn each_job_hears_only_its_own_provider_batches_and_every_step_is_one_batch() {
     );
     // Each job keeps the record of its own calls; the batch directory none.
     for job in ["s", "l"] {
-        let ledger = std::fs::read_to_string(out.join(format!("jobs/{job}/provider-batches.jsonl")))
-            .expect("the job's ledger");
+        let ledger =
+            std::fs::read_to_string(out.join(format!("jobs/{job}/provider-batches.jsonl")))
+                .expect("the job's ledger");
         assert!(ledger.contains("batch_sim_1"), "{ledger}");
     }
     assert!(!out.join("provider-batches.jsonl").exists());

@@ -47,7 +47,11 @@ fn a_worker_killed_while_waiting_on_a_provider_batch_is_taken_over_without_resub
         .run()
         .expect_ok();
     let flags = |name: &'static str| -> Vec<&'static str> {
-        [&["--ack-wait", "2s", "--jobs", "2", "--name", name][..], &BATCH_API[..]].concat()
+        [
+            &["--ack-wait", "2s", "--jobs", "2", "--name", name][..],
+            &BATCH_API[..],
+        ]
+        .concat()
     };
     let mut a = start_worker(&url, &sim, &dir.path().join("a"), &flags("a"));
     // The first calls are in a provider batch, recorded before it was created.

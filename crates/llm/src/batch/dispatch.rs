@@ -128,8 +128,10 @@ impl Dispatch {
     /// Every job this client serves is waiting on the Batch API (and there is one at least):
     /// none can add a call before an answer comes back.
     fn all_waiting(&self) -> bool {
-        let scopes: Vec<Arc<BatchScope>> =
-            lock(&self.scopes).iter().filter_map(Weak::upgrade).collect();
+        let scopes: Vec<Arc<BatchScope>> = lock(&self.scopes)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
         let live: Vec<&Arc<BatchScope>> = scopes.iter().filter(|s| s.is_live()).collect();
         !live.is_empty() && live.iter().all(|s| s.is_waiting())
     }

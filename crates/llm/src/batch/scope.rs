@@ -102,10 +102,7 @@ impl BatchScope {
     /// The custom id of a body with hash `h`: the job's key, the hash, and how many times the
     /// job asked this body.
     pub(crate) fn custom_id(&self, h: u64) -> String {
-        let mut seen = self
-            .occurrences
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut seen = self.occurrences.lock().unwrap_or_else(|e| e.into_inner());
         let n = seen.entry(h).or_insert(0);
         *n += 1;
         if self.key.is_empty() {
@@ -149,7 +146,10 @@ pub(crate) fn new_key() -> String {
         NEXT.fetch_add(1, Ordering::Relaxed),
         rand::random::<u64>()
     );
-    format!("{:012x}", crate::stable_hash(0, &seed, 0) & 0xffff_ffff_ffff)
+    format!(
+        "{:012x}",
+        crate::stable_hash(0, &seed, 0) & 0xffff_ffff_ffff
+    )
 }
 
 /// A key read back from a ledger (input from a file): short, letters and digits only, so a
@@ -228,7 +228,10 @@ mod tests {
         let second = Owner::new(s.clone());
         assert!(s.is_waiting());
         drop(first);
-        assert!(!s.is_waiting(), "an answer handed back: that task works again");
+        assert!(
+            !s.is_waiting(),
+            "an answer handed back: that task works again"
+        );
         s.add_running(-1);
         assert!(s.is_waiting());
         drop(second);

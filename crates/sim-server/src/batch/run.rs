@@ -226,7 +226,9 @@ async fn run(
     let lines = match check(&input, ENDPOINT) {
         Ok(mut l) => {
             for line in &mut l {
-                line.planwave = contexts.as_ref().and_then(|c| c.get(&line.custom_id).cloned());
+                line.planwave = contexts
+                    .as_ref()
+                    .and_then(|c| c.get(&line.custom_id).cloned());
             }
             l
         }
