@@ -7,42 +7,7 @@
 #
 # Token counts and costs do not depend on timing, so a debug binary gives the same figures.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${1:-${CARGO_TARGET_DIR:-$root/target}/debug/planwave}
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
-
-# OpenAI's published gpt-4.1-mini prices (per million tokens): cached input is a quarter of
-# the input price, and the Batch API halves everything (docs/guide/costs.md).
-cat >"$work/planwave.toml" <<'TOML'
-[prices]
-batch_discount = 0.5
-[prices.models."gpt-4.1-mini"]
-input_per_mtok = 0.40
-cached_input_per_mtok = 0.10
-output_per_mtok = 1.60
-TOML
-
-mkdir -p "$work/plans"
-cat >"$work/plans/company.json" <<'JSON'
-{"research_type": "company", "topic": "{{ company }}: an investment review",
- "objectives": ["Understand {{ company }}'s business", "Judge its financial health", "Form a view"],
- "tasks": [
-  {"id": 1, "description": "{{ company }}: company overview and business model", "dependencies": [],
-   "hints": {"data_needs": ["segments", "revenue mix"], "key_questions": ["What are the core products?"]}},
-  {"id": 2, "description": "{{ company }}: financial performance and key metrics", "dependencies": [],
-   "hints": {"data_needs": ["three years of revenue and profit", "margins"], "key_questions": ["How is profitability trending?"]}},
-  {"id": 3, "description": "{{ company }}: competitive landscape", "dependencies": [1],
-   "hints": {"data_needs": ["competitors", "market share"], "key_questions": ["What sets it apart?"]}},
-  {"id": 4, "description": "{{ company }}: risks", "dependencies": [2],
-   "hints": {"data_needs": ["leverage", "regulation"], "key_questions": ["What could go wrong?"]}},
-  {"id": 5, "description": "{{ company }}: overall assessment and investment view", "dependencies": [3, 4],
-   "hints": {"data_needs": ["valuation"], "key_questions": ["Is it worth investing in?"]}}
- ]}
-JSON
-for i in $(seq 1 100); do
-  printf '{"id": "c%03d", "template": "plans/company.json", "vars": {"company": "Company %03d Holdings"}}\n' "$i" "$i"
-done >"$work/jobs.jsonl"
+source "$(dirname "$0")/issue35_common.sh"
 # The same 100 companies as goals: each job plans first (the planner's prompt carries the
 # rules, the plan's schema and two examples).
 for i in $(seq 1 100); do
@@ -52,13 +17,10 @@ done >"$work/goals.jsonl"
 # One layout: a fresh server (empty cache), the batch, then the figures from batch.json.
 measure() {
   local name=$1 jobs=$2; shift 2
-  "$bin" sim-llm serve --addr 127.0.0.1:0 --latency-ms 0 --prefix-cache >"$work/$name.addr" &
-  local pid=$!
-  until [ -s "$work/$name.addr" ]; do sleep 0.1; done
-  local url; url=$(head -1 "$work/$name.addr")
+  start_sim "$name"
   "$bin" batch "$work/$jobs" --out "$work/$name" -q --jobs 4 \
     --llm-base-url "$url" --model gpt-4.1-mini --config "$work/planwave.toml" "$@"
-  kill "$pid"
+  kill "$sim_pid"
   python3 - "$work/$name/batch.json" "$name" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
@@ -78,12 +40,10 @@ measure new-goals goals.jsonl --no-plan-cache
 # run's own calls (its subagents and the integrator share the instructions).
 example() {
   local name=$1; shift
-  "$bin" sim-llm serve --addr 127.0.0.1:0 --latency-ms 0 --prefix-cache >"$work/ex-$name.addr" &
-  local pid=$!
-  until [ -s "$work/ex-$name.addr" ]; do sleep 0.1; done
+  start_sim "ex-$name"
   "$bin" run "$root/examples/tesla.json" --out "$work/ex-$name" -q --llm-base-url \
-    "$(head -1 "$work/ex-$name.addr")" --model gpt-4.1-mini --config "$work/planwave.toml" "$@" >/dev/null
-  kill "$pid"
+    "$url" --model gpt-4.1-mini --config "$work/planwave.toml" "$@" >/dev/null
+  kill "$sim_pid"
   python3 - "$work/ex-$name/run.json" "$name" <<'PY'
 import json, sys
 u = json.load(open(sys.argv[1]))["stats"]["usage"]

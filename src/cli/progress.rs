@@ -175,6 +175,7 @@ impl EventSink for Progress {
             total,
             completed,
             failed,
+            ..
         } = &event.kind
         {
             let text = batch_line(batch_id, state, *total, *completed, *failed);

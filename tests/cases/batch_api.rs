@@ -10,8 +10,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::support::{
-    Planwave, SimLlm, events, http_get_json, planwave, read_json, repo_file, tempdir,
-    wait_for_in_file,
+    Planwave, SimLlm, events, http_get_json, http_get_text, planwave, read_json, repo_file,
+    tempdir, wait_for_in_file,
 };
 
 const PRICES: &str = r#"
@@ -149,6 +149,7 @@ fn a_plan_through_the_batch_api_writes_the_same_report_with_dependents_in_later_
     assert!(at["integrator"] > at["subagent:9"], "{at:?}");
     // One batch per step of the plan's dataflow, and the integrator's.
     assert_eq!(u(&stats["batches_created"]), 6, "{stats}");
+    the_uploaded_lines_hold_only_the_documented_fields(&server, 6);
     // The journal says which batches the run waited on, up to their completion.
     let batch_events: Vec<Value> = events(&batched)
         .into_iter()
@@ -160,6 +161,34 @@ fn a_plan_through_the_batch_api_writes_the_same_report_with_dependents_in_later_
             .any(|e| e["state"] == "completed" && e["batch_id"] == "batch_sim_2"),
         "{batch_events:?}"
     );
+}
+
+/// Every line of every file uploaded to `server` (`batches` of them) holds OpenAI's
+/// documented fields and nothing else: what the simulator answers from (the labels above
+/// name each line's task) came another way.
+fn the_uploaded_lines_hold_only_the_documented_fields(server: &SimLlm, batches: usize) {
+    let list = http_get_json(&format!("{}/batches?limit=100", server.base_url));
+    let files: Vec<&str> = list["data"]
+        .as_array()
+        .expect("batches")
+        .iter()
+        .filter_map(|b| b["input_file_id"].as_str())
+        .collect();
+    assert_eq!(files.len(), batches, "{list}");
+    for file in files {
+        let text = http_get_text(&format!("{}/files/{file}/content", server.base_url));
+        for line in text.lines() {
+            let v: Value = serde_json::from_str(line).expect("a JSON line");
+            let mut keys: Vec<&str> = v
+                .as_object()
+                .expect("an object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            keys.sort_unstable();
+            assert_eq!(keys, ["body", "custom_id", "method", "url"], "{line}");
+        }
+    }
 }
 
 #[test]

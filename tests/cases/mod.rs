@@ -1,6 +1,9 @@
 pub(crate) mod aimock;
 pub(crate) mod batch;
 mod batch_api;
+mod batch_api_jobs;
+mod batch_api_serve;
+mod batch_api_worker;
 mod batch_templates;
 mod cancel_race;
 mod compose;

@@ -342,6 +342,12 @@ impl SimLlm {
 
 /// A minimal HTTP/1.0 GET on loopback, for test servers' status endpoints.
 pub fn http_get_json(url: &str) -> serde_json::Value {
+    let body = http_get_text(url);
+    serde_json::from_str(&body).unwrap_or_else(|e| panic!("bad JSON from {url}: {e}: {body}"))
+}
+
+/// As [`http_get_json`], the body as text.
+pub fn http_get_text(url: &str) -> String {
     use std::io::Read;
     let rest = url.strip_prefix("http://").expect("http url");
     let (host, path) = rest.split_once('/').expect("path");
@@ -349,8 +355,9 @@ pub fn http_get_json(url: &str) -> serde_json::Value {
     write!(s, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").expect("send");
     let mut text = String::new();
     s.read_to_string(&mut text).expect("read");
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    serde_json::from_str(body).unwrap_or_else(|e| panic!("bad JSON from {url}: {e}: {text}"))
+    text.split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default()
 }
 
 /// Where the test peers (npm/PyPI programs) are installed: `$PLANWAVE_PEERS_DIR`, else

@@ -207,8 +207,9 @@ pub enum EventKind {
     },
     /// The run's model calls wait on a provider batch (`--batch-api`): its id and its state
     /// as last polled (`validating`, `in_progress`, `finalizing`, `completed`, `failed`,
-    /// `expired`, `cancelling`, `cancelled`), with its request counts. In a batch of jobs the
-    /// provider batches are shared, so every running job hears of each.
+    /// `expired`, `cancelling`, `cancelled`), with its request counts. A provider batch may
+    /// hold calls of several jobs (a batch's, a server's runs): a job hears only of the
+    /// batches holding its own calls, `calls` of them.
     ProviderBatch {
         batch_id: String,
         state: String,
@@ -218,6 +219,8 @@ pub enum EventKind {
         completed: u64,
         #[serde(default)]
         failed: u64,
+        #[serde(default)]
+        calls: u64,
     },
     /// `planwave resume` continues this run: `completed` tasks are taken from the journal,
     /// the other `pending` ones run (again).

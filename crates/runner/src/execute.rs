@@ -82,7 +82,7 @@ pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunR
     if x.root_span {
         record_run(&x.run_id, &x.plan);
     }
-    let listening = listen_to_batches(&x, &sinks);
+    let listening = listen_to_batches(&x, &mut sinks);
     let mcp = x.mcp();
     let result = execute(RunRequest {
         run_id: x.run_id,
@@ -205,7 +205,7 @@ pub(crate) async fn execute_plan_streaming(
     if let Some(s) = &x.stream {
         sinks.push(s.clone());
     }
-    let listening = listen_to_batches(&x, &sinks);
+    let listening = listen_to_batches(&x, &mut sinks);
     let mcp = x.mcp();
     let result = planwave_engine::execute_streaming(
         RunRequest {
@@ -239,15 +239,18 @@ pub(crate) async fn execute_plan_streaming(
     result.context("running the plan")
 }
 
-/// With the Batch API, the execution's view, stream and journal hear of its batches' states
-/// while it runs (the journal keeps them as `provider_batch` events).
+/// With the Batch API, the execution's view, stream and journal hear of its job's batches'
+/// states while it runs (the journal keeps them as `provider_batch` events), and the client
+/// hears (from `sinks`, which gains its sink) which of its tasks are running.
 fn listen_to_batches(
     x: &Execution,
-    sinks: &[Arc<dyn EventSink>],
+    sinks: &mut Vec<Arc<dyn EventSink>>,
 ) -> Option<crate::provider_batches::Listening> {
-    let mut all = sinks.to_vec();
+    let mut all = sinks.clone();
     all.push(x.events.clone());
-    x.resources.listen_to_batches(Arc::new(FanoutSink(all)))
+    let listening = x.resources.listen_to_batches(Arc::new(FanoutSink(all)))?;
+    sinks.push(listening.activity());
+    Some(listening)
 }
 
 /// The run's outcome on its root span: the status, and for a run that did not complete, how

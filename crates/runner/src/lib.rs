@@ -57,7 +57,7 @@ pub use outdir::{claim_out_dir, inside};
 pub use pdf::{find_chromium, print_pdf};
 pub use plan_cache::{CALL_TIMES_FILE, CacheKey, MedianCall, PlanCache};
 pub use planning::{GoalPlan, PlanRequest, describe_attempt, plan_goal, plan_goal_cached};
-pub use provider_batches::{LEDGER_FILE, Listening, ProviderBatches};
+pub use provider_batches::{JobBatches, JobShare, LEDGER_FILE, Listening, ProviderBatches};
 pub use research::{LoopRun, Research, ResearchOutcome, research};
 pub use resources::{Resources, catalog, model_client, start_mcp, tool_catalog};
 pub use resume::{Resumed, resumable_dir, resume, resume_opened, resume_presets};

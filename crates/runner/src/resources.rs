@@ -12,7 +12,7 @@ use planwave_plan::ToolCatalog;
 use planwave_prompts::Templates;
 use planwave_sim::{SimConfig, SimProvider};
 
-use crate::provider_batches::{Listening, ProviderBatches};
+use crate::provider_batches::{JobBatches, JobShare, Listening, ProviderBatches};
 use crate::{InvalidInput, Notes};
 
 /// The model client and prompts (many jobs may share one: one HTTP client, one rate
@@ -27,6 +27,8 @@ pub struct Resources {
     pub call_times: Option<crate::PlanCache>,
     /// The Batch API client (`--batch-api`), which is also `provider` (under its wrappers).
     pub batch: Option<ProviderBatches>,
+    /// A job's share of it, once the job joined ([`Resources::join_batches`]).
+    pub batch_job: Option<JobShare>,
 }
 
 impl Resources {
@@ -53,25 +55,35 @@ impl Resources {
             mcp: None,
             call_times: settings.plan_cache.as_ref().map(crate::PlanCache::new),
             batch,
+            batch_job: None,
         })
     }
 
-    /// With the Batch API: its batches are recorded in `dir` (the run's or the batch's
-    /// directory), and those an earlier process recorded there are polled again for the
-    /// calls that ask for them.
-    pub async fn open_batch_ledger(&self, dir: &planwave_storage::RunDir) -> crate::Result<()> {
-        match &self.batch {
-            Some(b) => b.open_ledger(dir).await,
-            None => Ok(()),
-        }
+    /// With the Batch API, these become one job's: its calls are the job's, recorded in
+    /// `dir`'s side file (the job's run directory), where an earlier process of the job
+    /// recorded the calls it submitted (they wait for their batch again). The job's share
+    /// ends when the guard is dropped.
+    pub async fn join_batches(
+        &mut self,
+        dir: &planwave_storage::RunDir,
+    ) -> crate::Result<Option<JobBatches>> {
+        let Some(b) = &self.batch else {
+            return Ok(None);
+        };
+        let job = b.join(dir).await?;
+        let share = job.share();
+        self.provider = share.wrap(self.provider.clone());
+        self.batch_job = Some(share);
+        Ok(Some(job))
     }
 
-    /// With the Batch API: `sink` hears of its batches' states until the guard is dropped.
+    /// With the Batch API: `sink` hears of the job's batches' states until the guard is
+    /// dropped.
     pub fn listen_to_batches(
         &self,
         sink: Arc<dyn planwave_record::EventSink>,
     ) -> Option<Listening> {
-        self.batch.as_ref().map(|b| b.listen(sink))
+        self.batch_job.as_ref().map(|b| b.listen(sink))
     }
 
     /// Starts the configured MCP servers (in parallel). Servers that fail are noted by name

@@ -125,7 +125,9 @@
     if (pb) {
       const ended = ['completed', 'failed', 'expired', 'cancelled'].includes(pb.state);
       $('t-batch').textContent = (ended ? '' : 'waiting on ') + pb.id + ' (' + pb.state +
-        (pb.total ? ', ' + pb.completed + ' of ' + pb.total + ' done' : '') + ')';
+        (pb.total ? ', ' + pb.completed + ' of ' + pb.total + ' done' : '') +
+        (pb.calls ? '; ' + pb.calls + (pb.calls === 1 ? ' call' : ' calls') + ' of this run' : '') +
+        ')';
       $('t-batch-box').hidden = false;
     }
     const badge = $('status');

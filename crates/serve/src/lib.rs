@@ -18,6 +18,7 @@
 
 mod api;
 mod auth;
+mod batch_api;
 mod batches;
 mod body;
 mod conn;
@@ -158,6 +159,7 @@ impl Server {
             data,
             shared,
             remote,
+            batch_clients: Default::default(),
         });
         Ok(Server {
             listener,

@@ -304,12 +304,14 @@ fn provider_batch(kind: &EventKind) -> Option<Value> {
         total,
         completed,
         failed,
+        calls,
     } = kind
     else {
         return None;
     };
     Some(json!({
         "id": batch_id, "state": state, "total": total, "completed": completed, "failed": failed,
+        "calls": calls,
     }))
 }
 

@@ -101,6 +101,21 @@ pub struct ApiOptions {
     /// For a goal only.
     #[schema(value_type = Option<u32>, minimum = 1)]
     pub max_rounds: Option<NonZeroU32>,
+    /// Model calls through the provider's Batch API (`--batch-api`): half price at OpenAI,
+    /// answers within 24 h. Needs the server's model to be an OpenAI-compatible server.
+    pub batch_api: Option<bool>,
+    /// With `batch_api`: the longest a ready call waits for others (`--batch-linger`).
+    #[serde(default, with = "text::duration")]
+    #[schema(value_type = Option<String>, example = "2s")]
+    pub batch_linger: Option<Duration>,
+    /// With `batch_api`: the first interval between polls (`--batch-poll`).
+    #[serde(default, with = "text::duration")]
+    #[schema(value_type = Option<String>, example = "5s")]
+    pub batch_poll: Option<Duration>,
+    /// With `batch_api`: the longest interval between polls (`--batch-poll-max`).
+    #[serde(default, with = "text::duration")]
+    #[schema(value_type = Option<String>, example = "5m")]
+    pub batch_poll_max: Option<Duration>,
 }
 
 fn some_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
@@ -164,7 +179,33 @@ impl ApiOptions {
         o.model.prompts.context_budget = self.context_budget.or(o.model.prompts.context_budget);
         o.meta.meta.extend(self.meta.iter().cloned());
         self.apply_sim(&mut o.model.sim);
-        Ok(())
+        self.apply_batch(&mut o.batch)
+    }
+
+    /// `batch_api` and its timing, which (as their flags) only go with it.
+    fn apply_batch(
+        &self,
+        b: &mut planwave_config::spec::BatchApiOptions,
+    ) -> Result<(), Vec<String>> {
+        b.batch_api = self.batch_api.unwrap_or(b.batch_api);
+        b.batch_linger = self.batch_linger.or(b.batch_linger);
+        b.batch_poll = self.batch_poll.or(b.batch_poll);
+        b.batch_poll_max = self.batch_poll_max.or(b.batch_poll_max);
+        let timing = [
+            ("batch_linger", self.batch_linger.is_some()),
+            ("batch_poll", self.batch_poll.is_some()),
+            ("batch_poll_max", self.batch_poll_max.is_some()),
+        ];
+        let problems: Vec<String> = timing
+            .iter()
+            .filter(|(_, set)| *set && !b.batch_api)
+            .map(|(name, _)| format!("options.{name}: only with batch_api"))
+            .collect();
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems)
+        }
     }
 
     fn apply_sim(&self, sim: &mut planwave_config::spec::SimOptions) {
@@ -240,6 +281,27 @@ mod tests {
         assert_eq!(opts.exec.seed, 7);
         assert_eq!(opts.exec.deadline, Some(Duration::from_secs(120)));
         assert_eq!(opts.exec.retries, 1, "unset keeps the flag's default");
+    }
+
+    #[test]
+    fn batch_api_and_its_timing_set_the_spec_and_the_timing_needs_it() {
+        let o = ApiOptions::from_map(&map(json!({
+            "batch_api": true, "batch_linger": "500ms", "batch_poll": 1, "batch_poll_max": "2s"
+        })))
+        .unwrap();
+        let mut spec = plan_spec();
+        o.apply(&mut spec).unwrap();
+        let b = &spec.options.batch;
+        assert!(b.batch_api);
+        assert_eq!(b.batch_linger, Some(Duration::from_millis(500)));
+        assert_eq!(b.batch_poll, Some(Duration::from_secs(1)));
+        assert_eq!(b.batch_poll_max, Some(Duration::from_secs(2)));
+        let o = ApiOptions::from_map(&map(json!({"batch_poll": "1s"}))).unwrap();
+        assert_eq!(
+            o.apply(&mut plan_spec()).unwrap_err(),
+            ["options.batch_poll: only with batch_api"]
+        );
+        assert!(ApiOptions::from_map(&map(json!({"batch_linger": "0s"}))).is_err());
     }
 
     #[test]

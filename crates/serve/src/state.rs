@@ -46,6 +46,8 @@ pub struct AppState {
     pub health: Arc<crate::health::Health>,
     /// `--nats`: jobs go to the queue and everything shown is read back from it.
     pub(crate) remote: Option<Arc<crate::remote::Remote>>,
+    /// The Batch API clients of runs that ask for one (`batch_api`).
+    pub(crate) batch_clients: crate::batch_api::BatchClients,
 }
 
 impl AppState {
@@ -87,6 +89,9 @@ impl AppState {
     /// no connection or limiter to share.
     pub fn resources_for(&self, settings: &Settings, sim: SimConfig) -> Resources {
         let mut r = self.own_resources(settings, sim);
+        if let Some(batched) = self.batch_clients.resources(&r, settings) {
+            r = batched;
+        }
         r.provider = MeteredProvider::wrap(r.provider, self.health.metrics.clone());
         r
     }
@@ -103,6 +108,7 @@ impl AppState {
                     .as_ref()
                     .map(planwave_runner::PlanCache::new),
                 batch: None,
+                batch_job: None,
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }

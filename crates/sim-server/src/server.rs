@@ -113,6 +113,7 @@ impl AppState {
     fn snapshot(&self) -> ServerStats {
         let mut s = self.stats.lock().map(|s| s.clone()).unwrap_or_default();
         s.serving.max_in_flight = self.slots.max_in_flight();
+        s.serving.admitted = self.slots.admitted();
         s.prefix_cache = self.prefix.stats();
         s
     }

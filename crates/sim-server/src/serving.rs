@@ -59,6 +59,8 @@ pub(crate) struct Slots {
     limit: Option<Arc<Semaphore>>,
     in_flight: Arc<AtomicU64>,
     max_in_flight: AtomicU64,
+    /// Answers that took a slot so far.
+    admitted: AtomicU64,
     /// Requests waiting for a slot now (`vllm:num_requests_waiting`).
     waiting: AtomicU64,
 }
@@ -84,6 +86,7 @@ impl Slots {
                 .map(|n| Arc::new(Semaphore::new(n.max(1)))),
             in_flight: Arc::new(AtomicU64::new(0)),
             max_in_flight: AtomicU64::new(0),
+            admitted: AtomicU64::new(0),
             waiting: AtomicU64::new(0),
         }
     }
@@ -99,6 +102,7 @@ impl Slots {
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        self.admitted.fetch_add(1, Ordering::SeqCst);
         Slot {
             _permit: permit,
             in_flight: self.in_flight.clone(),
@@ -117,6 +121,10 @@ impl Slots {
 
     pub(crate) fn max_in_flight(&self) -> u64 {
         self.max_in_flight.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn admitted(&self) -> u64 {
+        self.admitted.load(Ordering::SeqCst)
     }
 }
 

@@ -120,6 +120,7 @@ async fn the_concurrency_limit_holds_and_the_rest_queue() {
     }
     let s = srv.stats().serving;
     assert_eq!(s.completed, 24);
+    assert_eq!(s.admitted, 24, "every answer took a slot");
     assert_eq!(
         s.max_in_flight, limit as u64,
         "the limit is reached, never passed"

@@ -20,8 +20,8 @@ pub struct BatchProgress {
     start: Instant,
     finished_jobs: AtomicUsize,
     running_jobs: AtomicUsize,
-    /// The provider batch last heard of (`--batch-api`): every running job hears of each,
-    /// so it is shown once per change.
+    /// The provider batch last heard of (`--batch-api`): every job with calls in it hears of
+    /// it, so it is shown once per change.
     provider_batch: std::sync::Mutex<Option<String>>,
 }
 
@@ -163,6 +163,7 @@ impl EventSink for JobSink {
             total,
             completed,
             failed,
+            ..
         } = &event.kind
         {
             let text =

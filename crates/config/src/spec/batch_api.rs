@@ -19,8 +19,9 @@ pub struct BatchApiOptions {
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub batch_api: bool,
-    /// How long the first ready call waits for others before their batch is submitted
-    /// (default: [llm.batch] linger_ms, else 2s).
+    /// The longest the first ready call waits for others before their batch is submitted;
+    /// it goes sooner once every running job waits on the Batch API (default: [llm.batch]
+    /// linger_ms, else 2s).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", requires = "batch_api", value_parser = crate::parse_positive_duration))]
     #[serde(
         with = "super::text::duration",

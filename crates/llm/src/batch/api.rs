@@ -39,6 +39,13 @@ pub struct Api {
     cfg: OpenAiConfig,
 }
 
+/// An uploaded batch file.
+pub struct Uploaded {
+    pub id: String,
+    /// The server is planwave's simulator (it said so in [`super::wire::SIMULATOR_HEADER`]).
+    pub simulator: bool,
+}
+
 impl Api {
     pub fn new(cfg: OpenAiConfig) -> Result<Api, String> {
         let http = planwave_tls::http_client()
@@ -73,6 +80,15 @@ impl Api {
 
     /// Sends `req` and returns the body of a successful answer.
     async fn send(&self, what: &str, req: reqwest::RequestBuilder) -> Result<Vec<u8>, ApiError> {
+        self.send_with_headers(what, req).await.map(|(b, _)| b)
+    }
+
+    /// As [`Api::send`], with the answer's headers.
+    async fn send_with_headers(
+        &self,
+        what: &str,
+        req: reqwest::RequestBuilder,
+    ) -> Result<(Vec<u8>, reqwest::header::HeaderMap), ApiError> {
         let resp = self.auth(req).send().await.map_err(|e| {
             ApiError::Transient(format!(
                 "{what}: {}",
@@ -80,6 +96,7 @@ impl Api {
             ))
         })?;
         let status = resp.status();
+        let headers = resp.headers().clone();
         let bytes = resp.bytes().await.map_err(|e| {
             ApiError::Transient(format!(
                 "{what}: reading the answer: {}",
@@ -90,7 +107,7 @@ impl Api {
             return Err(ApiError::Fatal(format!("{what}: the answer is too large")));
         }
         if status.is_success() {
-            return Ok(bytes.to_vec());
+            return Ok((bytes.to_vec(), headers));
         }
         let detail = scrub(
             &crate::openai::wire::body_message(&String::from_utf8_lossy(&bytes)),
@@ -115,16 +132,33 @@ impl Api {
             .map_err(|e| ApiError::Transient(format!("{what}: malformed answer ({e})")))
     }
 
-    /// `POST /v1/files` with purpose `batch`: the uploaded file's id.
-    pub async fn upload(&self, jsonl: &[u8], filename: &str) -> Result<String, ApiError> {
+    /// `POST /v1/files` with purpose `batch`: the uploaded file's id, and whether the server
+    /// said it is planwave's simulator.
+    pub async fn upload(&self, jsonl: &[u8], filename: &str) -> Result<Uploaded, ApiError> {
         let (body, content_type) = super::wire::multipart(jsonl, "batch", filename);
         let req = self
             .http
             .post(self.url("files"))
             .header(CONTENT_TYPE, content_type)
             .body(body);
-        let bytes = self.send("uploading the batch file", req).await?;
-        Ok(Self::decode::<FileObject>("uploading the batch file", &bytes)?.id)
+        let (bytes, headers) = self
+            .send_with_headers("uploading the batch file", req)
+            .await?;
+        Ok(Uploaded {
+            id: Self::decode::<FileObject>("uploading the batch file", &bytes)?.id,
+            simulator: headers.contains_key(super::wire::SIMULATOR_HEADER),
+        })
+    }
+
+    /// The simulator's route for what each line of an uploaded file is about.
+    pub async fn send_contexts(&self, body: &serde_json::Value) -> Result<(), ApiError> {
+        let req = self
+            .http
+            .post(self.url(super::wire::CONTEXTS_PATH))
+            .json(body);
+        self.send("sending the lines' contexts to the simulator", req)
+            .await
+            .map(|_| ())
     }
 
     /// `POST /v1/batches` for chat completions within 24 hours.

@@ -8,17 +8,24 @@
 //! know their calls went through a batch; a call whose prerequisites are still running is
 //! simply not ready yet, so dependent tasks go in later submissions.
 //!
-//! A line's `custom_id` is content-addressed: the hash of its request body and how many
-//! times this process asked that body, so the same call after a restart has the same id. With
-//! a [`Ledger`] (`provider-batches.jsonl` in the run directory, opened by the runner), every
-//! submitted file and batch is recorded before it is relied on; on resume, [`BatchProvider::
-//! recover`] reads it back and a call whose id was already submitted waits for that batch
-//! instead of being sent again. An expired or cancelled batch's unfinished lines are sent
-//! again; a failed line is the call's error.
+//! Each job a client serves opens its share, a [`BatchScope`] ([`BatchProvider::scope`]),
+//! and makes its calls through [`BatchScope::wrap`]. A line's `custom_id` is
+//! content-addressed: the job's key, the hash of its request body and how many times the job
+//! asked that body, so the same call after a restart (or on another worker) has the same id.
+//! With a [`Ledger`] (`provider-batches.jsonl` in the job's run directory, opened by the
+//! runner), every submitted file and batch holding the job's calls is recorded before it is
+//! relied on; read back when the job opens its scope again, a call whose id was already
+//! submitted waits for that batch instead of being sent again. An expired or cancelled
+//! batch's unfinished lines are sent again; a failed line is the call's error.
+//!
+//! A line holds only the fields OpenAI documents (`custom_id`, `method`, `url`, `body`).
+//! What a normal call's `x-planwave-*` headers say goes, per `custom_id`, only to a server
+//! that says it is planwave's simulator when the file is uploaded.
 
 mod api;
 mod dispatch;
 mod ledger;
+mod scope;
 mod wire;
 
 use std::sync::Arc;
@@ -28,8 +35,11 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-pub use ledger::{Ledger, Recorded};
-pub use wire::{BatchObject, LineOutcome, RequestCounts, parse_result_line};
+pub use ledger::{Ledger, LedgerWrite, Recorded};
+pub use scope::BatchScope;
+pub use wire::{
+    BatchObject, CONTEXTS_PATH, LineOutcome, RequestCounts, SIMULATOR_HEADER, parse_result_line,
+};
 
 use crate::openai::wire::{ChatBody, Completion};
 use crate::openai::{OpenAiConfig, ResponseFormatMode, context_header};
@@ -40,9 +50,10 @@ use crate::{
 };
 
 /// How calls are batched.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BatchConfig {
-    /// How long the first ready call waits for others before their batch is submitted.
+    /// The longest the first ready call waits for others before their batch is submitted
+    /// (sooner once every job is waiting on the Batch API).
     pub linger: Duration,
     /// The first poll's interval; each next one is 1.5 times longer, up to `poll_max`.
     pub poll: Duration,
@@ -63,7 +74,8 @@ impl Default for BatchConfig {
 }
 
 /// A provider batch's state as last seen (`validating`, `in_progress`, `finalizing`,
-/// `completed`, `failed`, `expired`, `cancelling`, `cancelled`) with its request counts.
+/// `completed`, `failed`, `expired`, `cancelling`, `cancelled`) with its request counts, and
+/// how many of its requests are the calls of the job told.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct BatchStatus {
     pub batch_id: String,
@@ -71,9 +83,11 @@ pub struct BatchStatus {
     pub total: u64,
     pub completed: u64,
     pub failed: u64,
+    pub calls: u64,
 }
 
-/// Told of every batch's state as it changes (a run's events, a progress display).
+/// Told of the state of every batch holding a job's calls as it changes (a run's events, a
+/// progress display).
 pub trait BatchObserver: Send + Sync {
     fn batch_state(&self, status: &BatchStatus);
 }
@@ -100,15 +114,41 @@ impl BatchProvider {
         })
     }
 
-    /// Records new batches in `ledger`, and lets calls an earlier process already submitted
-    /// (`recorded`, read from the same ledger) wait for their batch instead of being sent
-    /// again. Batch files recorded without their batch are looked up at the provider.
-    pub async fn recover(&self, ledger: Ledger, recorded: Recorded) {
-        self.dispatch.recover(ledger, recorded).await;
-    }
-
-    pub fn set_observer(&self, observer: Option<Arc<dyn BatchObserver>>) {
-        self.dispatch.set_observer(observer);
+    /// A job's share of this client, live until [`BatchScope::close`]. `ledger`: where the
+    /// job records the batches holding its calls, with what an earlier process of the job
+    /// recorded there (its key, and its calls that wait for their batch rather than being
+    /// sent again; files recorded without their batch are looked up at the provider).
+    /// `observer` hears of every batch holding the job's calls.
+    pub async fn scope(
+        &self,
+        ledger: Option<(Box<dyn LedgerWrite>, &str)>,
+        observer: Option<Arc<dyn BatchObserver>>,
+    ) -> std::io::Result<Arc<BatchScope>> {
+        let (mut ledger, recorded) = match ledger {
+            Some((out, text)) => (Some(Ledger::new(out)), Recorded::parse(text)),
+            None => (None, Recorded::default()),
+        };
+        let key = match recorded.scope.as_deref() {
+            Some(k) if scope::valid_key(k) => k.to_owned(),
+            // Written before keys: its ids have none, and keep having none.
+            None if !recorded.files.is_empty() => String::new(),
+            _ => {
+                let k = scope::new_key();
+                if let Some(l) = &mut ledger {
+                    l.record_scope(&k)?;
+                }
+                k
+            }
+        };
+        self.dispatch.recover(&recorded).await;
+        let scope = Arc::new(BatchScope::new(
+            key,
+            ledger,
+            observer,
+            self.dispatch.changes.clone(),
+        ));
+        self.dispatch.register(&scope);
+        Ok(scope)
     }
 
     /// Batches submitted by this process.
@@ -161,24 +201,24 @@ impl BatchProvider {
         }
     }
 
-    /// The request line: the body, and (with context headers on) what the headers of a
-    /// normal call would say, for a server that answers from them (`sim-llm serve`).
-    fn line(&self, request: &ChatRequest, custom_id: &str, body: &str) -> String {
-        let mut line = format!(
-            "{{\"custom_id\":{},\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{body}",
+    /// The request line, with OpenAI's documented fields only.
+    fn line(custom_id: &str, body: &str) -> String {
+        format!(
+            "{{\"custom_id\":{},\"method\":\"POST\",\"url\":\"/v1/chat/completions\",\"body\":{body}}}",
             Value::String(custom_id.to_owned())
-        );
-        if self.config().context_headers {
-            let ctx = json!({
+        )
+    }
+
+    /// With context headers on, what the headers of a normal call would say, for a server
+    /// that answers from them (`sim-llm serve`).
+    fn context(&self, request: &ChatRequest) -> Option<Value> {
+        self.config().context_headers.then(|| {
+            json!({
                 "role": request.role.as_str(),
                 "attempt": request.attempt,
                 "context": context_header::encode(&request.context),
-            });
-            line.push_str(",\"x_planwave\":");
-            line.push_str(&ctx.to_string());
-        }
-        line.push('}');
-        line
+            })
+        })
     }
 
     /// A line's response body as the call's answer.
@@ -270,13 +310,16 @@ impl LlmProvider for BatchProvider {
         let started = Instant::now();
         let model = self.config().models.for_role(request.role).to_owned();
         let body = self.body(&request, &model)?;
-        let custom_id = self.dispatch.custom_id(&body);
-        let json = self.line(&request, &custom_id, &body);
+        // The job the call is for, when made through its scope.
+        let job = scope::SCOPE.try_with(Arc::clone).ok();
+        let custom_id = self.dispatch.custom_id(&body, job.as_deref());
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.dispatch.enqueue(dispatch::Line {
+            json: Self::line(&custom_id, &body),
             custom_id,
-            json,
             model: model.clone(),
+            context: self.context(&request),
+            owner: job.map(scope::Owner::new),
             reply,
         });
         let transient = |message: &str| LlmError::Transient {

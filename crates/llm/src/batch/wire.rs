@@ -4,6 +4,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The header `sim-llm serve` answers a batch file's upload with: it is planwave's
+/// simulator, and takes what each line is about at [`CONTEXTS_PATH`].
+pub const SIMULATOR_HEADER: &str = "x-planwave-simulator";
+/// The simulator's route (under the API's base URL) for what each line of an uploaded file
+/// is about: `{"input_file_id": F, "lines": {custom_id: {"role", "attempt", "context"}}}`.
+pub const CONTEXTS_PATH: &str = "planwave/batch-contexts";
+
 /// The batch object (`POST /v1/batches`, `GET /v1/batches/{id}`), as much as planwave reads.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
 pub struct BatchObject {

@@ -63,6 +63,7 @@ impl Worker<'_> {
                     .map_err(|e| QueueError::of("the job cache", e))?;
             }
         }
+        let ledger_root = self.plan_job_ledger(&resolved, &root, &subject).await?;
         let mut root = root;
         let mut mirror: Option<Arc<dyn planwave_storage::JournalMirror>> = None;
         if let JobInput::Goal(_) = &resolved.input {
@@ -101,6 +102,7 @@ impl Worker<'_> {
             watch: self.watch,
             notes: self.notes,
             mirror,
+            ledger_root,
         };
         let mut summary = ctx.run(resolved).await;
         summary.kind = job.kind.clone();
@@ -108,6 +110,29 @@ impl Worker<'_> {
         let files = self.store_files(job, &key, &dir).await?;
         let _ = std::fs::remove_dir_all(&root_path);
         Ok(JobDone { summary, files })
+    }
+
+    /// With the Batch API, a plan job's record of its provider batches (the one file of its
+    /// directory not rebuilt from its journal): restored from the job's `.dir` subject, and
+    /// mirrored there line by line, so a worker taking the job over polls the same batches
+    /// rather than submitting its calls again. A goal job's whole directory is mirrored
+    /// already (`None`).
+    async fn plan_job_ledger(
+        &self,
+        job: &ResolvedJob,
+        root: &RunDir,
+        journal_subject: &str,
+    ) -> crate::Result<Option<RunDir>> {
+        if self.resources.batch.is_none() || !matches!(job.input, JobInput::Plan(_)) {
+            return Ok(None);
+        }
+        let subject = dir_subject(journal_subject);
+        restore_dir(&self.queue, &subject, root).await?;
+        Ok(Some(root.clone().with_mirror(DirStream::new(
+            self.queue.clone(),
+            subject,
+            self.stop.clone(),
+        ))))
     }
 
     /// The message's job as a batch runs it: its plan validated against this worker's tools.

@@ -69,6 +69,10 @@ pub struct JobContext<'a> {
     /// Where a plan job's journal lines must also be stored before they count as durable
     /// (a queue worker's JetStream stream); `None` for a local batch.
     pub mirror: Option<Arc<dyn JournalMirror>>,
+    /// With the Batch API: the root whose `jobs/<dir>/` keeps each job's record of its
+    /// provider batches, when not the job's run directory as opened (a queue worker mirrors
+    /// that one file of a plan job's directory); `None`: the run directory.
+    pub ledger_root: Option<RunDir>,
 }
 
 /// A job's run as a batch shows it: its events go to the batch's view of that job.
@@ -226,6 +230,15 @@ impl JobContext<'_> {
         if let Some(done) = finished_run(&out) {
             return Ok(Some(done));
         }
+        // With the Batch API the job's calls are its own, recorded with it.
+        let mut resources = self.resources.clone();
+        let record = match &self.ledger_root {
+            Some(r) => r
+                .child(&format!("jobs/{}", job.dir))
+                .context("preparing the job's run directory")?,
+            None => out.clone(),
+        };
+        let _batches = resources.join_batches(&record).await?;
         // A job that ran before goes on as the same run: the one resume takes the lock.
         let replay = Replay::read(&out.root().join("events.jsonl"))
             .ok()
@@ -236,10 +249,10 @@ impl JobContext<'_> {
         };
         if interrupted {
             drop(lock);
-            return self.resume(job, out).await;
+            return self.resume(job, out, resources).await;
         }
         if let JobInput::Goal(goal) = &job.input {
-            return self.research(job, goal, out).await;
+            return self.research(job, goal, out, resources).await;
         }
         // A journal without a plan yet: the same run id goes on, nothing done to keep.
         let run_id = replay
@@ -256,7 +269,7 @@ impl JobContext<'_> {
         let result = execute_plan(
             Execution {
                 plan,
-                resources: self.resources.clone(),
+                resources,
                 config: RunConfig {
                     plan_source: Some(source),
                     ..self.config.clone()
@@ -294,7 +307,12 @@ impl JobContext<'_> {
     /// A job that ran before, going on through the one resume: a plan from its journal
     /// (completed tasks kept), a goal's loop from its rounds. `None` when the loop was
     /// cancelled before a round was shown.
-    async fn resume(&self, job: &ResolvedJob, out: RunDir) -> crate::Result<Option<RunResult>> {
+    async fn resume(
+        &self,
+        job: &ResolvedJob,
+        out: RunDir,
+        resources: Resources,
+    ) -> crate::Result<Option<RunResult>> {
         let r = ops::Resumable::with_spec(out.root(), job_spec(job, out.root().to_path_buf()))?;
         let settings = self.job_settings(job);
         let sink = self.watch.for_job(&job.id);
@@ -324,7 +342,7 @@ impl JobContext<'_> {
         let spec_job = ops::Job {
             spec: &r.spec,
             settings: &settings,
-            resources: self.resources.clone(),
+            resources,
             invocation: r.invocation.clone(),
         };
         let done = ops::resume_in(&r, spec_job, &io, &shared)
@@ -345,6 +363,7 @@ impl JobContext<'_> {
         job: &ResolvedJob,
         goal: &str,
         out: RunDir,
+        resources: Resources,
     ) -> crate::Result<Option<RunResult>> {
         let settings = self.job_settings(job);
         let done = crate::research(crate::Research {
@@ -353,7 +372,7 @@ impl JobContext<'_> {
             resume: false,
             recover: false,
             out,
-            resources: self.resources.clone(),
+            resources,
             settings: &settings,
             run_id: uuid::Uuid::new_v4(),
             stream: None,

@@ -141,8 +141,6 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
     let clock = Instant::now();
     let BatchJobs { jobs, bad_lines } = b.jobs;
     let (root, _lock) = open_batch_dir(&b.out, b.resuming, b.invocation.as_ref())?;
-    // One Batch API client serves every job: its batches are recorded at the batch's root.
-    b.resources.open_batch_ledger(&root).await?;
     let previous = if b.resuming {
         read_previous(&root)
     } else {
@@ -169,6 +167,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
         watch: b.watch,
         notes: b.notes,
         mirror: None,
+        ledger_root: None,
     };
     let book = Book {
         root: &root,

@@ -105,11 +105,15 @@ impl JobOutcome {
 
 /// Runs `plan` (validated by the front end against the resources' tools) as `job.spec`
 /// says: one execution, or with `recover` the reflective loop's one round.
-pub async fn run(job: Job<'_>, plan: ValidatedPlan, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+pub async fn run(
+    mut job: Job<'_>,
+    plan: ValidatedPlan,
+    io: &JobIo<'_>,
+) -> crate::Result<JobOutcome> {
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
     job.invocation.record(&out)?;
-    job.resources.open_batch_ledger(&out).await?;
+    let _batches = job.resources.join_batches(&out).await?;
     let run_id = uuid::Uuid::new_v4();
     let stream = (io.stream)(run_id)?;
     if job.spec.recovers() {
@@ -161,11 +165,11 @@ pub async fn run(job: Job<'_>, plan: ValidatedPlan, io: &JobIo<'_>) -> crate::Re
 }
 
 /// The reflective loop for the spec's goal, into the spec's run directory.
-pub async fn research(job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+pub async fn research(mut job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
     job.invocation.record(&out)?;
-    job.resources.open_batch_ledger(&out).await?;
+    let _batches = job.resources.join_batches(&out).await?;
     let run_id = uuid::Uuid::new_v4();
     let stream = (io.stream)(run_id)?;
     let goal = job.spec.goal().unwrap_or_default().to_owned();

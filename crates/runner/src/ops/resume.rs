@@ -102,12 +102,15 @@ fn kind_of(dir: &Path, spec: &JobSpec) -> Result<ResumeKind, InvalidInput> {
 
 /// Goes on with `r` (the job's settings resolved from `r.spec` and its resources prepared
 /// by the front end): a run from its journal, a loop from its rounds.
-pub async fn resume(r: &Resumable, job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
-    // The run's own provider batches (a batch's jobs share the batch directory's).
-    if job.resources.batch.is_some() {
-        let dir = crate::open_run_dir(&r.dir)?;
-        job.resources.open_batch_ledger(&dir).await?;
-    }
+pub async fn resume(r: &Resumable, mut job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+    // The run's provider batches (a batch's job joins them where the batch runs it).
+    let _batches = match &job.resources.batch {
+        Some(_) => {
+            let dir = crate::open_run_dir(&r.dir)?;
+            job.resources.join_batches(&dir).await?
+        }
+        None => None,
+    };
     resume_in(r, job, io, &Shared::default()).await
 }
 

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
-use super::{BatchState, StoredFile, multipart, not_found, now, refused, valid_id};
+use super::{BatchState, StoredFile, find, multipart, not_found, now, refused};
 use crate::server::error;
 
 fn bad(message: &str) -> Response {
@@ -79,7 +79,13 @@ pub(crate) async fn upload(
     let mut s = st.store();
     s.stats.files_uploaded += 1;
     s.files.insert(stored.id.clone(), stored);
-    (StatusCode::OK, axum::Json(answer)).into_response()
+    // Tells planwave it may send what each line is about (never in the lines themselves).
+    (
+        StatusCode::OK,
+        [(planwave_llm::batch::SIMULATOR_HEADER, "batch-contexts")],
+        axum::Json(answer),
+    )
+        .into_response()
 }
 
 pub(crate) async fn file(
@@ -90,7 +96,7 @@ pub(crate) async fn file(
     if let Some(r) = refused(&st, &headers) {
         return r;
     }
-    match st.store().files.get(&id).filter(|_| valid_id(&id)) {
+    match find(&st.store().files, &id) {
         Some(f) => axum::Json(object(f)).into_response(),
         None => not_found("file"),
     }
@@ -104,12 +110,7 @@ pub(crate) async fn content(
     if let Some(r) = refused(&st, &headers) {
         return r;
     }
-    let bytes = st
-        .store()
-        .files
-        .get(&id)
-        .filter(|_| valid_id(&id))
-        .map(|f| f.bytes.clone());
+    let bytes = find(&st.store().files, &id).map(|f| f.bytes.clone());
     match bytes {
         Some(b) => (
             StatusCode::OK,

@@ -18,7 +18,8 @@ const MAX_PROBLEMS: usize = 100;
 pub(crate) struct InputLine {
     pub custom_id: String,
     pub body: Value,
-    /// What a client's `x-planwave-*` headers would have said (role, attempt, context).
+    /// What a client's `x-planwave-*` headers would have said (role, attempt, context), as
+    /// planwave sent it for the line's `custom_id` (`POST /v1/planwave/batch-contexts`).
     pub planwave: Option<Value>,
 }
 
@@ -86,10 +87,9 @@ fn line(raw: &str, endpoint: &str) -> Result<InputLine, Problem> {
         .as_object()
         .ok_or_else(|| ("invalid_json_line", "not a JSON object".to_owned()))?;
     for key in o.keys() {
-        if !matches!(
-            key.as_str(),
-            "custom_id" | "method" | "url" | "body" | "x_planwave"
-        ) {
+        // OpenAI's documented fields only: a client sending more would be refused by a
+        // provider that checks.
+        if !matches!(key.as_str(), "custom_id" | "method" | "url" | "body") {
             return Err(invalid(format!("unknown field {key:?}")));
         }
     }
@@ -124,7 +124,7 @@ fn line(raw: &str, endpoint: &str) -> Result<InputLine, Problem> {
     Ok(InputLine {
         custom_id: custom_id.to_owned(),
         body: body.clone(),
-        planwave: o.get("x_planwave").cloned(),
+        planwave: None,
     })
 }
 
@@ -153,11 +153,13 @@ mod tests {
             r#"{"custom_id":"","method":"POST","url":"/v1/chat/completions","body":{"messages":[]}}"#.to_owned(),
             r#"{"custom_id":"e","method":"POST","url":"/v1/chat/completions","body":{"messages":[],"stream":true}}"#.to_owned(),
             r#"{"custom_id":"f","method":"POST","url":"/v1/chat/completions","body":{}}"#.to_owned(),
+            r#"{"custom_id":"g","method":"POST","url":"/v1/chat/completions","body":{"messages":[]},"x_planwave":{}}"#.to_owned(),
         ]
         .join("\n");
         let problems = check(bad.as_bytes(), EP).expect_err("invalid");
         let lines: Vec<u64> = problems.iter().filter_map(|p| p["line"].as_u64()).collect();
-        assert_eq!(lines, vec![2, 3, 4, 5, 6, 7, 8]);
+        assert_eq!(lines, vec![2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(problems[7]["message"], "unknown field \"x_planwave\"");
         assert_eq!(problems[0]["code"], "duplicate_custom_id");
         assert!(check(b"\n\n", EP).is_err(), "an empty file");
         assert!(check(&[0xff, 0xfe], EP).is_err(), "not UTF-8");

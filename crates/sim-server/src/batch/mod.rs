@@ -9,9 +9,13 @@
 //! cancelled batch completed first. `GET /planwave/batch-stats` counts what was submitted,
 //! per `custom_id`, so a test can prove that nothing was submitted twice.
 //!
-//! Each line is answered by the same simulator as `POST /v1/chat/completions`, from the
-//! line's `x_planwave` object (what a client's `x-planwave-*` headers say for a normal call).
+//! Each line is answered by the same simulator as `POST /v1/chat/completions`. A line holds
+//! only OpenAI's documented fields; what a client's `x-planwave-*` headers say for a normal
+//! call comes separately: the upload's answer carries `x-planwave-simulator`, and planwave
+//! then posts each line's context by `custom_id` to `POST /v1/planwave/batch-contexts`
+//! before it creates the batch (a real provider never sees either).
 
+mod contexts;
 mod files;
 mod lines;
 mod multipart;
@@ -95,7 +99,7 @@ pub struct BatchStats {
     /// The custom_ids submitted more than once.
     pub duplicates: Vec<String>,
     /// Per valid batch, in order of creation, what each line asked for: its role and task
-    /// (`subagent:3`, `integrator`), from its `x_planwave`.
+    /// (`subagent:3`, `integrator`), from the context sent for it.
     pub batches: Vec<Vec<String>>,
 }
 
@@ -142,6 +146,8 @@ pub(crate) struct StoredFile {
 #[derive(Default)]
 pub(crate) struct Store {
     pub files: HashMap<String, StoredFile>,
+    /// Per input file, what each line is about (by `custom_id`), as planwave sent it.
+    pub contexts: HashMap<String, Arc<serde_json::Map<String, Value>>>,
     pub batches: HashMap<String, Batch>,
     /// Batch ids, oldest first.
     pub order: Vec<String>,
@@ -169,13 +175,24 @@ pub(crate) fn now() -> u64 {
         .unwrap_or(0)
 }
 
-/// An id from a path: what the server hands out (letters, digits, `-`, `_`), at most 64.
-pub(crate) fn valid_id(id: &str) -> bool {
+/// An id from a path or a body: what the server hands out (letters, digits, `-`, `_`), at
+/// most 64.
+fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// The record (file or batch) named by `id`, when `id` is one the server hands out.
+pub(crate) fn find<'a, T>(records: &'a HashMap<String, T>, id: &str) -> Option<&'a T> {
+    records.get(id).filter(|_| valid_id(id))
+}
+
+/// As [`find`], to change it.
+pub(crate) fn find_mut<'a, T>(records: &'a mut HashMap<String, T>, id: &str) -> Option<&'a mut T> {
+    records.get_mut(id).filter(|_| valid_id(id))
 }
 
 /// A refusal when the server wants a key and the request has another.
@@ -223,6 +240,10 @@ pub(crate) fn routes(app: Arc<AppState>) -> Router<Arc<AppState>> {
         .route("/v1/batches", post(run::create).get(run::list))
         .route("/v1/batches/{id}", get(run::get))
         .route("/v1/batches/{id}/cancel", post(run::cancel))
+        .route(
+            "/v1/planwave/batch-contexts",
+            post(contexts::store).layer(DefaultBodyLimit::max(limit)),
+        )
         .route("/planwave/batch-stats", get(stats))
         .with_state(st)
 }

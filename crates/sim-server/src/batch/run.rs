@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::lines::{InputLine, check};
-use super::{Batch, BatchState, Counts, StoredFile, not_found, now, refused, valid_id};
+use super::{Batch, BatchState, Counts, StoredFile, find, find_mut, not_found, now, refused};
 use crate::server::{error, usage_json};
 
 const ENDPOINT: &str = "/v1/chat/completions";
@@ -78,12 +78,13 @@ pub(crate) async fn create(
     if let Some(Err(e)) = req.metadata.as_ref().map(check_metadata) {
         return bad(&e);
     }
-    let input = {
+    let (input, contexts) = {
         let s = st.store();
-        s.files
-            .get(&req.input_file_id)
-            .filter(|_| valid_id(&req.input_file_id))
-            .map(|f: &StoredFile| (f.purpose.clone(), f.bytes.clone()))
+        (
+            find(&s.files, &req.input_file_id)
+                .map(|f: &StoredFile| (f.purpose.clone(), f.bytes.clone())),
+            s.contexts.get(&req.input_file_id).cloned(),
+        )
     };
     let Some((purpose, bytes)) = input else {
         return not_found("file: input_file_id");
@@ -129,7 +130,7 @@ pub(crate) async fn create(
         s.batches.insert(batch.id.clone(), batch);
     }
     let id = answer["id"].as_str().unwrap_or_default().to_owned();
-    tokio::spawn(run(st.clone(), id, bytes, seq));
+    tokio::spawn(run(st.clone(), id, bytes, contexts, seq));
     (StatusCode::OK, axum::Json(answer)).into_response()
 }
 
@@ -171,7 +172,7 @@ pub(crate) async fn get(
     if let Some(r) = refused(&st, &headers) {
         return r;
     }
-    match st.store().batches.get(&id).filter(|_| valid_id(&id)) {
+    match find(&st.store().batches, &id) {
         Some(b) => axum::Json(json!(b)).into_response(),
         None => not_found("batch"),
     }
@@ -187,7 +188,7 @@ pub(crate) async fn cancel(
     }
     let mut s = st.store();
     let notify = s.cancels.get(&id).cloned();
-    let Some(b) = s.batches.get_mut(&id).filter(|_| valid_id(&id)) else {
+    let Some(b) = find_mut(&mut s.batches, &id) else {
         return not_found("batch");
     };
     if matches!(b.status, "validating" | "in_progress") {
@@ -213,11 +214,24 @@ fn update(st: &BatchState, id: &str, f: impl FnOnce(&mut Batch)) {
     }
 }
 
-/// A batch from validation to its end.
-async fn run(st: Arc<BatchState>, id: String, input: Arc<Vec<u8>>, seq: u64) {
+/// A batch from validation to its end; `contexts`: what each line is about, by `custom_id`.
+async fn run(
+    st: Arc<BatchState>,
+    id: String,
+    input: Arc<Vec<u8>>,
+    contexts: Option<Arc<serde_json::Map<String, Value>>>,
+    seq: u64,
+) {
     let started = Instant::now();
     let lines = match check(&input, ENDPOINT) {
-        Ok(l) => l,
+        Ok(mut l) => {
+            for line in &mut l {
+                line.planwave = contexts
+                    .as_ref()
+                    .and_then(|c| c.get(&line.custom_id).cloned());
+            }
+            l
+        }
         Err(problems) => {
             st.store().stats.failed += 1;
             return update(&st, &id, |b| {
