@@ -6,7 +6,6 @@
 //! lock or keeps state (labelled families, histograms, which task became ready when) happens
 //! in [`aggregate`], on its own task.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -137,8 +136,11 @@ pub(crate) fn error_class(message: &str) -> &'static str {
 
 /// The aggregator: counts every observation, in order, until every sender is gone.
 pub(crate) async fn aggregate(series: Series, mut rx: mpsc::UnboundedReceiver<Obs>) {
-    let mut ready: HashMap<(u64, TaskId), DateTime<Utc>> = HashMap::new();
-    let mut running: HashSet<(u64, TaskId)> = HashSet::new();
+    // aHash, not SipHash: hashing task ids was the largest cost metrics added to a run
+    // (docs/benchmarks.md, issue 39); its key is random, so a plan's ids cannot be chosen to
+    // collide.
+    let mut ready: ahash::HashMap<(u64, TaskId), DateTime<Utc>> = ahash::HashMap::default();
+    let mut running: ahash::HashSet<(u64, TaskId)> = ahash::HashSet::default();
     let mut handles = Handles::default();
     while let Some(obs) = rx.recv().await {
         match obs {
