@@ -28,6 +28,7 @@ mod plan_cache;
 mod quality;
 mod queue;
 mod queue_hardening;
+mod queue_recovery;
 pub(crate) mod recover;
 pub(crate) mod reflect;
 mod report_html;
