@@ -10,6 +10,7 @@ pub(crate) mod durable;
 mod events;
 mod faults;
 mod fleet_limits;
+mod fleet_live;
 mod fleet_metrics;
 mod hardening_inputs;
 mod hardening_process;
