@@ -46,11 +46,18 @@ async fn sse_until(url: &str, kind: &str) -> Vec<(usize, Value)> {
     let (mut buf, mut out) = (String::new(), Vec::new());
     let read = async {
         loop {
-            let chunk = body.next().await.expect("the stream goes on").expect("chunk");
+            let chunk = body
+                .next()
+                .await
+                .expect("the stream goes on")
+                .expect("chunk");
             buf.push_str(&String::from_utf8_lossy(&chunk));
             while let Some(at) = buf.find("\n\n") {
                 let block: String = buf.drain(..at + 2).collect();
-                assert!(!block.starts_with("event: end"), "the run ended first: {out:?}");
+                assert!(
+                    !block.starts_with("event: end"),
+                    "the run ended first: {out:?}"
+                );
                 let id = block.lines().find_map(|l| l.strip_prefix("id: "));
                 let data = block.lines().find_map(|l| l.strip_prefix("data: "));
                 if let (Some(id), Some(data)) = (id, data) {
@@ -74,7 +81,9 @@ async fn sse_until(url: &str, kind: &str) -> Vec<(usize, Value)> {
 async fn any_node(c: &Client, status: &str) -> bool {
     js(
         c,
-        &format!("return document.querySelector('#dag g.node[data-status=\"{status}\"]') !== null;"),
+        &format!(
+            "return document.querySelector('#dag g.node[data-status=\"{status}\"]') !== null;"
+        ),
     )
     .await
         == true
@@ -98,9 +107,11 @@ async fn serve_nats_follows_a_goal_run_on_a_worker_live_over_sse_and_on_its_page
     let a = serve_nats(&tmp.path().join("data"), "127.0.0.1:0", &url);
     let shot_path = tmp.path().join("goal-live.png");
     with_browser(tmp.path(), |c| async move {
-        let (code, created) =
-            post_json(&a.at("api/runs"), &json!({"goal": "Review the solar panel makers of Europe"}))
-                .await;
+        let (code, created) = post_json(
+            &a.at("api/runs"),
+            &json!({"goal": "Review the solar panel makers of Europe"}),
+        )
+        .await;
         assert_eq!(code, 201, "{created}");
         let id = created["id"].as_str().expect("id").to_owned();
         // SSE from the start: the planner's calls, then the round's tasks starting; the run's
@@ -122,13 +133,28 @@ async fn serve_nats_follows_a_goal_run_on_a_worker_live_over_sse_and_on_its_page
         assert_eq!(now["kind"], "research", "{now}");
         assert_eq!(now["queue"]["worker"], "wg", "{now}");
         // The live state follows the round's plan: its tasks, the one started running.
-        assert!(now["stats"]["running"].as_u64().is_some_and(|n| n >= 1), "{now}");
-        assert!(now["stats"]["tasks"].as_u64().is_some_and(|n| n >= 2), "{now}");
-        let kinds: Vec<&str> = events.iter().filter_map(|(_, v)| v["type"].as_str()).collect();
-        let ids: Vec<usize> = events.iter().map(|(i, _)| *i).collect();
-        assert_eq!(ids, (1..=ids.len()).collect::<Vec<_>>(), "positions from 1: {kinds:?}");
         assert!(
-            events.iter().any(|(_, v)| v["type"] == "llm_call" && v["role"] == "planner"),
+            now["stats"]["running"].as_u64().is_some_and(|n| n >= 1),
+            "{now}"
+        );
+        assert!(
+            now["stats"]["tasks"].as_u64().is_some_and(|n| n >= 2),
+            "{now}"
+        );
+        let kinds: Vec<&str> = events
+            .iter()
+            .filter_map(|(_, v)| v["type"].as_str())
+            .collect();
+        let ids: Vec<usize> = events.iter().map(|(i, _)| *i).collect();
+        assert_eq!(
+            ids,
+            (1..=ids.len()).collect::<Vec<_>>(),
+            "positions from 1: {kinds:?}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|(_, v)| v["type"] == "llm_call" && v["role"] == "planner"),
             "the planner's call: {kinds:?}"
         );
         assert!(kinds.contains(&"run_started"), "{kinds:?}");
@@ -169,7 +195,11 @@ async fn resume_from_the_page(c: &Client, s: &Serve, id: &str, tasks: usize, p: 
     })
     .await;
     for i in 1..=tasks {
-        assert_eq!(node_status(c, &format!("{p}{i}")).await, "completed", "task {p}{i}");
+        assert_eq!(
+            node_status(c, &format!("{p}{i}")).await,
+            "completed",
+            "task {p}{i}"
+        );
     }
     assert_eq!(
         js(c, "return document.getElementById('resume').hidden;").await,

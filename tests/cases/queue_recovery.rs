@@ -83,8 +83,7 @@ fn batch_cancel_reaches_a_running_job_after_the_server_hung_and_restarted() {
     w.running().wait_for("task h0t1 completed", 1);
     nats.pause();
     // The client's heartbeat window passes with the server silent: the watch fails.
-    w.running()
-        .wait_for("the watch on batch cancels failed", 1);
+    w.running().wait_for("the watch on batch cancels failed", 1);
     nats.restart();
     // Working again after the restart: a task completes (its journal stored on the server).
     let done = |w: &mut crate::support::nats::WorkerProc| {
@@ -134,7 +133,9 @@ fn bytes_that_are_not_utf8_on_a_jobs_journal_do_not_stop_its_takeover() {
         let js = async_nats::jetstream::new(async_nats::connect(&url).await.expect("connect"));
         js.publish(
             journal_subject("utf", "u0"),
-            b"\xff\xfe{\"type\":\"task_completed\"}\xc3\n".to_vec().into(),
+            b"\xff\xfe{\"type\":\"task_completed\"}\xc3\n"
+                .to_vec()
+                .into(),
         )
         .await
         .expect("publish")

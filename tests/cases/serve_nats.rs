@@ -44,7 +44,12 @@ pub(super) async fn run_state(s: &Serve, id: &str) -> Value {
 }
 
 /// The run's state once `check` holds (polled, at most 60 s).
-pub(super) async fn wait_state(s: &Serve, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn wait_state(
+    s: &Serve,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     wait_until(what, || async {
         let v = run_state(s, id).await;
         check(&v).then_some(v)

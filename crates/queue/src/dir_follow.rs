@@ -135,15 +135,38 @@ mod tests {
         let mut f = DirFollow::default();
         let j1 = "jobs/g/rounds/1/events.jsonl";
         let j2 = "jobs/g/rounds/2/events.jsonl";
-        assert_eq!(f.piece(&piece(j1, true, true, b"{\"a\":1}\n{\"b\"")), lines("{\"a\":1}\n"));
+        assert_eq!(
+            f.piece(&piece(j1, true, true, b"{\"a\":1}\n{\"b\"")),
+            lines("{\"a\":1}\n")
+        );
         // Another journal's lines in between keep their own unfinished line apart.
-        assert_eq!(f.piece(&piece(j2, true, true, b"{\"c\":3}\n")), lines("{\"c\":3}\n"));
+        assert_eq!(
+            f.piece(&piece(j2, true, true, b"{\"c\":3}\n")),
+            lines("{\"c\":3}\n")
+        );
         assert_eq!(f.piece(&piece(j1, true, true, b":2")), None);
-        assert_eq!(f.piece(&piece(j1, true, true, b"}\n")), lines("{\"b\":2}\n"));
-        assert_eq!(f.piece(&piece("jobs/g/rounds/1/sections/1.md", false, false, b"x")), None);
-        assert_eq!(f.piece(&piece("jobs/g/plan.json", false, false, b"{}")), None);
+        assert_eq!(
+            f.piece(&piece(j1, true, true, b"}\n")),
+            lines("{\"b\":2}\n")
+        );
+        assert_eq!(
+            f.piece(&piece("jobs/g/rounds/1/sections/1.md", false, false, b"x")),
+            None
+        );
+        assert_eq!(
+            f.piece(&piece("jobs/g/plan.json", false, false, b"{}")),
+            None
+        );
         let plan = br#"{"topic":"t","tasks":[]}"#;
-        assert_eq!(f.piece(&piece("jobs/g/rounds/1/plan.json", false, false, &plan[..9])), None);
+        assert_eq!(
+            f.piece(&piece(
+                "jobs/g/rounds/1/plan.json",
+                false,
+                false,
+                &plan[..9]
+            )),
+            None
+        );
         assert_eq!(
             f.piece(&piece("jobs/g/rounds/1/plan.json", true, false, &plan[9..])),
             Some(Followed::Plan(Bytes::copy_from_slice(plan)))

@@ -90,7 +90,11 @@ async fn follow(
 ) -> Result<(), String> {
     let q = &remote.queue;
     let goal = first.record.kind == "goal";
-    let plan = if goal { None } else { plan_of(remote, id).await };
+    let plan = if goal {
+        None
+    } else {
+        plan_of(remote, id).await
+    };
     let dir = state.data.join(id);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let live = LiveRun::new(
@@ -174,12 +178,10 @@ async fn follow(
 fn show(live: &Arc<LiveRun>, sink: &mut Option<Arc<dyn Watcher>>, shown: Followed) {
     match shown {
         Followed::Lines(lines) => apply(live, sink.as_deref(), &lines),
-        Followed::Plan(bytes) => {
-            match planwave_plan::parse_plan(&bytes).map(ValidatedPlan::new) {
-                Ok(Ok(plan)) => *sink = Some(LiveWatch(live.clone()).open(&Arc::new(plan))),
-                _ => tracing::warn!(run = %live.id, "a round's plan that does not validate; not shown"),
-            }
-        }
+        Followed::Plan(bytes) => match planwave_plan::parse_plan(&bytes).map(ValidatedPlan::new) {
+            Ok(Ok(plan)) => *sink = Some(LiveWatch(live.clone()).open(&Arc::new(plan))),
+            _ => tracing::warn!(run = %live.id, "a round's plan that does not validate; not shown"),
+        },
         Followed::Unreadable(bytes) => live.log.push(&unreadable(bytes)),
     }
 }
