@@ -18,13 +18,13 @@ use crate::support::nats::{Nats, WorkerProc, free_port, start_worker};
 use crate::support::{SimLlm, tempdir};
 
 /// `serve --nats URL` on `addr` with its own cache directory.
-fn serve_nats(data: &Path, addr: &str, url: &str) -> Serve {
+pub(super) fn serve_nats(data: &Path, addr: &str, url: &str) -> Serve {
     Serve::start_in(data, addr, &["--nats", url], &[])
 }
 
 /// A chain of `n` tasks with ids `{p}1..{p}n` (unique across tests: the simulator counts
 /// requests per task id).
-fn chain(p: &str, n: usize) -> Value {
+pub(super) fn chain(p: &str, n: usize) -> Value {
     let tasks: Vec<Value> = (1..=n)
         .map(|i| {
             let deps: Vec<String> = if i > 1 {
@@ -39,12 +39,17 @@ fn chain(p: &str, n: usize) -> Value {
     json!({"topic": "Fleet review", "tasks": tasks})
 }
 
-async fn run_state(s: &Serve, id: &str) -> Value {
+pub(super) async fn run_state(s: &Serve, id: &str) -> Value {
     get_json(&s.at(&format!("api/runs/{id}"))).await.1
 }
 
 /// The run's state once `check` holds (polled, at most 60 s).
-async fn wait_state(s: &Serve, id: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(super) async fn wait_state(
+    s: &Serve,
+    id: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     wait_until(what, || async {
         let v = run_state(s, id).await;
         check(&v).then_some(v)
@@ -53,7 +58,7 @@ async fn wait_state(s: &Serve, id: &str, what: &str, check: impl Fn(&Value) -> b
 }
 
 /// The first `n` SSE messages of `url` (after `Last-Event-ID: after`), as (id, data).
-async fn sse_take(url: &str, after: Option<usize>, n: usize) -> Vec<(usize, Value)> {
+pub(super) async fn sse_take(url: &str, after: Option<usize>, n: usize) -> Vec<(usize, Value)> {
     let mut req = client().get(url);
     if let Some(a) = after {
         req = req.header("Last-Event-ID", a.to_string());
@@ -88,7 +93,7 @@ async fn sse_take(url: &str, after: Option<usize>, n: usize) -> Vec<(usize, Valu
 }
 
 /// The class of task `id`'s node in the page's DAG.
-async fn node_status(c: &Client, id: &str) -> String {
+pub(super) async fn node_status(c: &Client, id: &str) -> String {
     let v = js(
         c,
         &format!("const g = document.querySelector('#dag g.node[data-task=\"{id}\"]'); return g ? (g.dataset.status || '') : '';"),
@@ -97,7 +102,7 @@ async fn node_status(c: &Client, id: &str) -> String {
     v.as_str().unwrap_or("").to_owned()
 }
 
-async fn text_of(c: &Client, element: &str) -> String {
+pub(super) async fn text_of(c: &Client, element: &str) -> String {
     js(
         c,
         &format!("const e = document.getElementById('{element}'); return e ? e.textContent : '';"),
@@ -109,7 +114,7 @@ async fn text_of(c: &Client, element: &str) -> String {
 }
 
 /// Polls the page (every 50 ms, at most 90 s) until `check` holds.
-async fn wait_page<F, Fut>(what: &str, mut check: F)
+pub(super) async fn wait_page<F, Fut>(what: &str, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
@@ -124,7 +129,7 @@ where
 /// Tasks of the run the page follows (a chain: one runs at a time).
 const TASKS: usize = 8;
 
-const MARK: &str = "window.__errors = []; window.__mark = 'no-reload';
+pub(super) const MARK: &str = "window.__errors = []; window.__mark = 'no-reload';
     window.addEventListener('error', (e) => window.__errors.push(String(e.message)));
     window.addEventListener('unhandledrejection', (e) => window.__errors.push(String(e.reason)));";
 
@@ -442,8 +447,9 @@ async fn serve_nats_cancel_stops_a_running_run_and_resume_finishes_it_keeping_co
 /// The figure in docs/benchmarks.md (not a check: `--ignored`): the latency from an event
 /// published on a run's journal subject, as a worker's journal commit publishes it (one
 /// acknowledged JetStream message), to its arrival at an SSE client of `serve --nats`. Both
-/// ends are in this process, on one clock. `PLANWAVE_BENCH_BIN` picks the binary (a release
-/// build); `PLANWAVE_BENCH_EVENTS` and `PLANWAVE_BENCH_GAP_US` the count and the pause
+/// ends are in this process, on one clock. `docs/bench/event_latency.sh` runs it with
+/// everything built in release (`cargo test --release`); `PLANWAVE_BENCH_BIN` picks another
+/// binary; `PLANWAVE_BENCH_EVENTS` and `PLANWAVE_BENCH_GAP_US` the count and the pause
 /// between events.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: run with --ignored --nocapture"]

@@ -105,6 +105,17 @@ impl Nats {
         drop(self.child.take());
     }
 
+    /// SIGSTOP: the server keeps its connections open and answers nothing (a hung node);
+    /// [`Nats::restart`] ends it.
+    pub fn pause(&self) {
+        let pid = self.child.as_ref().expect("running").0.id();
+        let stopped = Command::new("kill")
+            .args(["-STOP", &pid.to_string()])
+            .status()
+            .expect("kill -STOP");
+        assert!(stopped.success(), "kill -STOP {pid}");
+    }
+
     /// Starts again on the same ports with the same store.
     pub fn restart(&mut self) {
         self.kill_9();

@@ -24,13 +24,27 @@ use tokio_util::sync::CancellationToken;
 const CHUNK: usize = 384 * 1024;
 
 /// One message: a piece of the file at `path`, replacing it (`append: false`, a file's first
-/// piece) or added to its end.
+/// piece) or added to its end; `journal` when it is lines a journal committed (what
+/// `serve --nats` shows live), not a piece of a file written whole.
 #[derive(Serialize, Deserialize)]
-struct Piece {
-    path: String,
+pub(crate) struct Piece {
+    pub path: String,
     #[serde(default)]
-    append: bool,
-    data: String,
+    pub append: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub journal: bool,
+    pub data: String,
+}
+
+impl Piece {
+    /// A message of a `.dir` subject, decoded (`None`: not a piece).
+    pub(crate) fn decode(payload: &[u8]) -> Option<(Piece, Vec<u8>)> {
+        let p = serde_json::from_slice::<Piece>(payload).ok()?;
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(&p.data)
+            .ok()?;
+        Some((p, data))
+    }
 }
 
 pub(crate) struct DirStream {
@@ -60,7 +74,7 @@ impl DirStream {
         })
     }
 
-    fn send(&self, path: &str, append: bool, bytes: &[u8]) -> Result<(), String> {
+    fn send(&self, path: &str, append: bool, journal: bool, bytes: &[u8]) -> Result<(), String> {
         let mut pieces: Vec<&[u8]> = bytes.chunks(CHUNK).collect();
         if pieces.is_empty() {
             pieces.push(&[]);
@@ -70,6 +84,7 @@ impl DirStream {
                 let body = serde_json::to_vec(&Piece {
                     path: path.to_owned(),
                     append: append || i > 0,
+                    journal,
                     data: base64::engine::general_purpose::STANDARD.encode(piece),
                 })
                 .map_err(|e| e.to_string())?;
@@ -100,7 +115,7 @@ impl DirStream {
 
 impl DirMirror for DirStream {
     fn file(&self, rel: &str, bytes: &[u8]) -> Result<(), String> {
-        self.send(rel, false, bytes)
+        self.send(rel, false, false, bytes)
     }
 
     fn journal(&self, rel: &str) -> Arc<dyn JournalMirror> {
@@ -130,7 +145,12 @@ struct DirJournal {
 
 impl JournalMirror for DirJournal {
     fn commit(&self, lines: &[u8]) -> Result<(), String> {
-        self.dir.send(&self.path, true, lines)
+        self.dir.send(&self.path, true, true, lines)
+    }
+
+    /// Every batch goes out as it is written: `serve --nats` follows a goal run live too.
+    fn live(&self) -> bool {
+        true
     }
 }
 
@@ -139,11 +159,7 @@ pub(crate) async fn restore_dir(q: &Queue, subject: &str, root: &RunDir) -> crat
     let mut files = std::collections::BTreeMap::<String, Vec<u8>>::new();
     let mut bad = 0usize;
     read_messages(q, subject, |m| {
-        let Ok(p) = serde_json::from_slice::<Piece>(m) else {
-            bad += 1;
-            return;
-        };
-        let Ok(data) = base64::engine::general_purpose::STANDARD.decode(&p.data) else {
+        let Some((p, data)) = Piece::decode(m) else {
             bad += 1;
             return;
         };

@@ -15,7 +15,8 @@
 //!   as a local batch directory;
 //! - `serve --nats`'s runs ([`submit_run`], [`run_record`], [`follow_journal`], [`requeue`]):
 //!   each a batch of one job named by the run's id, its message kept in the object store as
-//!   `job.json` for resume;
+//!   `job.json` for resume; a goal run is followed through its mirrored directory's
+//!   journals and rounds' plans ([`Followed`]);
 //! - KV buckets `planwave_leases` and `planwave_rates`: the provider's in-flight leases, a
 //!   batch's subagent leases (`--max-subagents` across the fleet) and the log of the
 //!   provider's requests/tokens of the last minute, shared by every worker.
@@ -31,6 +32,7 @@ mod cache;
 mod cancel;
 mod connect;
 mod depth;
+mod dir_follow;
 mod dir_mirror;
 mod error;
 mod fetch;
@@ -52,6 +54,7 @@ pub use cache::{CacheError, WorkerCache};
 pub use cancel::cancel;
 pub use connect::{JournalLimits, Queue, QueueOptions, redact_url};
 pub use depth::QueueDepth;
+pub use dir_follow::Followed;
 pub use error::QueueError;
 pub use fetch::{Fetched, check_fetch_dir, fetch};
 pub use message::{BadMessage, MAX_SUBAGENTS};

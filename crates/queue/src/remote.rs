@@ -23,6 +23,7 @@ use planwave_batch::ResolvedJob;
 use planwave_plan::PlanSpec;
 use tokio::io::AsyncReadExt;
 
+use crate::dir_follow::{DirFollow, Followed};
 use crate::names::{
     batch_record_key, job_key, job_record_key, job_subject, journal_subject, object_name,
 };
@@ -146,16 +147,29 @@ pub async fn watch_run(
     }))
 }
 
-/// Every message of the run's journal from the first, then each as it is committed: its
-/// stream sequence and payload (lines of `events.jsonl`).
+/// The subject holding run `run`'s events: a plan run's journal, or a goal run's mirrored
+/// directory (its rounds' journals among its files).
+fn events_subject(run: &str, goal: bool) -> String {
+    if goal {
+        crate::dir_mirror::dir_subject(&run_subject(run))
+    } else {
+        run_subject(run)
+    }
+}
+
+/// Every message of the run's events subject from the first, then each as it is committed:
+/// its stream sequence and what it shows. A plan run's messages are lines of its
+/// `events.jsonl`; a goal run's (`goal`) are pieces of its directory, read by [`DirFollow`]
+/// into its journals' lines and its rounds' plans (`None` for the other pieces).
 pub async fn follow_journal(
     q: &Queue,
     run: &str,
-) -> crate::Result<impl Stream<Item = (u64, Bytes)> + Send + 'static + use<>> {
+    goal: bool,
+) -> crate::Result<impl Stream<Item = (u64, Option<Followed>)> + Send + 'static + use<>> {
     let consumer = q
         .journal
         .create_consumer(pull::OrderedConfig {
-            filter_subject: run_subject(run),
+            filter_subject: events_subject(run, goal),
             deliver_policy: DeliverPolicy::All,
             ..Default::default()
         })
@@ -165,25 +179,34 @@ pub async fn follow_journal(
         .messages()
         .await
         .map_err(|e| QueueError::of("following a journal", e))?;
-    Ok(messages.filter_map(|m| async move {
-        match m {
-            Ok(m) => {
-                let seq = m.info().ok()?.stream_sequence;
-                Some((seq, m.payload.clone()))
+    let mut dir = goal.then(DirFollow::default);
+    Ok(messages
+        .filter_map(|m| async move {
+            match m {
+                Ok(m) => {
+                    let seq = m.info().ok()?.stream_sequence;
+                    Some((seq, m.payload.clone()))
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "following a journal");
+                    None
+                }
             }
-            Err(e) => {
-                tracing::debug!(error = %e, "following a journal");
-                None
-            }
-        }
-    }))
+        })
+        .map(move |(seq, payload)| {
+            let shown = match &mut dir {
+                None => Some(Followed::Lines(payload)),
+                Some(d) => d.piece(&payload),
+            };
+            (seq, shown)
+        }))
 }
 
-/// The stream sequence of the run's last journal message (0: none yet).
-pub async fn journal_last_seq(q: &Queue, run: &str) -> crate::Result<u64> {
+/// The stream sequence of the last message of the run's events subject (0: none yet).
+pub async fn journal_last_seq(q: &Queue, run: &str, goal: bool) -> crate::Result<u64> {
     match q
         .journal
-        .get_last_raw_message_by_subject(&run_subject(run))
+        .get_last_raw_message_by_subject(&events_subject(run, goal))
         .await
     {
         Ok(m) => Ok(m.sequence),

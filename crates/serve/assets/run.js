@@ -1,8 +1,9 @@
 'use strict';
 // A run's page: the DAG (drawn by the server as SVG, one <g class="node STATUS"
 // data-task="ID"> per task) kept live from the run's Server-Sent Events, totals and the
-// timeline refreshed from the API while it runs, a task's details on click, cancel, and
-// the report (and, for research, the rounds) when done. Text from the run (sections,
+// timeline refreshed from the API while it runs, a task's details on click, cancel, resume
+// (of a run that stopped before completing), and the report (and, for research, the rounds)
+// when done. Text from the run (sections,
 // errors, titles) is only ever set as textContent.
 (function () {
   const runId = document.body.dataset.run;
@@ -158,6 +159,7 @@
     if (live && !run.live) finished();
     live = run.live;
     $('cancel').hidden = !run.live;
+    showResume(run);
     if (!run.live) showReport();
   }
 
@@ -356,6 +358,41 @@
     }
   });
 
+  // Runs the API would resume (`POST .../resume`): stopped before completing, not running.
+  const RESUMABLE = ['failed', 'cancelled', 'partial', 'stopped', 'error'];
+
+  function showResume(run) {
+    $('resume').hidden = run.live || !RESUMABLE.includes(run.status);
+  }
+
+  // Resumed, the run is live again: the page starts over from the server's picture of it
+  // (the DAG as it is now, then the events after it), as when it was first opened.
+  $('resume').addEventListener('click', async () => {
+    const button = $('resume');
+    button.disabled = true;
+    button.textContent = 'Resuming…';
+    let resp = null;
+    try {
+      resp = await fetch(api + '/resume', { method: 'POST' });
+    } catch (e) {
+      // Shown below as a refusal without a reason.
+    }
+    if (resp && resp.ok) {
+      location.reload();
+      return;
+    }
+    let why = resp ? resp.status + '' : 'no answer';
+    try {
+      why = (await resp.json()).error || why;
+    } catch (e) {
+      // The status says enough.
+    }
+    $('error').textContent = 'cannot resume: ' + why;
+    $('error').hidden = false;
+    button.disabled = false;
+    button.textContent = 'Resume run';
+  });
+
   async function start() {
     wireNodes();
     let run;
@@ -369,6 +406,7 @@
     live = run.live;
     showTotals(run);
     $('cancel').hidden = !run.live;
+    showResume(run);
     if (run.live) {
       subscribe(Number(document.body.dataset.after) || 0);
       const tick = async () => {

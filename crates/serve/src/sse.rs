@@ -3,9 +3,12 @@
 //! (or `?after=N`) gets the events after the N-th. A live run's log is followed until it
 //! ends; a stored run's is its `events.jsonl`, read as it is sent (a journal of any size
 //! costs one block of memory per reader, not its size). The last event is `event: end`, so
-//! a browser's `EventSource` knows not to reconnect. Frames are sent in blocks (all that is
-//! new at each wake-up), not one write per event. An idle live stream gets a comment line
-//! every `--sse-keep-alive`, so proxies keep it and a client that left is noticed.
+//! a browser's `EventSource` knows not to reconnect. An event goes out as soon as it is in
+//! the log: a subscriber waits on no timer. What arrived while its last block was being
+//! written goes out together as the next block (at most [`CHUNK`] frames, taken only when
+//! the connection can take more, so a slow client costs one block of memory, never a
+//! backlog). An idle live stream gets a comment line every `--sse-keep-alive`, so proxies
+//! keep it and a client that left is noticed.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,10 +26,6 @@ use crate::log::frame;
 
 /// Frames per block, so one subscriber far behind cannot hold the log's lock long.
 const CHUNK: usize = 2048;
-/// The least time between two blocks to one subscriber: events arriving meanwhile go out
-/// together (a page updating 20 times a second looks live; a hundred subscribers woken per
-/// event would slow the run).
-const COALESCE: Duration = Duration::from_millis(50);
 /// Bytes of frames per block of a replay.
 const REPLAY_BLOCK: usize = 1 << 16;
 
@@ -54,18 +53,16 @@ pub fn follow(
 ) -> Response {
     let rx = run.log.subscribe();
     let stop = stop.unwrap_or_default();
-    let s = stream::unfold(Some((run, rx, after, None)), move |state| {
+    // Polled for its next block only once the connection has taken the last one: whatever
+    // arrived meanwhile is sent together, without waiting for more.
+    let s = stream::unfold(Some((run, rx, after)), move |state| {
         let stop = stop.clone();
         async move {
-            let (run, mut rx, next, sent) = state?;
-            if let Some(at) = sent {
-                tokio::time::sleep_until(at + COALESCE).await;
-            }
+            let (run, mut rx, next) = state?;
             loop {
                 let (n, block) = run.log.since(next, CHUNK);
                 if n > 0 {
-                    let now = tokio::time::Instant::now();
-                    return Some((block, Some((run, rx, next + n, Some(now)))));
+                    return Some((block, Some((run, rx, next + n))));
                 }
                 let (len, done) = *rx.borrow_and_update();
                 if len > next {
@@ -84,7 +81,7 @@ pub fn follow(
                     Err(_) => {
                         return Some((
                             Bytes::from_static(b": keep-alive\n\n"),
-                            Some((run, rx, next, None)),
+                            Some((run, rx, next)),
                         ));
                     }
                 }

@@ -1,9 +1,14 @@
 //! `batch cancel` reaching running jobs: a watch on the batch records cancels the tokens of
-//! the jobs this worker runs for a cancelled batch.
+//! the jobs this worker runs for a cancelled batch. The watch lasts as long as the worker:
+//! when it fails or ends (missed heartbeats after the server restarted, a lost connection),
+//! it is opened again with backoff, and the batches of the jobs running here are read again,
+//! so a cancel made while it was down still reaches them.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use async_nats::jetstream::kv::{Watch, WatchError};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -17,7 +22,8 @@ type Cancelled = Arc<Mutex<std::collections::HashSet<String>>>;
 pub(super) struct Cancels {
     queue: Queue,
     tokens: Tokens,
-    /// Batches the watch has seen cancelled (it starts with every batch's current record).
+    /// Batches the watch has seen cancelled since it started (with the records of the
+    /// batches running here read again whenever it was opened again).
     cancelled: Cancelled,
     next: std::sync::atomic::AtomicU64,
     task: tokio::task::JoinHandle<()>,
@@ -43,40 +49,24 @@ impl Drop for Registered<'_> {
     }
 }
 
+/// The first pause before the watch is opened again after it failed, doubled per failure up
+/// to [`WATCH_BACKOFF_MAX`].
+const WATCH_BACKOFF: Duration = Duration::from_millis(250);
+const WATCH_BACKOFF_MAX: Duration = Duration::from_secs(5);
+
 impl Cancels {
     pub async fn watch(q: &Queue) -> crate::Result<Cancels> {
-        let mut updates = q
-            .state
-            .watch("batch.*")
+        let updates = open(q)
             .await
             .map_err(|e| QueueError::of("watching the batches", e))?;
         let tokens: Tokens = Arc::default();
         let cancelled: Cancelled = Arc::default();
-        let seen = tokens.clone();
-        let marked = cancelled.clone();
-        let task = tokio::spawn(async move {
-            while let Some(Ok(entry)) = updates.next().await {
-                let Ok(b) = serde_json::from_slice::<BatchRecord>(&entry.value) else {
-                    continue;
-                };
-                if !b.cancelled {
-                    // Queued again after a cancel (`serve --nats` resume).
-                    marked
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&b.name);
-                    continue;
-                }
-                marked
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(b.name.clone());
-                let t = seen.lock().unwrap_or_else(|e| e.into_inner());
-                for (_, token) in t.get(&b.name).into_iter().flatten() {
-                    token.cancel();
-                }
-            }
-        });
+        let task = tokio::spawn(follow(
+            q.clone(),
+            updates,
+            tokens.clone(),
+            cancelled.clone(),
+        ));
         Ok(Cancels {
             queue: q.clone(),
             tokens,
@@ -120,5 +110,70 @@ impl Cancels {
 
     pub fn stop(&self) {
         self.task.abort();
+    }
+}
+
+async fn open(q: &Queue) -> Result<Watch, WatchError> {
+    q.state.watch("batch.*").await
+}
+
+/// Applies every batch record the watch brings, opening the watch again whenever it fails or
+/// ends, until the worker stops (the task is aborted).
+async fn follow(q: Queue, mut updates: Watch, tokens: Tokens, cancelled: Cancelled) {
+    loop {
+        while let Some(entry) = updates.next().await {
+            match entry {
+                Ok(entry) => {
+                    if let Ok(b) = serde_json::from_slice::<BatchRecord>(&entry.value) {
+                        apply(&b, &tokens, &cancelled);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the watch on batch cancels failed; opening it again");
+                    break;
+                }
+            }
+        }
+        let mut pause = WATCH_BACKOFF;
+        updates = loop {
+            // Not a synchronisation: a pause before asking a server that is away again.
+            tokio::time::sleep(pause).await;
+            match open(&q).await {
+                Ok(w) => break w,
+                Err(e) => {
+                    tracing::debug!(error = %e, "opening the watch on batch cancels");
+                    pause = (pause * 2).min(WATCH_BACKOFF_MAX);
+                }
+            }
+        };
+        // What changed while the watch was down: the records of the batches running here.
+        let running: Vec<String> = tokens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(b, _)| b.clone())
+            .collect();
+        for batch in running {
+            if let Ok(Some(b)) = get_json::<BatchRecord>(&q, &batch_record_key(&batch)).await {
+                apply(&b, &tokens, &cancelled);
+            }
+        }
+    }
+}
+
+/// A batch record as the watch sees it: a cancelled batch's running jobs are cancelled, one
+/// queued again after a cancel (`serve --nats` resume) is no longer marked.
+fn apply(b: &BatchRecord, tokens: &Tokens, cancelled: &Cancelled) {
+    let mut marked = cancelled.lock().unwrap_or_else(|e| e.into_inner());
+    if !b.cancelled {
+        marked.remove(&b.name);
+        return;
+    }
+    marked.insert(b.name.clone());
+    drop(marked);
+    let t = tokens.lock().unwrap_or_else(|e| e.into_inner());
+    for (_, token) in t.get(&b.name).into_iter().flatten() {
+        token.cancel();
     }
 }

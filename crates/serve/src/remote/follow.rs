@@ -3,13 +3,18 @@
 //! events are) and its record watched (queued, running, the worker that has it). When the
 //! record says the run ended, the journal is read to its last message, the finished
 //! directory is written under `--data`, and the live run is finished and retired.
+//!
+//! A goal (research) run has no plan when it starts and no one journal: its worker mirrors
+//! its whole directory, and what is followed there is each round's plan (a new pass of the
+//! live view, as the runner's watch opens one locally) and the lines of every journal it
+//! writes (planning, rounds, the loop's end), in the order they were committed.
 
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use futures::StreamExt;
 use planwave_plan::ValidatedPlan;
-use planwave_queue::{QueueState, RemoteRun};
+use planwave_queue::{Followed, QueueState, RemoteRun};
 use planwave_record::{Event, EventKind, TaskStatus};
 use planwave_runner::{Watch, Watcher};
 use tokio::sync::watch;
@@ -84,7 +89,12 @@ async fn follow(
     caught_up: &watch::Sender<bool>,
 ) -> Result<(), String> {
     let q = &remote.queue;
-    let plan = plan_of(remote, id).await;
+    let goal = first.record.kind == "goal";
+    let plan = if goal {
+        None
+    } else {
+        plan_of(remote, id).await
+    };
     let dir = state.data.join(id);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let live = LiveRun::new(
@@ -95,17 +105,17 @@ async fn follow(
         CancellationToken::new(),
         planwave_llm::PriceTable::default(),
     );
-    let sink = plan.as_ref().map(|p| LiveWatch(live.clone()).open(p));
+    let mut sink = plan.as_ref().map(|p| LiveWatch(live.clone()).open(p));
     show_state(&live, &first);
     state.insert_live(live.clone());
-    let target = planwave_queue::journal_last_seq(q, id)
+    let target = planwave_queue::journal_last_seq(q, id, goal)
         .await
         .map_err(|e| e.to_string())?;
     if target == 0 {
         caught_up.send_replace(true);
     }
     let mut journal = Box::pin(
-        planwave_queue::follow_journal(q, id)
+        planwave_queue::follow_journal(q, id, goal)
             .await
             .map_err(|e| e.to_string())?,
     );
@@ -126,9 +136,11 @@ async fn follow(
         }
         tokio::select! {
             m = journal.next() => {
-                let Some((seq, payload)) = m else { break };
+                let Some((seq, shown)) = m else { break };
                 last = seq;
-                apply(&live, sink.as_deref(), &payload);
+                if let Some(shown) = shown {
+                    show(&live, &mut sink, shown);
+                }
                 if last >= target {
                     caught_up.send_replace(true);
                 }
@@ -142,7 +154,7 @@ async fn follow(
                 show_state(&live, &run);
                 if run.record.state.is_finished() {
                     // Its journal was committed before its verdict: read up to here.
-                    let end = planwave_queue::journal_last_seq(q, id)
+                    let end = planwave_queue::journal_last_seq(q, id, goal)
                         .await
                         .unwrap_or(last);
                     ended = Some((end, run));
@@ -158,6 +170,20 @@ async fn follow(
     live.finish(Ok(run.record.state.as_str().to_owned()));
     state.retire(&live);
     written.map_err(|e| format!("{e:?}"))
+}
+
+/// One message's worth of the run on its live view: lines applied and logged; a goal
+/// run's round plan opening the next pass (as the runner's watch opens one for a local
+/// research); a message that is no piece of a run directory logged as `unreadable`.
+fn show(live: &Arc<LiveRun>, sink: &mut Option<Arc<dyn Watcher>>, shown: Followed) {
+    match shown {
+        Followed::Lines(lines) => apply(live, sink.as_deref(), &lines),
+        Followed::Plan(bytes) => match planwave_plan::parse_plan(&bytes).map(ValidatedPlan::new) {
+            Ok(Ok(plan)) => *sink = Some(LiveWatch(live.clone()).open(&Arc::new(plan))),
+            _ => tracing::warn!(run = %live.id, "a round's plan that does not validate; not shown"),
+        },
+        Followed::Unreadable(bytes) => live.log.push(&unreadable(bytes)),
+    }
 }
 
 /// Applies each line of a journal message to the live run and appends it to its log. A line

@@ -98,12 +98,15 @@ pub struct Replay {
 }
 
 impl Replay {
+    /// Reads the journal at `path`. A line that is not UTF-8 (a journal mirrored from a
+    /// queue holds whatever was published on its subject) is damage like a line that is not
+    /// JSON: skipped and reported, never a reason to refuse the rest.
     pub fn read(path: &Path) -> Result<Replay, ReplayError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ReplayError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        let replay = Replay::parse(&text);
+        let replay = Replay::parse_lines(lines_of(&bytes));
         if replay.run_id.is_none() {
             return Err(ReplayError::NoRun {
                 path: path.to_path_buf(),
@@ -115,17 +118,22 @@ impl Replay {
     /// Never fails: a line that is not a known event is counted and skipped, since only the
     /// events that mark progress matter and a crash can tear the last line.
     pub fn parse(text: &str) -> Replay {
+        Replay::parse_lines(text.lines().map(Some).collect())
+    }
+
+    /// [`Replay::parse`] of lines, `None` for one that is not UTF-8.
+    fn parse_lines(lines: Vec<Option<&str>>) -> Replay {
         let mut r = Replay::default();
         // Completions journaled while a streamed plan was open (after `plan_task_received`,
         // before `plan_completed`): they count only once the plan's close says they were kept.
         let mut open = false;
         let mut provisional: Vec<TaskId> = Vec::new();
-        let last = text.lines().count();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
+        let last = lines.len();
+        for (i, line) in lines.into_iter().enumerate() {
+            if line.is_some_and(|l| l.trim().is_empty()) {
                 continue;
             }
-            let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+            let Some(Ok(value)) = line.map(serde_json::from_str::<serde_json::Value>) else {
                 r.skipped_lines += 1;
                 if i + 1 < last {
                     r.garbage_lines.push(i + 1);
@@ -286,6 +294,18 @@ impl Replay {
     }
 }
 
+/// The lines of a journal's bytes as `str::lines` cuts them (a final newline ends the last
+/// line, `\r\n` counts as one), `None` for a line that is not UTF-8.
+fn lines_of(bytes: &[u8]) -> Vec<Option<&str>> {
+    let body = bytes.strip_suffix(b"\n").unwrap_or(bytes);
+    if bytes.is_empty() {
+        return Vec::new();
+    }
+    body.split(|&b| b == b'\n')
+        .map(|l| std::str::from_utf8(l.strip_suffix(b"\r").unwrap_or(l)).ok())
+        .collect()
+}
+
 /// The completed section: the file when it holds what was journaled; else the journal's own
 /// copy, written back to the file (`true`). The file is written without a sync of its own at
 /// completion, so after a power loss it may be missing or short; the journal line is not.
@@ -341,6 +361,29 @@ mod tests {
         assert_eq!(r.completed.len(), 1);
         assert_eq!(r.completed[&TaskId::Str("x".into())].attempts, 2);
         assert_eq!(r.skipped_lines, 1);
+    }
+
+    /// A journal rebuilt from a queue's subject holds whatever was published there: bytes
+    /// that are not UTF-8 are a damaged line, not an unreadable journal.
+    #[test]
+    fn lines_that_are_not_utf8_are_skipped_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("events.jsonl");
+        let a = uuid::Uuid::new_v4();
+        let mut bytes = format!(
+            "{{\"ts\":\"2026-01-01T00:00:00Z\",\"type\":\"run_started\",\"run_id\":\"{a}\"}}\r\n"
+        )
+        .into_bytes();
+        bytes.extend_from_slice(b"\xff\xfe{\"type\":\"task_completed\"}\n");
+        bytes.extend_from_slice(
+            b"{\"ts\":\"2026-01-01T00:00:01Z\",\"type\":\"task_completed\",\"task\":1,\"attempts\":1}\n\xc3",
+        );
+        std::fs::write(&path, &bytes).expect("write");
+        let r = Replay::read(&path).expect("read");
+        assert_eq!(r.run_id, Some(a));
+        assert_eq!(r.completed.len(), 1);
+        assert_eq!(r.skipped_lines, 2, "the damaged line and the torn last one");
+        assert_eq!(r.garbage_lines, vec![2]);
     }
 
     #[test]
