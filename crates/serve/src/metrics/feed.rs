@@ -255,7 +255,10 @@ impl Handles {
                 self.calls.push(CallHandles {
                     role: role.to_owned(),
                     model: model.to_owned(),
-                    ok: series.calls.get_or_create(&call_labels(role, model, None)).clone(),
+                    ok: series
+                        .calls
+                        .get_or_create(&call_labels(role, model, None))
+                        .clone(),
                     seconds: series
                         .call_seconds
                         .get_or_create(&Role {
