@@ -115,17 +115,7 @@ impl Actor for Subagent {
         // Runs inside the supervisor's turn (ractor awaits pre_start at spawn): it only
         // starts the work. The work's first message to this actor is queued until the actor
         // runs, so it cannot be missed.
-        let work = tokio::spawn(async move {
-            let ended = match AssertUnwindSafe(work(&args)).catch_unwind().await {
-                Ok(report) => {
-                    let msg = SupervisorMsg::Ended(args.generation, Box::new(report));
-                    let _ = args.supervisor.send_message(msg);
-                    Ok(())
-                }
-                Err(panic) => Err(panic_message(&*panic).to_owned()),
-            };
-            let _ = myself.send_message(SubagentMsg::WorkEnded(ended));
-        });
+        let work = tokio::spawn(work_task(args, myself));
         Ok(SubagentState {
             work,
             reported: false,
@@ -148,6 +138,22 @@ impl Actor for Subagent {
             SubagentMsg::WorkEnded(Err(panic)) => Err(panic.into()),
         }
     }
+}
+
+/// The subagent's work task: the report to the supervisor, then the news to its actor.
+///
+/// Its future is held by every subagent for the whole model call (the unit test below keeps
+/// its size in check).
+async fn work_task(args: SubagentArgs, myself: ActorRef<SubagentMsg>) {
+    let ended = match AssertUnwindSafe(work(&args)).catch_unwind().await {
+        Ok(report) => {
+            let msg = SupervisorMsg::Ended(args.generation, Box::new(report));
+            let _ = args.supervisor.send_message(msg);
+            Ok(())
+        }
+        Err(panic) => Err(panic_message(&*panic).to_owned()),
+    };
+    let _ = myself.send_message(SubagentMsg::WorkEnded(ended));
 }
 
 /// The section written (or why not), its file in place: the subagent's report.
@@ -493,6 +499,28 @@ pub fn backoff(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The size of the future `f` returns.
+    fn future_size<A, B, F: Future>(_: fn(A, B) -> F) -> usize {
+        std::mem::size_of::<F>()
+    }
+
+    /// A subagent waiting on its model call holds its work task's future (with the model
+    /// call's own, boxed by the provider, beside it): at 100,000 subagents in flight every
+    /// byte here is 100 KB. Grown by accident (an argument or a local kept across the call's
+    /// await), this fails; grown on purpose, raise the bound and say why.
+    #[test]
+    fn a_waiting_subagent_s_work_stays_small() {
+        let size = future_size(work_task);
+        let args = std::mem::size_of::<SubagentArgs>();
+        let calls = std::mem::size_of::<TaskCalls<'_>>();
+        let report = std::mem::size_of::<SubagentReport>();
+        // 616 B in a debug build at this commit.
+        assert!(
+            size <= 640,
+            "work task {size} B (args {args} B, task calls {calls} B, report {report} B)"
+        );
+    }
 
     #[test]
     fn backoff_is_bounded_jittered_and_honours_retry_after() {

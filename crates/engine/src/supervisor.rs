@@ -151,7 +151,7 @@ impl Actor for Supervisor {
             me: myself,
             records,
             sections: vec![None; plan.len()],
-            children: FxHashMap::default(),
+            children: children::with_room(plan, args.shared.config.concurrency),
             integrator: args.integrator,
             done: Some(args.done),
             dispatch_queued: false,

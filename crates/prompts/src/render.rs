@@ -217,11 +217,7 @@ impl PromptSet for Templates {
         own: &TaskText<'_>,
         prior: &[PriorSection],
     ) -> Vec<ChatMessage> {
-        match self.render_raw(
-            plan.lang(),
-            "subagent",
-            subagent::vars(plan, index, own, prior),
-        ) {
+        match self.render_subagent(plan, index, own, prior) {
             Ok(text) => messages_owned(text),
             Err(e) => {
                 // Checked at load time; if task data still breaks it, the built-in wording
@@ -282,6 +278,37 @@ impl PromptSet for Templates {
 }
 
 impl Templates {
+    /// The subagent prompt's text: its plan-wide opening once per plan, when the template
+    /// could be split after it (`opening`), else the whole template.
+    fn render_subagent(
+        &self,
+        plan: &ValidatedPlan,
+        index: usize,
+        own: &TaskText<'_>,
+        prior: &[PriorSection],
+    ) -> Result<String, PromptError> {
+        let lang = plan.lang();
+        let vars = subagent::vars(plan, index, own, prior);
+        let split = match lang {
+            Lang::En => &self.subagent_split[0],
+            Lang::Zh => &self.subagent_split[1],
+        };
+        let Some(split) = split else {
+            return self.render_raw(lang, "subagent", vars);
+        };
+        // The sections and the task's own text, which the rest prints.
+        let hint = prior.iter().map(|p| p.text.len() + 64).sum::<usize>()
+            + own.description.len()
+            + plan.task(index).title().len();
+        let json_protocol = own.form == crate::set::AnswerForm::JsonProtocol;
+        split
+            .render(&self.env, lang, plan.spec(), json_protocol, vars, hint)
+            .map_err(|e| PromptError::Template {
+                name: crate::templates::key(lang, "subagent").into_owned(),
+                message: crate::templates::error_text(&e),
+            })
+    }
+
     /// A one-message template's text; the compiled-in wording when an override fails at
     /// render time (it was checked at load time, so only odd data can get here).
     fn render_or_builtin(&self, lang: Lang, name: &str, vars: serde_json::Value) -> String {
@@ -336,10 +363,16 @@ pub(crate) fn sample(name: &str) -> Value {
     Value::from(Serde(v))
 }
 
+mod opening;
 mod subagent;
+
+pub(crate) use opening::{Split, split};
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(test)]
 mod cache_layout_tests;
+
+#[cfg(test)]
+mod opening_tests;

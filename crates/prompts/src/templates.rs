@@ -203,6 +203,9 @@ pub struct Templates {
     pub(crate) env: Environment<'static>,
     /// `lang/name` of each template that came from the override directory.
     overridden: Vec<String>,
+    /// The subagent template of each language (English, then Chinese) split after its
+    /// plan-wide opening, when it can be (`render::opening`).
+    pub(crate) subagent_split: [Option<crate::render::Split>; 2],
 }
 
 impl std::fmt::Debug for Templates {
@@ -281,8 +284,19 @@ impl Templates {
                     message: error_text(&e),
                 })?;
         }
-        let t = Templates { env, overridden };
+        let mut t = Templates {
+            env,
+            overridden,
+            subagent_split: [None, None],
+        };
         t.check()?;
+        for (slot, lang) in [Lang::En, Lang::Zh].into_iter().enumerate() {
+            let name = key(lang, "subagent");
+            let source = t.env.get_template(&name).map(|t| t.source().to_owned());
+            if let Ok(source) = source {
+                t.subagent_split[slot] = crate::render::split(&mut t.env, &name, &source);
+            }
+        }
         Ok(t)
     }
 
@@ -343,7 +357,7 @@ impl Templates {
     }
 }
 
-fn error_text(e: &minijinja::Error) -> String {
+pub(crate) fn error_text(e: &minijinja::Error) -> String {
     let mut s = e.to_string();
     if let Some(line) = e.line() {
         s.push_str(&format!(" (line {line})"));

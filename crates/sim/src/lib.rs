@@ -11,6 +11,8 @@
 //! It knows nothing of the HTTP client, run directories, actors or the CLI: callers cannot
 //! tell it from a model except by [`ProviderInfo::simulated`].
 
+#[cfg(test)]
+mod call_size_tests;
 mod latency;
 mod length;
 mod pace;
@@ -145,7 +147,7 @@ impl SimConfig {
 impl SimProvider {
     /// The planner's answer: a replacement for a partial replan, a step plan, or a research
     /// plan, with this attempt's scripted fault applied.
-    fn planner_answer(&self, request: &ChatRequest) -> String {
+    fn planner_answer(&self, request: &Asked) -> String {
         let ctx = &request.context;
         // Sections name the kept and replaced tasks of a partial replan.
         if !ctx.sections.is_empty() {
@@ -232,10 +234,11 @@ impl SimProvider {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
         let cached = self.cached_tokens(&request.messages, start);
-        let prompt_chars = take_prompt(&mut request);
+        let prompt_tokens = text::estimate_tokens(take_prompt(&mut request));
         let delay = self.latency_for(&request);
+        let asked = Asked::of(request);
         Box::pin(async move {
-            if let Some(id) = request
+            if let Some(id) = asked
                 .context
                 .task_id
                 .as_deref()
@@ -247,9 +250,8 @@ impl SimProvider {
             if !delay.is_zero() {
                 timer::sleep_until(start + delay).await;
             }
-            let (content, tool_calls, pace) = self.answer(&request)?;
+            let (content, tool_calls, pace) = self.answer(&asked)?;
             let (content, cut) = length.fit(content);
-            let prompt_tokens = text::estimate_tokens(prompt_chars);
             let usage = Usage {
                 cached_tokens: cached.min(prompt_tokens),
                 ..Usage::new(
@@ -258,7 +260,7 @@ impl SimProvider {
                     0,
                 )
             };
-            let sink = request.on_delta.as_ref();
+            let sink = asked.on_delta.as_ref();
             let timing = if pace::is_paced(&pace, &content) {
                 // Boxed: paced answers are rare, and inlined the pacing's future would grow
                 // every call's future, which lives through the whole simulated wait.
@@ -287,12 +289,36 @@ impl SimProvider {
     }
 }
 
+/// What a call's answer depends on, kept through the simulated wait instead of the whole
+/// request: its messages (already counted), trace header, token bound and tool schemas are
+/// not needed after the call starts, and every call in flight held a slot for each of them.
+struct Asked {
+    role: AgentRole,
+    attempt: u32,
+    /// Tools were offered natively (answer with `tool_calls`).
+    native_tools: bool,
+    context: planwave_llm::RequestContext,
+    on_delta: Option<planwave_llm::DeltaSink>,
+}
+
+impl Asked {
+    fn of(request: ChatRequest) -> Asked {
+        Asked {
+            role: request.role,
+            attempt: request.attempt,
+            native_tools: !request.tools.is_empty(),
+            context: request.context,
+            on_delta: request.on_delta,
+        }
+    }
+}
+
 impl SimProvider {
     /// The answer to `request` once its wait is over: its text, native tool calls and the
     /// pace it is delivered at, or the scripted failure.
     fn answer(
         &self,
-        request: &ChatRequest,
+        request: &Asked,
     ) -> Result<(String, Vec<planwave_llm::ToolCall>, pace::Pace), LlmError> {
         let task = request.context.task_id.as_deref();
         if let Some(id) = task {
@@ -333,7 +359,7 @@ impl SimProvider {
         let content = match request.role {
             AgentRole::Subagent => match tools::chain(&request.context, seed) {
                 // Offered natively: answer with tool_calls; otherwise the JSON protocol.
-                Some(calls) if !request.tools.is_empty() => {
+                Some(calls) if request.native_tools => {
                     tool_calls = tools::native_calls(&calls);
                     String::new()
                 }
