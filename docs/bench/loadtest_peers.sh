@@ -123,7 +123,24 @@ start_server() {
 }
 
 # The server's own figures so far, to take a tool run's answers out of them afterwards.
-snapshot() { curl -s "$ROOT/planwave/stats" > "$1"; }
+snapshot() {
+  curl -s "$ROOT/planwave/stats" > "$1"
+  curl -s "$ROOT/planwave/arrivals" > "$1.arrivals"
+}
+
+# The rate at which the server received one tool's requests, on the server's own clock: the
+# same definition for every tool (each tool's own req/s counts the drain after its last send
+# its own way, which at an open-loop point is a difference of definition, not of capacity).
+received_rate() {
+  "$PYTHON" - "$1.arrivals" "$2.arrivals" <<'PY'
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+seen = {x["n"] for x in a["arrivals"]}
+new = sorted(x["at_us"] for x in b["arrivals"] if x["n"] not in seen)
+span = (new[-1] - new[0]) / 1e6 if len(new) > 1 else 0
+print((len(new) - 1) / span if span > 0 else float("nan"))
+PY
+}
 
 # The server's TTFT p50 of the answers between two snapshots, and its prompt and output
 # tokens per answer.
@@ -244,9 +261,9 @@ tools_for() {
 
 install_peers
 start_server
-printf '%-15s %-6s %-11s %9s %11s %9s %9s %8s %8s %10s %7s %7s %6s %10s\n' tool point api 'req/s' \
-  'out tok/s' 'TTFT p50' 'TTFT p99' 'ITL p50' 'ITL p99' 'srv TTFT' 'srv in' 'srv out' errors \
-  'CPU ms/req'
+printf '%-15s %-6s %-11s %9s %9s %11s %9s %9s %8s %8s %10s %7s %7s %6s %10s\n' tool point api \
+  'req/s' 'srv recv/s' 'out tok/s' 'TTFT p50' 'TTFT p99' 'ITL p50' 'ITL p99' 'srv TTFT' 'srv in' \
+  'srv out' errors 'CPU ms/req'
 for round in $(seq "$ROUNDS"); do
   for point in $POINTS; do
     for api in $APIS; do
@@ -255,11 +272,12 @@ for round in $(seq "$ROUNDS"); do
         "run_${tool//-/_}" "$point" "$api" || { echo "$tool $point $api: failed (see $OUT/stderr)"; continue; }
         snapshot "$OUT/after.json"
         read -r server_ttft srv_in srv_out < <(server_row "$OUT/before.json" "$OUT/after.json")
+        recv=$(received_rate "$OUT/before.json" "$OUT/after.json")
         read -r ok rps tps t50 t99 i50 i99 errors < "$OUT/row"
         read -r user sys < "$OUT/cpu"
         cpu=$("$PYTHON" -c "print(1000 * ($user + $sys) / max(1, float('$ok')))")
-        printf '%-15s %-6s %-11s %9.1f %11.0f %9.2f %9.2f %8.3f %8.3f %10.2f %7.1f %7.1f %6s %10.3f\n' \
-          "$tool" "$point" "$api" "$rps" "$tps" "$t50" "$t99" "$i50" "$i99" "$server_ttft" \
+        printf '%-15s %-6s %-11s %9.1f %9.1f %11.0f %9.2f %9.2f %8.3f %8.3f %10.2f %7.1f %7.1f %6s %10.3f\n' \
+          "$tool" "$point" "$api" "$rps" "$recv" "$tps" "$t50" "$t99" "$i50" "$i99" "$server_ttft" \
           "$srv_in" "$srv_out" "$errors" "$cpu"
       done
     done
