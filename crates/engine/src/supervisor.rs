@@ -117,6 +117,9 @@ pub struct SupervisorState {
     pending_commits: HashMap<usize, PendingCommit>,
     warnings: Vec<String>,
     spans: TaskSpans,
+    /// When each ready task became ready (only when events are wanted), taken by its
+    /// `task_started`.
+    ready_at: Vec<Option<std::time::Instant>>,
     /// Completed sections not yet handed to the integrator (see `settle::hand_section`).
     held: Vec<(usize, Arc<str>, bool)>,
     /// The plan may still grow (streamed plan not closed).
@@ -160,6 +163,11 @@ impl Actor for Supervisor {
             pending_commits: HashMap::new(),
             warnings: Vec::new(),
             spans: TaskSpans::new(plan.len()),
+            ready_at: if args.shared.wants_events() {
+                vec![None; plan.len()]
+            } else {
+                Vec::new()
+            },
             held: Vec::with_capacity(settle::HELD_SECTIONS),
             open: args.open,
             generation: 0,
@@ -260,18 +268,20 @@ impl Actor for Supervisor {
 
 impl SupervisorState {
     /// `task_ready` for every task that may start at the run's beginning.
-    fn announce_ready(&self) {
+    fn announce_ready(&mut self) {
         if !self.shared.wants_events() {
             return;
         }
         let plan = &self.shared.plan;
-        let ready = (0..plan.len()).filter(|&i| {
-            self.sched.status(i) == TaskStatus::Pending
-                && plan
-                    .deps(i)
-                    .iter()
-                    .all(|&d| self.sched.status(d as usize) == TaskStatus::Completed)
-        });
+        let ready: Vec<usize> = (0..plan.len())
+            .filter(|&i| {
+                self.sched.status(i) == TaskStatus::Pending
+                    && plan
+                        .deps(i)
+                        .iter()
+                        .all(|&d| self.sched.status(d as usize) == TaskStatus::Completed)
+            })
+            .collect();
         self.announce(ready);
     }
 }

@@ -55,6 +55,11 @@ pub enum EventKind {
         /// The tool a tool step runs (`llm_call` included); absent for a subagent task.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         tool: Option<String>,
+        /// How long the task waited between becoming ready and this start, for the sinks
+        /// that measure dispatch (the fleet's metrics) without keeping a map of ready tasks.
+        /// Not written: the `task_ready` and `task_started` times give it in a journal.
+        #[serde(skip)]
+        waited: Option<std::time::Duration>,
     },
     /// A transient failure; the task tries again after `delay_ms`.
     TaskRetry {

@@ -74,6 +74,7 @@ mod tests {
             wave: 0,
             description: String::new(),
             tool: None,
+            waited: None,
         };
         assert!(t.count(&started(1), |task| format!("title {task}")));
         assert!(t.count(&started(2), |_| "two".into()));

@@ -33,11 +33,13 @@ impl SupervisorState {
             rec.context_from = prior.iter().map(|(d, _)| plan.id(*d).clone()).collect();
             let span = self.spans.start(&self.shared, index, &rec.context_from);
             if self.shared.wants_events() {
+                let waited = self.ready_at.get_mut(index).and_then(|t| t.take());
                 self.shared.emit(EventKind::TaskStarted {
                     task: plan.id(index).clone(),
                     wave: plan.wave(index),
                     description: plan.task(index).title().to_owned(),
                     tool: plan.task(index).tool.clone(),
+                    waited: waited.map(|at| at.elapsed()),
                 });
             }
             batch.push(SubagentArgs {

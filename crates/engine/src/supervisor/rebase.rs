@@ -88,6 +88,7 @@ impl SupervisorState {
             .filter_map(|(i, p)| r.map.get(i).copied().flatten().map(|j| (j, p)))
             .collect();
         self.spans.remap(&r.map, new.len());
+        self.remap_ready_at(&r.map, new.len());
         self.shared = r.shared;
         self.records = records;
         self.sections = sections;
@@ -109,6 +110,20 @@ impl SupervisorState {
             self.close(close, fates);
         }
         self.finish_if_done();
+    }
+
+    /// The ready times of tasks still waiting, under their new indices.
+    fn remap_ready_at(&mut self, map: &[Option<usize>], len: usize) {
+        if self.ready_at.is_empty() {
+            return;
+        }
+        let mut ready_at = vec![None; len];
+        for (at, to) in self.ready_at.iter().zip(map) {
+            if let (Some(at), Some(j)) = (at, to) {
+                ready_at[*j] = Some(*at);
+            }
+        }
+        self.ready_at = ready_at;
     }
 
     /// Kills the subagents of dropped tasks; the others keep working under their new index.
@@ -164,8 +179,10 @@ impl SupervisorState {
     }
 
     /// `task_ready` for the tasks new in this plan that can start.
-    fn announce_new(&self, carried: &[bool]) {
-        let new = (0..carried.len()).filter(|&j| !carried[j] && self.sched.is_ready(j));
+    fn announce_new(&mut self, carried: &[bool]) {
+        let new: Vec<usize> = (0..carried.len())
+            .filter(|&j| !carried[j] && self.sched.is_ready(j))
+            .collect();
         self.announce(new);
     }
 

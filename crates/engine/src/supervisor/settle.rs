@@ -252,13 +252,18 @@ impl SupervisorState {
         }
     }
 
-    /// `task_ready` for tasks that just became ready.
-    pub(super) fn announce(&self, ready: impl IntoIterator<Item = usize>) {
+    /// `task_ready` for tasks that just became ready, and when (their `task_started` says
+    /// how long they waited).
+    pub(super) fn announce(&mut self, ready: impl IntoIterator<Item = usize>) {
         if !self.shared.wants_events() {
             return;
         }
         let plan = &self.shared.plan;
+        let now = std::time::Instant::now();
         for i in ready {
+            if let Some(at) = self.ready_at.get_mut(i) {
+                *at = Some(now);
+            }
             self.shared.emit(EventKind::TaskReady {
                 task: plan.id(i).clone(),
                 wave: plan.wave(i),

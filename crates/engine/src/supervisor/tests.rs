@@ -237,3 +237,45 @@ async fn a_panic_while_settling_abandons_the_run_and_the_caller_hears_so() {
         Ok(r) => panic!("the run finished: {:?}", r.status),
     }
 }
+
+/// Keeps every event.
+#[derive(Default)]
+struct Kept(std::sync::Mutex<Vec<planwave_record::Event>>);
+
+impl planwave_record::EventSink for Kept {
+    fn emit(&self, event: &planwave_record::Event) {
+        self.0.lock().expect("kept").push(event.clone());
+    }
+}
+
+/// Every start says how long its task waited since `task_ready` (the fleet's dispatch
+/// latency is read from it), the tasks ready at the beginning and those a completion
+/// released alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_task_started_carries_its_wait_since_ready() {
+    let tasks = vec![
+        TaskSpec::new("a", "first", vec![]),
+        TaskSpec::new("b", "second", vec![]),
+        TaskSpec::new("c", "after both", vec!["a".into(), "b".into()]),
+    ];
+    let kept = Arc::new(Kept::default());
+    let result = execute(RunRequest {
+        sink: kept.clone(),
+        ..RunRequest::in_memory(plan_of("waits", tasks), Arc::new(instant_sim()))
+    })
+    .await
+    .expect("ran");
+    assert_eq!(result.stats.completed, 3);
+    let events = kept.0.lock().expect("kept");
+    let starts: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            planwave_record::EventKind::TaskStarted { task, waited, .. } => {
+                Some((task.to_string(), *waited))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 3, "{starts:?}");
+    assert!(starts.iter().all(|(_, w)| w.is_some()), "{starts:?}");
+}

@@ -1,116 +1,25 @@
-//! From a run's events to the series: the sinks the front ends tee their events into, and
-//! the one task that counts them.
+//! From a run's events to the series: the sinks the front ends tee their events into.
 //!
-//! A sink's `emit` runs on the engine's actors, so it only picks the few fields a series
-//! needs into an [`Obs`] and sends it (a lock-free channel push); everything that takes a
-//! lock or keeps state (labelled families, histograms, which task became ready when) happens
-//! in [`aggregate`], on its own task.
+//! A sink's `emit` runs on the engine's actors, and counts right there: each event that
+//! counts touches a few of the series' atomics, and at most one histogram (a short lock),
+//! through handles looked up once ([`Handles`]). No channel, no task to wake, no map of tasks:
+//! an event carries what its series need (`task_started` its wait since ready), and a sink
+//! keeps one number, its tasks still running. This is what keeps metrics within a few percent
+//! of a zero-latency run (docs/benchmarks.md, issue 39); an aggregator task fed by a channel
+//! cost a third more on two cores.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use chrono::{DateTime, Utc};
 use planwave_llm::{PriceTable, Usage};
-use planwave_plan::{TaskId, ValidatedPlan};
+use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventKind, EventSink};
 use planwave_runner::{Watch, Watcher};
-use tokio::sync::{mpsc, oneshot};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
 
 use super::{Call, Currency, Metrics, Outcome, Role, Series, Tokens};
-
-/// What one event contributes to the series.
-pub(crate) enum Obs {
-    Ready {
-        run: u64,
-        task: TaskId,
-        ts: DateTime<Utc>,
-    },
-    Started {
-        run: u64,
-        task: TaskId,
-        ts: DateTime<Utc>,
-        subagent: bool,
-    },
-    Ended {
-        run: u64,
-        task: TaskId,
-        outcome: &'static str,
-    },
-    Retried,
-    Blocked,
-    Call(Box<CallObs>),
-    /// The execution is over: whatever it still had running is not running any more.
-    RunEnded {
-        run: u64,
-    },
-    /// Timing the events do not carry, from [`super::MeteredProvider`].
-    Timing {
-        ttft: Option<f64>,
-        limiter_wait: f64,
-    },
-    Flush(oneshot::Sender<()>),
-}
-
-pub(crate) struct CallObs {
-    role: String,
-    model: String,
-    seconds: f64,
-    usage: Usage,
-    error: Option<String>,
-    prices: Option<Arc<PriceTable>>,
-}
-
-/// Executions (and batch jobs) are told apart by a number of their own.
-static NEXT_RUN: AtomicU64 = AtomicU64::new(1);
-
-/// The [`Obs`] of one event, if it counts for anything.
-fn observe(run: u64, event: &Event, prices: &Option<Arc<PriceTable>>) -> Option<Obs> {
-    Some(match &event.kind {
-        EventKind::TaskReady { task, .. } => Obs::Ready {
-            run,
-            task: task.clone(),
-            ts: event.ts,
-        },
-        EventKind::TaskStarted { task, tool, .. } => Obs::Started {
-            run,
-            task: task.clone(),
-            ts: event.ts,
-            subagent: tool.is_none(),
-        },
-        EventKind::TaskCompleted { task, .. } => Obs::Ended {
-            run,
-            task: task.clone(),
-            outcome: "completed",
-        },
-        EventKind::TaskFailed { task, .. } => Obs::Ended {
-            run,
-            task: task.clone(),
-            outcome: "failed",
-        },
-        EventKind::TaskRetry { .. } => Obs::Retried,
-        EventKind::TaskBlocked { .. } => Obs::Blocked,
-        EventKind::LlmCall {
-            role,
-            model,
-            duration_ms,
-            usage,
-            error,
-            ..
-        } => Obs::Call(Box::new(CallObs {
-            role: role.clone(),
-            model: model.clone(),
-            seconds: duration_ms / 1000.0,
-            usage: *usage,
-            error: error.clone(),
-            prices: prices.clone(),
-        })),
-        EventKind::RunFinished { .. } => Obs::RunEnded { run },
-        _ => return None,
-    })
-}
 
 /// An error message's class, for `planwave_model_calls_total{error_class}`: what an operator
 /// alerts on (rate limits apart from outages apart from timeouts).
@@ -134,77 +43,18 @@ pub(crate) fn error_class(message: &str) -> &'static str {
     }
 }
 
-/// The aggregator: counts every observation, in order, until every sender is gone.
-pub(crate) async fn aggregate(series: Series, mut rx: mpsc::UnboundedReceiver<Obs>) {
-    // aHash, not SipHash: hashing task ids was the largest cost metrics added to a run
-    // (docs/benchmarks.md, issue 39); its key is random, so a plan's ids cannot be chosen to
-    // collide.
-    let mut ready: ahash::HashMap<(u64, TaskId), DateTime<Utc>> = ahash::HashMap::default();
-    let mut running: ahash::HashSet<(u64, TaskId)> = ahash::HashSet::default();
-    let mut handles = Handles::default();
-    while let Some(obs) = rx.recv().await {
-        match obs {
-            Obs::Ready { run, task, ts } => {
-                ready.insert((run, task), ts);
-            }
-            Obs::Started {
-                run,
-                task,
-                ts,
-                subagent,
-            } => {
-                let key = (run, task);
-                if let Some(at) = ready.remove(&key) {
-                    let waited = (ts - at).num_microseconds().unwrap_or(0).max(0);
-                    series.dispatch.observe(waited as f64 / 1e6);
-                }
-                if subagent {
-                    running.insert(key);
-                }
-            }
-            Obs::Ended { run, task, outcome } => {
-                running.remove(&(run, task));
-                handles.task(&series, outcome).inc();
-            }
-            Obs::Retried => {
-                handles.task(&series, "retried").inc();
-            }
-            Obs::Blocked => {
-                handles.task(&series, "blocked").inc();
-            }
-            Obs::Call(call) => count_call(&series, &mut handles, &call),
-            Obs::RunEnded { run } => {
-                running.retain(|(r, _)| *r != run);
-                ready.retain(|(r, _), _| *r != run);
-            }
-            Obs::Timing { ttft, limiter_wait } => {
-                if let Some(t) = ttft {
-                    series.ttft.observe(t);
-                }
-                series.limiter_wait.observe(limiter_wait);
-            }
-            Obs::Flush(done) => {
-                let _ = done.send(());
-            }
-        }
-        series
-            .subagents
-            .set(i64::try_from(running.len()).unwrap_or(i64::MAX));
-    }
+/// The labelled series an event touches, looked up once: a family's `get_or_create` hashes
+/// and clones every label. A handle is the same series (an `Arc` inside). Calls come in a few
+/// role and model pairs, so a short list searched in order beats a map.
+pub(crate) struct Handles {
+    completed: Counter,
+    failed: Counter,
+    retried: Counter,
+    blocked: Counter,
+    calls: RwLock<Vec<CallHandles>>,
 }
 
-/// The labelled series the aggregator touches on every event, looked up once: a family's
-/// `get_or_create` hashes and clones every label, and at thousands of calls a second that
-/// was most of what metrics cost (docs/benchmarks.md, issue 39). A handle is the same series
-/// (an `Arc` inside), and there are a few of each kind (outcomes; roles × models), so a
-/// short list searched in order beats a map.
-#[derive(Default)]
-struct Handles {
-    tasks: Vec<(&'static str, Counter)>,
-    calls: Vec<CallHandles>,
-}
-
-/// One role and model's series for its successful calls.
+/// One role and model's series for its calls.
 struct CallHandles {
     role: String,
     model: String,
@@ -217,60 +67,83 @@ struct CallHandles {
 const TOKEN_KINDS: [&str; 4] = ["prompt", "completion", "reasoning", "cached"];
 
 impl Handles {
-    fn task(&mut self, series: &Series, outcome: &'static str) -> &Counter {
-        let at = match self.tasks.iter().position(|(o, _)| *o == outcome) {
-            Some(at) => at,
-            None => {
-                let c = series
-                    .tasks
-                    .get_or_create(&Outcome {
-                        outcome: outcome.to_owned(),
-                    })
-                    .clone();
-                self.tasks.push((outcome, c));
-                self.tasks.len() - 1
-            }
+    pub(crate) fn new(series: &Series) -> Handles {
+        let task = |outcome: &str| {
+            series
+                .tasks
+                .get_or_create(&Outcome {
+                    outcome: outcome.to_owned(),
+                })
+                .clone()
         };
-        &self.tasks[at].1
+        Handles {
+            completed: task("completed"),
+            failed: task("failed"),
+            retried: task("retried"),
+            blocked: task("blocked"),
+            calls: RwLock::new(Vec::new()),
+        }
     }
 
-    fn call(&mut self, series: &Series, role: &str, model: &str) -> &CallHandles {
-        let at = match self
-            .calls
-            .iter()
-            .position(|h| h.role == role && h.model == model)
+    /// Runs `f` with the series of `role` and `model`, made on their first call.
+    fn with_call<R>(
+        &self,
+        series: &Series,
+        role: &str,
+        model: &str,
+        f: impl Fn(&CallHandles) -> R,
+    ) -> R {
+        let find = |calls: &[CallHandles]| {
+            calls
+                .iter()
+                .position(|h| h.role == role && h.model == model)
+        };
+        // A poisoned lock only means a panic elsewhere while it was held; the list is whole.
         {
+            let calls = self.calls.read().unwrap_or_else(PoisonError::into_inner);
+            if let Some(at) = find(&calls) {
+                return f(&calls[at]);
+            }
+        }
+        let mut calls = self.calls.write().unwrap_or_else(PoisonError::into_inner);
+        let at = match find(&calls) {
             Some(at) => at,
             None => {
-                let tokens = TOKEN_KINDS.map(|kind| {
-                    series
-                        .tokens
-                        .get_or_create(&Tokens {
-                            role: role.to_owned(),
-                            model: model.to_owned(),
-                            r#type: kind.into(),
-                        })
-                        .clone()
-                });
-                self.calls.push(CallHandles {
-                    role: role.to_owned(),
-                    model: model.to_owned(),
-                    ok: series
-                        .calls
-                        .get_or_create(&call_labels(role, model, None))
-                        .clone(),
-                    seconds: series
-                        .call_seconds
-                        .get_or_create(&Role {
-                            role: role.to_owned(),
-                        })
-                        .clone(),
-                    tokens,
-                });
-                self.calls.len() - 1
+                calls.push(CallHandles::new(series, role, model));
+                calls.len() - 1
             }
         };
-        &self.calls[at]
+        f(&calls[at])
+    }
+}
+
+impl CallHandles {
+    fn new(series: &Series, role: &str, model: &str) -> CallHandles {
+        let tokens = TOKEN_KINDS.map(|kind| {
+            series
+                .tokens
+                .get_or_create(&Tokens {
+                    role: role.to_owned(),
+                    model: model.to_owned(),
+                    r#type: kind.into(),
+                })
+                .clone()
+        });
+        CallHandles {
+            role: role.to_owned(),
+            model: model.to_owned(),
+            ok: series
+                .calls
+                .get_or_create(&call_labels(role, model, None))
+                .clone(),
+            seconds: series
+                .call_seconds
+                .get_or_create(&Role {
+                    role: role.to_owned(),
+                })
+                .clone(),
+            tokens,
+        }
     }
 }
 
@@ -287,36 +160,19 @@ fn call_labels(role: &str, model: &str, error: Option<&str>) -> Call {
     }
 }
 
-fn count_call(series: &Series, handles: &mut Handles, c: &CallObs) {
-    let h = handles.call(series, &c.role, &c.model);
-    match &c.error {
-        None => h.ok.inc(),
-        // Failed calls are few, and their class is part of the label: looked up each time.
-        Some(e) => series
-            .calls
-            .get_or_create(&call_labels(&c.role, &c.model, Some(e)))
-            .inc(),
-    };
-    h.seconds.observe(c.seconds);
-    let u = &c.usage;
-    let counts = [
-        u.prompt_tokens,
-        u.completion_tokens,
-        u.reasoning_tokens,
-        u.cached_tokens,
-    ];
-    for (counter, n) in h.tokens.iter().zip(counts) {
-        counter.inc_by(n);
-    }
-    if let Some(prices) = &c.prices
-        && let Some(price) = prices.price(&c.model)
-    {
-        let currency = prices.currency.clone().unwrap_or_else(|| "USD".into());
-        series
-            .cost
-            .get_or_create(&Currency { currency })
-            .inc_by(price.cost(u));
-    }
+/// One model call, as its event gives it.
+struct CallSeen<'a> {
+    role: &'a str,
+    model: &'a str,
+    seconds: f64,
+    usage: &'a Usage,
+    error: Option<&'a str>,
+}
+
+/// A job's prices, with the series their cost adds to.
+struct Priced {
+    table: Arc<PriceTable>,
+    cost: Counter<f64, std::sync::atomic::AtomicU64>,
 }
 
 /// A front end's [`Watch`] with every execution's events also counted.
@@ -345,34 +201,140 @@ impl Watch for MeteredWatch<'_> {
 pub struct MeteredSink<S: ?Sized> {
     inner: Arc<S>,
     metrics: Arc<Metrics>,
-    prices: Option<Arc<PriceTable>>,
-    run: u64,
+    prices: Option<Priced>,
+    /// Its tasks that started and have not ended: what the in-flight gauge gives back when
+    /// an execution ends with tasks still running (a cancelled run's tasks end with no event).
+    running: AtomicI64,
 }
 
 impl<S: ?Sized> MeteredSink<S> {
     pub fn new(inner: Arc<S>, metrics: Arc<Metrics>, prices: Option<Arc<PriceTable>>) -> Self {
-        let prices = prices.filter(|p| !p.is_empty());
+        let prices = prices.filter(|p| !p.is_empty()).map(|table| {
+            let currency = table.currency.clone().unwrap_or_else(|| "USD".into());
+            let cost = metrics
+                .series
+                .cost
+                .get_or_create(&Currency { currency })
+                .clone();
+            Priced { table, cost }
+        });
         MeteredSink {
             inner,
             metrics,
             prices,
-            run: NEXT_RUN.fetch_add(1, Ordering::Relaxed),
+            running: AtomicI64::new(0),
+        }
+    }
+
+    fn count(&self, event: &Event) {
+        let (series, handles) = (&self.metrics.series, &self.metrics.handles);
+        match &event.kind {
+            EventKind::TaskStarted { waited, .. } => {
+                self.running.fetch_add(1, Ordering::Relaxed);
+                series.subagents.inc();
+                if let Some(waited) = waited {
+                    series.dispatch.observe(waited.as_secs_f64());
+                }
+            }
+            EventKind::TaskCompleted { .. } => self.ended(&handles.completed),
+            EventKind::TaskFailed { .. } => self.ended(&handles.failed),
+            EventKind::TaskRetry { .. } => {
+                handles.retried.inc();
+            }
+            EventKind::TaskBlocked { .. } => {
+                handles.blocked.inc();
+            }
+            EventKind::LlmCall {
+                role,
+                model,
+                duration_ms,
+                usage,
+                error,
+                ..
+            } => self.call(&CallSeen {
+                role,
+                model,
+                seconds: duration_ms / 1000.0,
+                usage,
+                error: error.as_deref(),
+            }),
+            EventKind::RunFinished { .. } => self.release(),
+            _ => {}
+        }
+    }
+
+    /// A task ended (the engine says so once, after its start).
+    fn ended(&self, outcome: &Counter) {
+        let was_running = self
+            .running
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                (n > 0).then_some(n - 1)
+            })
+            .is_ok();
+        if was_running {
+            self.metrics.series.subagents.dec();
+        }
+        outcome.inc();
+    }
+
+    /// The execution is over: whatever it still had running is not running any more.
+    fn release(&self) {
+        let left = self.running.swap(0, Ordering::Relaxed);
+        if left > 0 {
+            self.metrics.series.subagents.dec_by(left);
+        }
+    }
+
+    fn call(&self, c: &CallSeen) {
+        let series = &self.metrics.series;
+        self.metrics
+            .handles
+            .with_call(series, c.role, c.model, |h| {
+                match c.error {
+                    None => {
+                        h.ok.inc();
+                    }
+                    // Failed calls are few, and their class is part of the label: looked up
+                    // each time.
+                    Some(e) => {
+                        series
+                            .calls
+                            .get_or_create(&call_labels(c.role, c.model, Some(e)))
+                            .inc();
+                    }
+                }
+                h.seconds.observe(c.seconds);
+                let u = c.usage;
+                let counts = [
+                    u.prompt_tokens,
+                    u.completion_tokens,
+                    u.reasoning_tokens,
+                    u.cached_tokens,
+                ];
+                for (counter, n) in h.tokens.iter().zip(counts) {
+                    if n > 0 {
+                        counter.inc_by(n);
+                    }
+                }
+            });
+        if let Some(p) = &self.prices
+            && let Some(price) = p.table.price(c.model)
+        {
+            p.cost.inc_by(price.cost(c.usage));
         }
     }
 }
 
 impl<S: EventSink + ?Sized> EventSink for MeteredSink<S> {
     fn emit(&self, event: &Event) {
-        if let Some(obs) = observe(self.run, event, &self.prices) {
-            self.metrics.send(obs);
-        }
+        self.count(event);
         self.inner.emit(event);
     }
 }
 
 impl<S: Watcher + ?Sized> Watcher for MeteredSink<S> {
     fn finish(&self) {
-        self.metrics.send(Obs::RunEnded { run: self.run });
+        self.release();
         self.inner.finish();
     }
 }

@@ -2,12 +2,11 @@
 //! `planwave serve` and of `planwave worker --metrics-addr`.
 //!
 //! Nothing here is called from the engine: the engine's events reach [`Metrics`] through the
-//! front end's sinks ([`Metrics::watch`], [`Metrics::sink`]), which turn each event into a
-//! small [`feed::Obs`] and hand it to one aggregator task over a channel; that task alone
-//! updates the series (the client's histograms and labelled families take locks, which stay
-//! off the actors' path). Model-call timings the events do not carry (time to first token,
-//! limiter wait) come from [`MeteredProvider`], a wrapper around the model client; the
-//! journal's commit latency from the queue worker's mirror ([`Metrics::journal_commit`]).
+//! front end's sinks ([`MeteredWatch`], [`MeteredSink`], [`MeteredBatch`]), which count each
+//! event where it is emitted, with handles to its series looked up once (`feed`).
+//! Model-call timings the events do not carry (time to first token, limiter wait) come from
+//! [`MeteredProvider`], a wrapper around the model client; the journal's commit latency
+//! from the queue worker's mirror ([`Metrics::journal_commit`]).
 //! The names, units and their OpenTelemetry GenAI counterparts are listed in
 //! docs/guide/fleet.md.
 
@@ -23,7 +22,6 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
-use tokio::sync::mpsc;
 
 pub use feed::{MeteredBatch, MeteredSink, MeteredWatch};
 pub use provider::MeteredProvider;
@@ -183,7 +181,7 @@ impl Series {
         );
         r.register(
             "planwave_subagents_in_flight",
-            "Subagent tasks running now",
+            "Tasks running now, each in its subagent (tool steps included)",
             s.subagents.clone(),
         );
         r.register(
@@ -200,25 +198,23 @@ impl Series {
     }
 }
 
-/// A process's metrics: the registry, and the channel into its aggregator task.
+/// A process's metrics: the registry, its series, and the handles events count through.
 pub struct Metrics {
     registry: Registry,
     series: Series,
-    tx: mpsc::UnboundedSender<feed::Obs>,
+    handles: feed::Handles,
 }
 
 impl Metrics {
-    /// A registry with every series, and its aggregator task (spawned on the current
-    /// runtime; it ends when the last handle to the metrics is dropped).
+    /// A registry with every series.
     pub fn new() -> Arc<Metrics> {
         let mut registry = Registry::default();
         let series = Series::register(&mut registry);
-        let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(feed::aggregate(series.clone(), rx));
+        let handles = feed::Handles::new(&series);
         Arc::new(Metrics {
             registry,
             series,
-            tx,
+            handles,
         })
     }
 
@@ -280,17 +276,7 @@ impl Metrics {
             .redeliveries
             .set(i64::try_from(redelivered).unwrap_or(i64::MAX));
     }
-
-    pub(crate) fn send(&self, obs: feed::Obs) {
-        // Closed only when the aggregator is gone (runtime shutting down): nothing to count.
-        let _ = self.tx.send(obs);
-    }
-
-    /// Waits until every observation sent so far is counted (tests, and `/metrics` so a
-    /// scrape right after a run sees all of it).
-    pub async fn settle(&self) {
-        let (done, wait) = tokio::sync::oneshot::channel();
-        self.send(feed::Obs::Flush(done));
-        let _ = wait.await;
-    }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,6 @@ use async_trait::async_trait;
 use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 
 use super::Metrics;
-use super::feed::Obs;
 
 /// A model client whose answers' timings are counted; everything else is the inner one's.
 pub struct MeteredProvider {
@@ -40,10 +39,9 @@ impl LlmProvider for MeteredProvider {
         if let Ok(r) = &answer
             && let Some(t) = &r.timing
         {
-            self.metrics.send(Obs::Timing {
-                ttft: Some(t.ttft.as_secs_f64()),
-                limiter_wait: t.queued.as_secs_f64(),
-            });
+            let series = &self.metrics.series;
+            series.ttft.observe(t.ttft.as_secs_f64());
+            series.limiter_wait.observe(t.queued.as_secs_f64());
         }
         answer
     }
