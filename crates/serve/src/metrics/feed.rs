@@ -9,7 +9,7 @@
 //! cost a third more on two cores.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use planwave_llm::{PriceTable, Usage};
 use planwave_plan::ValidatedPlan;
@@ -44,15 +44,22 @@ pub(crate) fn error_class(message: &str) -> &'static str {
 }
 
 /// The labelled series an event touches, looked up once: a family's `get_or_create` hashes
-/// and clones every label. A handle is the same series (an `Arc` inside). Calls come in a few
-/// role and model pairs, so a short list searched in order beats a map.
+/// and clones every label. A handle is the same series (an `Arc` inside).
 pub(crate) struct Handles {
     completed: Counter,
     failed: Counter,
     retried: Counter,
     blocked: Counter,
-    calls: RwLock<Vec<CallHandles>>,
+    /// Each role and model pair's series, set once and then only read: a call finds its
+    /// pair without taking a lock or writing a shared word (a lock's reader count, written
+    /// by every call on both cores, cost more than the counting). Pairs beyond the slots
+    /// (never seen: a process has a few roles and models) are looked up in the families.
+    calls: [OnceLock<CallHandles>; CALL_SLOTS],
+    /// Taken only to fill a slot.
+    filling: Mutex<()>,
 }
+
+const CALL_SLOTS: usize = 32;
 
 /// One role and model's series for its calls.
 struct CallHandles {
@@ -81,11 +88,12 @@ impl Handles {
             failed: task("failed"),
             retried: task("retried"),
             blocked: task("blocked"),
-            calls: RwLock::new(Vec::new()),
+            calls: std::array::from_fn(|_| OnceLock::new()),
+            filling: Mutex::new(()),
         }
     }
 
-    /// Runs `f` with the series of `role` and `model`, made on their first call.
+    /// Runs `f` with the series of `role` and `model`.
     fn with_call<R>(
         &self,
         series: &Series,
@@ -93,27 +101,21 @@ impl Handles {
         model: &str,
         f: impl Fn(&CallHandles) -> R,
     ) -> R {
-        let find = |calls: &[CallHandles]| {
-            calls
-                .iter()
-                .position(|h| h.role == role && h.model == model)
-        };
-        // A poisoned lock only means a panic elsewhere while it was held; the list is whole.
-        {
-            let calls = self.calls.read().unwrap_or_else(PoisonError::into_inner);
-            if let Some(at) = find(&calls) {
-                return f(&calls[at]);
+        let is = |h: &CallHandles| h.role == role && h.model == model;
+        let found = self.calls.iter().map_while(OnceLock::get).find(|h| is(h));
+        if let Some(h) = found {
+            return f(h);
+        }
+        // A poisoned lock only means a panic elsewhere while it was held; the slots are whole.
+        let _filling = self.filling.lock().unwrap_or_else(PoisonError::into_inner);
+        for slot in &self.calls {
+            match slot.get() {
+                Some(h) if is(h) => return f(h),
+                Some(_) => {}
+                None => return f(slot.get_or_init(|| CallHandles::new(series, role, model))),
             }
         }
-        let mut calls = self.calls.write().unwrap_or_else(PoisonError::into_inner);
-        let at = match find(&calls) {
-            Some(at) => at,
-            None => {
-                calls.push(CallHandles::new(series, role, model));
-                calls.len() - 1
-            }
-        };
-        f(&calls[at])
+        f(&CallHandles::new(series, role, model))
     }
 }
 

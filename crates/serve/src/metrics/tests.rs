@@ -198,3 +198,29 @@ fn calls_count_tokens_by_type_errors_by_class_and_cost_by_price() {
         "{cost} vs 2 × {one}"
     );
 }
+
+#[test]
+fn more_role_and_model_pairs_than_slots_still_count_each() {
+    let m = Metrics::new();
+    let s = sink(&m);
+    let usage = Usage {
+        prompt_tokens: 7,
+        ..Usage::default()
+    };
+    for round in 0..2 {
+        for n in 0..40 {
+            s.emit(&call(&format!("model-{n}"), usage, None));
+        }
+        let text = m.encode();
+        for n in 0..40 {
+            let name = format!(
+                "planwave_model_tokens_total{{role=\"subagent\",model=\"model-{n}\",type=\"prompt\"}}"
+            );
+            assert_eq!(
+                sample(&text, &name),
+                Some(7.0 * f64::from(round + 1)),
+                "{name}"
+            );
+        }
+    }
+}
