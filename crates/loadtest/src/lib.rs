@@ -34,6 +34,7 @@ mod headers;
 mod html;
 mod html_server;
 mod html_turns;
+mod io_threads;
 mod knee;
 mod live;
 mod output;

@@ -9,6 +9,7 @@ use planwave_sim::{Latency, SimConfig, SimProvider};
 
 use super::{DEFAULT_LATENCY, Endpoint, PlanChoice, SweepError, SweepOptions};
 use crate::arrivals::replicate;
+use crate::io_threads::IoThreads;
 use crate::traffic::Point;
 use crate::workload::{Shape, check_latency_ids, generate, planned_latencies};
 
@@ -114,7 +115,7 @@ impl Workload {
                     planned_latencies(&plan, &only_file)
                 });
                 Workload {
-                    provider: connect().map_err(SweepError::Connect)?,
+                    provider: IoThreads::wrap(connect.as_ref()).map_err(SweepError::Connect)?,
                     planned,
                     model_label: url.clone(),
                     plan,
