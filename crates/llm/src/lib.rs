@@ -27,7 +27,7 @@ mod types;
 pub use error::LlmError;
 pub use hash::stable_hash;
 pub use pricing::{CostEstimate, ModelPrice, PriceTable};
-pub use provider::{LlmProvider, ProviderInfo};
+pub use provider::{ChatCall, LlmProvider, ProviderInfo};
 pub use record::CallRecord;
 pub use secret::{ApiKey, scrub};
 pub use stream::{CallTiming, DeltaSink, StreamEvent};

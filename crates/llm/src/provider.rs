@@ -5,6 +5,13 @@ use serde::Serialize;
 
 use crate::{AgentRole, ChatRequest, ChatResponse, LlmError};
 
+/// A provider's call as `LlmProvider::chat` returns it (async_trait's boxed future), for
+/// wrappers that write `chat` out: they make the inner call at once and keep only its
+/// future, not the request beside it.
+pub type ChatCall<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>,
+>;
+
 /// Who answers, for run records and user-facing output. Never holds credentials.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ProviderInfo {

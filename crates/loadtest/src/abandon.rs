@@ -4,12 +4,10 @@
 //! once stopped every call still waiting is abandoned and the run ends with what it measured.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{AgentRole, ChatCall, ChatRequest, LlmError, LlmProvider, ProviderInfo};
 use tokio_util::sync::CancellationToken;
 
 /// `inner`, whose calls end at once (a fatal error) when `stop` is cancelled.
@@ -36,9 +34,6 @@ impl Abandoning {
     }
 }
 
-/// An abandonable call: boxed, as every provider call is.
-type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
-
 #[async_trait]
 impl LlmProvider for Abandoning {
     fn info(&self) -> ProviderInfo {
@@ -54,7 +49,7 @@ impl LlmProvider for Abandoning {
     /// call's own future, about 500 B per call in flight, 5 % of a subagent's memory at
     /// 100,000 in flight. Here the inner call is made at once and only its boxed future and
     /// the stop's wait are kept.
-    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> Call<'async_trait>
+    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,

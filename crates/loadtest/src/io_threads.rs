@@ -16,14 +16,14 @@
 //! other processes taking the core do not make it look busier than it is.
 
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{
+    AgentRole, ChatCall, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo,
+};
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -214,9 +214,6 @@ fn start_thread(i: usize) -> Option<(Handle, Option<CpuClock>, tokio::sync::ones
     Some((handle, clock, stop))
 }
 
-/// A call: boxed, as every provider call is.
-type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
-
 /// The call on its thread, cancelled there when the caller drops it (an abandoned or
 /// cancelled request stops reading, as it did on the caller's runtime).
 struct AbortOnDrop(JoinHandle<Result<ChatResponse, LlmError>>);
@@ -237,7 +234,7 @@ impl LlmProvider for IoThreads {
         self.first().model_for(role)
     }
 
-    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> Call<'async_trait>
+    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,

@@ -1,13 +1,11 @@
 //! A provider wrapper that timestamps every model call of a run.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{AgentRole, ChatCall, ChatRequest, ChatResponse, LlmProvider, ProviderInfo};
 use planwave_plan::ValidatedPlan;
 
 use crate::live::{LiveLatencies, LiveSnapshot};
@@ -212,13 +210,10 @@ impl Probe {
     }
 }
 
-/// A probe's call: boxed, as every provider call is.
-type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
-
 impl Probe {
     /// Starts the inner call now and returns what waits on it: the request moves into the
     /// inner call, so this future holds only the call and the figures to record.
-    fn observe(&self, index: Option<usize>, request: ChatRequest) -> Call<'_> {
+    fn observe(&self, index: Option<usize>, request: ChatRequest) -> ChatCall<'_> {
         if let Some(i) = index {
             let _ = self.first_start[i].compare_exchange(
                 0,
@@ -279,7 +274,7 @@ impl LlmProvider for Probe {
     /// Written out rather than `async fn`: async_trait's future would keep the request twice
     /// (its argument and the body's copy) for the whole call, on top of the inner call's
     /// own; with 100,000 calls in flight that was most of this future's size.
-    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> Call<'async_trait>
+    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,

@@ -7,15 +7,13 @@
 //! records what the shaped call did. It is only put there when one of these is asked for: the
 //! default workload's calls go straight to the client, at no cost.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use planwave_llm::{
-    AgentRole, CallTiming, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
+    AgentRole, CallTiming, ChatCall, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
     ProviderInfo, StreamEvent, Usage, estimate_tokens,
 };
 use planwave_plan::ValidatedPlan;
@@ -101,8 +99,6 @@ pub(crate) struct Shaper {
     shaping: Arc<Shaping>,
 }
 
-type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
-
 #[async_trait]
 impl LlmProvider for Shaper {
     fn info(&self) -> ProviderInfo {
@@ -117,7 +113,7 @@ impl LlmProvider for Shaper {
         self.inner.retry_counts()
     }
 
-    fn chat<'life0, 'async_trait>(&'life0 self, mut request: ChatRequest) -> Call<'async_trait>
+    fn chat<'life0, 'async_trait>(&'life0 self, mut request: ChatRequest) -> ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,

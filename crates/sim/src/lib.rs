@@ -27,8 +27,6 @@ pub mod timer;
 mod tools;
 
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
-use std::pin::Pin;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -208,7 +206,7 @@ impl LlmProvider for SimProvider {
     fn chat<'life0, 'async_trait>(
         &'life0 self,
         request: ChatRequest,
-    ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'async_trait>>
+    ) -> planwave_llm::ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,
@@ -230,7 +228,7 @@ impl SimProvider {
         &self,
         mut request: ChatRequest,
         length: AnswerLength,
-    ) -> Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + '_>> {
+    ) -> planwave_llm::ChatCall<'_> {
         // Latency counts from here, so the work below does not lengthen it.
         let start = Instant::now();
         let cached = self.cached_tokens(&request.messages, start);

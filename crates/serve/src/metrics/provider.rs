@@ -1,12 +1,10 @@
 //! The timings of a model call its event does not carry (time to first token, the wait at
 //! the client's limiter), taken from the answer the client measured.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{AgentRole, ChatCall, ChatRequest, LlmProvider, ProviderInfo};
 
 use super::Metrics;
 
@@ -21,9 +19,6 @@ impl MeteredProvider {
         Arc::new(MeteredProvider { inner, metrics })
     }
 }
-
-/// A metered call: boxed, as every provider call is.
-type Call<'a> = Pin<Box<dyn Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>>;
 
 #[async_trait]
 impl LlmProvider for MeteredProvider {
@@ -42,7 +37,7 @@ impl LlmProvider for MeteredProvider {
     /// Written out rather than `async fn` (as the load tester's `Abandoning` is): the inner
     /// call is made at once, and only its future is kept, not the request beside it (a
     /// copy of 336 B per call, and 0.5 KB per call in flight).
-    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> Call<'async_trait>
+    fn chat<'life0, 'async_trait>(&'life0 self, request: ChatRequest) -> ChatCall<'async_trait>
     where
         'life0: 'async_trait,
         Self: 'async_trait,
