@@ -1,21 +1,16 @@
 //! The `planwave` command: argument parsing and wiring only; the work lives in the crates.
 
 // The `print!` family, shadowed for the whole binary (textual scope: before `mod cli`): all
-// output goes through `cli::term`, which escapes control characters from plan and model
-// text and ends the process quietly on a closed pipe.
+// output goes through `planwave_runner::term`, which escapes control characters from plan
+// and model text and ends the process quietly on a closed pipe.
 macro_rules! print {
-    ($($arg:tt)*) => { $crate::cli::term::out(&format!($($arg)*)) };
+    ($($arg:tt)*) => { planwave_runner::print!($($arg)*) };
 }
 macro_rules! println {
-    () => { $crate::cli::term::out("\n") };
-    ($($arg:tt)*) => { $crate::cli::term::out(&format!("{}\n", format_args!($($arg)*))) };
-}
-macro_rules! eprint {
-    ($($arg:tt)*) => { $crate::cli::term::err(&format!($($arg)*)) };
+    ($($arg:tt)*) => { planwave_runner::println!($($arg)*) };
 }
 macro_rules! eprintln {
-    () => { $crate::cli::term::err("\n") };
-    ($($arg:tt)*) => { $crate::cli::term::err(&format!("{}\n", format_args!($($arg)*))) };
+    ($($arg:tt)*) => { planwave_runner::eprintln!($($arg)*) };
 }
 
 mod cli;

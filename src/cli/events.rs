@@ -44,9 +44,9 @@ static HUMAN_TO_STDERR: AtomicBool = AtomicBool::new(false);
 /// Where lines meant for people go: stdout, unless stdout carries the event stream.
 pub fn human() -> Box<dyn Write> {
     if HUMAN_TO_STDERR.load(Ordering::Relaxed) {
-        Box::new(super::term::Safe(std::io::stderr()))
+        Box::new(planwave_runner::term::Safe(std::io::stderr()))
     } else {
-        Box::new(super::term::Safe(std::io::stdout()))
+        Box::new(planwave_runner::term::Safe(std::io::stdout()))
     }
 }
 

@@ -47,15 +47,3 @@ pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
         }
     }
 }
-
-/// Ends the process the way a Unix tool ends when its output pipe is closed: killed by
-/// SIGPIPE (status 141 in a shell), with nothing printed.
-pub fn die_of_sigpipe() -> ! {
-    #[cfg(unix)]
-    // SAFETY: restoring the default disposition and raising the signal in our own process.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-        libc::raise(libc::SIGPIPE);
-    }
-    std::process::exit(128 + 13)
-}

@@ -2,9 +2,7 @@
 //! settings: resolved with the environment and planwave.toml by `planwave_config`.
 
 use planwave_config::spec::settings_of;
-pub use planwave_config::spec::{
-    FlagGroup, LlmArg, LlmOptions, MetaOptions, PlanCacheOptions, PlannerOptions, PromptOptions,
-};
+pub use planwave_config::spec::{FlagGroup, MetaOptions, PlanCacheOptions, PlannerOptions, Seed};
 use planwave_config::{Flags, ProcessEnv, Settings};
 
 use super::exit::InvalidInput;
@@ -15,15 +13,6 @@ pub struct MaxRounds(pub Option<u32>);
 impl FlagGroup for MaxRounds {
     fn add_to(&self, flags: &mut Flags) {
         flags.max_rounds = self.0;
-    }
-}
-
-/// The seed of a command without execution options (`plan --seed`).
-pub struct Seed(pub u64);
-
-impl FlagGroup for Seed {
-    fn add_to(&self, flags: &mut Flags) {
-        flags.seed = Some(self.0);
     }
 }
 

@@ -8,14 +8,8 @@ pub(crate) mod input;
 mod job;
 mod llm;
 mod loadtest;
-mod loadtest_compare;
-mod loadtest_live;
-mod loadtest_repeat;
-mod loadtest_traffic;
-mod loadtest_workload;
 mod mcp;
 mod nats;
-mod options;
 mod pdf;
 mod plan;
 pub(crate) mod progress;
@@ -26,11 +20,8 @@ mod serve;
 mod serve_limits;
 mod show;
 mod show_waiting;
-mod sim_llm;
-mod sim_llm_batch;
 mod summary;
 pub mod telemetry;
-pub mod term;
 mod validate;
 mod waves;
 mod worker;
@@ -114,11 +105,11 @@ pub enum Command {
     #[command(after_help = EXIT_CODES_HELP)]
     Worker(worker::WorkerArgs),
     /// The simulated LLM as an OpenAI-compatible HTTP server (with fault injection).
-    SimLlm(sim_llm::SimLlmArgs),
+    SimLlm(planwave_sim_server::cli::SimLlmArgs),
     /// Load-test the engine: a generated or given workload, its makespan against the
     /// critical-path bound, throughput, dispatch latency, memory and model calls.
-    #[command(after_help = loadtest::AFTER_HELP)]
-    Loadtest(loadtest::LoadtestArgs),
+    #[command(after_help = planwave_loadtest::cli::AFTER_HELP)]
+    Loadtest(planwave_loadtest::cli::LoadtestArgs),
     /// The HTTP API and live web view of runs under --data (prints its base URL first).
     Serve(serve::ServeArgs),
     /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.
@@ -158,7 +149,11 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Resume(a) => telemetry::in_root("resume", resume::resume(a)).await,
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::Worker(a) => telemetry::in_root("worker", worker::worker(a)).await,
-        Command::SimLlm(a) => sim_llm::sim_llm(a).await,
+        Command::SimLlm(a) => {
+            let stop = planwave_runner::stop_signal();
+            planwave_sim_server::cli::sim_llm(a, stop).await?;
+            Ok(exit::Outcome(exit::OK))
+        }
         Command::Loadtest(a) => telemetry::in_root("loadtest", loadtest::loadtest(a)).await,
         Command::Show(a) => show::show(a),
         Command::Serve(a) => telemetry::in_root("serve", serve::serve(a)).await,
@@ -183,7 +178,7 @@ pub fn install_panic_hook() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "(non-string panic payload)".into());
         if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
-            exit::die_of_sigpipe();
+            planwave_runner::term::die_of_sigpipe();
         }
         if backtrace {
             return default(info);

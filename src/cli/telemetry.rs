@@ -51,8 +51,13 @@ pub fn init(
     )
     .map_err(|e| invalid(&e))?;
     let _ = TRACE_CONTENT.set(opts.trace_content);
-    planwave_otlp::install(verbose, settings.as_ref(), super::term::log_writer, runtime)
-        .map_err(|e| invalid(&e))
+    planwave_otlp::install(
+        verbose,
+        settings.as_ref(),
+        planwave_runner::term::log_writer,
+        runtime,
+    )
+    .map_err(|e| invalid(&e))
 }
 
 /// Every model call gets a GenAI `chat` span.

@@ -1,6 +1,7 @@
 //! What the load tester shows (issue 37), through the real binary against the real
 //! `sim-llm serve`: the saturation point of a rate sweep (table, JSON, HTML), the scraped
-//! server series on the HTML report's time axis, and the live view on a non-terminal.
+//! server series on the HTML report's time axis, and the live view, on a pipe and on a
+//! terminal.
 
 use serde_json::Value;
 
@@ -374,4 +375,31 @@ fn the_live_view_prints_lines_on_a_pipe_when_asked_and_they_agree_with_the_json(
         let out = run(extra);
         assert!(!out.stderr.contains(prefix), "{extra:?}: {}", out.stderr);
     }
+}
+
+/// On a terminal the live view is one line redrawn in place: the erase-line sequence reaches
+/// the terminal as it is (it used to be escaped like text from a model, and showed as
+/// `\x1b[2K`). `script` (util-linux) runs the real binary on a pseudo-terminal; the final
+/// line is drawn whatever the run's length, so nothing here depends on timing.
+#[test]
+fn on_a_terminal_the_live_line_is_redrawn_in_place() {
+    let command = format!(
+        "{} loadtest --shape wide --tasks 20 --latency fixed:5",
+        env!("CARGO_BIN_EXE_planwave")
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{:?}: {shown}", out.status);
+    let redrawn: Vec<&str> = shown.split("\r\x1b[2K").skip(1).collect();
+    assert!(!redrawn.is_empty(), "no line redrawn in place: {shown:?}");
+    let last = redrawn.last().and_then(|l| l.lines().next()).unwrap_or("");
+    assert!(last.contains(" done | 0 errors"), "{shown:?}");
+    assert!(
+        !shown.contains("\\x1b"),
+        "an escaped ESC was shown: {shown:?}"
+    );
 }

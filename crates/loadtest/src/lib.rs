@@ -18,14 +18,18 @@
 //! cancelled streams, a real tokenizer's counts), request headers ([`RequestHeaders`]) and
 //! the completions and embeddings endpoints ([`TextEndpoint`]).
 //!
-//! This crate knows nothing of the command line (no flags, no terminal, no exit codes); it
-//! never decides latency itself (the provider does), it only knows what the workload planned.
+//! Outside module `cli` (the `planwave loadtest` command: flags, live view, printed figures,
+//! behind the `cli` feature only the binary enables) this crate knows nothing of the command
+//! line; it never decides latency itself (the provider does), it only knows what the
+//! workload planned.
 //!
 //! [`LlmProvider`]: planwave_llm::LlmProvider
 
 mod abandon;
 mod arrivals;
 mod bounds;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod compare;
 mod csv;
 mod dataset;

@@ -38,6 +38,7 @@ mod resume_loop;
 mod rounds;
 mod run_metrics;
 mod streamed;
+pub mod term;
 mod trace_fields;
 mod workdir;
 

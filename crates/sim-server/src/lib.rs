@@ -25,10 +25,14 @@
 //! at `GET /planwave/batch-stats`.
 //!
 //! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
-//! [`SimServerConfig`]). This crate knows nothing of plans, actors or the CLI.
+//! [`SimServerConfig`]). This crate knows nothing of plans or actors; the command line is
+//! only in module `cli` (`planwave sim-llm`'s flags, behind the `cli` feature the binary
+//! enables).
 
 mod arrivals;
 mod batch;
+#[cfg(feature = "cli")]
+pub mod cli;
 mod completions;
 mod embeddings;
 mod faults;

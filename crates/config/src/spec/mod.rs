@@ -46,6 +46,15 @@ impl<T: FlagGroup> FlagGroup for Option<T> {
     }
 }
 
+/// The seed of a command without execution options (`plan --seed`, `loadtest --seed`).
+pub struct Seed(pub u64);
+
+impl FlagGroup for Seed {
+    fn add_to(&self, flags: &mut Flags) {
+        flags.seed = Some(self.0);
+    }
+}
+
 /// The groups' flags resolved with `env` and the config file they name.
 pub fn settings_of(
     groups: &[&dyn FlagGroup],

@@ -5,11 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_loadtest::{
-    LatencyModel, LatencyModelError, SaturationRule, Slo, Traffic, TrafficError,
-};
+use planwave_runner::InvalidInput;
 
-use super::exit::InvalidInput;
+use crate::{LatencyModel, LatencyModelError, SaturationRule, Slo, Traffic, TrafficError};
 
 #[derive(Debug, Args)]
 pub struct TrafficOptions {
@@ -107,7 +105,7 @@ impl TrafficOptions {
 }
 
 /// Contradictory traffic, named by its flags.
-pub fn invalid(e: &TrafficError) -> InvalidInput {
+pub(super) fn invalid(e: &TrafficError) -> InvalidInput {
     match e {
         TrafficError::BothSwept => InvalidInput::one(
             "--rate/--concurrency",

@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use planwave_loadtest::{Estimate, JsonReport, SweepStatus, repeat_estimates, run_sweep};
+use planwave_runner::{eprintln, print, println};
 use serde_json::{Value, json};
 
-use super::exit::{INTERRUPTED, OK, Outcome, PARTIAL};
-use super::loadtest::{LoadtestArgs, sweep_error, sweep_options};
-use super::loadtest_live::Terminal;
+use crate::{Estimate, JsonReport, SweepStatus, repeat_estimates, run_sweep};
+
+use super::live_view::Terminal;
+use super::options::{sweep_error, sweep_options};
+use super::{LoadtestArgs, WrapProvider};
 
 /// The figures the table shows over the repeats (the JSON has every one).
 const SHOWN: [&str; 8] = [
@@ -22,7 +24,10 @@ const SHOWN: [&str; 8] = [
     "serving.e2e_ms.p99",
 ];
 
-pub async fn repeat(a: &Arc<LoadtestArgs>) -> anyhow::Result<Outcome> {
+pub(super) async fn repeat(
+    a: &Arc<LoadtestArgs>,
+    wrap: WrapProvider,
+) -> anyhow::Result<SweepStatus> {
     let mut docs = Vec::new();
     let mut last_text = String::new();
     let mut status = SweepStatus::Completed;
@@ -30,20 +35,20 @@ pub async fn repeat(a: &Arc<LoadtestArgs>) -> anyhow::Result<Outcome> {
         eprintln!("planwave loadtest: repeat {i} of {}", a.repeat);
         let interrupt = planwave_runner::CtrlC::listen();
         let watch = Terminal::new(&a.view);
-        let outcome = run_sweep(sweep_options(a)?, &watch, interrupt.token()).await;
+        let outcome = run_sweep(sweep_options(a, wrap)?, &watch, interrupt.token()).await;
         drop(interrupt);
         let outcome = outcome.map_err(sweep_error)?;
         let Some(workload) = &outcome.workload else {
-            return Ok(Outcome(INTERRUPTED));
+            return Ok(SweepStatus::Interrupted);
         };
         if outcome.status() == SweepStatus::Interrupted {
-            return Ok(Outcome(INTERRUPTED));
+            return Ok(SweepStatus::Interrupted);
         }
         if outcome.status() == SweepStatus::Partial {
             status = SweepStatus::Partial;
         }
         docs.push(serde_json::to_value(JsonReport::of(&outcome, workload))?);
-        last_text = planwave_loadtest::render_sweep_text(&outcome, workload);
+        last_text = crate::render_sweep_text(&outcome, workload);
     }
     let estimates = repeat_estimates(&docs);
     if a.json {
@@ -54,10 +59,7 @@ pub async fn repeat(a: &Arc<LoadtestArgs>) -> anyhow::Result<Outcome> {
         print!("{last_text}");
         print!("{}", render(a.repeat, &docs, &estimates));
     }
-    Ok(Outcome(match status {
-        SweepStatus::Partial => PARTIAL,
-        _ => OK,
-    }))
+    Ok(status)
 }
 
 /// The main figures of each run as `mean ± half-interval`.

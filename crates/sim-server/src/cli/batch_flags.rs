@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use crate::BatchSimConfig;
 use clap::Args;
-use planwave_sim_server::BatchSimConfig;
 
 #[derive(Debug, Args)]
 pub struct BatchServeArgs {

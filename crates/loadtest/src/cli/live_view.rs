@@ -4,12 +4,14 @@
 //! `--quiet` turns it off. The view reads the probe's own counters and lock-free histograms
 //! from a task of its own: the request path never waits for it.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Args;
-use planwave_loadtest::{LiveSnapshot, Probe, RunStart, SweepWatch, render_live_line};
+use planwave_runner::eprintln;
+
+use crate::{LiveSnapshot, Probe, RunStart, SweepWatch, render_live_line};
 
 #[derive(Debug, Args)]
 pub struct ViewOptions {
@@ -65,12 +67,21 @@ impl Terminal {
 
 fn show(mode: Mode, line: &str, last: bool) {
     match (mode, last) {
-        (Mode::InPlace, false) => eprint!("\r\x1b[2K{line}"),
-        (Mode::InPlace, true) => eprintln!("\r\x1b[2K{line}"),
+        // The erase-line sequence is written as it is; `eprint!` escapes every ESC (the
+        // line's own text is escaped, as all output is).
+        (Mode::InPlace, false) => erase_line_then(line, ""),
+        (Mode::InPlace, true) => erase_line_then(line, "\n"),
         (Mode::Lines, false) => eprintln!("planwave loadtest: live {line}"),
         (Mode::Lines, true) => eprintln!("planwave loadtest: live final {line}"),
         (Mode::Off, _) => {}
     }
+}
+
+/// `\r`, ESC `[2K` (erase the line), then the line and `end`, escaped.
+fn erase_line_then(line: &str, end: &str) {
+    let mut stderr = std::io::stderr().lock();
+    let _ = stderr.write_all(b"\r\x1b[2K");
+    let _ = stderr.write_all(planwave_runner::printable(&format!("{line}{end}")).as_bytes());
 }
 
 /// Shows the probe's figures every second until the run ends.

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
-use planwave_loadtest::{
+use planwave_runner::InvalidInput;
+
+use super::LoadtestArgs;
+use crate::{
     EndpointKind, LatencyModel, PlanChoice, RequestHeaders, Session, Shaping, TextEndpoint,
     TextEndpointConfig, TokenCount, TokenCounter, Traffic,
 };
 use planwave_prompts::PromptSet;
-
-use super::exit::InvalidInput;
-use super::loadtest::LoadtestArgs;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EndpointArg {
@@ -59,7 +59,7 @@ pub struct WorkloadOptions {
     pub sessions: Option<u64>,
     /// With --multi-turn or --turns: the wait between an answer and the next turn, fixed:MS
     /// or lognormal:MEAN_MS:SIGMA, seeded by --seed [default: none].
-    #[arg(long, value_name = "MODEL", value_parser = super::loadtest_traffic::parse_latency)]
+    #[arg(long, value_name = "MODEL", value_parser = super::traffic_flags::parse_latency)]
     pub think_time: Option<LatencyModel>,
     /// With --llm-url: add this header to every request (`-H 'X-Tenant: acme'`; repeatable).
     /// The values of credential headers (Authorization, *-Key, *-Token, Cookie) are never
@@ -137,7 +137,7 @@ pub(super) fn check(a: &LoadtestArgs) -> anyhow::Result<()> {
 pub(super) struct SessionSetup {
     pub plan: PlanChoice,
     pub prompts: Arc<dyn PromptSet>,
-    pub map: Arc<planwave_loadtest::SessionMap>,
+    pub map: Arc<crate::SessionMap>,
 }
 
 /// The session workload, when --multi-turn or --turns asks for one. The traffic's rates
@@ -168,17 +168,18 @@ pub(super) fn sessions(
         .into());
     }
     let given: Vec<Session> = match (&a.dataset, &w.turns, &a.input_tokens) {
-        (Some(path), _, _) => planwave_loadtest::read_sessions(path)
-            .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?,
+        (Some(path), _, _) => {
+            crate::read_sessions(path).map_err(|e| InvalidInput::one("--dataset", e.to_string()))?
+        }
         (None, Some(turns), Some(input)) => {
             let n = w.sessions.unwrap_or(DEFAULT_SESSIONS) as usize;
-            planwave_loadtest::synthetic_sessions(turns, input, n, a.seed, tokenizer)
+            crate::synthetic_sessions(turns, input, n, a.seed, tokenizer)
         }
         _ => return Err(InvalidInput::one("--turns", "needs --input-tokens").into()),
     };
     let count = w.sessions.map_or(given.len(), |n| n as usize);
     let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
-    let s = planwave_loadtest::session_workload(&given, count, w.think_time, a.seed, builtin)
+    let s = crate::session_workload(&given, count, w.think_time, a.seed, builtin)
         .map_err(|e| InvalidInput::one("--sessions", e))?;
     traffic.sessions = Some(s.map.clone());
     let turns = s.plan.len();
@@ -205,7 +206,7 @@ pub(super) fn shaping(
     requests: Option<u64>,
     trace_output: Option<Vec<u32>>,
     tokenizer: Option<Arc<TokenCounter>>,
-    sessions: Option<Arc<planwave_loadtest::SessionMap>>,
+    sessions: Option<Arc<crate::SessionMap>>,
 ) -> Option<Arc<Shaping>> {
     let w = &a.workload;
     let max_tokens: Option<Arc<[u32]>> = match (&w.output_tokens, trace_output) {

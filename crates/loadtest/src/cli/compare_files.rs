@@ -4,37 +4,37 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use super::exit::{InvalidInput, OK, Outcome};
+use planwave_runner::{InvalidInput, eprintln, print, println};
+
+use crate::SweepStatus;
 
 fn read(path: &std::path::Path) -> Result<serde_json::Value, InvalidInput> {
-    planwave_loadtest::read_saved(path)
+    crate::read_saved(path)
         .map_err(|e| InvalidInput::one(path.display().to_string(), e.to_string()))
 }
 
 /// Prints (and with `html`, plots) the ratios B/A of two saved runs.
-pub fn compare(files: &[PathBuf], json: bool, html: Option<&PathBuf>) -> anyhow::Result<Outcome> {
+pub(super) fn compare(
+    files: &[PathBuf],
+    json: bool,
+    html: Option<&PathBuf>,
+) -> anyhow::Result<SweepStatus> {
     let [a, b] = files else {
         return Err(InvalidInput::one("--compare", "give two files: A.json B.json").into());
     };
-    let rows = planwave_loadtest::compare(&read(a)?, &read(b)?);
+    let rows = crate::compare(&read(a)?, &read(b)?);
     let (an, bn) = (a.display().to_string(), b.display().to_string());
     if json {
         let out = serde_json::json!({"a": an, "b": bn, "rows": rows});
         println!("{}", serde_json::to_string_pretty(&out)?);
     } else {
         println!("A: {an}\nB: {bn}");
-        print!(
-            "{}",
-            planwave_loadtest::render_compare_table(&rows, "A", "B")
-        );
+        print!("{}", crate::render_compare_table(&rows, "A", "B"));
     }
     if let Some(path) = html {
-        std::fs::write(
-            path,
-            planwave_loadtest::render_compare_html(&rows, &an, &bn),
-        )
-        .with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, crate::render_compare_html(&rows, &an, &bn))
+            .with_context(|| format!("writing {}", path.display()))?;
         eprintln!("planwave loadtest: wrote {}", path.display());
     }
-    Ok(Outcome(OK))
+    Ok(SweepStatus::Completed)
 }
