@@ -122,9 +122,10 @@ pub struct RunStart<'a> {
 /// What the front end hears while a sweep runs.
 pub trait SweepWatch: Send + Sync {
     fn run_starts(&self, _run: &RunStart<'_>) {}
-    /// Called as each run starts, with its task count: a callback that gets the run's probe
+    /// Called as each run starts, with the model calls it will make (one per task, plus the
+    /// report's summary when the model answers it): a callback that gets the run's probe
     /// (progress output), or `None`.
-    fn progress(&self, _tasks: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+    fn progress(&self, _calls: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
         None
     }
     /// Whether the runs' probes keep TTFT and ITL histograms for a live view (a little work
@@ -341,8 +342,12 @@ async fn run_point<E>(
         .map(|url| crate::scrape::Scraper::start(url, Duration::from_secs(1)));
     // The run's time zero, to put the scraped samples on the requests' time axis.
     let epoch = Arc::new(OnceLock::<Instant>::new());
+    let local_integrator = matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator;
+    // The live view's total is the model calls a run makes: a call per task, and the
+    // report's summary when the model (not the load test) answers it.
+    let calls = w.plan.len() + usize::from(!local_integrator);
     let on_start = {
-        let (epoch, progress) = (epoch.clone(), at.watch.progress(w.plan.len()));
+        let (epoch, progress) = (epoch.clone(), at.watch.progress(calls));
         Box::new(move |probe: Arc<Probe>| {
             let _ = epoch.set(probe.epoch());
             if let Some(f) = progress {
@@ -382,7 +387,7 @@ async fn run_point<E>(
         on_start: Some(on_start),
         arrivals,
         serving: at.serving.then(|| o.traffic.serving_options()),
-        local_integrator: matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator,
+        local_integrator,
         shaping: o.shaping.clone(),
         live_latencies: at.watch.live_latencies(),
     })

@@ -101,6 +101,44 @@ async fn a_concurrency_sweep_runs_every_point_and_schedule_and_names_the_knee() 
     );
 }
 
+/// A run's total as its live view was given it, and the probe the view reads.
+type Shown = (usize, Arc<Probe>);
+
+/// What each run handed to its live view.
+#[derive(Default)]
+struct Progress(Arc<std::sync::Mutex<Vec<Shown>>>);
+
+impl SweepWatch for Progress {
+    fn progress(&self, calls: usize) -> Option<Box<dyn FnOnce(Arc<Probe>) + Send>> {
+        let seen = self.0.clone();
+        Some(Box::new(move |probe| {
+            if let Ok(mut seen) = seen.lock() {
+                seen.push((calls, probe));
+            }
+        }))
+    }
+}
+
+#[tokio::test]
+async fn the_live_view_s_total_is_every_call_the_run_makes_the_summary_included() {
+    let watch = Progress::default();
+    run_sweep(
+        options(Traffic::default()),
+        &watch,
+        CancellationToken::new(),
+    )
+    .await
+    .expect("runs");
+    let seen = watch.0.lock().expect("lock");
+    let [(total, probe)] = seen.as_slice() else {
+        panic!("one run, one view: {}", seen.len());
+    };
+    // Four tasks and the summary, which the simulator answers through the probe.
+    assert_eq!(*total, 5);
+    let end = probe.live_snapshot();
+    assert_eq!((end.done, end.in_flight), (5, 0), "{end:?}");
+}
+
 #[tokio::test]
 async fn a_latency_file_for_another_plan_is_refused() {
     let mut o = options(Traffic::default());
