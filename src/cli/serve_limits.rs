@@ -25,27 +25,18 @@ pub struct LimitArgs {
     #[arg(long, value_name = "N", default_value = "128")]
     pub max_connections: NonZeroUsize,
     /// Time a client has to send a request's headers; then its connection is closed.
-    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = positive)]
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = planwave_config::parse_positive_duration)]
     pub header_timeout: Duration,
     /// Time a client has to send a request's body; then it gets 408.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = planwave_config::parse_positive_duration)]
     pub body_timeout: Duration,
     /// How often an event stream with nothing new gets a keep-alive comment.
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = positive)]
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = planwave_config::parse_positive_duration)]
     pub sse_keep_alive: Duration,
     /// Time an answer's write may wait for a client that reads nothing (an event stream
     /// nobody reads); then its connection is dropped and its place freed.
-    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = positive)]
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = planwave_config::parse_positive_duration)]
     pub write_timeout: Duration,
-}
-
-/// A duration above zero (a zero timeout would refuse every client).
-fn positive(text: &str) -> Result<Duration, String> {
-    let d = planwave_config::parse_duration(text)?;
-    if d.is_zero() {
-        return Err(format!("{text:?}: must be more than zero"));
-    }
-    Ok(d)
 }
 
 impl LimitArgs {
