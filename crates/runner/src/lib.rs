@@ -1,5 +1,5 @@
-//! Runs one planwave job end to end, the same way for every front end (the CLI today; a queue
-//! worker and an HTTP server next).
+//! Runs one planwave job end to end, the same way for every front end: the CLI, the queue
+//! worker (`planwave_queue`) and the HTTP server (`planwave_serve`).
 //!
 //! A front end parses its own input (flags, a queue message, a request body), resolves
 //! [`planwave_config::Settings`], and calls in here:
@@ -16,6 +16,8 @@
 //!
 //! What a person sees (progress bars, tables, exit codes) stays in the front end: the runner
 //! reports through [`EventSink`](planwave_record::EventSink)s, [`Notes`] and return values.
+//! [`term`] is the one thing a command-line front end borrows from here: how it prints
+//! (escaped, ending quietly on a closed pipe), so every front end prints alike.
 
 pub mod batch;
 mod error;
