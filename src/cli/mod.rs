@@ -89,7 +89,7 @@ pub enum Command {
     #[command(after_help = EXIT_CODES_HELP)]
     Plan(plan::PlanArgs),
     /// Plan GOAL, run it, evaluate and reflect, and plan again until good enough (the
-    /// reflective loop); every round is kept in DIR/rounds/<k>/.
+    /// reflective loop); every round is kept in `DIR/rounds/<k>/`.
     #[command(after_help = EXIT_CODES_HELP)]
     Research(research::ResearchArgs),
     /// Continue an interrupted run (crash, kill, Ctrl-C, deadline) in its run directory:

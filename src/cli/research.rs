@@ -25,7 +25,7 @@ pub struct ResearchArgs {
     /// The research goal, e.g. "深度分析特斯拉公司".
     pub goal: String,
     /// Run directory: report.md, plan.json, run.json, events.jsonl, sections/, planner/,
-    /// rounds/<k>/.
+    /// `rounds/<k>/`.
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     #[command(flatten)]

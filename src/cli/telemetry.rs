@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::exit::{InvalidInput, Outcome};
 
-/// Traces (OpenTelemetry). Without an endpoint (flag or OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT)
+/// Traces (OpenTelemetry). Without an endpoint (flag or `OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT`)
 /// nothing is exported.
 #[derive(Debug, Args)]
 pub struct TelemetryOptions {

@@ -2,7 +2,7 @@
 //!
 //! [`parse_jobs`] turns the text of a job file into jobs plus bad lines, each bad line with
 //! its number and a clear reason, so one bad line never stops the others. [`resolve_jobs`]
-//! reads `plan_file`s, renders `template`s with their `vars` ([`template`](crate::template),
+//! reads `plan_file`s, renders `template`s with their `vars` (`template.rs`,
 //! minijinja, strict) and validates plans (still per line). [`BatchSummary`] is what
 //! `batch.json` records (with [`BatchMetrics`], the planning and execution success rates),
 //! and [`render_batch_table`] the table the command prints.

@@ -1,10 +1,10 @@
 //! The executor: runs a [`ValidatedPlan`](planwave_plan::ValidatedPlan) as concurrent LLM
 //! subagents on ractor actors and assembles the report.
 //!
-//! [`execute`] is the entry point. A [`supervisor`] actor owns the run: it asks the pure
-//! [`Scheduler`] which tasks are ready, spawns one [`subagent`] actor per task as soon as that
+//! [`execute`] is the entry point. A `supervisor` actor owns the run: it asks the pure
+//! [`Scheduler`] which tasks are ready, spawns one `subagent` actor per task as soon as that
 //! task's own prerequisites are done, and turns failures (including panics) into `failed` and
-//! `blocked` task records. An [`integrator`] actor collects outcomes, writes section files as
+//! `blocked` task records. An `integrator` actor collects outcomes, writes section files as
 //! they arrive, and renders the report (`planwave-report`).
 //!
 //! What a run produces is `planwave-record`'s ([`RunResult`](planwave_record::RunResult),

@@ -153,7 +153,7 @@ impl SaturationReport {
 }
 
 /// The requests/second of ascending event times (ms), between their 10th and 90th
-/// percentile; `None` with fewer than [`MIN_REQUESTS`] events or no time between them.
+/// percentile; `None` with fewer than `MIN_REQUESTS` events or no time between them.
 pub fn inner_rate(sorted_ms: &[f64]) -> Option<f64> {
     let n = sorted_ms.len();
     if n < MIN_REQUESTS {

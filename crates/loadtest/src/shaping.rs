@@ -57,7 +57,7 @@ impl std::fmt::Debug for Shaping {
 }
 
 impl Shaping {
-    /// Whether any call is changed (else no [`Shaper`] is needed).
+    /// Whether any call is changed (else no `Shaper` is needed).
     pub fn shapes_calls(&self) -> bool {
         self.max_tokens.as_ref().is_some_and(|m| !m.is_empty())
             || self.cancel_rate > 0.0

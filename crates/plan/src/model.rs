@@ -141,7 +141,7 @@ impl TaskSpec {
 
     /// The heading a section of this task gets: its name if it has one, else its description.
     /// The task's name, else its description; a label, so only its first line, at most
-    /// [`MAX_TITLE_BYTES`]: a title lands in every prompt that lists the task and in the
+    /// `MAX_TITLE_BYTES`: a title lands in every prompt that lists the task and in the
     /// report's headings and tables, where a long or multi-line one would break the layout.
     pub fn title(&self) -> &str {
         let full = match &self.name {

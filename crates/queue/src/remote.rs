@@ -159,7 +159,7 @@ fn events_subject(run: &str, goal: bool) -> String {
 
 /// Every message of the run's events subject from the first, then each as it is committed:
 /// its stream sequence and what it shows. A plan run's messages are lines of its
-/// `events.jsonl`; a goal run's (`goal`) are pieces of its directory, read by [`DirFollow`]
+/// `events.jsonl`; a goal run's (`goal`) are pieces of its directory, read by `DirFollow`
 /// into its journals' lines and its rounds' plans (`None` for the other pieces).
 pub async fn follow_journal(
     q: &Queue,

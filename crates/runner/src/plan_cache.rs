@@ -93,7 +93,7 @@ impl PlanCache {
     /// The key of `planner`'s first request for `goal` to `model`; `None` when the prompt
     /// does not render (planning will say why).
     ///
-    /// The goal is keyed as [`goal_key`] gives it (and the prompt rendered with that), so
+    /// The goal is keyed as `goal_key` gives it (and the prompt rendered with that), so
     /// goals that differ only in case, punctuation or spacing share an entry.
     pub fn key(planner: &Planner, goal: &str, model: &str) -> Option<CacheKey> {
         let goal = goal_key(goal);

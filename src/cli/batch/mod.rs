@@ -34,7 +34,7 @@ pub struct BatchArgs {
     /// Bad lines are reported with their number and skipped.
     #[arg(value_name = "JOBS.jsonl", required_unless_present = "resume")]
     pub job_file: Option<PathBuf>,
-    /// Batch directory: batch.json and jobs/<id>/ (one run directory per job).
+    /// Batch directory: `batch.json` and `jobs/<id>/` (one run directory per job).
     #[arg(long, value_name = "DIR", required_unless_present_any = ["resume", "batch"])]
     pub out: Option<PathBuf>,
     /// Queue the jobs on NATS JetStream (see --nats) for `planwave worker`s to run, under
@@ -57,7 +57,7 @@ pub struct BatchArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subagents: Option<u64>,
     /// Rounds of plan -> run -> evaluate -> reflect for each goal job, as `research` runs
-    /// them (default: [orchestrator] max_reflection_rounds, else 5).
+    /// them (default: `[orchestrator] max_reflection_rounds`, else 5).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_rounds: Option<u32>,
     #[command(flatten)]

@@ -22,7 +22,7 @@ pub enum BatchAction {
     /// failed with the reason, cancelled), counts, tokens and cost.
     Status(StatusArgs),
     /// Write a queued batch's finished jobs as a local batch directory (batch.json and
-    /// jobs/<id>/ run directories), so `show` works on them.
+    /// `jobs/<id>/` run directories), so `show` works on them.
     Fetch(FetchArgs),
     /// Cancel a queued batch: queued jobs are dropped, running ones stop like Ctrl-C.
     Cancel(CancelArgs),

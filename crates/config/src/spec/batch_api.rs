@@ -15,7 +15,7 @@ use crate::Flags;
 pub struct BatchApiOptions {
     /// Send model calls through the provider's Batch API (/v1/files, /v1/batches): ready
     /// calls are collected into one batch, polled until answered; half price at OpenAI,
-    /// answers within 24 h ([prices] batch_discount prices it).
+    /// answers within 24 h (`[prices] batch_discount` prices it).
     #[cfg_attr(feature = "clap", arg(long))]
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub batch_api: bool,

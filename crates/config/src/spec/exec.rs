@@ -40,13 +40,13 @@ pub struct ExecOptions {
     #[cfg_attr(feature = "clap", arg(long, default_value_t = 0))]
     pub seed: u64,
     /// A task still unfinished after this long (all attempts) fails with a timeout: seconds,
-    /// or with a unit (90s, 2m) (default: planwave.toml [run] task_timeout_secs, else none).
+    /// or with a unit (90s, 2m) (default: planwave.toml `[run] task_timeout_secs`, else none).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = crate::parse_positive_duration))]
     #[serde(with = "super::text::duration")]
     pub task_timeout: Option<Duration>,
     /// Stop the whole run after this long (seconds, or 90s, 2m, 1h), like Ctrl-C: finished
     /// work is kept and `planwave resume DIR` goes on; exit code 4 (default: planwave.toml
-    /// [run] deadline_secs).
+    /// `[run] deadline_secs`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = crate::parse_positive_duration))]
     #[serde(with = "super::text::duration")]
     pub deadline: Option<Duration>,

@@ -83,11 +83,11 @@ pub struct PlannerOptions {
     #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..)))]
     pub planner_attempts: Option<u32>,
     /// The plan the planner asks for: research tasks for subagents (default), or tool
-    /// steps, each calling an MCP tool or llm_call (also [planner] format).
+    /// steps, each calling an MCP tool or llm_call (also `[planner] format`).
     #[cfg_attr(feature = "clap", arg(long, value_enum, value_name = "FORMAT"))]
     pub plan_format: Option<PlanFormatArg>,
     /// The most tasks a plan the model writes may have: a plan with more is sent back for
-    /// repair, and planning fails if no attempt fits (also [planner] task_limit; default
+    /// repair, and planning fails if no attempt fits (also `[planner] task_limit`; default
     /// 1000, as `serve --max-tasks`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -100,7 +100,7 @@ pub struct PlannerOptions {
 #[serde(default, deny_unknown_fields)]
 pub struct PlanCacheOptions {
     /// Keep plans the planner writes in DIR and reuse one for the same goal, model, planning
-    /// prompt, tools and metadata, without a planner call (also [planner] plan_cache).
+    /// prompt, tools and metadata, without a planner call (also `[planner] plan_cache`).
     /// `research` reuses only its first plan.
     #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
     pub plan_cache: Option<PathBuf>,

@@ -126,8 +126,8 @@ impl FlagGroup for JobOptions {
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct ResearchOptions {
-    /// Most rounds of plan -> run -> evaluate -> reflect (default: [orchestrator]
-    /// max_reflection_rounds, else 5).
+    /// Most rounds of plan -> run -> evaluate -> reflect (default:
+    /// `[orchestrator] max_reflection_rounds`, else 5).
     #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..)))]
     pub max_rounds: Option<u32>,
     #[cfg_attr(feature = "clap", command(flatten))]

@@ -2,7 +2,7 @@
 //! without scraping the prompt.
 //!
 //! The simulator over HTTP (`planwave sim-llm serve`) answers from the
-//! [`RequestContext`](crate::RequestContext) just as the in-process simulator does, so the
+//! [`RequestContext`] just as the in-process simulator does, so the
 //! client sends it as `x-planwave-context` (base64url of its JSON), with
 //! `x-planwave-role` and `x-planwave-attempt`. Real providers ignore unknown headers; the
 //! context holds nothing the prompt does not already hold (titles, questions, ids, never
