@@ -6,13 +6,10 @@
 
 use std::path::Path;
 
-use planwave_runner::PlanCache;
+use planwave_runner::{MedianCall, PlanCache};
 
 /// Seconds per wave without measurements to go by.
 const DEFAULT_WAVE_SECS: f64 = 30.0;
-
-/// How many of the latest calls the median is taken over.
-const RECENT_CALLS: usize = 50;
 
 /// Where else call times may come from: the plan cache the settings name, and the model
 /// whose times count (the one subagents would use).
@@ -21,18 +18,17 @@ pub struct CacheTimes<'a> {
     pub model: &'a str,
 }
 
-/// `estimated duration: ...` for a plan of `waves` waves, measured from `dir/run.json`, else
-/// from the plan cache's call times, saying which source it used.
+/// `estimated duration: ...` for a plan of `waves` waves, measured from the run in `dir` (the
+/// plan's directory) when it holds one, else from the plan cache's call times, saying which
+/// source it used.
 pub fn line(waves: usize, dir: Option<&Path>, cached: Option<CacheTimes<'_>>) -> String {
-    let from_run = dir.and_then(|d| {
-        let run_json = d.join("run.json");
-        median_call_secs(&run_json).map(|(secs, n)| {
-            let why = format!(
-                "the median of {n} recent model calls in {}",
-                run_json.display()
-            );
-            (secs, why)
-        })
+    let from_run = dir.and_then(MedianCall::of_run).map(|m| {
+        let why = format!(
+            "the median of {} recent model calls in {}",
+            m.calls,
+            m.path.display()
+        );
+        (m.secs, why)
     });
     let measured = from_run.or_else(|| {
         let c = cached?;
@@ -55,26 +51,6 @@ pub fn line(waves: usize, dir: Option<&Path>, cached: Option<CacheTimes<'_>>) ->
         "estimated duration: {} ({waves} waves × {per_wave:.1} s per wave, {why})\n",
         human(waves as f64 * per_wave)
     )
-}
-
-/// The median duration (seconds) of the latest successful subagent calls, and how many.
-fn median_call_secs(run_json: &Path) -> Option<(f64, usize)> {
-    let text = std::fs::read_to_string(run_json).ok()?;
-    let run: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let mut ms: Vec<f64> = run["calls"]
-        .as_array()?
-        .iter()
-        .filter(|c| c["role"] == "subagent" && c["outcome"] == "ok")
-        .filter_map(|c| c["duration_ms"].as_f64())
-        .filter(|d| d.is_finite() && *d >= 0.0)
-        .collect();
-    if ms.is_empty() {
-        return None;
-    }
-    let recent = ms.split_off(ms.len().saturating_sub(RECENT_CALLS));
-    let mut recent = recent;
-    recent.sort_by(f64::total_cmp);
-    Some((recent[recent.len() / 2] / 1000.0, recent.len()))
 }
 
 fn human(secs: f64) -> String {

@@ -19,7 +19,6 @@ mod run;
 mod serve;
 mod serve_limits;
 mod show;
-mod show_waiting;
 mod summary;
 pub mod telemetry;
 mod validate;

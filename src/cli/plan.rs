@@ -120,7 +120,6 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     }
     print!("{}", waves_text(plan));
     let dir = args.out.as_deref().and_then(std::path::Path::parent);
-    let dir = dir.filter(|d| d.join("run.json").is_file());
     let cached = cache.as_ref().map(|cache| super::estimate::CacheTimes {
         cache,
         model: &subagent_model,

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use planwave_batch::{BatchSummary, render_batch_table};
 use planwave_report::render_run_table;
+use planwave_runner::DirHolds;
 use planwave_storage::ReadRunError;
 
 use super::exit::{InvalidInput, OK, Outcome};
@@ -27,23 +28,15 @@ pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
         [one] => one,
         many => return show_metrics(many.to_vec()),
     };
-    // A batch directory has batch.json and no run.json of its own.
-    if !dir.join("run.json").exists() && dir.join("batch.json").exists() {
-        return show_batch(&dir.join("batch.json"));
-    }
-    // A data directory: no run of its own, runs under it.
-    if !planwave_runner::is_run_dir(dir) {
-        let runs = planwave_runner::runs_under(dir);
-        if !runs.is_empty() {
-            return show_metrics(runs);
-        }
+    match planwave_runner::dir_holds(dir) {
+        DirHolds::Batch(record) => return show_batch(&record),
+        DirHolds::Runs(runs) => return show_metrics(runs),
+        DirHolds::Run => {}
     }
     let run = planwave_storage::read_run(dir).map_err(|e| match e {
-        ReadRunError::NotFinished { dir } => InvalidInput::one(
-            dir.display().to_string(),
-            super::show_waiting::not_finished(&dir),
-        )
-        .into(),
+        ReadRunError::NotFinished { dir } => {
+            InvalidInput::one(dir.display().to_string(), not_finished(&dir)).into()
+        }
         ReadRunError::Io { path, source } => {
             anyhow::Error::new(source).context(format!("reading {}", path.display()))
         }
@@ -92,4 +85,21 @@ fn show_metrics(dirs: Vec<PathBuf>) -> anyhow::Result<Outcome> {
     }
     print!("{}", m.lines());
     Ok(Outcome(OK))
+}
+
+/// The sentence for a run without `run.json`.
+fn not_finished(dir: &Path) -> String {
+    match planwave_runner::last_provider_batch(dir) {
+        Some((id, state))
+            if !matches!(state.as_str(), "completed" | "failed" | "expired" | "cancelled") =>
+        {
+            format!(
+                "the run has not finished: it is waiting on provider batch {id} ({state}); `planwave resume` goes on polling it"
+            )
+        }
+        Some((id, state)) => format!(
+            "the run has not finished (its last provider batch, {id}, is {state}; events.jsonl shows its progress)"
+        ),
+        None => "no run.json here: not a run directory, or the run has not finished (events.jsonl shows its progress)".into(),
+    }
 }

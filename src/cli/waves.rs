@@ -31,7 +31,7 @@ pub fn waves(args: WavesArgs) -> anyhow::Result<Outcome> {
         Format::Text => {
             // A plan in a run directory: that run's calls say how long a wave takes; else
             // the calls recorded beside the plan cache planwave.toml names.
-            let dir = args.plan.parent().filter(|d| d.join("run.json").is_file());
+            let dir = args.plan.parent();
             let cache = configured_cache();
             let cached = cache
                 .as_ref()

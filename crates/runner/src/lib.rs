@@ -20,6 +20,7 @@
 //! (escaped, ending quietly on a closed pipe), so every front end prints alike.
 
 pub mod batch;
+mod dir_holds;
 mod error;
 mod execute;
 mod input;
@@ -44,6 +45,7 @@ pub mod term;
 mod trace_fields;
 mod workdir;
 
+pub use dir_holds::{DirHolds, dir_holds, last_provider_batch};
 pub use error::{Context, Result, RunnerError};
 pub use execute::{Execution, Unwatched, Watch, Watcher, execute_plan};
 pub use input::{

@@ -1,7 +1,7 @@
 //! Recent model-call times kept beside the plan cache (`DIR/call-times.json`): per model, the
 //! durations of its last [`KEPT`] successful subagent calls, added as each run ends. `plan`
-//! and `waves` estimate a plan's duration from them when no run directory is beside the plan
-//! (a fresh `plan` has none).
+//! and `waves` estimate a plan's duration from a run directory beside the plan
+//! ([`MedianCall::of_run`]), else from these (a fresh `plan` has no run beside it).
 //!
 //! Best effort, like the cache itself: a file that cannot be read counts as empty, and a
 //! write that fails is the caller's warning. Writes are whole (temporary file, then rename)
@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use planwave_llm::CallRecord;
@@ -45,6 +45,43 @@ pub struct MedianCall {
     pub path: PathBuf,
 }
 
+/// The calls whose durations say how long a task's call takes: subagents' that succeeded,
+/// with a duration that makes sense.
+fn timed(c: &CallRecord) -> bool {
+    c.role == "subagent" && c.outcome == "ok" && c.duration_ms.is_finite() && c.duration_ms >= 0.0
+}
+
+impl MedianCall {
+    /// The median of `ms`, durations in milliseconds read from `path`; `None` when empty.
+    fn of(mut ms: Vec<f64>, path: PathBuf) -> Option<MedianCall> {
+        ms.retain(|d| d.is_finite() && *d >= 0.0);
+        if ms.is_empty() {
+            return None;
+        }
+        ms.sort_by(f64::total_cmp);
+        Some(MedianCall {
+            secs: ms[ms.len() / 2] / 1000.0,
+            calls: ms.len(),
+            path,
+        })
+    }
+
+    /// The median of the last [`KEPT`] successful subagent calls of the finished run in
+    /// `dir` (its `run.json`); `None` when `dir` holds no finished run, or one without such
+    /// calls.
+    pub fn of_run(dir: &Path) -> Option<MedianCall> {
+        let run = planwave_storage::read_run(dir).ok()?;
+        let mut ms: Vec<f64> = run
+            .calls
+            .iter()
+            .filter(|c| timed(c))
+            .map(|c| c.duration_ms)
+            .collect();
+        let recent = ms.split_off(ms.len().saturating_sub(KEPT));
+        MedianCall::of(recent, dir.join("run.json"))
+    }
+}
+
 impl PlanCache {
     pub fn call_times_path(&self) -> PathBuf {
         self.dir.join(CALL_TIMES_FILE)
@@ -56,9 +93,7 @@ impl PlanCache {
     pub fn record_call_times(&self, calls: &[CallRecord], since_ms: i64) -> std::io::Result<()> {
         let fresh: Vec<(&str, f64)> = calls
             .iter()
-            .filter(|c| c.role == "subagent" && c.outcome == "ok")
-            .filter(|c| c.started_at.timestamp_millis() >= since_ms)
-            .filter(|c| c.duration_ms.is_finite() && c.duration_ms >= 0.0)
+            .filter(|c| timed(c) && c.started_at.timestamp_millis() >= since_ms)
             .map(|c| (c.model.as_str(), c.duration_ms))
             .collect();
         if fresh.is_empty() {
@@ -90,17 +125,8 @@ impl PlanCache {
 
     /// The median of `model`'s recorded call times; `None` when none are recorded.
     pub fn median_call(&self, model: &str) -> Option<MedianCall> {
-        let mut ms = self.read_call_times().models.remove(model)?;
-        ms.retain(|d| d.is_finite() && *d >= 0.0);
-        if ms.is_empty() {
-            return None;
-        }
-        ms.sort_by(f64::total_cmp);
-        Some(MedianCall {
-            secs: ms[ms.len() / 2] / 1000.0,
-            calls: ms.len(),
-            path: self.call_times_path(),
-        })
+        let ms = self.read_call_times().models.remove(model)?;
+        MedianCall::of(ms, self.call_times_path())
     }
 
     fn read_call_times(&self) -> CallTimes {
