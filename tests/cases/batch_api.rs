@@ -193,6 +193,8 @@ fn the_uploaded_lines_hold_only_the_documented_fields(server: &SimLlm, batches: 
 
 #[test]
 fn injected_line_errors_are_retried_under_the_retry_policy() {
+    // The server draws line errors from its seed and each line's body, so the same lines
+    // fail on every run (with seed 3, a subagent's).
     let server = SimLlm::start(&["--batch-line-error-rate", "0.4", "--seed", "3"], &[]);
     let dir = tempdir();
     let cfg = config(dir.path());

@@ -41,7 +41,8 @@ use crate::server::{AppState, error};
 pub struct BatchSimConfig {
     /// A batch completes no sooner than this after it was created.
     pub delay: Duration,
-    /// The share of lines answered with a server error (in the error file, status 500).
+    /// The share of lines answered with a server error (in the error file, status 500),
+    /// drawn from the seed, the line's body and how many lines of that body came before.
     pub line_error_rate: f64,
     /// The first this many batches expire (their window passes before they finish).
     pub expire_first: u64,
@@ -153,6 +154,8 @@ pub(crate) struct Store {
     pub order: Vec<String>,
     pub cancels: HashMap<String, Arc<tokio::sync::Notify>>,
     pub stats: BatchStats,
+    /// How many lines of each body (by hash) were answered, for the line-error draw.
+    pub bodies_seen: HashMap<u64, u32>,
 }
 
 pub(crate) struct BatchState {

@@ -407,7 +407,20 @@ struct LineBody {
 async fn answer_line(st: &BatchState, line: &InputLine) -> Result<Value, Value> {
     let fail = |message: &str, kind: &str| json!({"error": {"message": message, "type": kind, "code": Value::Null}});
     let rate = st.cfg.line_error_rate;
-    let draw = planwave_llm::stable_hash(st.app.cfg.sim.seed, &line.custom_id, 0) % 1_000_000;
+    // Drawn from the body and how many lines of it came before, not from the custom_id: a
+    // client's ids may carry a key of its own (planwave's name the job, new every run), and a
+    // seeded server should fail the same lines of a workload on every run.
+    let body = line.body.to_string();
+    let seen = {
+        let mut s = st.store();
+        let n = s
+            .bodies_seen
+            .entry(planwave_llm::stable_hash(0, &body, 0))
+            .or_insert(0);
+        *n += 1;
+        *n
+    };
+    let draw = planwave_llm::stable_hash(st.app.cfg.sim.seed, &body, seen) % 1_000_000;
     if (draw as f64) < rate * 1e6 {
         st.store().stats.line_errors += 1;
         return Err(fail(

@@ -12,7 +12,8 @@ pub struct BatchServeArgs {
     #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = planwave_config::parse_millis)]
     pub batch_delay_ms: f64,
     /// Batch API: share of request lines answered with a server error (status 500, in the
-    /// batch's error file).
+    /// batch's error file); which lines is drawn from --seed and each line's body, so a
+    /// workload meets the same errors on every run.
     #[arg(long, value_name = "P", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub batch_line_error_rate: f64,
     /// Batch API: the first N batches expire; their unfinished lines end as `batch_expired`.
