@@ -66,7 +66,7 @@ impl MedianCall {
         })
     }
 
-    /// The median of the last [`KEPT`] successful subagent calls of the finished run in
+    /// The median of the last `KEPT` successful subagent calls of the finished run in
     /// `dir` (its `run.json`); `None` when `dir` holds no finished run, or one without such
     /// calls.
     pub fn of_run(dir: &Path) -> Option<MedianCall> {
