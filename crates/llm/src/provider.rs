@@ -46,3 +46,24 @@ pub trait LlmProvider: Send + Sync + 'static {
         std::collections::BTreeMap::new()
     }
 }
+
+/// Inside `impl LlmProvider for Wrapper`, the methods a wrapper passes on to its field
+/// `inner` unchanged: `info`, `model_for` and `retry_counts`. One list, so no wrapper forgets
+/// one (a wrapper that kept the default `retry_counts` would hide its client's retries from
+/// `run.json`).
+#[macro_export]
+macro_rules! pass_provider_info_to {
+    ($inner:ident) => {
+        fn info(&self) -> $crate::ProviderInfo {
+            self.$inner.info()
+        }
+
+        fn model_for(&self, role: $crate::AgentRole) -> String {
+            self.$inner.model_for(role)
+        }
+
+        fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+            self.$inner.retry_counts()
+        }
+    };
+}

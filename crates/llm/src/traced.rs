@@ -8,7 +8,7 @@ use planwave_telemetry::spans;
 use tracing::Instrument;
 use tracing::field::Empty;
 
-use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use crate::{ChatRequest, ChatResponse, LlmError, LlmProvider};
 
 // Integers go into span fields as i64: tracing-opentelemetry exports u64 fields as strings.
 
@@ -31,17 +31,7 @@ impl TracedProvider {
 
 #[async_trait]
 impl LlmProvider for TracedProvider {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn model_for(&self, role: AgentRole) -> String {
-        self.inner.model_for(role)
-    }
-
-    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
-        self.inner.retry_counts()
-    }
+    crate::pass_provider_info_to!(inner);
 
     async fn chat(&self, mut request: ChatRequest) -> Result<ChatResponse, LlmError> {
         let info = self.inner.info();

@@ -3,11 +3,10 @@
 //! load tester exited on SIGTERM or Ctrl-C. A load test measures; it has nothing to keep, so
 //! once stopped every call still waiting is abandoned and the run ends with what it measured.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatCall, ChatRequest, LlmError, LlmProvider, ProviderInfo};
+use planwave_llm::{ChatCall, ChatRequest, LlmError, LlmProvider};
 use tokio_util::sync::CancellationToken;
 
 /// `inner`, whose calls end at once (a fatal error) when `stop` is cancelled.
@@ -36,13 +35,7 @@ impl Abandoning {
 
 #[async_trait]
 impl LlmProvider for Abandoning {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn model_for(&self, role: AgentRole) -> String {
-        self.inner.model_for(role)
-    }
+    planwave_llm::pass_provider_info_to!(inner);
 
     /// Written out rather than `async fn`, as the probe's and the simulator's are:
     /// async_trait's future kept the request (336 B) for the whole call beside the inner
@@ -68,15 +61,11 @@ impl LlmProvider for Abandoning {
             }
         })
     }
-
-    fn retry_counts(&self) -> BTreeMap<String, u64> {
-        self.inner.retry_counts()
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use planwave_llm::{ChatMessage, RequestContext};
+    use planwave_llm::{AgentRole, ChatMessage, RequestContext};
     use std::time::Duration;
 
     use planwave_sim::{Latency, SimConfig, SimProvider};

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatCall, ChatRequest, ChatResponse, LlmProvider, ProviderInfo};
+use planwave_llm::{AgentRole, ChatCall, ChatRequest, ChatResponse, LlmProvider};
 use planwave_plan::ValidatedPlan;
 
 use crate::live::{LiveLatencies, LiveSnapshot};
@@ -267,9 +267,7 @@ impl Probe {
 
 #[async_trait]
 impl LlmProvider for Probe {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
+    planwave_llm::pass_provider_info_to!(inner);
 
     /// Written out rather than `async fn`: async_trait's future would keep the request twice
     /// (its argument and the body's copy) for the whole call, on top of the inner call's
@@ -327,6 +325,7 @@ fn local_summary(model: String) -> ChatResponse {
 
 #[cfg(test)]
 mod tests {
+    use planwave_llm::ProviderInfo;
     use planwave_plan::{ValidatedPlan, generate};
     use planwave_sim::{SimConfig, SimProvider};
 
@@ -360,5 +359,43 @@ mod tests {
             "nothing after the run"
         );
         assert_eq!(ended.load(Ordering::Relaxed), 1, "ended once");
+    }
+
+    /// The simulator with a model per role and retries of its own, as a real client has.
+    struct PerRole(SimProvider);
+
+    #[async_trait]
+    impl LlmProvider for PerRole {
+        fn info(&self) -> ProviderInfo {
+            self.0.info()
+        }
+
+        fn model_for(&self, role: AgentRole) -> String {
+            match role {
+                AgentRole::Integrator => "big".into(),
+                _ => "small".into(),
+            }
+        }
+
+        fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
+            [("connection".to_owned(), 2)].into()
+        }
+
+        async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, planwave_llm::LlmError> {
+            self.0.chat(request).await
+        }
+    }
+
+    /// `run.json`'s transport retries and each call's model are read through the probe.
+    #[test]
+    fn the_probe_passes_on_the_model_per_role_and_the_client_s_retries() {
+        let plan = Arc::new(ValidatedPlan::new(generate::wide(1)).expect("valid"));
+        let inner: Arc<dyn LlmProvider> = Arc::new(PerRole(SimProvider::new(SimConfig::default())));
+        let probe = Probe::new(inner.clone(), plan);
+        for role in [AgentRole::Integrator, AgentRole::Subagent] {
+            assert_eq!(probe.model_for(role), inner.model_for(role));
+        }
+        assert_eq!(probe.retry_counts()["connection"], 2);
+        assert_eq!(probe.info(), inner.info());
     }
 }

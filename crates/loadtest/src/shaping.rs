@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use planwave_llm::{
     AgentRole, CallTiming, ChatCall, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
-    ProviderInfo, StreamEvent, Usage, estimate_tokens,
+    StreamEvent, Usage, estimate_tokens,
 };
 use planwave_plan::ValidatedPlan;
 use tokio::sync::Notify;
@@ -101,17 +101,7 @@ pub(crate) struct Shaper {
 
 #[async_trait]
 impl LlmProvider for Shaper {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn model_for(&self, role: AgentRole) -> String {
-        self.inner.model_for(role)
-    }
-
-    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
-        self.inner.retry_counts()
-    }
+    planwave_llm::pass_provider_info_to!(inner);
 
     fn chat<'life0, 'async_trait>(&'life0 self, mut request: ChatRequest) -> ChatCall<'async_trait>
     where

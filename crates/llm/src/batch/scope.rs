@@ -22,7 +22,7 @@ use async_trait::async_trait;
 
 use super::ledger::Ledger;
 use super::{BatchObserver, BatchStatus};
-use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
+use crate::{ChatRequest, ChatResponse, LlmError, LlmProvider};
 
 tokio::task_local! {
     /// The job the call being made belongs to (set by [`Scoped`]).
@@ -185,17 +185,7 @@ struct Scoped {
 
 #[async_trait]
 impl LlmProvider for Scoped {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn model_for(&self, role: AgentRole) -> String {
-        self.inner.model_for(role)
-    }
-
-    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
-        self.inner.retry_counts()
-    }
+    crate::pass_provider_info_to!(inner);
 
     async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
         SCOPE

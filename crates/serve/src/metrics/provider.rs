@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use planwave_llm::{AgentRole, ChatCall, ChatRequest, LlmProvider, ProviderInfo};
+use planwave_llm::{ChatCall, ChatRequest, LlmProvider};
 
 use super::Metrics;
 
@@ -22,17 +22,7 @@ impl MeteredProvider {
 
 #[async_trait]
 impl LlmProvider for MeteredProvider {
-    fn info(&self) -> ProviderInfo {
-        self.inner.info()
-    }
-
-    fn model_for(&self, role: AgentRole) -> String {
-        self.inner.model_for(role)
-    }
-
-    fn retry_counts(&self) -> std::collections::BTreeMap<String, u64> {
-        self.inner.retry_counts()
-    }
+    planwave_llm::pass_provider_info_to!(inner);
 
     /// Written out rather than `async fn` (as the load tester's `Abandoning` is): the inner
     /// call is made at once, and only its future is kept, not the request beside it (a
