@@ -25,7 +25,8 @@ pub enum SettingsError {
 }
 
 impl SettingsError {
-    pub(crate) fn setting(source_name: &str, problem: impl Into<String>) -> Self {
+    /// A value that makes no sense, reported under its own name (a flag, a setting).
+    pub fn setting(source_name: &str, problem: impl Into<String>) -> Self {
         SettingsError::Setting {
             source_name: source_name.to_owned(),
             problem: problem.into(),

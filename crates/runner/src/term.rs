@@ -21,12 +21,6 @@ macro_rules! println {
     ($($arg:tt)*) => { $crate::term::out(&format!("{}\n", format_args!($($arg)*))) };
 }
 
-/// `eprint!` through [`err`].
-#[macro_export]
-macro_rules! eprint {
-    ($($arg:tt)*) => { $crate::term::err(&format!($($arg)*)) };
-}
-
 /// `eprintln!` through [`err`].
 #[macro_export]
 macro_rules! eprintln {
@@ -40,7 +34,7 @@ pub fn out(text: &str) {
     finish(stdout.write_all(printable(text).as_bytes()));
 }
 
-/// What `eprint!`/`eprintln!` print.
+/// What `eprintln!` prints.
 pub fn err(text: &str) {
     let mut stderr = std::io::stderr().lock();
     finish(stderr.write_all(printable(text).as_bytes()));

@@ -67,7 +67,7 @@ impl Terminal {
 
 fn show(mode: Mode, line: &str, last: bool) {
     match (mode, last) {
-        // The erase-line sequence is written as it is; `eprint!` escapes every ESC (the
+        // The erase-line sequence is written as it is; `term::err` would escape its ESC (the
         // line's own text is escaped, as all output is).
         (Mode::InPlace, false) => erase_line_then(line, ""),
         (Mode::InPlace, true) => erase_line_then(line, "\n"),

@@ -48,7 +48,9 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
             std::env::var(var)
                 .ok()
                 .and_then(ApiKey::new)
-                .ok_or_else(|| invalid("--api-key-env".into(), format!("{var} is not set")))?,
+                .ok_or_else(|| {
+                    SettingsError::setting("--api-key-env", format!("{var} is not set"))
+                })?,
         ),
     };
     let options = ServeOptions {
@@ -96,7 +98,7 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
             rate if rate.starts_with("rates.") => format!("--rate-{}", &rate[6..]),
             other => format!("--{}", other.replace('_', "-")),
         };
-        invalid(flag, e.problem).into()
+        SettingsError::setting(&flag, e.problem).into()
     })
 }
 
@@ -129,12 +131,4 @@ async fn serve(a: ServeArgs, stop: impl Future<Output = ()>) -> anyhow::Result<(
         stats.requests
     );
     Ok(())
-}
-
-/// A flag's value that makes no sense: bad input, named by its flag.
-fn invalid(source_name: String, problem: impl Into<String>) -> SettingsError {
-    SettingsError::Setting {
-        source_name,
-        problem: problem.into(),
-    }
 }
