@@ -3,14 +3,16 @@
 
 use std::time::Instant;
 
-use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, Usage};
+use planwave_llm::{AgentRole, CallRecord, ChatRequest, ChatResponse, LlmError, Usage};
 use planwave_mcp::{ToolError, ToolOutput};
 use planwave_plan::TaskId;
 use planwave_record::{EventKind, SectionCut, ToolCallRecord};
 use planwave_telemetry::tool;
+use ractor::ActorRef;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::messages::{SubagentReport, SupervisorMsg, TaskFailure};
 use crate::shared::RunShared;
 
 /// Output kept per tool call in `run.json`.
@@ -22,6 +24,10 @@ pub(crate) struct TaskCalls<'a> {
     /// Sum over every model call of the task.
     pub usage: Usage,
     pub tool_calls: Vec<ToolCallRecord>,
+    /// Model calls made so far. The report carries them to the supervisor; dropped before a
+    /// report (the subagent was killed, or its time ran out) they go to it alone.
+    records: Vec<CallRecord>,
+    supervisor: &'a ActorRef<SupervisorMsg>,
     /// Tool outputs shortened before the model saw them.
     pub cuts: Vec<SectionCut>,
     /// The task's attempt in progress (its model retries), set by the subagent.
@@ -33,12 +39,18 @@ pub(crate) struct TaskCalls<'a> {
 }
 
 impl<'a> TaskCalls<'a> {
-    pub fn new(shared: &'a RunShared, task: TaskId) -> TaskCalls<'a> {
+    pub fn new(
+        shared: &'a RunShared,
+        task: TaskId,
+        supervisor: &'a ActorRef<SupervisorMsg>,
+    ) -> TaskCalls<'a> {
         TaskCalls {
             shared,
             task,
             usage: Usage::default(),
             tool_calls: Vec::new(),
+            records: Vec::new(),
+            supervisor,
             cuts: Vec::new(),
             attempt: 1,
             done: std::collections::BTreeMap::new(),
@@ -70,16 +82,41 @@ impl<'a> TaskCalls<'a> {
                 ),
             };
             self.usage += call_usage;
-            shared.emit(EventKind::LlmCall {
+            let call = ModelCall {
                 task: Some(self.task.clone()),
-                role: AgentRole::Subagent.as_str().into(),
+                role: AgentRole::Subagent,
                 model,
                 attempt,
                 duration_ms,
                 usage: call_usage,
                 error,
-            });
+            };
+            self.records.push(call.record(shared));
             answer
+        }
+    }
+
+    /// Task `index`'s report: its outcome and what its calls spent.
+    pub fn report(
+        &mut self,
+        index: usize,
+        attempts: u32,
+        context_cut: Vec<SectionCut>,
+        result: Result<std::sync::Arc<str>, TaskFailure>,
+    ) -> SubagentReport {
+        SubagentReport {
+            index,
+            attempts,
+            finished_at: crate::timefmt::now(),
+            usage: self.usage,
+            context_cut,
+            result,
+            tool_calls: std::mem::take(&mut self.tool_calls),
+            calls: std::mem::take(&mut self.records),
+            written: None,
+            empty_refs: Vec::new(),
+            warnings: Vec::new(),
+            kept_result: None,
         }
     }
 
@@ -184,6 +221,66 @@ impl<'a> TaskCalls<'a> {
             error,
         });
         result
+    }
+}
+
+impl Drop for TaskCalls<'_> {
+    /// Calls no report carried (the subagent was killed mid-task, or its time ran out): the
+    /// supervisor hears of them alone, so the run's records and cost miss none.
+    fn drop(&mut self) {
+        if !self.records.is_empty() {
+            let calls = std::mem::take(&mut self.records);
+            let _ = self.supervisor.send_message(SupervisorMsg::Calls(calls));
+        }
+    }
+}
+
+/// One model call as it ended, for the run's call records and (when anything listens) its
+/// `llm_call` event.
+pub(crate) struct ModelCall {
+    pub task: Option<TaskId>,
+    pub role: AgentRole,
+    pub model: String,
+    pub attempt: u32,
+    pub duration_ms: f64,
+    pub usage: Usage,
+    pub error: Option<String>,
+}
+
+impl ModelCall {
+    /// Its record, the event emitted with the same time when anything listens.
+    pub fn record(self, shared: &RunShared) -> CallRecord {
+        let ended = crate::timefmt::now();
+        let record = CallRecord {
+            role: self.role.as_str().into(),
+            task: self.task,
+            model: self.model,
+            attempt: self.attempt,
+            started_at: ended - chrono::Duration::microseconds((self.duration_ms * 1000.0) as i64),
+            duration_ms: self.duration_ms,
+            prompt_tokens: self.usage.prompt_tokens,
+            completion_tokens: self.usage.completion_tokens,
+            reasoning_tokens: self.usage.reasoning_tokens,
+            cached_tokens: self.usage.cached_tokens,
+            cache_write_tokens: self.usage.cache_write_tokens,
+            outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
+            error: self.error,
+        };
+        if shared.wants_events() {
+            shared.emit_at(
+                ended,
+                EventKind::LlmCall {
+                    task: record.task.clone(),
+                    role: record.role.clone(),
+                    model: record.model.clone(),
+                    attempt: record.attempt,
+                    duration_ms: record.duration_ms,
+                    usage: self.usage,
+                    error: record.error.clone(),
+                },
+            );
+        }
+        record
     }
 }
 

@@ -1,75 +1,47 @@
-//! The integrator actor: keeps every section as it arrives (writing its file at once, so a
-//! crash loses nothing finished), then writes the executive summary and the report.
+//! The integrator actor: keeps every section as it arrives (writing its file when its
+//! subagent could not, so a crash loses nothing finished), then writes the executive summary
+//! and the report, and answers the supervisor, its parent, by message.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use planwave_llm::{AgentRole, ChatRequest, Usage};
-use planwave_record::{EventKind, RunStats, TaskRecord, TaskStatus};
+use planwave_llm::{AgentRole, CallRecord, ChatRequest, Usage};
+use planwave_record::{TaskRecord, TaskStatus};
 use planwave_report::ReportInput;
-use planwave_storage::RunDir;
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;
 
+use crate::calls::ModelCall;
 use crate::digest;
+use crate::messages::{FinishRequest, Integration, IntegratorMsg, SupervisorMsg};
 use crate::shared::RunShared;
 use planwave_prompts::{SectionSummary, integrator_context};
 
-pub struct Integrator;
+pub(crate) struct Integrator;
 
-pub enum IntegratorMsg {
-    /// A completed section; `write` is false for sections restored from an earlier run.
-    Section {
-        index: usize,
-        text: Arc<str>,
-        write: bool,
-    },
-    /// Completed sections handed over together, as `Section` each (one message, not one
-    /// per section: a batch was 256 sends and their channel blocks).
-    Sections(Vec<(usize, Arc<str>, bool)>),
-    Finish(Box<FinishRequest>, RpcReplyPort<Integration>),
-}
+/// A plan with this topic makes the integrator panic on the first section it keeps.
+#[cfg(test)]
+pub(crate) const PANIC_ON_SECTION: &str = "the integrator panics on a section";
 
-pub struct FinishRequest {
-    /// Shared, not copied: the run gets them back once the integrator is done.
-    pub records: Arc<Vec<TaskRecord>>,
-    pub stats: RunStats,
-    /// The `integrate` span the summary call and report rendering run in.
-    pub span: tracing::Span,
-    /// The run was stopped (Ctrl-C, SIGTERM, deadline): no model call starts, the summary
-    /// is the plain one (a call would delay the exit by a whole model latency).
-    pub stopped: Option<planwave_record::CancelReason>,
-    /// The caller's cancellation: a stop that comes during integration lets a call in
-    /// flight finish but starts no other (no retry).
-    pub cancel: tokio_util::sync::CancellationToken,
-}
-
-/// What integration produced.
-#[derive(Debug, Clone)]
-pub struct Integration {
-    pub report: String,
-    pub summary_usage: Usage,
-    /// Set when the summary could not come from the model (the report says so too).
-    pub summary_error: Option<String>,
-    /// Files that could not be written, with the reason; the run goes on without them.
-    pub write_errors: Vec<String>,
-    /// Which sections have a file on disk.
-    pub written: Vec<bool>,
-}
-
-pub struct IntegratorArgs {
+pub(crate) struct IntegratorArgs {
     pub shared: Arc<RunShared>,
-    pub output: Option<RunDir>,
-    /// `sections/<stem>.md` per task, in plan order.
-    /// Empty without an output directory.
-    pub section_files: Arc<Vec<String>>,
+    /// Where the report goes.
+    pub supervisor: ActorRef<SupervisorMsg>,
 }
 
-pub struct IntegratorState {
+pub(crate) struct IntegratorState {
     args: IntegratorArgs,
     sections: Vec<Option<Arc<str>>>,
     written: Vec<bool>,
     write_errors: Vec<String>,
+}
+
+/// The executive summary: its text, what it spent, and why it is the plain one if it is.
+struct Summary {
+    text: String,
+    usage: Usage,
+    calls: Vec<CallRecord>,
+    error: Option<String>,
 }
 
 impl Actor for Integrator {
@@ -98,16 +70,16 @@ impl Actor for Integrator {
         state: &mut IntegratorState,
     ) -> Result<(), ActorProcessingErr> {
         match msg {
-            IntegratorMsg::Section { index, text, write } => state.section(index, text, write),
             IntegratorMsg::Sections(held) => {
                 for (index, text, write) in held {
                     state.section(index, text, write);
                 }
             }
-            IntegratorMsg::Finish(req, reply) => {
+            IntegratorMsg::Finish(req) => {
                 let span = req.span.clone();
-                let result = state.integrate(*req).instrument(span).await;
-                let _ = reply.send(result);
+                let integration = state.integrate(*req).instrument(span).await;
+                let msg = SupervisorMsg::Integrated(Box::new(integration));
+                let _ = state.args.supervisor.send_message(msg);
             }
         }
         Ok(())
@@ -117,13 +89,19 @@ impl Actor for Integrator {
 impl IntegratorState {
     /// A completed section: kept for the report, its file written when `write` asks.
     fn section(&mut self, index: usize, text: Arc<str>, write: bool) {
-        if let (true, Some(out)) = (write, &self.args.output) {
-            match out.write(&self.args.section_files[index], text.as_bytes()) {
+        // A fault in the integrator while the run goes on, injected.
+        #[cfg(test)]
+        if self.args.shared.plan.spec().topic == PANIC_ON_SECTION {
+            panic!("injected: keeping section {index}");
+        }
+        let shared = &self.args.shared;
+        if let (true, Some(out)) = (write, &shared.output) {
+            match out.write(&shared.section_files[index], text.as_bytes()) {
                 Ok(()) => self.written[index] = true,
                 Err(e) => self.write_errors.push(e.to_string()),
             }
         } else if !write {
-            self.written[index] = self.args.output.is_some();
+            self.written[index] = shared.output.is_some();
         }
         self.sections[index] = Some(text);
     }
@@ -132,11 +110,11 @@ impl IntegratorState {
         let shared = self.args.shared.clone();
         let plan = &shared.plan;
         let order = planwave_report::dependency_order(plan);
-        let (summary, summary_usage, summary_error) = match req.stopped {
-            Some(reason) => self.plain_summary(&req.records, Usage::default(), stopped(reason)),
+        let summary = match req.stopped {
+            Some(reason) => self.plain_summary(&req.records, Summary::none(stopped(reason))),
             None => self.summary(&req.records, &order, &req.cancel).await,
         };
-        let placed = planwave_report::place_transitions(&summary, plan);
+        let placed = planwave_report::place_transitions(&summary.text, plan);
         let info = shared.provider.info().into();
         let text = planwave_report::render_markdown(&ReportInput {
             plan,
@@ -145,11 +123,11 @@ impl IntegratorState {
             order: &order,
             summary: &placed.summary,
             transitions: &placed.before,
-            summary_error: summary_error.as_deref(),
+            summary_error: summary.error.as_deref(),
             stats: &req.stats,
             provider: &info,
         });
-        if let Some(out) = &self.args.output {
+        if let Some(out) = &shared.output {
             if let Err(e) = out.write("report.md", text.as_bytes()) {
                 self.write_errors.push(e.to_string());
             }
@@ -161,8 +139,9 @@ impl IntegratorState {
         }
         Integration {
             report: text,
-            summary_usage,
-            summary_error,
+            summary_usage: summary.usage,
+            calls: summary.calls,
+            summary_error: summary.error,
             write_errors: std::mem::take(&mut self.write_errors),
             written: self.written.clone(),
         }
@@ -174,7 +153,7 @@ impl IntegratorState {
         records: &[TaskRecord],
         order: &[usize],
         cancel: &tokio_util::sync::CancellationToken,
-    ) -> (String, Usage, Option<String>) {
+    ) -> Summary {
         let shared = &self.args.shared;
         let plan = &shared.plan;
         // Bounded: the report has every section, the summary prompt only what fits.
@@ -195,12 +174,11 @@ impl IntegratorState {
             })
             .collect();
         let context = integrator_context(plan, &summaries);
-        let mut usage = Usage::default();
-        let mut last_error = String::new();
+        let mut spent = Summary::none(String::new());
         for attempt in 1..=shared.config.retry.max_retries + 1 {
             // Also between attempts: a stop during the first call starts no retry.
             if cancel.is_cancelled() {
-                last_error = stopped(planwave_record::CancelReason::Interrupted);
+                spent.error = Some(stopped(planwave_record::CancelReason::Interrupted));
                 break;
             }
             let t0 = Instant::now();
@@ -225,46 +203,59 @@ impl IntegratorState {
                     Some(e.to_string()),
                 ),
             };
-            usage += u;
-            shared.emit(EventKind::LlmCall {
+            spent.usage += u;
+            let call = ModelCall {
                 task: None,
-                role: AgentRole::Integrator.as_str().into(),
+                role: AgentRole::Integrator,
                 model,
                 attempt,
                 duration_ms: t0.elapsed().as_secs_f64() * 1000.0,
                 usage: u,
                 error,
-            });
+            };
+            spent.calls.push(call.record(shared));
             match answer {
-                Ok(r) if !r.content.trim().is_empty() => return (r.content, usage, None),
-                Ok(_) => last_error = "the model returned an empty summary".into(),
+                Ok(r) if !r.content.trim().is_empty() => {
+                    return Summary {
+                        text: r.content,
+                        error: None,
+                        ..spent
+                    };
+                }
+                Ok(_) => spent.error = Some("the model returned an empty summary".into()),
                 Err(e) => {
-                    last_error = e.to_string();
+                    spent.error = Some(e.to_string());
                     if !e.is_retryable() {
                         break;
                     }
                 }
             }
         }
-        self.plain_summary(records, usage, last_error)
+        self.plain_summary(records, spent)
     }
 
-    /// The summary written without a model, and why.
-    fn plain_summary(
-        &self,
-        records: &[TaskRecord],
-        usage: Usage,
-        why: String,
-    ) -> (String, Usage, Option<String>) {
+    /// The summary written without a model, with what `spent` says of the calls tried.
+    fn plain_summary(&self, records: &[TaskRecord], spent: Summary) -> Summary {
         let completed = records
             .iter()
             .filter(|r| r.status == TaskStatus::Completed)
             .count();
-        (
-            planwave_report::plain_summary(&self.args.shared.plan, completed, records.len()),
-            usage,
-            Some(why),
-        )
+        Summary {
+            text: planwave_report::plain_summary(&self.args.shared.plan, completed, records.len()),
+            ..spent
+        }
+    }
+}
+
+impl Summary {
+    /// Nothing spent yet, and why there is no summary from the model (so far).
+    fn none(why: String) -> Summary {
+        Summary {
+            text: String::new(),
+            usage: Usage::default(),
+            calls: Vec::new(),
+            error: Some(why),
+        }
     }
 }
 

@@ -21,7 +21,6 @@ mod context;
 mod digest;
 mod mcp_events;
 mod quality;
-mod results;
 mod run;
 mod run_stream;
 mod scheduler;
@@ -34,17 +33,22 @@ mod tool_loop;
 mod tool_step;
 mod untrusted;
 
+mod error;
 mod integrator;
+mod messages;
 mod subagent;
 mod supervisor;
+#[cfg(test)]
+mod tests;
 
 pub use config::{
     DEFAULT_CONTEXT_BUDGET_TOKENS, DEFAULT_MAX_TOOL_ROUNDS, RetryPolicy, RunConfig, ToolProtocol,
 };
+pub use error::EngineError;
 pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
 pub use quality::MIN_SECTION_CHARS;
-pub use run::{EngineError, RunRequest, execute};
+pub use run::{RunRequest, execute};
 pub use run_stream::{PlanFeed, execute_streaming};
 pub use scheduler::Scheduler;
 pub use slots::{SlotHeld, Slots, SubagentSlots};

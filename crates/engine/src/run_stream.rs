@@ -5,18 +5,17 @@
 //! report and `run.json` of the final plan.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use planwave_plan::ValidatedPlan;
 use planwave_record::{CancelReason, RunResult};
 use tokio::sync::mpsc;
 
+use crate::error::EngineError;
+use crate::messages::{Close, Rebase, SupervisorMsg};
 use crate::run::{
-    Ended, EngineError, RunRequest, announce, conclude, prepare, spawn_integrator,
-    spawn_supervisor, watch_for_stop,
+    RunRequest, Running, Started, announce, conclude, lost, prepare, spawn_supervisor,
+    watch_for_stop,
 };
-use crate::supervisor::{Close, Rebase, SupervisorMsg};
-use crate::timefmt;
 
 /// The plan as it streams.
 pub enum PlanFeed {
@@ -39,47 +38,35 @@ pub async fn execute_streaming(
     mut req: RunRequest,
     mut feed: mpsc::UnboundedReceiver<PlanFeed>,
 ) -> Result<Option<RunResult>, EngineError> {
-    let first = req.plan.clone();
-    let started_at = timefmt::now();
-    let clock = Instant::now();
-    let retries_before = req.provider.retry_counts();
-    let calls: crate::shared::Calls = Default::default();
-    let (mut shared, _) = prepare(&req, first, calls.clone());
+    let started = Started::now(&req);
+    let mut shared = prepare(&req, req.plan.clone());
     let _mcp_events = crate::mcp_events::attach(&shared);
     announce(&req, &shared);
-    let (supervisor, supervisor_join, mut done) =
-        spawn_supervisor(&shared, None, Vec::new(), true).await?;
-    let watcher = watch_for_stop(req.cancel.clone(), req.deadline, &supervisor);
+    let mut run = spawn_supervisor(&shared, &req, Vec::new(), true, started.clock).await?;
+    let watcher = watch_for_stop(req.cancel.clone(), req.deadline, &run.supervisor);
     let closed = loop {
         let msg = tokio::select! {
             // Cancelled (or lost) before the plan closed.
-            _ = &mut done => None,
+            _ = &mut run.done => None,
             msg = feed.recv() => Some(msg),
         };
         match msg {
             None => {
                 watcher.abort();
-                let _ = supervisor_join.await;
+                run.stopped().await;
                 return Ok(None);
             }
             Some(None) => {
                 watcher.abort();
-                supervisor
-                    .send_message(SupervisorMsg::Cancel(CancelReason::Interrupted))
-                    .ok();
-                let _ = (&mut done).await;
-                let _ = supervisor_join.await;
+                let cancel = SupervisorMsg::Cancel(CancelReason::Interrupted);
+                let _ = run.supervisor.send_message(cancel);
+                let _ = run.outcome().await;
                 return Ok(None);
             }
             Some(Some(PlanFeed::Grow(plan))) => {
                 let map = (0..shared.plan.len()).map(Some).collect();
-                let (next, _) = prepare(&req, plan, calls.clone());
-                let rebase = Rebase {
-                    shared: next.clone(),
-                    map,
-                    close: None,
-                };
-                let _ = supervisor.send_message(SupervisorMsg::Rebase(Box::new(rebase)));
+                let next = prepare(&req, plan);
+                rebase(&run, next.clone(), map, None);
                 shared = next;
             }
             Some(Some(PlanFeed::Close {
@@ -90,7 +77,7 @@ pub async fn execute_streaming(
         }
     };
     let (plan, valid, problems) = closed;
-    let (next, files) = prepare(&req, plan.clone(), calls);
+    let next = prepare(&req, plan.clone());
     if let Some(out) = &req.output {
         out.write_json("plan.json", plan.spec())?;
     }
@@ -100,35 +87,29 @@ pub async fn execute_streaming(
         &shared.section_files,
         &next.section_files,
     );
-    let (integrator, integrator_join) = spawn_integrator(&next, &files).await?;
-    let rebase = Rebase {
-        shared: next.clone(),
-        map,
-        close: Some(Close {
-            integrator: integrator.clone(),
-            valid,
-            problems,
-        }),
-    };
-    let _ = supervisor.send_message(SupervisorMsg::Rebase(Box::new(rebase)));
+    rebase(&run, next.clone(), map, Some(Close { valid, problems }));
     req.plan = plan;
-    let outcome = done.await;
+    let outcome = run.outcome().await;
     watcher.abort();
-    let Ok(outcome) = outcome else {
-        integrator.stop(None);
-        return Err(EngineError::Lost("supervisor"));
-    };
-    let _ = supervisor_join.await;
-    let ended = Ended {
-        started_at,
-        clock,
-        retries_before,
-        integrator,
-        integrator_join,
-    };
-    conclude(&req, &next, &files, outcome, ended)
-        .await
-        .map(Some)
+    match outcome {
+        // Cancelled before the closing rebase arrived: no report.
+        Ok(outcome) if outcome.integration.is_none() => Ok(None),
+        Ok(outcome) => conclude(&req, &next, outcome, started).map(Some),
+        Err(e) => Err(lost(&req, e)),
+    }
+}
+
+/// The supervisor's next plan.
+fn rebase(
+    run: &Running,
+    shared: Arc<crate::shared::RunShared>,
+    map: Vec<Option<usize>>,
+    close: Option<Close>,
+) {
+    let rebase = Rebase { shared, map, close };
+    let _ = run
+        .supervisor
+        .send_message(SupervisorMsg::Rebase(Box::new(rebase)));
 }
 
 #[cfg(test)]

@@ -1,6 +1,8 @@
-//! What every actor of one run shares, behind one `Arc` so spawning a subagent is cheap.
+//! What every actor of one run reads, behind one `Arc` so spawning a subagent is cheap. It is
+//! read-only: what the run learns (records, sections, results, model calls) is the
+//! supervisor's alone, and reaches it by message.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use planwave_mcp::McpRegistry;
 
@@ -10,11 +12,7 @@ use planwave_record::{Event, EventKind, EventSink};
 use planwave_storage::{Ack, Journal, RunDir};
 
 use crate::config::RunConfig;
-use planwave_llm::CallRecord;
 use planwave_prompts::PromptSet;
-
-/// The model calls of a run (shared by the plans of a run whose plan streams).
-pub type Calls = Arc<Mutex<Vec<CallRecord>>>;
 
 pub struct RunShared {
     pub plan: Arc<ValidatedPlan>,
@@ -31,31 +29,34 @@ pub struct RunShared {
     /// Section file names by task index; empty without an output directory.
     pub section_files: Arc<Vec<String>>,
     pub config: RunConfig,
-    /// Every model call, taken from the `llm_call` events so no caller can forget one.
-    pub calls: Calls,
     /// MCP tools, when the run has any.
     pub mcp: Option<Arc<McpRegistry>>,
-    /// Each completed task's result as JSON (a tool's output, or a section as a string), for
-    /// the `{{ID.result}}` references of later tool steps.
-    pub results: crate::results::Results,
     /// The caller's span when the run started (the CLI's `run` root): parent of the task
     /// and `integrate` spans, which are created on actor tasks that do not inherit it.
     pub span: tracing::Span,
 }
 
 impl RunShared {
-    /// Whether anything listens to task events (the journal or a sink): when not, callers on
-    /// the hot path skip building them. Model-call events are always built (they feed the
-    /// call records).
+    /// Whether anything listens to events (the journal or a sink): when not, callers on the
+    /// hot path skip building them.
     pub fn wants_events(&self) -> bool {
         self.journal.is_some() || self.sink.enabled()
     }
 
     pub fn emit(&self, kind: EventKind) {
-        if !matches!(kind, EventKind::LlmCall { .. }) && !self.wants_events() {
-            return;
+        if self.wants_events() {
+            self.emit_event(Event::now(kind));
         }
-        let event = Event::now(kind);
+    }
+
+    /// [`RunShared::emit`] with the event's time given (a model call's record has the same).
+    pub fn emit_at(&self, ts: chrono::DateTime<chrono::Utc>, kind: EventKind) {
+        if self.wants_events() {
+            self.emit_event(Event { ts, kind });
+        }
+    }
+
+    fn emit_event(&self, event: Event) {
         if let Some(j) = &self.journal {
             j.append(event.clone(), None);
         }
@@ -74,43 +75,8 @@ impl RunShared {
         event
     }
 
-    /// Hands an event to the non-durable sinks (progress, tracing) and the call records.
+    /// Hands an event to the non-durable sinks (progress, tracing).
     pub fn publish(&self, event: Event) {
-        if let EventKind::LlmCall {
-            task,
-            role,
-            model,
-            attempt,
-            duration_ms,
-            usage,
-            error,
-        } = &event.kind
-            && let Ok(mut calls) = self.calls.lock()
-        {
-            calls.push(CallRecord {
-                role: role.clone(),
-                task: task.clone(),
-                model: model.clone(),
-                attempt: *attempt,
-                started_at: event.ts
-                    - chrono::Duration::microseconds((duration_ms * 1000.0) as i64),
-                duration_ms: *duration_ms,
-                prompt_tokens: usage.prompt_tokens,
-                completion_tokens: usage.completion_tokens,
-                reasoning_tokens: usage.reasoning_tokens,
-                cached_tokens: usage.cached_tokens,
-                cache_write_tokens: usage.cache_write_tokens,
-                outcome: if error.is_some() { "error" } else { "ok" }.into(),
-                error: error.clone(),
-            });
-        }
         self.sink.emit(&event);
-    }
-
-    pub fn take_calls(&self) -> Vec<CallRecord> {
-        self.calls
-            .lock()
-            .map(|mut c| std::mem::take(&mut *c))
-            .unwrap_or_default()
     }
 }

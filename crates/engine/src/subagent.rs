@@ -1,43 +1,39 @@
 //! The subagent actor: writes one task's section with the model, retrying transient errors,
 //! reports how its task ended to the supervisor, and stops.
 //!
-//! Its work runs on a task of its own (owned by the actor, aborted with it) so the actor
-//! stays responsive while a model call is in flight: a stop from outside takes effect at
-//! once, not after the call. The work sends the report straight to the supervisor, then
-//! tells its actor (`SubagentMsg::WorkEnded`), which stops. A panic in the work comes back
-//! the same way and fails the actor, so the supervisor hears it as ractor's
-//! `ActorFailed` with the panic's message; a subagent stopped or killed before its report
-//! was sent reaches the supervisor as `ActorTerminated` (it is spawned linked). The
-//! supervisor turns both into the task's failure.
+//! Its one job runs in `post_start`, on the actor's own task: a kill from the supervisor
+//! (cancellation, a task dropped by a rebuilt plan) drops the job at once, model call and
+//! all, and a panic in it fails the actor, which ractor hands to the supervisor as
+//! `ActorFailed` with the panic's message. It hears no messages. When the job is done it
+//! sends its report to the supervisor and stops with the reason [`REPORTED`]; the supervisor
+//! reads how a subagent ended from that stop event or its report, never from its state.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
-
-use chrono::{DateTime, Utc};
-use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext, Usage};
-use planwave_record::{EventKind, FailureKind, SectionCut};
+use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext};
+use planwave_record::{EventKind, SectionCut};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use tokio::task::JoinHandle;
+use serde_json::Value;
 use tracing::Instrument;
 
 use crate::calls::TaskCalls;
 use crate::config::RetryPolicy;
 use crate::context;
+use crate::messages::{REPORTED, SubagentReport, SupervisorMsg, TaskFailure};
 use crate::shared::RunShared;
-use crate::supervisor::SupervisorMsg;
-use crate::timefmt;
 use planwave_prompts::{AnswerForm, PriorSection, TaskText, subagent_context};
 
-pub struct Subagent;
+pub(crate) struct Subagent;
 
-pub struct SubagentArgs {
+pub(crate) struct SubagentArgs {
     pub shared: Arc<RunShared>,
     pub index: usize,
     /// Sections of the direct prerequisites, in the order the task lists them.
     pub prior: Vec<(usize, Arc<str>)>,
+    /// The results of the earlier tasks its parameters reference (a tool step's
+    /// `{{ID.result}}`), by task index: handed over by the supervisor, which keeps them.
+    pub results: Vec<(usize, Value)>,
     /// Where the report goes.
     pub supervisor: ActorRef<SupervisorMsg>,
     /// The task's span: model calls made while writing the section are its children.
@@ -47,113 +43,34 @@ pub struct SubagentArgs {
     pub generation: u32,
 }
 
-pub enum SubagentMsg {
-    /// The work is over: its report was sent to the supervisor (`Ok`), or it panicked
-    /// (`Err`, the panic's message).
-    WorkEnded(Result<(), String>),
-}
-
-pub struct SubagentState {
-    /// The task doing the work; aborted if the actor ends first (stopped or killed).
-    work: JoinHandle<()>,
-    /// The report was sent: the supervisor reads this in the state ractor hands it with the
-    /// stop event, which may overtake the report (supervision events are delivered first).
-    reported: bool,
-}
-
-impl SubagentState {
-    pub(crate) fn reported(&self) -> bool {
-        self.reported
-    }
-}
-
-impl Drop for SubagentState {
-    fn drop(&mut self) {
-        // A no-op once the work is done; otherwise the model call is dropped with it.
-        self.work.abort();
-    }
-}
-
-/// What a subagent reports when it is done.
-#[derive(Debug)]
-pub struct SubagentReport {
-    pub index: usize,
-    pub attempts: u32,
-    pub finished_at: DateTime<Utc>,
-    pub usage: Usage,
-    /// Prerequisite sections cut to fit the context budget.
-    pub context_cut: Vec<SectionCut>,
-    /// The section, or why the task failed.
-    pub result: Result<Arc<str>, String>,
-    /// Tool calls made by the task, every attempt.
-    pub tool_calls: Vec<planwave_record::ToolCallRecord>,
-    pub failure_kind: Option<FailureKind>,
-    /// With a run directory: the section's hash once its file is durable, or why it could
-    /// not be written.
-    pub written: Option<Result<String, String>>,
-    /// References that resolved to an empty string because their optional step failed.
-    pub empty_refs: Vec<String>,
-    /// The section's data-quality warnings, checked here, in parallel with other subagents,
-    /// rather than for every section at the run's end (a tenth of a wide zero-latency run's
-    /// instructions, all of it on the serial end).
-    pub warnings: Vec<planwave_record::SectionWarning>,
-    /// The result to keep with the task's record (`TaskRecord::result`), when its section
-    /// would not read as the result references got.
-    pub kept_result: Option<Box<serde_json::Value>>,
-}
-
 impl Actor for Subagent {
-    type Msg = SubagentMsg;
-    type State = SubagentState;
+    /// It hears nothing: its work is its start.
+    type Msg = ();
+    type State = SubagentArgs;
     type Arguments = SubagentArgs;
 
     async fn pre_start(
         &self,
-        myself: ActorRef<SubagentMsg>,
+        _myself: ActorRef<()>,
         args: SubagentArgs,
-    ) -> Result<SubagentState, ActorProcessingErr> {
-        // Runs inside the supervisor's turn (ractor awaits pre_start at spawn): it only
-        // starts the work. The work's first message to this actor is queued until the actor
-        // runs, so it cannot be missed.
-        let work = tokio::spawn(work_task(args, myself));
-        Ok(SubagentState {
-            work,
-            reported: false,
-        })
+    ) -> Result<SubagentArgs, ActorProcessingErr> {
+        // Runs inside the supervisor's turn (ractor awaits pre_start at spawn): nothing to do
+        // but keep the arguments; the work starts on the actor's own task.
+        Ok(args)
     }
 
-    async fn handle(
+    async fn post_start(
         &self,
-        myself: ActorRef<SubagentMsg>,
-        msg: SubagentMsg,
-        state: &mut SubagentState,
+        myself: ActorRef<()>,
+        args: &mut SubagentArgs,
     ) -> Result<(), ActorProcessingErr> {
-        match msg {
-            SubagentMsg::WorkEnded(Ok(())) => {
-                state.reported = true;
-                myself.stop(None);
-                Ok(())
-            }
-            // The actor fails with the panic's message: ractor tells the supervisor.
-            SubagentMsg::WorkEnded(Err(panic)) => Err(panic.into()),
-        }
+        let report = work(args).await;
+        let _ = args
+            .supervisor
+            .send_message(SupervisorMsg::Ended(args.generation, Box::new(report)));
+        myself.stop(Some(REPORTED.to_owned()));
+        Ok(())
     }
-}
-
-/// The subagent's work task: the report to the supervisor, then the news to its actor.
-///
-/// Its future is held by every subagent for the whole model call (the unit test below keeps
-/// its size in check).
-async fn work_task(args: SubagentArgs, myself: ActorRef<SubagentMsg>) {
-    let ended = match AssertUnwindSafe(work(&args)).catch_unwind().await {
-        Ok(report) => {
-            let msg = SupervisorMsg::Ended(args.generation, Box::new(report));
-            let _ = args.supervisor.send_message(msg);
-            Ok(())
-        }
-        Err(panic) => Err(panic_message(&*panic).to_owned()),
-    };
-    let _ = myself.send_message(SubagentMsg::WorkEnded(ended));
 }
 
 /// The section written (or why not), its file in place: the subagent's report.
@@ -174,38 +91,21 @@ async fn work(state: &SubagentArgs) -> SubagentReport {
     write_file(state, report).await
 }
 
-/// A panic's message, as `panic!` was given it.
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
-}
-
 /// [`write_section`] within `--task-timeout`: past it, a report of the timeout.
 async fn write_section_within(state: &SubagentArgs, limit: Duration) -> SubagentReport {
     let writing = write_section(state).instrument(state.span.clone());
     match tokio::time::timeout(limit, writing).await {
         Ok(r) => r,
-        Err(_) => SubagentReport {
-            index: state.index,
-            attempts: 1,
-            finished_at: timefmt::now(),
-            usage: Usage::default(),
-            context_cut: Vec::new(),
-            result: Err(format!(
+        // The calls made before the limit reach the supervisor as the task's calls are
+        // dropped (see `TaskCalls`).
+        // Slow, not wrong: a later pass may well finish in time.
+        Err(_) => SubagentReport::failed(
+            state.index,
+            TaskFailure::Transient(format!(
                 "task timed out after {:.1} s (--task-timeout)",
                 limit.as_secs_f64()
             )),
-            written: None,
-            tool_calls: Vec::new(),
-            // Slow, not wrong: a later pass may well finish in time.
-            failure_kind: Some(FailureKind::Transient),
-            empty_refs: Vec::new(),
-            warnings: Vec::new(),
-            kept_result: None,
-        },
+        ),
     }
 }
 
@@ -252,15 +152,21 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
     let own = shared.plan.task(index).retry_count;
     let max_retries = own.unwrap_or(shared.config.retry.max_retries);
     let mut attempt = 0u32;
-    let mut failure_kind = None;
     let mut empty_refs = Vec::new();
     let mut kept_result = None;
+    let step = crate::tool_step::Step {
+        index,
+        tool,
+        explicit_retries: own.is_some(),
+        results: &state.results,
+    };
     let result = loop {
         attempt += 1;
-        match crate::tool_step::run(&mut calls, index, tool, attempt, own.is_some()).await {
+        match crate::tool_step::run(&mut calls, &step, attempt).await {
             Ok(done) => {
+                // The supervisor keeps the result for later references, read back from the
+                // section and this (see `planwave_record::read_result`).
                 kept_result = planwave_record::result_to_keep(&done.section, &done.json);
-                shared.results.keep(index, || done.json);
                 empty_refs = done.empty_refs;
                 break Ok(Arc::<str>::from(done.section));
             }
@@ -275,30 +181,18 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
                 shared.emit(EventKind::TaskRetry {
                     task: calls.task.clone(),
                     attempt,
-                    error: failed.error,
+                    error: failed.failure.into_message(),
                     delay_ms: delay.as_millis() as u64,
                 });
                 tokio::time::sleep(delay).await;
             }
-            Err(failed) => {
-                failure_kind = Some(failed.kind);
-                break Err(failed.error);
-            }
+            Err(failed) => break Err(failed.failure),
         }
     };
     SubagentReport {
-        index,
-        attempts: attempt,
-        finished_at: timefmt::now(),
-        usage: calls.usage,
-        context_cut: Vec::new(),
-        result,
-        tool_calls: calls.tool_calls,
-        written: None,
-        failure_kind,
         empty_refs,
-        warnings: Vec::new(),
         kept_result,
+        ..calls.report(index, attempt, Vec::new(), result)
     }
 }
 
@@ -355,7 +249,7 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
     let shared = &state.shared;
     let plan = &shared.plan;
     let index = state.index;
-    let mut calls = TaskCalls::new(shared, plan.id(index).clone());
+    let mut calls = TaskCalls::new(shared, plan.id(index).clone(), &state.supervisor);
     if let Some(tool) = plan.task(index).tool.as_deref() {
         // Boxed so model-only tasks do not carry the tool step's future size.
         return Box::pin(tool_step(state, calls, tool.trim())).await;
@@ -371,7 +265,6 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         .unwrap_or(shared.config.retry.max_retries);
     let suggested = &plan.task(index).hints.suggested_tools;
     let mut attempt = 0u32;
-    let mut failure_kind = None;
     let result = loop {
         attempt += 1;
         calls.attempt = attempt;
@@ -402,13 +295,11 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
                 Ok(section) => break Ok(section),
                 Err(err) => err,
             };
-            if !err.is_retryable() || attempt > max_retries {
-                failure_kind = Some(if err.is_retryable() {
-                    FailureKind::Transient
-                } else {
-                    FailureKind::Fatal
-                });
-                break Err(err.to_string());
+            if !err.is_retryable() {
+                break Err(TaskFailure::Fatal(err.to_string()));
+            }
+            if attempt > max_retries {
+                break Err(TaskFailure::Transient(err.to_string()));
             }
             announce_retry(&calls, attempt, err)
         };
@@ -416,26 +307,13 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         Box::pin(tokio::time::sleep(delay)).await;
     };
     context_cut.extend(std::mem::take(&mut calls.cuts));
-    let mut kept_result = None;
-    if let Ok(section) = &result {
-        kept_result = planwave_record::text_result_to_keep(section);
-        shared
-            .results
-            .keep(index, || serde_json::Value::String(section.to_string()));
-    }
+    let kept_result = match &result {
+        Ok(section) => planwave_record::text_result_to_keep(section),
+        Err(_) => None,
+    };
     SubagentReport {
-        index,
-        attempts: attempt,
-        finished_at: timefmt::now(),
-        usage: calls.usage,
-        context_cut,
-        result,
-        tool_calls: calls.tool_calls,
-        failure_kind,
-        written: None,
-        empty_refs: Vec::new(),
-        warnings: Vec::new(),
         kept_result,
+        ..calls.report(index, attempt, context_cut, result)
     }
 }
 
@@ -501,17 +379,17 @@ mod tests {
     use super::*;
 
     /// The size of the future `f` returns.
-    fn future_size<A, B, F: Future>(_: fn(A, B) -> F) -> usize {
+    fn future_size<A, F: Future>(_: fn(A) -> F) -> usize {
         std::mem::size_of::<F>()
     }
 
-    /// A subagent waiting on its model call holds its work task's future (with the model
-    /// call's own, boxed by the provider, beside it): at 100,000 subagents in flight every
-    /// byte here is 100 KB. Grown by accident (an argument or a local kept across the call's
+    /// A subagent waiting on its model call holds its work's future (with the model call's
+    /// own, boxed by the provider, beside it): at 100,000 subagents in flight every byte
+    /// here is 100 KB. Grown by accident (an argument or a local kept across the call's
     /// await), this fails; grown on purpose, raise the bound and say why.
     #[test]
     fn a_waiting_subagent_s_work_stays_small() {
-        let size = future_size(work_task);
+        let size = future_size(work);
         let args = std::mem::size_of::<SubagentArgs>();
         let calls = std::mem::size_of::<TaskCalls<'_>>();
         let report = std::mem::size_of::<SubagentReport>();

@@ -1,81 +1,81 @@
-//! The supervisor actor: the only owner of its run's scheduling state.
+//! The supervisor actor: the root of its run's supervision tree and the only owner of the
+//! run's facts (scheduling state, records, sections, results for later references, model
+//! calls).
 //!
-//! It asks the pure [`Scheduler`] which tasks may start, spawns one linked [`Subagent`] per
-//! ready task, and hears how each one ended: a [`SupervisorMsg::Ended`] report by message,
-//! or, when a subagent panicked or stopped before reporting, a supervision event from
-//! ractor (`handle_supervisor_evt`), which fails the task with the panic's message or the
-//! stop's reason. Either way it records the outcome, journals it, and starts what became
-//! ready. Nothing of its state is reachable from a subagent: no lock, no shared handle.
+//! It asks the pure [`Scheduler`] which tasks may start and spawns one linked [`Subagent`]
+//! per ready task, handing it what it reads (its prerequisites' sections, the results its
+//! references name). It hears how each one ended: a [`SupervisorMsg::Ended`] report by
+//! message, or, when a subagent panicked or was killed before reporting, a supervision event
+//! from ractor (`handle_supervisor_evt`), which fails the task with the panic's message or
+//! the stop's reason. Either way it records the outcome, journals it, and starts what became
+//! ready. The integrator is its child too: its panic arrives the same way and ends the run
+//! with an error. Nothing of its state is reachable from another actor.
 //!
-//! It also takes a backlog of ready tasks in bounded turns (`Dispatch` self-messages),
-//! journal acknowledgements (with a journal, a completion's dependents start from that
-//! turn), plan rebuilds of a streamed plan (`Rebase`) and cancellation, and stops itself
-//! when the run ends; ractor then stops any subagent still linked to it.
+//! When every task has ended (or the run is cancelled) it waits for its subagents to stop,
+//! asks the integrator for the report, and hands the caller everything at once; then it
+//! stops, and ractor stops any child still linked to it.
 //!
 //! [`Subagent`]: crate::subagent::Subagent
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
-use planwave_record::{CancelReason, Event, Preset, TaskRecord, TaskStatus};
-use planwave_storage::JournalError;
+use planwave_llm::CallRecord;
+use planwave_record::{CancelReason, Event, Preset, RunStats, TaskRecord, TaskStatus};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
 
-use crate::integrator::IntegratorMsg;
+use crate::error::EngineError;
+use crate::messages::{Integration, IntegratorMsg, SupervisorMsg};
 use crate::scheduler::Scheduler;
 use crate::shared::RunShared;
-use crate::subagent::SubagentReport;
 use crate::task_spans::TaskSpans;
 
 mod children;
 mod dispatch;
+mod ending;
 mod rebase;
+mod references;
 mod settle;
 
-pub use rebase::{Close, Rebase};
+use references::References;
+#[cfg(test)]
+pub(crate) use settle::{HELD_SECTIONS, PANIC_WHILE_SETTLING};
 
-pub struct Supervisor;
+pub(crate) struct Supervisor;
 
-pub enum SupervisorMsg {
-    /// Start up to one batch of ready tasks (sent to itself).
-    Dispatch,
-    /// A subagent of plan generation `generation` reports how its task ended.
-    Ended(u32, Box<SubagentReport>),
-    /// The journal made task `index` (of the generation given) durable (or could not).
-    Committed(u32, usize, Result<(), JournalError>),
-    /// The plan grew or closed while running (a streamed plan): a new generation.
-    Rebase(Box<Rebase>),
-    /// Stop starting tasks, kill running subagents, and finish the run now.
-    Cancel(CancelReason),
-    /// The actor of task `index`'s subagent, while it is linked (for tests that stop or
-    /// kill it from outside).
-    #[cfg(test)]
-    Child(usize, ractor::RpcReplyPort<Option<ActorCell>>),
-}
-
-pub struct SupervisorArgs {
+pub(crate) struct SupervisorArgs {
     pub shared: Arc<RunShared>,
-    /// `None` while a streamed plan is open: the integrator comes with the final plan.
-    pub integrator: Option<ActorRef<IntegratorMsg>>,
-    pub done: oneshot::Sender<SupervisorOutcome>,
+    pub done: oneshot::Sender<Result<SupervisorOutcome, EngineError>>,
     pub preset: Vec<Preset>,
-    /// The plan may still grow: the run does not end when its tasks have, only once a
-    /// closing [`Rebase`] has come.
+    /// The plan may still grow (a streamed plan): the run does not end when its tasks have,
+    /// only once a closing rebase has come, which also starts the integrator.
     pub open: bool,
+    /// When the run started: its makespan runs from here to the last task settled.
+    pub started: Instant,
+    /// The caller's cancellation, for a stop that comes during integration.
+    pub cancel: CancellationToken,
 }
 
 /// The run as the supervisor saw it end.
 #[derive(Debug)]
-pub struct SupervisorOutcome {
+pub(crate) struct SupervisorOutcome {
     pub records: Vec<TaskRecord>,
     pub sections: Vec<Option<Arc<str>>>,
-    pub retries: u64,
+    /// Counts, usage and the plan's shape, before integration adds the summary's usage.
+    pub stats: RunStats,
     /// Set when the run was cancelled; unfinished tasks are left `pending`.
     pub cancelled: Option<CancelReason>,
     /// Completions the journal could not make durable (a resume runs those tasks again).
     pub warnings: Vec<String>,
+    /// Every model call of the run, the summary's included, in the order they ended.
+    pub calls: Vec<CallRecord>,
+    /// `None` when the run ended before its plan closed (a streamed plan), so it never had an
+    /// integrator.
+    pub integration: Option<Integration>,
 }
 
 /// A completion waiting for the journal's acknowledgement.
@@ -90,13 +90,27 @@ struct PendingCommit {
 /// A linked subagent, until ractor tells the supervisor it has stopped.
 struct Child {
     cell: ActorCell,
-    /// The plan generation it started under and its task's index in that generation.
-    generation: u32,
-    index: usize,
+    /// The plan generation it started under and its task's index in that generation; `None`
+    /// once it was killed (the run was cancelled, or a rebuilt plan dropped its task): its
+    /// stop fails nothing, but the run still waits for it (its calls may be on their way).
+    task: Option<(u32, usize)>,
 }
 
-/// The run's scheduling state, owned by the supervisor actor alone.
-pub struct SupervisorState {
+/// Where the run is, once its tasks stop mattering one by one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// Tasks are running or may still start.
+    Running,
+    /// Every task has ended (or the run was cancelled): waiting for subagents to stop.
+    Settling,
+    /// The integrator is writing the summary and the report.
+    Integrating,
+    /// The caller has its answer.
+    Done,
+}
+
+/// The run's state, owned by the supervisor actor alone.
+pub(crate) struct SupervisorState {
     shared: Arc<RunShared>,
     /// The supervisor itself: journal acknowledgements and further dispatch turns go to it,
     /// subagents report to it, and it stops itself when the run ends.
@@ -104,13 +118,23 @@ pub struct SupervisorState {
     sched: Scheduler,
     records: Vec<TaskRecord>,
     sections: Vec<Option<Arc<str>>>,
+    /// Results of completed tasks that later tool steps reference.
+    results: References,
+    /// The run's model calls, as reports (and killed subagents) bring them.
+    calls: Vec<CallRecord>,
     /// Linked subagents by actor, so a supervision event names the task it ends.
     /// ractor's ids are sequential integers: FxHash, not SipHash.
     children: FxHashMap<ActorId, Child>,
+    /// `None` while a streamed plan is open: the closing rebase starts it.
     integrator: Option<ActorRef<IntegratorMsg>>,
-    /// Taken when the run ends; dropped unsent (the supervisor panicked), the caller hears
-    /// the run was lost.
-    done: Option<oneshot::Sender<SupervisorOutcome>>,
+    /// Taken when the caller is answered; dropped unsent (the supervisor panicked), the
+    /// caller hears the run was lost.
+    done: Option<oneshot::Sender<Result<SupervisorOutcome, EngineError>>>,
+    ending: Ending,
+    /// An actor of the run's machinery failed: the run ends with this error.
+    failure: Option<EngineError>,
+    started: Instant,
+    cancel: CancellationToken,
     dispatch_queued: bool,
     retries: u64,
     cancelled: Option<CancelReason>,
@@ -128,6 +152,9 @@ pub struct SupervisorState {
     /// to generation `g + 1`'s.
     generation: u32,
     maps: Vec<Vec<Option<usize>>>,
+    /// The records handed to the integrator, until it answers.
+    integrating: Option<Arc<Vec<TaskRecord>>>,
+    stats: Option<RunStats>,
 }
 
 impl Actor for Supervisor {
@@ -150,13 +177,19 @@ impl Actor for Supervisor {
                 args.shared.config.schedule,
                 args.shared.config.concurrency,
             ),
+            results: References::for_plan(plan),
+            calls: Vec::with_capacity(plan.len() + 1),
             shared: args.shared.clone(),
             me: myself,
             records,
             sections: vec![None; plan.len()],
             children: children::with_room(plan, args.shared.config.concurrency),
-            integrator: args.integrator,
+            integrator: None,
             done: Some(args.done),
+            ending: Ending::Running,
+            failure: None,
+            started: args.started,
+            cancel: args.cancel,
             dispatch_queued: false,
             retries: 0,
             cancelled: None,
@@ -172,17 +205,20 @@ impl Actor for Supervisor {
             open: args.open,
             generation: 0,
             maps: Vec::new(),
+            integrating: None,
+            stats: None,
         };
         for mut p in args.preset {
             // Checked again: a resumed run's kept sections are flagged as a first run's are.
             p.record.warnings = crate::quality::section_warnings(&p.section);
             state.retries += u64::from(p.record.attempts.saturating_sub(1));
             state.sched.preset_completed(&args.shared.plan, p.index);
-            state.to_integrator(IntegratorMsg::Section {
-                index: p.index,
-                text: p.section.clone(),
-                write: false,
-            });
+            // The result its step's first pass gave, for later references.
+            state
+                .results
+                .keep(p.index, p.record.result.as_deref(), &p.section);
+            // Held until the integrator has started (`post_start`).
+            state.held.push((p.index, p.section.clone(), false));
             state.sections[p.index] = Some(p.section);
             state.records[p.index] = p.record;
         }
@@ -194,6 +230,9 @@ impl Actor for Supervisor {
         myself: ActorRef<SupervisorMsg>,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
+        if !state.open {
+            state.start_integrator().await?;
+        }
         state.announce_ready();
         state.dispatch(&myself).await;
         state.finish_if_done();
@@ -209,24 +248,32 @@ impl Actor for Supervisor {
         match msg {
             SupervisorMsg::Dispatch => state.dispatch_queued = false,
             SupervisorMsg::Ended(generation, report) => state.on_ended(generation, *report),
+            SupervisorMsg::Calls(calls) => state.calls.extend(calls),
             SupervisorMsg::Committed(generation, index, result) => {
                 if let Some(index) = state.current_index(generation, index) {
                     state.on_committed(index, result);
                 }
             }
             SupervisorMsg::Rebase(rebase) => {
-                if state.cancelled.is_none() {
+                if state.ending == Ending::Running {
                     // Held sections carry this generation's indices.
                     state.flush_held();
-                    state.rebase(*rebase);
+                    state.rebase(*rebase).await?;
                 }
             }
             SupervisorMsg::Cancel(reason) => {
-                if state.cancelled.is_none() {
+                if state.ending == Ending::Running {
                     state.cancelled = Some(reason);
-                    state.kill_children();
                     state.finish();
                 }
+                return Ok(());
+            }
+            SupervisorMsg::Settled => {
+                state.on_settled();
+                return Ok(());
+            }
+            SupervisorMsg::Integrated(integration) => {
+                state.on_integrated(*integration);
                 return Ok(());
             }
             #[cfg(test)]
@@ -239,10 +286,11 @@ impl Actor for Supervisor {
         Ok(())
     }
 
-    /// How a linked subagent stopped. One that reported first is only forgotten; one that
-    /// panicked or was stopped before it reported fails its task (a panic's message, or the
+    /// How a child stopped. A subagent that reported first is only forgotten; one that
+    /// panicked or was killed before it reported fails its task (a panic's message, or the
     /// stop's reason, is the task's error), so no task is lost and the run never waits for
-    /// a report that cannot come.
+    /// a report that cannot come. The integrator's end, before it answered, ends the run
+    /// with an error.
     async fn handle_supervisor_evt(
         &self,
         myself: ActorRef<SupervisorMsg>,
@@ -251,10 +299,10 @@ impl Actor for Supervisor {
     ) -> Result<(), ActorProcessingErr> {
         let ended = match event {
             SupervisionEvent::ActorFailed(cell, err) => {
-                state.child_died(cell.get_id(), format!("subagent panicked: {err}"))
+                state.child_ended(cell.get_id(), children::End::Panicked(err.to_string()))
             }
-            SupervisionEvent::ActorTerminated(cell, last_state, reason) => {
-                state.child_stopped(cell.get_id(), last_state, reason)
+            SupervisionEvent::ActorTerminated(cell, _, reason) => {
+                state.child_ended(cell.get_id(), children::End::Stopped(reason))
             }
             // Started, and process groups (which a run does not use).
             _ => false,
@@ -285,6 +333,3 @@ impl SupervisorState {
         self.announce(ready);
     }
 }
-
-#[cfg(test)]
-mod tests;

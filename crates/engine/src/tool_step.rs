@@ -6,10 +6,10 @@ use std::cell::RefCell;
 
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest};
 use planwave_plan::{LLM_CALL, refs};
-use planwave_record::FailureKind;
 use serde_json::Value;
 
 use crate::calls::TaskCalls;
+use crate::messages::TaskFailure;
 use planwave_prompts::{TaskText, subagent_context};
 
 /// What one attempt of a tool step produced.
@@ -22,57 +22,49 @@ pub(crate) struct StepDone {
 
 /// Why one attempt of a tool step failed, and whether another attempt may help.
 pub(crate) struct StepFailed {
-    pub error: String,
-    pub kind: FailureKind,
+    pub failure: TaskFailure,
     /// Worth another attempt: a timeout, a broken connection, a retryable model error, or
     /// (when the step asks for retries itself) an error the tool reported.
     pub retry: bool,
 }
 
-/// Runs one attempt of tool step `index`. `explicit_retries` says the plan gave the step
-/// its own `retry_count`: the author expects the tool itself to fail now and then, so a
-/// tool-reported error is worth retrying too.
+/// One tool step as its subagent runs it.
+pub(crate) struct Step<'a> {
+    pub index: usize,
+    pub tool: &'a str,
+    /// The plan gave the step its own `retry_count`: the author expects the tool itself to
+    /// fail now and then, so a tool-reported error is worth retrying too.
+    pub explicit_retries: bool,
+    /// The results its references name, by task index (from the supervisor).
+    pub results: &'a [(usize, Value)],
+}
+
+impl Step<'_> {
+    fn result(&self, index: usize) -> Option<&Value> {
+        self.results
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, v)| v)
+    }
+}
+
+/// Runs one attempt of a tool step.
 pub(crate) async fn run(
     calls: &mut TaskCalls<'_>,
-    index: usize,
-    tool: &str,
+    step: &Step<'_>,
     attempt: u32,
-    explicit_retries: bool,
 ) -> Result<StepDone, StepFailed> {
-    run_inner(calls, index, tool, attempt)
-        .await
-        .map_err(|e| match e {
-            Failure::Tool(e) if e.is_retryable() => StepFailed {
-                error: e.to_string(),
-                kind: FailureKind::Transient,
-                retry: true,
-            },
-            Failure::Model(e) if e.is_retryable() => StepFailed {
-                error: e.to_string(),
-                kind: FailureKind::Transient,
-                retry: true,
-            },
-            Failure::Tool(e) => StepFailed {
-                error: e.to_string(),
-                kind: FailureKind::Fatal,
-                retry: false,
-            },
-            Failure::Model(e) => StepFailed {
-                error: e.to_string(),
-                kind: FailureKind::Fatal,
-                retry: false,
-            },
-            Failure::Reported(e) => StepFailed {
-                error: e,
-                kind: FailureKind::Fatal,
-                retry: explicit_retries,
-            },
-            Failure::Other(e) => StepFailed {
-                error: e,
-                kind: FailureKind::Fatal,
-                retry: false,
-            },
-        })
+    run_inner(calls, step, attempt).await.map_err(|e| {
+        let (failure, retry) = match e {
+            Failure::Tool(e) if e.is_retryable() => (TaskFailure::Transient(e.to_string()), true),
+            Failure::Model(e) if e.is_retryable() => (TaskFailure::Transient(e.to_string()), true),
+            Failure::Tool(e) => (TaskFailure::Fatal(e.to_string()), false),
+            Failure::Model(e) => (TaskFailure::Fatal(e.to_string()), false),
+            Failure::Reported(e) => (TaskFailure::Fatal(e), step.explicit_retries),
+            Failure::Other(e) => (TaskFailure::Fatal(e), false),
+        };
+        StepFailed { failure, retry }
+    })
 }
 
 enum Failure {
@@ -85,14 +77,15 @@ enum Failure {
 
 /// The parameters with every reference resolved: earlier results, `{{vars.NAME}}`,
 /// `{{meta.KEY}}`, and an empty string for a failed optional step (returned, to record).
-fn resolve_params(calls: &TaskCalls<'_>, index: usize) -> Result<(Value, Vec<String>), String> {
+fn resolve_params(calls: &TaskCalls<'_>, step: &Step<'_>) -> Result<(Value, Vec<String>), String> {
     let shared = calls.shared;
+    let index = step.index;
     let plan = &shared.plan;
     let params = plan.task(index).params.clone().unwrap_or(Value::Null);
     let empty = RefCell::new(Vec::new());
     let resolved = refs::substitute(&params, &|id: &str| match plan.index_of_key(id) {
         // Dependents of a failed optional step run; a completed step always has its result.
-        Some(i) => shared.results.get(i).or_else(|| {
+        Some(i) => step.result(i).cloned().or_else(|| {
             plan.task(i).optional.then(|| {
                 empty.borrow_mut().push(id.to_owned());
                 Value::String(String::new())
@@ -109,13 +102,13 @@ fn resolve_params(calls: &TaskCalls<'_>, index: usize) -> Result<(Value, Vec<Str
 
 async fn run_inner(
     calls: &mut TaskCalls<'_>,
-    index: usize,
-    tool: &str,
+    step: &Step<'_>,
     attempt: u32,
 ) -> Result<StepDone, Failure> {
     let shared = calls.shared;
     let plan = &shared.plan;
-    let (params, empty_refs) = resolve_params(calls, index).map_err(Failure::Other)?;
+    let (index, tool) = (step.index, step.tool);
+    let (params, empty_refs) = resolve_params(calls, step).map_err(Failure::Other)?;
     if tool == LLM_CALL {
         let prompt = match params.get("prompt") {
             Some(Value::String(s)) => s.clone(),
@@ -132,7 +125,7 @@ async fn run_inner(
             _ => prompt,
         };
         let mut context = subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]);
-        context.tool_results = referenced_results(calls, index);
+        context.tool_results = referenced_results(calls, step);
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(prompt)],
@@ -176,10 +169,9 @@ async fn run_inner(
 /// The earlier results an `llm_call`'s prompt references, for its request context: what
 /// the prompt holds, so a server answering from the context (the simulator) answers from
 /// them as a model reads them in the prompt.
-fn referenced_results(calls: &TaskCalls<'_>, index: usize) -> Vec<planwave_llm::ToolResultRef> {
-    let shared = calls.shared;
-    let plan = &shared.plan;
-    let Some(params) = plan.task(index).params.as_ref() else {
+fn referenced_results(calls: &TaskCalls<'_>, step: &Step<'_>) -> Vec<planwave_llm::ToolResultRef> {
+    let plan = &calls.shared.plan;
+    let Some(params) = plan.task(step.index).params.as_ref() else {
         return Vec::new();
     };
     let mut seen = Vec::new();
@@ -188,14 +180,14 @@ fn referenced_results(calls: &TaskCalls<'_>, index: usize) -> Vec<planwave_llm::
         let Some(i) = plan.index_of_key(&r.task) else {
             continue; // `vars.`, `meta.`: not a result
         };
-        let Some(result) = shared.results.get(i).filter(|_| !seen.contains(&i)) else {
+        let Some(result) = step.result(i).filter(|_| !seen.contains(&i)) else {
             continue;
         };
         seen.push(i);
         out.push(planwave_llm::ToolResultRef {
             tool: plan.task(i).tool.clone().unwrap_or_else(|| r.task.clone()),
             output: match result {
-                Value::String(s) => s,
+                Value::String(s) => s.clone(),
                 other => other.to_string(),
             },
             is_error: false,

@@ -4,7 +4,8 @@
 use planwave_record::{EventKind, TaskStatus};
 use ractor::{Actor, ActorRef};
 
-use super::{SupervisorMsg, SupervisorState};
+use super::{Ending, SupervisorState};
+use crate::messages::{SupervisorMsg, TaskFailure};
 use crate::subagent::{Subagent, SubagentArgs};
 use crate::timefmt;
 
@@ -14,7 +15,7 @@ impl SupervisorState {
     /// acknowledgements are taken between the batches of a large backlog.
     fn take_ready(&mut self, max: usize) -> Vec<SubagentArgs> {
         let mut batch = Vec::new();
-        if self.done.is_none() || self.cancelled.is_some() {
+        if self.ending != Ending::Running {
             return batch;
         }
         let plan = self.shared.plan.clone();
@@ -46,6 +47,7 @@ impl SupervisorState {
                 shared: self.shared.clone(),
                 index,
                 prior,
+                results: self.results.for_task(&plan, index),
                 supervisor: self.me.clone(),
                 span,
                 generation: self.generation,
@@ -60,11 +62,7 @@ impl SupervisorState {
         // Only when a task can start now: ready tasks held back by the cap or the wave barrier
         // wait for a task to end, and a turn queued for them found nothing to start and queued
         // the next (a busy loop at the cap: 100 % of a core while the model was thinking).
-        if !self.dispatch_queued
-            && self.done.is_some()
-            && self.cancelled.is_none()
-            && self.sched.can_start()
-        {
+        if !self.dispatch_queued && self.ending == Ending::Running && self.sched.can_start() {
             self.dispatch_queued = true;
             let _ = self.me.send_message(SupervisorMsg::Dispatch);
         }
@@ -84,7 +82,8 @@ impl SupervisorState {
             match Actor::spawn_linked(None, Subagent, args, myself.get_cell()).await {
                 Ok((child, _join)) => self.register(child.get_cell(), generation, index),
                 Err(e) => {
-                    self.fail_unreported(index, format!("could not start subagent: {e}"));
+                    let failure = TaskFailure::Crashed(format!("could not start subagent: {e}"));
+                    self.fail_unreported(index, failure);
                 }
             }
         }

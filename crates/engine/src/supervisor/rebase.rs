@@ -4,33 +4,13 @@
 //! dropped tasks are stopped, and reports from an older generation are translated (or
 //! dropped) on arrival. Only the streaming path sends rebases; a plain run never sees one.
 
-use std::sync::Arc;
-
 use planwave_record::{EventKind, TaskRecord, TaskStatus};
-use ractor::ActorRef;
+use ractor::ActorProcessingErr;
 
 use super::SupervisorState;
-use crate::integrator::IntegratorMsg;
+use super::references::References;
+use crate::messages::{Close, Rebase};
 use crate::scheduler::Scheduler;
-use crate::shared::RunShared;
-
-/// The next plan of a running supervisor.
-pub struct Rebase {
-    /// The run's shared state for the new plan (its plan, section files and results).
-    pub shared: Arc<RunShared>,
-    /// For each task of the current plan, its index in the new one; `None` drops it (a
-    /// running subagent is stopped, a finished one's work is discarded).
-    pub map: Vec<Option<usize>>,
-    /// Set when the plan is final: the integrator for it, and the whole plan's validity
-    /// for the `plan_completed` event. The run may end once its tasks have.
-    pub close: Option<Close>,
-}
-
-pub struct Close {
-    pub integrator: ActorRef<IntegratorMsg>,
-    pub valid: bool,
-    pub problems: Vec<String>,
-}
 
 /// What happened to the tasks of the old plan.
 #[derive(Default)]
@@ -50,7 +30,7 @@ impl SupervisorState {
         Some(i)
     }
 
-    pub(super) fn rebase(&mut self, r: Rebase) {
+    pub(super) async fn rebase(&mut self, r: Rebase) -> Result<(), ActorProcessingErr> {
         let old = self.shared.plan.clone();
         let new = r.shared.plan.clone();
         let mut fates = Fates::default();
@@ -95,21 +75,20 @@ impl SupervisorState {
         self.maps.push(r.map);
         self.generation += 1;
         self.replay(&status);
+        // As a resumed run does: the result of each finished step that the new plan's
+        // references name, the one its record kept if its section reads otherwise.
+        self.results = References::for_plan(&self.shared.plan);
         for (j, s) in self.sections.iter().enumerate() {
             if let (Some(s), TaskStatus::Completed) = (s, status[j]) {
-                // As a resumed run does: the result of a finished step for later
-                // references, the one its record kept if its section reads otherwise.
-                let kept = self.records[j].result.as_deref();
-                self.shared
-                    .results
-                    .keep(j, || planwave_record::read_result(kept, s));
+                self.results.keep(j, self.records[j].result.as_deref(), s);
             }
         }
         self.announce_new(&carried);
         if let Some(close) = r.close {
-            self.close(close, fates);
+            self.close(close, fates).await?;
         }
         self.finish_if_done();
+        Ok(())
     }
 
     /// The ready times of tasks still waiting, under their new indices.
@@ -186,19 +165,16 @@ impl SupervisorState {
         self.announce(new);
     }
 
-    /// The plan is final: the integrator gets the sections done so far, and the run may end.
-    fn close(&mut self, close: Close, fates: Fates) {
+    /// The plan is final: the integrator starts, with the sections done so far, and the run
+    /// may end.
+    async fn close(&mut self, close: Close, fates: Fates) -> Result<(), ActorProcessingErr> {
         for (j, s) in self.sections.iter().enumerate() {
             if let (Some(text), TaskStatus::Completed) = (s, self.records[j].status) {
                 // Written again under the same name: the integrator marks what is on disk.
-                let _ = close.integrator.send_message(IntegratorMsg::Section {
-                    index: j,
-                    text: text.clone(),
-                    write: true,
-                });
+                self.held.push((j, text.clone(), true));
             }
         }
-        self.integrator = Some(close.integrator);
+        self.start_integrator().await?;
         self.open = false;
         self.shared.emit(EventKind::PlanCompleted {
             valid: close.valid,
@@ -208,5 +184,6 @@ impl SupervisorState {
             cancelled: fates.cancelled,
             discarded: fates.discarded,
         });
+        Ok(())
     }
 }

@@ -2,16 +2,19 @@
 //! acknowledgement, the sections handed to the integrator, and the end of the run.
 
 use chrono::{DateTime, Utc};
-use planwave_record::{Event, EventKind, FailureKind, TaskStatus};
+use planwave_record::{Event, EventKind, TaskStatus};
 use planwave_storage::JournalError;
 
-use super::{PendingCommit, SupervisorMsg, SupervisorOutcome, SupervisorState};
-use crate::integrator::IntegratorMsg;
-use crate::subagent::SubagentReport;
+use super::{Ending, PendingCommit, SupervisorState};
+use crate::messages::{IntegratorMsg, SubagentReport, SupervisorMsg, TaskFailure};
 use crate::timefmt;
 
 /// Sections held for the integrator before they are handed over together.
-pub(super) const HELD_SECTIONS: usize = 256;
+pub(crate) const HELD_SECTIONS: usize = 256;
+
+/// A task with this description makes the engine's own settling of its report panic.
+#[cfg(test)]
+pub(crate) const PANIC_WHILE_SETTLING: &str = "panic while settling";
 
 impl SupervisorState {
     pub(super) fn to_integrator(&self, msg: IntegratorMsg) {
@@ -35,7 +38,7 @@ impl SupervisorState {
         // file was written): held like the rest.
         if write && self.shared.output.is_some() {
             self.flush_held();
-            self.to_integrator(IntegratorMsg::Section { index, text, write });
+            self.to_integrator(IntegratorMsg::Sections(vec![(index, text, write)]));
             return;
         }
         self.held.push((index, text, write));
@@ -45,7 +48,7 @@ impl SupervisorState {
     }
 
     pub(super) fn flush_held(&mut self) {
-        if !self.held.is_empty() {
+        if !self.held.is_empty() && self.integrator.is_some() {
             let held = std::mem::replace(&mut self.held, Vec::with_capacity(HELD_SECTIONS));
             self.to_integrator(IntegratorMsg::Sections(held));
         }
@@ -53,24 +56,16 @@ impl SupervisorState {
 
     /// A subagent of plan generation `generation` reported how its task ended.
     pub(super) fn on_ended(&mut self, generation: u32, mut report: SubagentReport) {
-        if self.done.is_none() {
-            return; // the run already ended (cancelled); its records are gone
+        // Whatever became of its task, the calls were made in this run.
+        self.calls.append(&mut report.calls);
+        if self.ending != Ending::Running {
+            return; // the run is ending (cancelled): its tasks are as they were
         }
         // A task dropped when the plan was rebuilt: its work no longer counts.
         let Some(index) = self.current_index(generation, report.index) else {
             return;
         };
         report.index = index;
-        if generation < self.generation
-            && let Ok(section) = &report.result
-        {
-            // Its subagent kept its result for the plan it started under; later
-            // references read the current plan's.
-            let kept = report.kept_result.as_deref();
-            self.shared
-                .results
-                .keep(index, || planwave_record::read_result(kept, section));
-        }
         self.on_report(report);
     }
 
@@ -81,7 +76,7 @@ impl SupervisorState {
         }
         // A fault in the run's own bookkeeping, injected (the state is half updated here).
         #[cfg(test)]
-        if self.shared.plan.task(index).description == super::tests::PANIC_WHILE_SETTLING {
+        if self.shared.plan.task(index).description == PANIC_WHILE_SETTLING {
             panic!("injected: settling {index}");
         }
         self.retries += u64::from(report.attempts.saturating_sub(1));
@@ -98,13 +93,8 @@ impl SupervisorState {
         let duration_ms = duration_ms(rec.started_at, report.finished_at);
         let section = match report.result {
             Ok(section) => section,
-            Err(error) => {
-                self.settle_failure(
-                    index,
-                    report.attempts,
-                    error,
-                    report.failure_kind.unwrap_or(FailureKind::Fatal),
-                );
+            Err(failure) => {
+                self.settle_failure(index, report.attempts, failure);
                 self.finish_if_done();
                 return;
             }
@@ -174,8 +164,8 @@ impl SupervisorState {
         p: PendingCommit,
         result: Result<(), JournalError>,
     ) {
-        if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
-            return; // the run already ended (cancelled); the journal has it for a resume
+        if self.sched.status(index) != TaskStatus::Running || self.ending != Ending::Running {
+            return; // the run is ending (cancelled); the journal has it for a resume
         }
         let plan = self.shared.plan.clone();
         if let Err(e) = result {
@@ -192,14 +182,9 @@ impl SupervisorState {
             self.shared.publish(event);
         }
         self.hand_section(index, p.section.clone(), p.write);
-        // A streamed plan may have grown while this completion waited for the journal: the
-        // new plan's references can name this task, and its subagent kept the result only for
-        // the plan it started under (a no-op unless some reference needs it, and the
-        // subagent's own result wins when it is there).
-        let kept = self.records[index].result.as_deref();
-        self.shared
-            .results
-            .keep_missing(index, || planwave_record::read_result(kept, &p.section));
+        // For later references (only when one names this task).
+        self.results
+            .keep(index, self.records[index].result.as_deref(), &p.section);
         self.sections[index] = Some(p.section);
         let ready = self.sched.complete(&plan, index);
         self.announce(ready);
@@ -208,21 +193,23 @@ impl SupervisorState {
 
     /// A subagent that ended without reporting (panic, stop, kill, spawn failure). Whether
     /// its task was still running (and so ended here).
-    pub(super) fn fail_unreported(&mut self, index: usize, error: String) -> bool {
-        if self.sched.status(index) != TaskStatus::Running || self.done.is_none() {
+    pub(super) fn fail_unreported(&mut self, index: usize, failure: TaskFailure) -> bool {
+        if self.sched.status(index) != TaskStatus::Running || self.ending != Ending::Running {
             return false;
         }
         let rec = &mut self.records[index];
         rec.finished_at = Some(timefmt::now());
         let attempts = rec.attempts.max(1);
         rec.attempts = attempts;
-        self.settle_failure(index, attempts, error, FailureKind::Crashed);
+        self.settle_failure(index, attempts, failure);
         self.finish_if_done();
         true
     }
 
-    fn settle_failure(&mut self, index: usize, attempts: u32, error: String, kind: FailureKind) {
+    fn settle_failure(&mut self, index: usize, attempts: u32, failure: TaskFailure) {
         let plan = self.shared.plan.clone();
+        let kind = failure.kind();
+        let error = failure.into_message();
         let rec = &mut self.records[index];
         rec.status = TaskStatus::Failed;
         rec.error = Some(error.clone());
@@ -277,33 +264,20 @@ impl SupervisorState {
         }
     }
 
+    /// No task starts any more: cancelled (running subagents are killed), an actor of the
+    /// run failed, or every task has ended. The run goes on once every subagent has stopped
+    /// (`on_settled`).
     pub(super) fn finish(&mut self) {
-        if let Some(done) = self.done.take() {
-            // Before `done`: whoever receives it asks the integrator for the report next.
-            self.flush_held();
-            if self.cancelled.is_some() {
-                self.spans.cancel_open();
-                // Interrupted work is not a failure: it stays pending so a resume runs it.
-                for rec in self
-                    .records
-                    .iter_mut()
-                    .filter(|r| r.status == TaskStatus::Running)
-                {
-                    rec.status = TaskStatus::Pending;
-                    rec.error = Some("cancelled".into());
-                }
-            }
-            let outcome = SupervisorOutcome {
-                records: std::mem::take(&mut self.records),
-                sections: std::mem::take(&mut self.sections),
-                retries: self.retries,
-                cancelled: self.cancelled,
-                warnings: std::mem::take(&mut self.warnings),
-            };
-            self.children.clear();
-            let _ = done.send(outcome);
-            self.me.stop(None);
+        if self.ending != Ending::Running {
+            return;
         }
+        self.ending = Ending::Settling;
+        self.flush_held();
+        if self.cancelled.is_some() || self.failure.is_some() {
+            self.spans.cancel_open();
+            self.kill_children();
+        }
+        self.settle_if_quiet();
     }
 }
 

@@ -1,9 +1,18 @@
+//! The run's actors together: how tasks, subagents and the integrator end, through `execute`.
+
 use planwave_plan::{PlanSpec, TaskSpec, ValidatedPlan};
 use planwave_sim::{Latency, SimConfig, SimProvider};
 
-use super::settle::HELD_SECTIONS;
-use super::*;
+use std::time::Instant;
+
+use std::sync::Arc;
+
+use planwave_record::TaskStatus;
+use ractor::ActorCell;
+
+use crate::messages::SupervisorMsg;
 use crate::run::{RunRequest, execute};
+use crate::supervisor::HELD_SECTIONS;
 
 /// A plan of `tasks` under `topic`.
 fn plan_of(topic: &str, tasks: Vec<TaskSpec>) -> Arc<ValidatedPlan> {
@@ -75,12 +84,7 @@ impl planwave_llm::LlmProvider for Stuck {
 
 /// The supervisor of a run of a, b and c (c needs b), where b's model never answers, and
 /// the actor of b's subagent once it is linked.
-async fn run_with_b_stuck() -> (
-    ActorRef<SupervisorMsg>,
-    ractor::concurrency::JoinHandle<()>,
-    oneshot::Receiver<SupervisorOutcome>,
-    ActorCell,
-) {
+async fn run_with_b_stuck() -> (crate::run::Running, ActorCell) {
     let plan = plan_of(
         "stuck",
         vec![
@@ -94,43 +98,18 @@ async fn run_with_b_stuck() -> (
         tasks: vec!["b"],
     };
     let req = RunRequest::in_memory(plan, Arc::new(provider));
-    let (shared, _files) = crate::run::start(&req).expect("started");
-    let (supervisor, join, done) = crate::run::spawn_supervisor(&shared, None, Vec::new(), false)
+    let shared = crate::run::start(&req).expect("started");
+    let run = crate::run::spawn_supervisor(&shared, &req, Vec::new(), false, Instant::now())
         .await
         .expect("supervisor");
     // b's subagent is linked once the supervisor's first dispatch turn has spawned it.
     let child = loop {
-        if let Some(cell) = ractor::call!(supervisor, SupervisorMsg::Child, 1).expect("reply") {
+        if let Some(cell) = ractor::call!(run.supervisor, SupervisorMsg::Child, 1).expect("reply") {
             break cell;
         }
         tokio::task::yield_now().await;
     };
-    (supervisor, join, done, child)
-}
-
-/// The outcome of a run started by [`run_with_b_stuck`], asserting that b failed with
-/// `error` and c was blocked by it while a completed.
-async fn assert_b_failed(
-    join: ractor::concurrency::JoinHandle<()>,
-    done: oneshot::Receiver<SupervisorOutcome>,
-    error: &str,
-) {
-    // A bound for a hang (the regression this is for), not a measure of speed.
-    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), done)
-        .await
-        .expect("the run ends")
-        .expect("with an outcome");
-    let _ = join.await;
-    let status = |i: usize| outcome.records[i].status;
-    assert_eq!(status(0), TaskStatus::Completed);
-    assert_eq!(status(1), TaskStatus::Failed);
-    assert_eq!(outcome.records[1].error.as_deref(), Some(error));
-    assert_eq!(
-        outcome.records[1].failure_kind,
-        Some(planwave_record::FailureKind::Crashed)
-    );
-    assert_eq!(status(2), TaskStatus::Blocked);
-    assert!(outcome.sections[0].is_some() && outcome.sections[1].is_none());
+    (run, child)
 }
 
 /// A subagent killed before it reported reaches the supervisor as a supervision event
@@ -138,24 +117,28 @@ async fn assert_b_failed(
 /// others finish, and the run ends instead of waiting for a report that never comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subagent_killed_before_it_reported_fails_its_task_and_the_run_ends() {
-    let (_supervisor, join, done, child) = run_with_b_stuck().await;
+    let (run, child) = run_with_b_stuck().await;
     child.kill();
-    assert_b_failed(join, done, "subagent actor ended before reporting: killed").await;
-}
-
-/// A subagent stopped from outside (not by the supervisor) while its model call is in
-/// flight: the stop takes effect at once (the work runs beside the actor, which stays
-/// responsive), and the supervisor fails the task with the stop's reason.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_subagent_stopped_from_outside_fails_its_task_with_the_reason_and_the_run_ends() {
-    let (_supervisor, join, done, child) = run_with_b_stuck().await;
-    child.stop(Some("stopped by an operator".into()));
-    assert_b_failed(
-        join,
-        done,
-        "subagent actor ended before reporting: stopped by an operator",
-    )
-    .await;
+    // A bound for a hang (the regression this is for), not a measure of speed.
+    let outcome = tokio::time::timeout(std::time::Duration::from_secs(60), run.outcome())
+        .await
+        .expect("the run ends")
+        .expect("with an outcome");
+    let status = |i: usize| outcome.records[i].status;
+    assert_eq!(status(0), TaskStatus::Completed);
+    assert_eq!(status(1), TaskStatus::Failed);
+    assert_eq!(
+        outcome.records[1].error.as_deref(),
+        Some("subagent actor ended before reporting: killed")
+    );
+    assert_eq!(
+        outcome.records[1].failure_kind,
+        Some(planwave_record::FailureKind::Crashed)
+    );
+    assert_eq!(status(2), TaskStatus::Blocked);
+    assert!(outcome.sections[0].is_some() && outcome.sections[1].is_none());
+    // The report was still written, from what completed.
+    assert!(outcome.integration.is_some_and(|i| !i.report.is_empty()));
 }
 
 /// A subagent whose work panics fails its actor; ractor hands the panic's message to the
@@ -206,9 +189,6 @@ async fn a_subagent_panic_arrives_through_the_supervision_event_as_a_failed_task
     assert_eq!(rec("d").status, TaskStatus::Completed);
 }
 
-/// A task with this description makes the engine's own settling of its report panic.
-pub(super) const PANIC_WHILE_SETTLING: &str = "panic while settling";
-
 /// A panic in the run's own bookkeeping (settling a report, in the supervisor, its state
 /// half updated) abandons the run: the caller hears the supervisor was
 /// lost, as when the supervisor itself panics, rather than waiting for an end that the broken
@@ -219,7 +199,7 @@ async fn a_panic_while_settling_abandons_the_run_and_the_caller_hears_so() {
         "crash",
         vec![
             TaskSpec::new("a", "first part", vec![]),
-            TaskSpec::new("b", PANIC_WHILE_SETTLING, vec![]),
+            TaskSpec::new("b", crate::supervisor::PANIC_WHILE_SETTLING, vec![]),
             TaskSpec::new("c", "after b", vec![planwave_plan::TaskId::from("b")]),
         ],
     );
@@ -238,13 +218,12 @@ async fn a_panic_while_settling_abandons_the_run_and_the_caller_hears_so() {
     }
 }
 
-/// Keeps every event.
-#[derive(Default)]
-struct Kept(std::sync::Mutex<Vec<planwave_record::Event>>);
+/// Hands every event to the test.
+struct Tap(tokio::sync::mpsc::UnboundedSender<planwave_record::Event>);
 
-impl planwave_record::EventSink for Kept {
+impl planwave_record::EventSink for Tap {
     fn emit(&self, event: &planwave_record::Event) {
-        self.0.lock().expect("kept").push(event.clone());
+        let _ = self.0.send(event.clone());
     }
 }
 
@@ -258,15 +237,18 @@ async fn every_task_started_carries_its_wait_since_ready() {
         TaskSpec::new("b", "second", vec![]),
         TaskSpec::new("c", "after both", vec!["a".into(), "b".into()]),
     ];
-    let kept = Arc::new(Kept::default());
+    let (tap, mut tapped) = tokio::sync::mpsc::unbounded_channel();
     let result = execute(RunRequest {
-        sink: kept.clone(),
+        sink: Arc::new(Tap(tap)),
         ..RunRequest::in_memory(plan_of("waits", tasks), Arc::new(instant_sim()))
     })
     .await
     .expect("ran");
     assert_eq!(result.stats.completed, 3);
-    let events = kept.0.lock().expect("kept");
+    let mut events = Vec::new();
+    while let Ok(e) = tapped.try_recv() {
+        events.push(e);
+    }
     let starts: Vec<_> = events
         .iter()
         .filter_map(|e| match &e.kind {
@@ -278,4 +260,130 @@ async fn every_task_started_carries_its_wait_since_ready() {
         .collect();
     assert_eq!(starts.len(), 3, "{starts:?}");
     assert!(starts.iter().all(|(_, w)| w.is_some()), "{starts:?}");
+}
+
+/// Answers like the simulator, except that the integrator's summary call panics.
+struct PanicsSummarizing(SimProvider);
+
+#[async_trait::async_trait]
+impl planwave_llm::LlmProvider for PanicsSummarizing {
+    fn info(&self) -> planwave_llm::ProviderInfo {
+        self.0.info()
+    }
+
+    async fn chat(
+        &self,
+        request: planwave_llm::ChatRequest,
+    ) -> Result<planwave_llm::ChatResponse, planwave_llm::LlmError> {
+        if request.role == planwave_llm::AgentRole::Integrator {
+            panic!("injected: summarizing");
+        }
+        self.0.chat(request).await
+    }
+}
+
+/// A run of `plan` with a run directory and a journal in `dir`.
+fn journaled(
+    dir: &std::path::Path,
+    plan: Arc<ValidatedPlan>,
+    provider: Arc<dyn planwave_llm::LlmProvider>,
+) -> RunRequest {
+    let journal =
+        planwave_storage::Journal::open(&dir.join("events.jsonl"), false).expect("journal");
+    RunRequest {
+        journal: Some(Arc::new(journal)),
+        output: Some(planwave_storage::RunDir::create(dir).expect("run dir")),
+        ..RunRequest::in_memory(plan, provider)
+    }
+}
+
+/// The tasks the journal in `dir` holds as completed, each with its section.
+fn journaled_completions(dir: &std::path::Path) -> Vec<String> {
+    let replay = planwave_storage::Replay::read(&dir.join("events.jsonl")).expect("replay");
+    let mut done: Vec<String> = replay
+        .completed
+        .values()
+        .filter(|c| c.section.as_deref().is_some_and(|s| !s.is_empty()))
+        .map(|c| c.task.to_string())
+        .collect();
+    done.sort();
+    done
+}
+
+/// The integrator is the supervisor's child: its panic while it writes the summary arrives
+/// as a supervision event, and the run ends with an error naming it (not a hang, not a lost
+/// supervisor), while every completed task stays in the journal for a resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integrator_panic_ends_the_run_with_its_message_and_keeps_the_journal() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let tasks = vec![
+        TaskSpec::new("a", "first part", vec![]),
+        TaskSpec::new("b", "after a", vec!["a".into()]),
+    ];
+    let provider = Arc::new(PanicsSummarizing(instant_sim()));
+    let req = journaled(dir.path(), plan_of("summary panic", tasks), provider);
+    // A bound for a hang (what an unsupervised integrator's panic was), not a measure of speed.
+    let result = tokio::time::timeout(std::time::Duration::from_secs(60), execute(req))
+        .await
+        .expect("the run ends");
+    match result {
+        Err(crate::EngineError::Panicked { actor, message }) => {
+            assert_eq!(
+                (actor, message.as_str()),
+                ("integrator", "injected: summarizing")
+            );
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(r) => panic!("the run finished: {:?}", r.status),
+    }
+    assert_eq!(journaled_completions(dir.path()), ["a", "b"]);
+}
+
+/// An integrator panic while tasks still run (here on the first batch of sections it is
+/// handed, with more tasks to come) stops the run at once: the running subagents are
+/// killed, the caller hears the integrator's panic, and what completed is in the journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_integrator_panic_mid_run_stops_the_run_and_keeps_what_completed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A full batch of sections reaches the integrator while the chain behind them waits on
+    // a slow task.
+    let mut tasks: Vec<TaskSpec> = (0..HELD_SECTIONS)
+        .map(|i| TaskSpec::new(format!("t{i}").as_str(), format!("part {i}"), vec![]))
+        .collect();
+    tasks.push(TaskSpec::new("slow", "a slow part", vec![]));
+    tasks.push(TaskSpec::new(
+        "last",
+        "after the slow part",
+        vec!["slow".into()],
+    ));
+    let mut slow = std::collections::HashMap::new();
+    slow.insert("slow".to_owned(), std::time::Duration::from_secs(600));
+    let provider = SimProvider::new(SimConfig {
+        latency: Latency::from_mean(0.0, 0.0),
+        latency_overrides: slow,
+        ..SimConfig::default()
+    });
+    let plan = plan_of(crate::integrator::PANIC_ON_SECTION, tasks);
+    let req = journaled(dir.path(), plan, Arc::new(provider));
+    let result = tokio::time::timeout(std::time::Duration::from_secs(60), execute(req))
+        .await
+        .expect("the run ends without waiting for the slow task");
+    match result {
+        Err(crate::EngineError::Panicked { actor, message }) => {
+            assert_eq!(actor, "integrator");
+            assert!(
+                message.starts_with("injected: keeping section"),
+                "{message}"
+            );
+        }
+        Err(e) => panic!("another error: {e}"),
+        Ok(r) => panic!("the run finished: {:?}", r.status),
+    }
+    let done = journaled_completions(dir.path());
+    assert!(
+        done.len() >= HELD_SECTIONS,
+        "{} completions journaled",
+        done.len()
+    );
+    assert!(!done.contains(&"slow".to_owned()) && !done.contains(&"last".to_owned()));
 }
