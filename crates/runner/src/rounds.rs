@@ -7,12 +7,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{CallRecord, RunConfig};
+use planwave_engine::RunConfig;
 use planwave_llm::{AgentRole, ToolResultRef};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
-use planwave_record::{Event, EventKind, EventSink, PlanSource, Preset, RoundTag, RunResult};
+use planwave_record::{
+    CallRecord, Event, EventKind, EventSink, PlanSource, Preset, RoundTag, RunResult,
+};
 use planwave_storage::{Journal, JsonlSink, RunDir};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
