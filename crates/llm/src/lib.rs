@@ -2,38 +2,48 @@
 //! request/response types, the OpenAI-compatible HTTP client ([`openai::OpenAiProvider`]),
 //! the same client through the provider's Batch API ([`batch::BatchProvider`]),
 //! [`TracedProvider`] (a GenAI `chat` span around any provider's calls), and what every
-//! provider shares: token estimates, prices, [`stable_hash`].
+//! provider shares: token estimates and prices.
 //!
 //! Callers (planner, subagents, integrator) build [`ChatRequest`]s; they never know which
 //! provider answers. The simulated provider lives in `planwave-sim`, behind the same trait.
+//!
+//! What a call leaves behind as plain data (token counts, call records, who answered, the
+//! round tag, the timestamp format and the stable hash) is `planwave-record`'s, so the crates
+//! that only read and write run files build no HTTP client.
 //!
 //! This crate knows nothing of the simulator, actors, run directories, config files or the
 //! CLI; URL credentials are redacted by `planwave-redact`.
 
 pub mod batch;
 mod error;
-mod hash;
 pub mod openai;
 mod pricing;
 mod provider;
-mod record;
 mod secret;
 mod stream;
-pub mod timefmt;
 mod tokens;
 mod traced;
 mod types;
 
 pub use error::LlmError;
-pub use hash::stable_hash;
-pub use pricing::{CostEstimate, ModelPrice, PriceTable};
-pub use provider::{ChatCall, LlmProvider, ProviderInfo};
-pub use record::CallRecord;
+pub use pricing::{ModelPrice, PriceTable};
+pub use provider::{ChatCall, LlmProvider};
 pub use secret::{ApiKey, scrub};
 pub use stream::{CallTiming, DeltaSink, StreamEvent};
 pub use tokens::{char_count, char_tokens, estimate_tokens, is_cjk};
 pub use traced::TracedProvider;
 pub use types::{
     AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
-    RoundTag, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec, Usage,
+    SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec,
 };
+
+// Transitional: crates/engine, crates/loadtest, crates/sim-server and crates/serve still
+// import these moved items from here; they go once those crates import `planwave_record`.
+pub use planwave_record::{CallRecord, ProviderInfo, RoundTag, Usage, stable_hash, timefmt};
+
+/// For [`pass_provider_info_to!`]: the type it names, at a path that works in crates that do
+/// not depend on `planwave-record` themselves.
+#[doc(hidden)]
+pub mod __private {
+    pub use planwave_record::ProviderInfo;
+}

@@ -1,7 +1,7 @@
 //! The provider trait.
 
 use async_trait::async_trait;
-use serde::Serialize;
+use planwave_record::ProviderInfo;
 
 use crate::{AgentRole, ChatRequest, ChatResponse, LlmError};
 
@@ -11,18 +11,6 @@ use crate::{AgentRole, ChatRequest, ChatResponse, LlmError};
 pub type ChatCall<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<ChatResponse, LlmError>> + Send + 'a>,
 >;
-
-/// Who answers, for run records and user-facing output. Never holds credentials.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct ProviderInfo {
-    /// `sim`, `openai`, ...
-    pub provider: String,
-    pub model: String,
-    /// True when no real model is involved; the CLI says so in its output.
-    pub simulated: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-}
 
 /// A chat model. Implementations must be cheap to share (`Arc<dyn LlmProvider>`) across
 /// thousands of concurrent subagents.
@@ -54,7 +42,7 @@ pub trait LlmProvider: Send + Sync + 'static {
 #[macro_export]
 macro_rules! pass_provider_info_to {
     ($inner:ident) => {
-        fn info(&self) -> $crate::ProviderInfo {
+        fn info(&self) -> $crate::__private::ProviderInfo {
             self.$inner.info()
         }
 

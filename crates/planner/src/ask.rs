@@ -7,11 +7,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{
-    AgentRole, CallRecord, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext, Usage,
-    timefmt,
-};
+use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, LlmProvider, RequestContext};
 use planwave_prompts::PromptError;
+use planwave_record::{CallRecord, Usage, timefmt};
 use serde::Serialize;
 use tracing::{Instrument, Span};
 

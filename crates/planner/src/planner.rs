@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use crate::ask::{Attempt, AttemptKind, Question, ask};
 use crate::schema::plan_schema_text_for;
-use planwave_llm::{AgentRole, ChatMessage, LlmError, LlmProvider, RequestContext, Usage};
+use planwave_llm::{AgentRole, ChatMessage, LlmError, LlmProvider, RequestContext};
+use planwave_record::Usage;
 use std::collections::BTreeMap;
 
 use planwave_plan::{

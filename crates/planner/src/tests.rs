@@ -1,9 +1,10 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, MessageRole, ProviderInfo};
+use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, MessageRole};
 use planwave_plan::Lang;
 use planwave_prompts::Templates;
+use planwave_record::ProviderInfo;
 use planwave_sim::{PlannerFault, SimConfig, SimProvider};
 
 use crate::*;

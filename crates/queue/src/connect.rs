@@ -80,7 +80,7 @@ pub(crate) async fn shared_bucket(
 pub(crate) fn endpoint_key(kind: &str, scope: &str) -> String {
     format!(
         "{kind}.{:016x}",
-        planwave_llm::stable_hash(0, &planwave_redact::redact_url(scope), 0)
+        planwave_record::stable_hash(0, &planwave_redact::redact_url(scope), 0)
     )
 }
 

@@ -2,11 +2,10 @@
 //! progress displays, or stream to other programs.
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{Usage, timefmt};
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
-use crate::CancelReason;
+use crate::{CancelReason, Usage, timefmt};
 
 /// One line of `events.jsonl`: a timestamp plus the event's own fields, tagged by `type`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

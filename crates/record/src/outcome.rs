@@ -3,11 +3,13 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{CallRecord, CostEstimate, ProviderInfo, Usage, timefmt};
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
-use crate::{Schedule, SectionCut, SectionWarning};
+use crate::{
+    CallRecord, CostEstimate, ProviderInfoRecord, Schedule, SectionCut, SectionWarning, Usage,
+    timefmt,
+};
 
 /// Where a run's plan came from (`run.json` `plan_source`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -111,7 +113,7 @@ pub struct TaskRecord {
     pub failure_kind: Option<FailureKind>,
     /// The reflective loop's round and pass that wrote this task's section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub round: Option<planwave_llm::RoundTag>,
+    pub round: Option<crate::RoundTag>,
     /// An optional step: its failure blocked nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
@@ -299,25 +301,4 @@ pub struct RunResult {
     /// Things that went wrong without failing a task (unwritable files, summary fallback).
     #[serde(default)]
     pub warnings: Vec<String>,
-}
-
-/// [`ProviderInfo`] as recorded in `run.json` (owned, deserializable).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderInfoRecord {
-    pub provider: String,
-    pub model: String,
-    pub simulated: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub base_url: Option<String>,
-}
-
-impl From<ProviderInfo> for ProviderInfoRecord {
-    fn from(p: ProviderInfo) -> Self {
-        ProviderInfoRecord {
-            provider: p.provider,
-            model: p.model,
-            simulated: p.simulated,
-            base_url: p.base_url,
-        }
-    }
 }

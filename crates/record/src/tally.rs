@@ -58,7 +58,7 @@ impl Tally {
 
 #[cfg(test)]
 mod tests {
-    use planwave_llm::Usage;
+    use crate::Usage;
 
     use super::*;
 

@@ -90,7 +90,7 @@ fn blocked_by(record: &TaskRecord) -> String {
 }
 
 /// Which round of the reflective loop (and which pass inside it) wrote a section.
-pub fn round_note(lang: Lang, tag: planwave_llm::RoundTag) -> String {
+pub fn round_note(lang: Lang, tag: planwave_record::RoundTag) -> String {
     match (lang, tag.pass) {
         (Lang::Zh, 1) => format!("*（本章节由第 {} 轮生成）*", tag.round),
         (Lang::Zh, p) => format!("*（本章节由第 {} 轮第 {p} 次执行生成）*", tag.round),

@@ -6,9 +6,8 @@
 
 use std::path::Path;
 
-use planwave_llm::RoundTag;
 use planwave_orchestrator::{Evaluation, LoopStart, PassRecord, RoundRecord};
-use planwave_record::RunResult;
+use planwave_record::{RoundTag, RunResult};
 use planwave_storage::{Replay, RunDir};
 use serde::Deserialize;
 

@@ -7,12 +7,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{CallRecord, RunConfig};
-use planwave_llm::{AgentRole, RoundTag, ToolResultRef};
+use planwave_engine::RunConfig;
+use planwave_llm::{AgentRole, ToolResultRef};
 use planwave_orchestrator::{Planned, Rounds, StopReason};
 use planwave_plan::ValidatedPlan;
 use planwave_planner::{Attempt, PlannerConfig};
-use planwave_record::{Event, EventKind, EventSink, PlanSource, Preset, RunResult};
+use planwave_record::{
+    CallRecord, Event, EventKind, EventSink, PlanSource, Preset, RoundTag, RunResult,
+};
 use planwave_storage::{Journal, JsonlSink, RunDir};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -363,7 +365,7 @@ impl Rounds for RoundsDriver<'_> {
         // evaluation, reflection) and usage as their sum: a preset task's usage was spent by
         // an earlier pass and is in that pass's calls.
         result.calls = all.clone();
-        let mut usage = planwave_llm::Usage::default();
+        let mut usage = planwave_record::Usage::default();
         for c in &result.calls {
             usage += c.usage();
         }

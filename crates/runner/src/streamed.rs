@@ -10,11 +10,11 @@
 use std::sync::Arc;
 
 use planwave_engine::{Admission, PlanFeed, RunConfig};
-use planwave_llm::{DeltaSink, RoundTag, StreamEvent};
+use planwave_llm::{DeltaSink, StreamEvent};
 use planwave_orchestrator::{Planned, StopReason};
 use planwave_plan::{TaskStream, ValidatedPlan};
 use planwave_planner::{PlanOutcome, Planner};
-use planwave_record::{Event, EventKind, PlanSource, RunResult};
+use planwave_record::{Event, EventKind, PlanSource, RoundTag, RunResult};
 use planwave_storage::{Journal, JsonlSink};
 use tokio::sync::{mpsc, oneshot};
 

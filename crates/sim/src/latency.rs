@@ -61,7 +61,7 @@ impl Latency {
 
 #[cfg(test)]
 mod tests {
-    use planwave_llm::stable_hash;
+    use planwave_record::stable_hash;
 
     use super::*;
 

@@ -31,9 +31,8 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use planwave_llm::{
-    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage, stable_hash,
-};
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider};
+use planwave_record::{ProviderInfo, Usage, stable_hash};
 
 pub use latency::Latency;
 pub use length::AnswerLength;

@@ -149,7 +149,7 @@ pub async fn deliver(
     while !rest.is_empty() {
         if emitted > 0 {
             // Deadlines accumulate from the first token, so timer overshoot does not.
-            let u = (planwave_llm::stable_hash(pace.seed, "token", emitted as u32) >> 11) as f64
+            let u = (planwave_record::stable_hash(pace.seed, "token", emitted as u32) >> 11) as f64
                 / (1u64 << 53) as f64;
             let gap = per_token.as_secs_f64() * group as f64 * (1.0 + jitter * (2.0 * u - 1.0));
             due += Duration::from_secs_f64(gap.max(0.0));

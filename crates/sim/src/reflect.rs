@@ -8,7 +8,8 @@
 
 use serde_json::{Value, json};
 
-use planwave_llm::{AgentRole, RequestContext, RoundTag};
+use planwave_llm::{AgentRole, RequestContext};
+use planwave_record::RoundTag;
 
 /// How a scripted task failure presents itself.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

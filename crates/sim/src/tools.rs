@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use planwave_llm::{RequestContext, ToolCall};
 
-use planwave_llm::stable_hash;
+use planwave_record::stable_hash;
 
 /// The calls to make now, or `None` when the task has no tools or already has results.
 pub fn chain(ctx: &RequestContext, seed: u64) -> Option<Vec<(String, Value)>> {

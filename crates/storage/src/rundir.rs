@@ -301,7 +301,7 @@ pub fn sanitize_file_stem(raw: &str) -> String {
     let changed = s != raw || s.is_empty() || s.len() > 64;
     s.truncate(64);
     if changed {
-        let h = planwave_llm::stable_hash(0, raw, 0);
+        let h = planwave_record::stable_hash(0, raw, 0);
         s = format!("{s}-{:08x}", (h & 0xffff_ffff) as u32);
     }
     s

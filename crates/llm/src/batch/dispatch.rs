@@ -108,7 +108,7 @@ impl Dispatch {
     /// The custom id of a request body: its hash and how many times this body was seen (by
     /// the call's job, when it has one).
     pub fn custom_id(&self, body: &str, scope: Option<&BatchScope>) -> String {
-        let h = crate::stable_hash(0, body, 0);
+        let h = planwave_record::stable_hash(0, body, 0);
         if let Some(s) = scope {
             return s.custom_id(h);
         }
@@ -307,7 +307,10 @@ impl Dispatch {
             jsonl.push_str(&l.json);
             jsonl.push('\n');
         }
-        let name = format!("planwave-{:016x}.jsonl", crate::stable_hash(0, &jsonl, 0));
+        let name = format!(
+            "planwave-{:016x}.jsonl",
+            planwave_record::stable_hash(0, &jsonl, 0)
+        );
         let file = match self
             .attempts(|| self.api.upload(jsonl.as_bytes(), &name))
             .await

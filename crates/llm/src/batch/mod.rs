@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
+use planwave_record::{ProviderInfo, Usage};
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -44,10 +45,7 @@ pub use wire::{
 use crate::openai::wire::{ChatBody, Completion};
 use crate::openai::{OpenAiConfig, ResponseFormatMode, context_header};
 use crate::tokens::estimate_tokens;
-use crate::{
-    AgentRole, CallTiming, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo,
-    StreamEvent, Usage,
-};
+use crate::{AgentRole, CallTiming, ChatRequest, ChatResponse, LlmError, LlmProvider, StreamEvent};
 
 /// How calls are batched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -148,7 +148,7 @@ pub(crate) fn new_key() -> String {
     );
     format!(
         "{:012x}",
-        crate::stable_hash(0, &seed, 0) & 0xffff_ffff_ffff
+        planwave_record::stable_hash(0, &seed, 0) & 0xffff_ffff_ffff
     )
 }
 

@@ -144,7 +144,10 @@ fn failed(status: u16, err: &Value) -> LineOutcome {
 /// A `multipart/form-data` body with the `purpose` field and the JSONL file, and its
 /// content type. The boundary is chosen so it occurs nowhere in the file.
 pub fn multipart(jsonl: &[u8], purpose: &str, filename: &str) -> (Vec<u8>, String) {
-    let mut boundary = format!("planwave-{:016x}", crate::stable_hash(0, filename, 0));
+    let mut boundary = format!(
+        "planwave-{:016x}",
+        planwave_record::stable_hash(0, filename, 0)
+    );
     while memchr::memmem::find(jsonl, boundary.as_bytes()).is_some() {
         boundary.push('x');
     }
@@ -203,7 +206,7 @@ mod tests {
     #[test]
     fn the_multipart_boundary_is_not_in_the_file() {
         let name = "f.jsonl";
-        let b = format!("planwave-{:016x}", crate::stable_hash(0, name, 0));
+        let b = format!("planwave-{:016x}", planwave_record::stable_hash(0, name, 0));
         let file = format!("{{\"x\":\"{b}\"}}\n");
         let (body, ct) = multipart(file.as_bytes(), "batch", name);
         let boundary = ct.rsplit('=').next().expect("boundary");

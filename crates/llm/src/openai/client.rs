@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use async_trait::async_trait;
 use futures::StreamExt;
+use planwave_record::{ProviderInfo, Usage};
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, RETRY_AFTER};
@@ -29,8 +30,7 @@ use super::wire::{self, ChatBody, Completion};
 use crate::secret::scrub;
 use crate::tokens::estimate_tokens;
 use crate::{
-    AgentRole, CallTiming, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
-    ProviderInfo, StreamEvent, Usage,
+    AgentRole, CallTiming, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider, StreamEvent,
 };
 
 /// Largest error body read (the message is in the first bytes anyway).

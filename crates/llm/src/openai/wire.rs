@@ -1,9 +1,10 @@
 //! The Chat Completions wire format, only as much of it as planwave sends and reads.
 
+use planwave_record::Usage;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ChatMessage, Usage};
+use crate::ChatMessage;
 
 #[derive(Debug, Serialize)]
 pub struct ChatBody<'a> {

@@ -1,10 +1,10 @@
 //! Evaluating a round: what the evaluator is shown of it, its answer kept in the round's
 //! record, and the `evaluation` event.
 
-use planwave_llm::{AgentRole, RequestContext, RoundTag, SectionRef};
+use planwave_llm::{AgentRole, RequestContext, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{EvaluatorVars, RoundSection, RoundStats};
-use planwave_record::{EventKind, RunResult};
+use planwave_record::{EventKind, RoundTag, RunResult};
 
 use super::asking::ask_and_keep;
 use super::records::RoundRecord;

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use planwave_llm::RoundTag;
 use planwave_plan::{Lang, ValidatedPlan};
-use planwave_record::{Preset, RunResult, RunStatus};
+use planwave_record::{Preset, RoundTag, RunResult, RunStatus};
 
 use super::records::{PassRecord, RoundRecord, pass_record};
 use super::recovery::{choose, recover, recovery_event};

@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use planwave_llm::RoundTag;
 use planwave_plan::ValidatedPlan;
+use planwave_record::RoundTag;
 
 use super::rounds::{LoopError, Planned, Rounds};
 use crate::policy::StopReason;

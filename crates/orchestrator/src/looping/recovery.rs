@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use planwave_llm::{RoundTag, ToolResultRef};
+use planwave_llm::ToolResultRef;
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{FailureNoteVars, PromptError};
-use planwave_record::{EventKind, Preset, RunResult, TaskStatus};
+use planwave_record::{EventKind, Preset, RoundTag, RunResult, TaskStatus};
 
 use super::planning::planning_failed;
 use super::reflection::step_reflect;

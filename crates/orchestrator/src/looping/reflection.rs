@@ -1,10 +1,10 @@
 //! Reflecting: on a finished round (whether and what to replan, for the next round's
 //! planner) and, with step-level reflection, on a pass's failed tasks (which recovery).
 
-use planwave_llm::{AgentRole, RequestContext, RoundTag, SectionRef};
+use planwave_llm::{AgentRole, RequestContext, SectionRef};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::{FailedStep, ReflectorVars, StepReflectionVars};
-use planwave_record::{EventKind, RunResult, TaskStatus};
+use planwave_record::{EventKind, RoundTag, RunResult, TaskStatus};
 
 use super::asking::ask_and_keep;
 use super::evaluation::round_sections;

@@ -1,10 +1,10 @@
 //! A partial replan (`replan_from_failure`): the planner asked for replacements of the failed
 //! tasks, merged into the kept ones, and what was asked kept in the round's files.
 
-use planwave_llm::{AgentRole, RequestContext, RoundTag};
+use planwave_llm::{AgentRole, RequestContext};
 use planwave_plan::{Lang, PlanFormat, ValidatedPlan};
 use planwave_prompts::{ReplanStepsVars, ReplanTask, ReplanVars};
-use planwave_record::RunResult;
+use planwave_record::{RoundTag, RunResult};
 use serde_json::json;
 
 use super::asking::interruptible;

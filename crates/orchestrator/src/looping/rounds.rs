@@ -3,11 +3,10 @@
 
 use std::sync::Arc;
 
-use planwave_llm::CallRecord;
-use planwave_llm::{LlmProvider, RoundTag, ToolResultRef};
+use planwave_llm::{LlmProvider, ToolResultRef};
 use planwave_plan::ValidatedPlan;
 use planwave_prompts::{PromptError, Templates};
-use planwave_record::{EventKind, Preset, RunResult};
+use planwave_record::{CallRecord, EventKind, Preset, RoundTag, RunResult};
 use tokio_util::sync::CancellationToken;
 
 use crate::policy::{LoopPolicy, StopReason};

@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use planwave_llm::RoundTag;
 use planwave_plan::ValidatedPlan;
-use planwave_record::{EventKind, Preset};
+use planwave_record::{EventKind, Preset, RoundTag};
 use serde_json::json;
 
 use super::evaluation::evaluate;

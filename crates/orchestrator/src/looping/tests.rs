@@ -6,16 +6,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use planwave_engine::{RunConfig, RunRequest, execute};
-use planwave_llm::{ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo};
 use planwave_plan::plan_from_value;
 use planwave_sim::{SimConfig, SimProvider};
 use tokio_util::sync::CancellationToken;
 
-use planwave_llm::CallRecord;
-use planwave_llm::{AgentRole, RoundTag};
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider};
 use planwave_plan::{Lang, ValidatedPlan};
 use planwave_prompts::Templates;
-use planwave_record::{Preset, RunResult, RunStatus};
+use planwave_record::{CallRecord, Preset, ProviderInfo, RoundTag, RunResult, RunStatus};
 
 use super::*;
 use crate::policy::{LoopPolicy, StopReason};

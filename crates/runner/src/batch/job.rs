@@ -187,7 +187,7 @@ impl JobContext<'_> {
     fn planning_of(
         &self,
         job: &ResolvedJob,
-    ) -> Option<(JobPlanning, Vec<(String, planwave_llm::Usage)>)> {
+    ) -> Option<(JobPlanning, Vec<(String, planwave_record::Usage)>)> {
         #[derive(serde::Deserialize)]
         struct AttemptTime {
             duration_ms: f64,
@@ -195,7 +195,7 @@ impl JobContext<'_> {
             #[serde(default)]
             model: String,
             #[serde(default)]
-            usage: planwave_llm::Usage,
+            usage: planwave_record::Usage,
         }
         let path = self
             .root

@@ -13,7 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use planwave_llm::CallRecord;
+use planwave_record::CallRecord;
 use serde::{Deserialize, Serialize};
 
 use super::PlanCache;

@@ -5,11 +5,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::Usage;
 use planwave_plan::{TaskId, ValidatedPlan};
 use serde::Deserialize;
 
-use planwave_record::{Preset, TaskRecord, TaskStatus};
+use planwave_record::{Preset, TaskRecord, TaskStatus, Usage};
 
 use crate::rundir::{RunDir, section_files};
 
@@ -27,7 +26,7 @@ pub enum ReplayError {
 /// The hash recorded with each section (FNV-1a, 64 bits, hex): enough to tell an intact file
 /// from a changed or half-written one, not a security measure.
 pub fn section_hash(text: &str) -> String {
-    format!("{:016x}", planwave_llm::stable_hash(0, text, 0))
+    format!("{:016x}", planwave_record::stable_hash(0, text, 0))
 }
 
 /// A `task_completed` event as journaled.

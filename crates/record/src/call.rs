@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use planwave_plan::TaskId;
 use serde::{Deserialize, Serialize};
 
+use crate::usage::is_zero;
 use crate::{Usage, timefmt};
 
 /// One model call of a run (any role), as recorded in `run.json` `calls[]`.
@@ -32,10 +33,6 @@ pub struct CallRecord {
     pub outcome: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl CallRecord {
