@@ -3,10 +3,10 @@
 
 use std::time::Instant;
 
-use planwave_llm::{AgentRole, CallRecord, ChatRequest, ChatResponse, LlmError, Usage};
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError};
 use planwave_mcp::{ToolError, ToolOutput};
 use planwave_plan::TaskId;
-use planwave_record::{EventKind, SectionCut, ToolCallRecord};
+use planwave_record::{CallRecord, EventKind, SectionCut, ToolCallRecord, Usage};
 use planwave_telemetry::tool;
 use ractor::ActorRef;
 use serde_json::Value;
@@ -107,7 +107,7 @@ impl<'a> TaskCalls<'a> {
         SubagentReport {
             index,
             attempts,
-            finished_at: crate::timefmt::now(),
+            finished_at: planwave_record::timefmt::now(),
             usage: self.usage,
             context_cut,
             result,
@@ -250,7 +250,7 @@ pub(crate) struct ModelCall {
 impl ModelCall {
     /// Its record, the event emitted with the same time when anything listens.
     pub fn record(self, shared: &RunShared) -> CallRecord {
-        let ended = crate::timefmt::now();
+        let ended = planwave_record::timefmt::now();
         let record = CallRecord {
             role: self.role.as_str().into(),
             task: self.task,

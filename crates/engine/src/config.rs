@@ -86,7 +86,7 @@ pub struct RunConfig {
     pub max_tool_rounds: u32,
     /// Set by the reflective loop: requests carry it, and completed tasks record it.
     #[serde(default)]
-    pub round: Option<planwave_llm::RoundTag>,
+    pub round: Option<planwave_record::RoundTag>,
     /// Where the plan came from, set by whoever chose it; `run.json` records it.
     #[serde(default)]
     pub plan_source: Option<planwave_record::PlanSource>,

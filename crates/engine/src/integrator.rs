@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use planwave_llm::{AgentRole, CallRecord, ChatRequest, Usage};
-use planwave_record::{TaskRecord, TaskStatus};
+use planwave_llm::{AgentRole, ChatRequest};
+use planwave_record::{CallRecord, TaskRecord, TaskStatus, Usage};
 use planwave_report::ReportInput;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use tracing::Instrument;

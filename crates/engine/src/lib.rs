@@ -45,7 +45,6 @@ pub use config::{
     DEFAULT_CONTEXT_BUDGET_TOKENS, DEFAULT_MAX_TOOL_ROUNDS, RetryPolicy, RunConfig, ToolProtocol,
 };
 pub use error::EngineError;
-pub use planwave_llm::{CallRecord, timefmt};
 pub use planwave_prompts::PromptSet;
 pub use quality::MIN_SECTION_CHARS;
 pub use run::{RunRequest, execute};

@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{CallRecord, Usage};
 use planwave_record::{
-    CancelReason, FailureKind, RunStats, SectionCut, SectionWarning, TaskRecord, ToolCallRecord,
+    CallRecord, CancelReason, FailureKind, RunStats, SectionCut, SectionWarning, TaskRecord,
+    ToolCallRecord, Usage,
 };
 use planwave_storage::JournalError;
 
@@ -105,7 +105,7 @@ impl SubagentReport {
         SubagentReport {
             index,
             attempts: 1,
-            finished_at: crate::timefmt::now(),
+            finished_at: planwave_record::timefmt::now(),
             usage: Usage::default(),
             context_cut: Vec::new(),
             result: Err(failure),

@@ -16,8 +16,8 @@ use crate::error::EngineError;
 use crate::messages::SupervisorMsg;
 use crate::shared::RunShared;
 use crate::supervisor::{Supervisor, SupervisorArgs, SupervisorOutcome};
-use crate::timefmt;
 use planwave_prompts::PromptSet;
+use planwave_record::timefmt;
 
 /// Everything one run needs.
 pub struct RunRequest {

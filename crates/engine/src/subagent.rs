@@ -366,7 +366,8 @@ pub fn backoff(
         .base_backoff
         .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
     let ceiling = exp.min(policy.max_backoff);
-    let frac = (planwave_llm::stable_hash(seed, key, attempt) >> 11) as f64 / (1u64 << 53) as f64;
+    let frac =
+        (planwave_record::stable_hash(seed, key, attempt) >> 11) as f64 / (1u64 << 53) as f64;
     let jittered = ceiling.mul_f64(frac);
     match retry_after {
         Some(ra) => jittered.max(ra),

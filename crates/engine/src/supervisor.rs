@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use planwave_llm::CallRecord;
+use planwave_record::CallRecord;
 use planwave_record::{CancelReason, Event, Preset, RunStats, TaskRecord, TaskStatus};
 use ractor::{Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use rustc_hash::FxHashMap;

@@ -6,8 +6,8 @@
 //! nothing and the links are skipped. Integers are recorded as i64 because
 //! tracing-opentelemetry exports u64 fields as strings.
 
-use planwave_llm::Usage;
 use planwave_plan::TaskId;
+use planwave_record::Usage;
 use planwave_telemetry::{LinkTarget, add_link, link_target, set_error};
 use tracing::Span;
 use tracing::field::Empty;

@@ -66,7 +66,7 @@ struct Stuck {
 
 #[async_trait::async_trait]
 impl planwave_llm::LlmProvider for Stuck {
-    fn info(&self) -> planwave_llm::ProviderInfo {
+    fn info(&self) -> planwave_record::ProviderInfo {
         self.sim.info()
     }
 
@@ -267,7 +267,7 @@ struct PanicsSummarizing(SimProvider);
 
 #[async_trait::async_trait]
 impl planwave_llm::LlmProvider for PanicsSummarizing {
-    fn info(&self) -> planwave_llm::ProviderInfo {
+    fn info(&self) -> planwave_record::ProviderInfo {
         self.0.info()
     }
 

@@ -7,7 +7,7 @@ use ractor::{Actor, ActorRef};
 use super::{Ending, SupervisorState};
 use crate::messages::{SupervisorMsg, TaskFailure};
 use crate::subagent::{Subagent, SubagentArgs};
-use crate::timefmt;
+use planwave_record::timefmt;
 
 impl SupervisorState {
     /// Marks up to `max` startable tasks running and returns what their subagents start

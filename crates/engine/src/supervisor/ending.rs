@@ -143,7 +143,7 @@ pub(crate) fn run_stats(
     makespan_ms: f64,
 ) -> RunStats {
     let count = |s: TaskStatus| records.iter().filter(|r| r.status == s).count();
-    let mut usage = planwave_llm::Usage::default();
+    let mut usage = planwave_record::Usage::default();
     for r in records {
         usage += r.usage;
     }

@@ -7,7 +7,7 @@ use planwave_storage::JournalError;
 
 use super::{Ending, PendingCommit, SupervisorState};
 use crate::messages::{IntegratorMsg, SubagentReport, SupervisorMsg, TaskFailure};
-use crate::timefmt;
+use planwave_record::timefmt;
 
 /// Sections held for the integrator before they are handed over together.
 pub(crate) const HELD_SECTIONS: usize = 256;
