@@ -8,7 +8,7 @@
 # (`.ci/peers`; PLANWAVE_PEERS_DIR if not under target/test-peers):
 #   docs/bench/event_latency.sh
 # EVENTS (10000), GAP_US (1000) and ROUNDS (3) change the run. See docs/benchmarks.md,
-# "Issue 39".
+# "`serve --nats`: event latency through JetStream".
 set -eu
 cd "$(dirname "$0")/../.."
 EVENTS=${EVENTS:-10000} GAP_US=${GAP_US:-1000} ROUNDS=${ROUNDS:-3}

@@ -3,7 +3,7 @@
 #   B=target/release/planwave BENCH=path/to/bare_ractor-bench-binary docs/bench/section1.sh
 # B is a release build of `planwave`; BENCH is `cargo bench -p planwave-loadtest --bench
 # bare_ractor --no-run`'s binary (the bare ractor baseline and the engine, interleaved).
-# See docs/benchmarks.md, "Issue 32 section 1". The bench prints the engine end to end, to its
+# See docs/benchmarks.md, "Engine: the targets of record". The bench prints the engine end to end, to its
 # last task settled, and with a minimal model (a fixed short answer); CALLGRIND=1 adds the
 # instruction counts of one small round of each side (independent of the machine's load).
 set -u

@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use serde_json::Value;
+
 use crate::support::{ChildGuard, peer, planwave, read_json, tempdir};
 
 const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
@@ -127,4 +129,36 @@ fn research_against_aimock_streaming_and_not() {
 pub(crate) fn aimock_requests(base_url: &str) -> Vec<serde_json::Value> {
     let journal = crate::support::http_get_json(&base_url.replace("/v1", "/__aimock/journal"));
     journal.as_array().cloned().unwrap_or_default()
+}
+
+/// The text of every message of a request aimock received, one string.
+pub(crate) fn messages_text(request: &Value) -> String {
+    let mut text = String::new();
+    let messages = request["body"]["messages"]
+        .as_array()
+        .or_else(|| request["messages"].as_array());
+    for m in messages.into_iter().flatten() {
+        text.push_str(m["content"].as_str().unwrap_or(""));
+        text.push('\n');
+    }
+    text
+}
+
+/// The first request aimock got whose messages contain every one of `needles`.
+pub(crate) fn request_with(base: &str, needles: &[&str]) -> String {
+    let texts: Vec<String> = aimock_requests(base).iter().map(messages_text).collect();
+    match texts.iter().find(|t| needles.iter().all(|n| t.contains(n))) {
+        Some(t) => t.clone(),
+        None => panic!("no request with {needles:?}; the requests:\n{texts:#?}"),
+    }
+}
+
+/// The final `llm_call`'s request: the one whose prompt (its only message) opens with
+/// "Answer from ".
+pub(crate) fn answer_request(base: &str) -> String {
+    let texts: Vec<String> = aimock_requests(base).iter().map(messages_text).collect();
+    match texts.iter().find(|t| t.starts_with("Answer from ")) {
+        Some(t) => t.clone(),
+        None => panic!("no answer step's request; the requests:\n{texts:#?}"),
+    }
 }

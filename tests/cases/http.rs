@@ -1,6 +1,7 @@
 //! The real binary against `planwave sim-llm serve` over real HTTP on 127.0.0.1: retries,
 //! 401, usage, and that the API key appears nowhere.
 
+use crate::cases::report_content::one_task_plan;
 use crate::support::{Planwave, SimLlm, all_files, planwave, read_json, tempdir};
 
 const FAKE_KEY: &str = "pw-FAKE-KEY-do-not-leak-7f3a9c1e5b";
@@ -238,4 +239,27 @@ fn an_unreachable_server_is_a_runtime_error_not_invalid_input() {
         .expect("error line");
     assert!(err.starts_with("error: planning failed: the model call failed on all 2 attempt(s); last error: openai-compatible (m): at http://127.0.0.1:"), "{err}");
     assert!(err.contains("gave up after 2 attempt(s)"), "{err}");
+}
+
+/// A base URL with a query (Azure's `…/v1?api-version=…`) keeps it: the call goes to
+/// `/v1/chat/completions?api-version=…`, not to `/v1?api-version=…/chat/completions`.
+#[test]
+fn a_base_url_with_a_query_keeps_it() {
+    let sim = SimLlm::start(&[], &[]);
+    let dir = tempdir();
+    let plan = one_task_plan(dir.path(), "a");
+    let r = planwave(["run", "--llm", "openai", "--model", "planwave-sim-1", "-q"])
+        .opt(
+            "--llm-base-url",
+            format!("{}?api-version=2024-10-21", sim.base_url),
+        )
+        .arg(&plan)
+        .out(dir.path().join("out"))
+        .run();
+    r.expect_ok();
+    assert!(
+        sim.stats()["requests"].as_u64().unwrap_or(0) >= 2,
+        "{}",
+        sim.stats()
+    );
 }

@@ -244,3 +244,86 @@ fn a_batchs_goal_jobs_reuse_cached_plans_and_say_so() {
         json!({"ticker": "002594.SZ"})
     );
 }
+
+/// A temporary file name planted as a symbolic link in the cache is never written through:
+/// the file it points at is unchanged and the plan is still stored.
+#[test]
+fn the_plan_cache_never_writes_through_a_planted_link() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let research = |out: &str| {
+        planwave(["research", "Acme outlook", "--max-rounds", "1", "-q"])
+            .opt("--sim-latency-ms", "0")
+            .opt("--plan-cache", &cache)
+            .out(dir.path().join(out))
+    };
+    research("first").run().expect_ok();
+    let entry = std::fs::read_dir(&cache)
+        .expect("cache")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.ends_with(".json") && n != "call-times.json")
+        .expect("an entry");
+    let key = entry.trim_end_matches(".json").to_owned();
+    std::fs::remove_file(cache.join(&entry)).expect("forget the entry");
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "precious\n").expect("victim");
+    // The shell plants `.tmp-KEY-PID-0` for its own pid, then becomes planwave (same pid).
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("ln -s \"$1\" \"$2/.tmp-$3-$$-0\" && exec \"$0\" research 'Acme outlook' --max-rounds 1 -q --sim-latency-ms 0 --plan-cache \"$2\" --out \"$4\"")
+        .arg(env!("CARGO_BIN_EXE_planwave"))
+        .arg(&victim)
+        .arg(&cache)
+        .arg(&key)
+        .arg(dir.path().join("second"))
+        .env_remove("PLANWAVE_CONFIG")
+        .status()
+        .expect("sh");
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        std::fs::read_to_string(&victim).expect("victim"),
+        "precious\n"
+    );
+    assert!(
+        cache.join(&entry).is_file(),
+        "the plan was stored all the same"
+    );
+}
+
+#[test]
+fn the_plan_cache_matches_goals_up_to_case_punctuation_and_spacing() {
+    let dir = tempdir();
+    let cache = dir.path().join("cache");
+    let research = |goal: &str, out: &std::path::Path| {
+        planwave(["research", goal])
+            .out(out)
+            .opt("--plan-cache", &cache)
+            .opt("--max-rounds", "1")
+            .instant()
+            .quiet()
+            .run()
+    };
+    let first = dir.path().join("first");
+    research("分析特斯拉", &first).expect_ok();
+    assert_eq!(read_json(&first.join("run.json"))["plan_source"], "planner");
+    let second = dir.path().join("second");
+    research("  分析特斯拉。 ", &second).expect_ok();
+    assert_eq!(read_json(&second.join("run.json"))["plan_source"], "cache");
+    let third = dir.path().join("third");
+    research("Analyse Tesla", &third).expect_ok();
+    let fourth = dir.path().join("fourth");
+    research("analyse   TESLA!", &fourth).expect_ok();
+    assert_eq!(read_json(&fourth.join("run.json"))["plan_source"], "cache");
+    // The entries keep the goals as first written.
+    let goals: Vec<String> = std::fs::read_dir(&cache)
+        .expect("cache")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| !p.ends_with("call-times.json"))
+        .map(|p| read_json(&p)["goal"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(goals.len(), 2, "{goals:?}");
+    assert!(
+        goals.contains(&"分析特斯拉".to_owned()) && goals.contains(&"Analyse Tesla".to_owned())
+    );
+}

@@ -107,6 +107,51 @@ pub(crate) fn chain(n: usize) -> Value {
     json!({"topic": "Acme review", "tasks": tasks})
 }
 
+/// `host:port` of the server.
+pub(crate) fn authority(s: &Serve) -> String {
+    s.url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// The runs `GET /api/runs` lists.
+pub(crate) async fn runs(s: &Serve) -> Vec<Value> {
+    let (_, list) = get_json(&s.at("api/runs")).await;
+    list["runs"].as_array().cloned().unwrap_or_default()
+}
+
+/// The status and JSON body of an answer, checking it is JSON with an `error`.
+pub(crate) async fn json_error(r: reqwest::Response) -> (u16, String) {
+    let code = r.status().as_u16();
+    let kind = r
+        .headers()
+        .get("content-type")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    assert!(
+        kind.starts_with("application/json"),
+        "{code}: {kind}: {text}"
+    );
+    let v: Value = serde_json::from_str(&text).expect("a JSON error");
+    let error = v["error"].as_str().expect("error").to_owned();
+    assert!(!error.is_empty(), "{text}");
+    (code, error)
+}
+
+/// `POST /api/runs` with `body`, which must be a 201; the new run's id.
+pub(crate) async fn create(s: &Serve, body: &Value) -> String {
+    let (code, created) = post_json(&s.at("api/runs"), body).await;
+    assert_eq!(code, 201, "{created}");
+    created["id"].as_str().unwrap().to_owned()
+}
+
+/// The `status` of run `id` from `GET /api/runs/{id}`.
+pub(crate) async fn status(s: &Serve, id: &str) -> Value {
+    get_json(&s.at(&format!("api/runs/{id}"))).await.1["status"].clone()
+}
+
 /// Every SSE event (`id`, `event`, `data`) until `event: end`.
 async fn sse(url: &str, last_event_id: Option<usize>) -> Vec<(Option<usize>, String, String)> {
     let mut req = client().get(url);

@@ -8,9 +8,10 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
+use crate::cases::aimock::answer_request;
 use crate::cases::aimock::{EVALUATION, aimock_with};
+use crate::cases::step_recovery::{ids, tools_called};
 use crate::cases::steps::crashy_config;
-use crate::cases::steps_gaps::{answer_request, ids, tools_called};
 use crate::support::{events, id_text, planwave, read_json, task, tempdir, write_json};
 
 /// The structured content the Python SDK gives for `hello team`, as `{{greet.result}}`

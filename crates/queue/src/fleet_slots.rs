@@ -23,6 +23,9 @@ use crate::leases::Leases;
 /// batches at most, so they are kept for its life).
 #[derive(Default)]
 pub(crate) struct FleetCaps {
+    /// A lock, not a concurrent map: looking a batch up and opening its leases when missing
+    /// is one step held across `Leases::open`'s await, so concurrent jobs of a batch open its
+    /// leases (and their watcher) once; a map entry must not be held across an await.
     open: Mutex<HashMap<String, Arc<Leases>>>,
 }
 

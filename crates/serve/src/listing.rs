@@ -3,11 +3,10 @@
 //! Summaries of finished runs are cached by `run.json`'s modification time, so a list of a
 //! thousand runs reads only what changed.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
+use dashmap::DashMap;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -45,8 +44,10 @@ pub struct RunSummary {
     pub deliveries: Option<u32>,
 }
 
+/// Summaries of finished runs by directory, with the `run.json` modification time each was
+/// read at. Many list requests read it at once; no entry is held while a file is read.
 #[derive(Default)]
-pub struct SummaryCache(Mutex<HashMap<PathBuf, (SystemTime, RunSummary)>>);
+pub struct SummaryCache(DashMap<PathBuf, (SystemTime, RunSummary)>);
 
 /// `DIR/run.json`, if present and JSON.
 pub fn read_run_json(dir: &Path) -> Option<Value> {
@@ -115,16 +116,16 @@ pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
 pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
     let run_json = dir.join("run.json");
     if let Ok(mtime) = std::fs::metadata(&run_json).and_then(|m| m.modified()) {
-        let mut cache = state
-            .summaries
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some((t, sum)) = cache.get(dir)
-            && *t == mtime
-        {
-            return Some(sum.clone());
+        let cache = &state.summaries.0;
+        let known = cache
+            .get(dir)
+            .filter(|entry| entry.0 == mtime)
+            .map(|entry| entry.1.clone());
+        if known.is_some() {
+            return known;
         }
+        // Read without holding the entry: two requests for a run that changed may both read
+        // it, and store the same summary.
         let v = read_run_json(dir)?;
         let sum = summarize(id, &v, false);
         cache.insert(dir.to_path_buf(), (mtime, sum.clone()));

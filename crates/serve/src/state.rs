@@ -1,9 +1,10 @@
 //! What every request handler shares: the data directory, the runs this process is
 //! executing, the server's own job options, and the shared resources.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use dashmap::DashMap;
 
 use planwave_config::spec::{JobOptions, JobSpec};
 use planwave_config::{LlmChoice, Settings};
@@ -34,7 +35,9 @@ pub struct AppState {
     /// shares.
     pub shared: Resources,
     pub token: Option<String>,
-    pub live: Mutex<HashMap<String, Arc<LiveRun>>>,
+    /// The runs this process executes or follows, by id: read by every request that names a
+    /// run, written as jobs start and end, each on its own key (no lock shared by all runs).
+    pub live: DashMap<String, Arc<LiveRun>>,
     /// Cancelled on shutdown; every job's token is a child of it.
     pub shutdown: CancellationToken,
     /// Every job task, waited for on shutdown so each journal is closed.
@@ -57,18 +60,11 @@ impl AppState {
     }
 
     pub fn live(&self, id: &str) -> Option<Arc<LiveRun>> {
-        self.live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned()
+        self.live.get(id).map(|r| r.value().clone())
     }
 
     pub fn insert_live(&self, run: Arc<LiveRun>) {
-        self.live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(run.id.clone(), run);
+        self.live.insert(run.id.clone(), run);
     }
 
     /// A finished run is served from its files from now on (its event log is freed; readers
@@ -78,10 +74,8 @@ impl AppState {
         if !run.dir.join("run.json").is_file() {
             return;
         }
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        if live.get(&run.id).is_some_and(|r| Arc::ptr_eq(r, run)) {
-            live.remove(&run.id);
-        }
+        // Only this run: a run started again under the same id since is not retired.
+        self.live.remove_if(&run.id, |_, r| Arc::ptr_eq(r, run));
     }
 
     /// The resources a job runs with: the shared ones, except that a simulated model is the

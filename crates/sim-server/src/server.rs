@@ -633,6 +633,32 @@ fn message(answer: &planwave_llm::ChatResponse) -> Value {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_request_without_context_headers_is_about_its_prompt_in_its_language() {
+        let prompt = format!("分析特斯拉公司的商业模式。{}", "细节".repeat(200));
+        let guessed = request_context(&HeaderMap::new(), &prompt);
+        assert_eq!(guessed.lang, Lang::Zh);
+        assert_eq!(guessed.topic, prompt.chars().take(200).collect::<String>());
+        assert_eq!(
+            guessed.task_title,
+            prompt.chars().take(40).collect::<String>()
+        );
+        assert_eq!(guessed.task_id, None);
+        // The header, when sent, is the whole answer: nothing is read from the prompt.
+        let sent = RequestContext {
+            topic: "Acme review".into(),
+            task_id: Some("3".into()),
+            ..RequestContext::default()
+        };
+        let mut headers = HeaderMap::new();
+        let value = context_header::encode(&sent).expect("fits");
+        headers.insert(
+            context_header::CONTEXT_HEADER,
+            value.parse().expect("header"),
+        );
+        assert_eq!(request_context(&headers, &prompt), sent);
+    }
+
     /// A kernel setting or resource limit, when this machine reports it.
     fn limit(path: &str, key: Option<&str>) -> Option<u64> {
         let text = std::fs::read_to_string(path).ok()?;
@@ -683,18 +709,26 @@ mod tests {
     }
 }
 
-/// What a request is about: the `x-planwave-*` context header when sent, else the prompt's
-/// opening as its topic (a client that is not planwave).
+/// What a request is about: the `x-planwave-*` context header when sent, else
+/// [`guessed_context`] from its prompt.
 pub(crate) fn request_context(headers: &HeaderMap, prompt: &str) -> RequestContext {
     header_str(headers, context_header::CONTEXT_HEADER)
         .and_then(context_header::decode)
-        .unwrap_or_else(|| {
-            let topic: String = prompt.chars().take(200).collect();
-            RequestContext {
-                lang: Lang::detect(&topic),
-                task_title: topic.chars().take(40).collect(),
-                topic,
-                ..RequestContext::default()
-            }
-        })
+        .unwrap_or_else(|| guessed_context(prompt))
+}
+
+/// What a request that names no context is about, read from its prompt as a model would:
+/// the opening (200 characters) as its topic, the first 40 as its task's title, and the
+/// language they are in. Kept because requests without the context are ordinary: other load
+/// testers (aiperf, inference-perf, vLLM's benchmark) send no `x-planwave-*` headers, nor does
+/// planwave with `context_headers = false` or a context too large for the header, nor a Batch
+/// API line without `x_planwave`; each still gets an answer about its prompt, in its language.
+pub(crate) fn guessed_context(prompt: &str) -> RequestContext {
+    let topic: String = prompt.chars().take(200).collect();
+    RequestContext {
+        lang: Lang::detect(&topic),
+        task_title: topic.chars().take(40).collect(),
+        topic,
+        ..RequestContext::default()
+    }
 }

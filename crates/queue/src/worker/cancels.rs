@@ -4,11 +4,11 @@
 //! it is opened again with backoff, and the batches of the jobs running here are read again,
 //! so a cancel made while it was down still reaches them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream::kv::{Watch, WatchError};
+use dashmap::{DashMap, DashSet};
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
@@ -16,8 +16,10 @@ use crate::names::batch_record_key;
 use crate::record::{BatchRecord, get_json};
 use crate::{Queue, QueueError};
 
-type Tokens = Arc<Mutex<HashMap<String, Vec<(u64, CancellationToken)>>>>;
-type Cancelled = Arc<Mutex<std::collections::HashSet<String>>>;
+/// The tokens of the jobs running here, by batch: registered and dropped by the jobs, read by
+/// the watch, each batch on its own key.
+type Tokens = Arc<DashMap<String, Vec<(u64, CancellationToken)>>>;
+type Cancelled = Arc<DashSet<String>>;
 
 pub(super) struct Cancels {
     queue: Queue,
@@ -38,12 +40,7 @@ pub(super) struct Registered<'a> {
 
 impl Drop for Registered<'_> {
     fn drop(&mut self) {
-        let mut t = self
-            .cancels
-            .tokens
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(v) = t.get_mut(&self.batch) {
+        if let Some(mut v) = self.cancels.tokens.get_mut(&self.batch) {
             v.retain(|(id, _)| *id != self.id);
         }
     }
@@ -78,10 +75,7 @@ impl Cancels {
 
     /// Whether the watch has seen the batch cancelled (no request).
     pub fn seen_cancelled(&self, batch: &str) -> bool {
-        self.cancelled
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .contains(batch)
+        self.cancelled.contains(batch)
     }
 
     /// Whether the batch is cancelled, as the bucket says now.
@@ -96,8 +90,6 @@ impl Cancels {
     pub fn register(&self, batch: &str, token: CancellationToken) -> Registered<'_> {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.tokens
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .entry(batch.to_owned())
             .or_default()
             .push((id, token));
@@ -147,12 +139,11 @@ async fn follow(q: Queue, mut updates: Watch, tokens: Tokens, cancelled: Cancell
             }
         };
         // What changed while the watch was down: the records of the batches running here.
+        // Collected first: no entry is held across the reads below.
         let running: Vec<String> = tokens
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .filter(|(_, t)| !t.is_empty())
-            .map(|(b, _)| b.clone())
+            .filter(|e| !e.value().is_empty())
+            .map(|e| e.key().clone())
             .collect();
         for batch in running {
             if let Ok(Some(b)) = get_json::<BatchRecord>(&q, &batch_record_key(&batch)).await {
@@ -165,15 +156,18 @@ async fn follow(q: Queue, mut updates: Watch, tokens: Tokens, cancelled: Cancell
 /// A batch record as the watch sees it: a cancelled batch's running jobs are cancelled, one
 /// queued again after a cancel (`serve --nats` resume) is no longer marked.
 fn apply(b: &BatchRecord, tokens: &Tokens, cancelled: &Cancelled) {
-    let mut marked = cancelled.lock().unwrap_or_else(|e| e.into_inner());
     if !b.cancelled {
-        marked.remove(&b.name);
+        cancelled.remove(&b.name);
         return;
     }
-    marked.insert(b.name.clone());
-    drop(marked);
-    let t = tokens.lock().unwrap_or_else(|e| e.into_inner());
-    for (_, token) in t.get(&b.name).into_iter().flatten() {
+    // Marked before any token is cancelled, so a job this cancel ends reads the mark in its
+    // verdict.
+    cancelled.insert(b.name.clone());
+    let running: Vec<CancellationToken> = tokens
+        .get(&b.name)
+        .map(|t| t.iter().map(|(_, token)| token.clone()).collect())
+        .unwrap_or_default();
+    for token in running {
         token.cancel();
     }
 }

@@ -9,7 +9,7 @@
 //! live view, as the runner's watch opens one locally) and the lines of every journal it
 //! writes (planning, rounds, the loop's end), in the order they were committed.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -34,14 +34,8 @@ const CATCH_UP: Duration = Duration::from_secs(5);
 /// Starts following run `id` (unless this server already does) and waits, bounded, until
 /// what its journal held when it started has been read.
 pub async fn start(state: &Arc<AppState>, remote: &Arc<Remote>, id: &str, run: RemoteRun) {
-    {
-        let mut following = remote
-            .following
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if !following.insert(id.to_owned()) {
-            return;
-        }
+    if !remote.following.insert(id.to_owned()) {
+        return;
     }
     let (caught_up, mut rx) = watch::channel(false);
     let (state, remote, id) = (state.clone(), remote.clone(), id.to_owned());
@@ -51,11 +45,7 @@ pub async fn start(state: &Arc<AppState>, remote: &Arc<Remote>, id: &str, run: R
             tracing::warn!(run = %id, error = %e, "following a run");
         }
         caught_up.send_replace(true);
-        remote
-            .following
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&id);
+        remote.following.remove(&id);
     });
     let _ = tokio::time::timeout(CATCH_UP, rx.wait_for(|done| *done)).await;
 }

@@ -21,12 +21,12 @@ mod files;
 mod follow;
 mod runs;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use dashmap::{DashMap, DashSet};
 use planwave_queue::{Queue, QueueError, RemoteRun};
 use serde_json::{Value, json};
 
@@ -40,10 +40,11 @@ pub use runs::{cancel, create, list, only_meta, resume, rows};
 pub struct Remote {
     pub queue: Queue,
     /// Each run's record as last read (a cache for the page's worker line; re-read at every
-    /// request naming the run).
-    records: Mutex<HashMap<String, RemoteRun>>,
+    /// request naming the run). Written by requests and followers at once, each on its own
+    /// run.
+    records: DashMap<String, RemoteRun>,
     /// Runs with a follower task.
-    following: Mutex<HashSet<String>>,
+    following: DashSet<String>,
     /// One materialization at a time (a finished run's files written under `--data`).
     writing: tokio::sync::Mutex<()>,
 }
@@ -52,35 +53,31 @@ impl Remote {
     pub fn new(queue: Queue) -> Arc<Remote> {
         Arc::new(Remote {
             queue,
-            records: Mutex::default(),
-            following: Mutex::default(),
+            records: DashMap::new(),
+            following: DashSet::new(),
             writing: tokio::sync::Mutex::new(()),
         })
     }
 
+    /// Keeps `run` unless a newer revision of it is already known (the entry is locked for the
+    /// comparison, so two readers cannot put an older record back).
     fn remember(&self, id: &str, run: &RemoteRun) {
-        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-        match records.get(id) {
-            Some(known) if known.revision > run.revision => {}
-            _ => {
-                records.insert(id.to_owned(), run.clone());
-            }
-        }
+        self.records
+            .entry(id.to_owned())
+            .and_modify(|known| {
+                if known.revision <= run.revision {
+                    *known = run.clone();
+                }
+            })
+            .or_insert_with(|| run.clone());
     }
 
     pub fn record(&self, id: &str) -> Option<RemoteRun> {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(id)
-            .cloned()
+        self.records.get(id).map(|r| r.value().clone())
     }
 
     fn is_following(&self, id: &str) -> bool {
-        self.following
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(id)
+        self.following.contains(id)
     }
 }
 

@@ -11,8 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use planwave_llm::openai::context_header;
-use planwave_llm::{AgentRole, ChatMessage, ChatRequest, MessageRole, RequestContext};
-use planwave_plan::Lang;
+use planwave_llm::{AgentRole, ChatMessage, ChatRequest, MessageRole};
 use planwave_sim::{AnswerLength, SIM_MODEL};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -470,13 +469,12 @@ async fn answer_line(st: &BatchState, line: &InputLine) -> Result<Value, Value> 
 /// guessed as for a normal call without headers.
 fn chat_request(body: &LineBody, planwave: Option<&Value>) -> ChatRequest {
     let field = |k: &str| planwave.and_then(|p| p.get(k));
-    let last_user: String = body
+    let last_user = body
         .messages
         .iter()
         .rev()
         .find(|m| m.role == MessageRole::User)
-        .map(|m| m.content.chars().take(200).collect())
-        .unwrap_or_default();
+        .map_or("", |m| m.content.as_str());
     let role = field("role")
         .and_then(Value::as_str)
         .and_then(context_header::parse_role)
@@ -488,12 +486,7 @@ fn chat_request(body: &LineBody, planwave: Option<&Value>) -> ChatRequest {
     let context = field("context")
         .and_then(Value::as_str)
         .and_then(context_header::decode)
-        .unwrap_or_else(|| RequestContext {
-            lang: Lang::detect(&last_user),
-            task_title: last_user.chars().take(40).collect(),
-            topic: last_user.clone(),
-            ..RequestContext::default()
-        });
+        .unwrap_or_else(|| crate::server::guessed_context(last_user));
     ChatRequest {
         role,
         messages: body.messages.clone(),

@@ -1,4 +1,4 @@
-//! `planwave serve` against a real headless Chromium (issue 33): a page of another local
+//! `planwave serve` against a real headless Chromium: a page of another local
 //! origin that posts to the server (a `no-cors` fetch, a script-submitted `text/plain`
 //! form, both sendable without a preflight) creates no run; and a topic or task text
 //! holding the page's placeholders (`{{DAG}}`, `{{GANTT}}`) and markup is shown as text.

@@ -1,11 +1,12 @@
-//! The last gaps of issue 36, through the real binary: a step plan's recovery inside
-//! `research` (from the failure point, and complete), one output instruction per tool
-//! protocol in the subagent's request, and the duration `plan` and `waves` estimate from the
-//! call times a run left beside the plan cache.
+//! A step plan's recovery, through the real binary: a failed tool step is replaced by
+//! another tool step (from the failure point, in `run --recover` and inside `research`, on
+//! aimock and on the simulator), or the whole step plan is replanned, still in steps.
 
 use serde_json::{Value, json};
 
-use crate::cases::aimock::{EVALUATION, aimock_requests, aimock_with};
+use crate::cases::aimock::{
+    EVALUATION, aimock_requests, aimock_with, answer_request, messages_text, request_with,
+};
 use crate::cases::steps::crashy_config;
 use crate::support::{planwave, read_json, task, tempdir, write_json};
 
@@ -30,38 +31,6 @@ pub(crate) fn tools_called(t: &Value) -> Vec<(String, String)> {
             )
         })
         .collect()
-}
-
-/// The text of every message of a request aimock received, one string.
-fn messages_text(request: &Value) -> String {
-    let mut text = String::new();
-    let messages = request["body"]["messages"]
-        .as_array()
-        .or_else(|| request["messages"].as_array());
-    for m in messages.into_iter().flatten() {
-        text.push_str(m["content"].as_str().unwrap_or(""));
-        text.push('\n');
-    }
-    text
-}
-
-/// The first request aimock got whose messages contain every one of `needles`.
-fn request_with(base: &str, needles: &[&str]) -> String {
-    let texts: Vec<String> = aimock_requests(base).iter().map(messages_text).collect();
-    match texts.iter().find(|t| needles.iter().all(|n| t.contains(n))) {
-        Some(t) => t.clone(),
-        None => panic!("no request with {needles:?}; the requests:\n{texts:#?}"),
-    }
-}
-
-/// The final `llm_call`'s request: the one whose prompt (its only message) opens with
-/// "Answer from ".
-pub(crate) fn answer_request(base: &str) -> String {
-    let texts: Vec<String> = aimock_requests(base).iter().map(messages_text).collect();
-    match texts.iter().find(|t| t.starts_with("Answer from ")) {
-        Some(t) => t.clone(),
-        None => panic!("no answer step's request; the requests:\n{texts:#?}"),
-    }
 }
 
 /// A model answering the planner with `first`, a step replan with `replacement`, a complete
@@ -300,146 +269,91 @@ fn research_replans_a_failed_step_plan_completely_in_steps() {
     assert_eq!(run["answer"], "FINAL-ANSWER", "{run}");
 }
 
-/// The subagent's request of a one-task research plan whose task suggests `hello`, run
-/// under `protocol` against a model that answers with a plain section.
-fn subagent_request(dir: &std::path::Path, protocol: &str) -> Option<String> {
-    std::fs::create_dir_all(dir).expect("mkdir");
-    let cfg = crashy_config(dir)?;
-    let plan = write_json(
-        dir,
-        &format!("{protocol}.json"),
-        &json!({"topic": "Team greeting", "objectives": ["greet"], "tasks": [
-            {"id": 1, "description": "Greet the team", "dependencies": [],
-             "hints": {"suggested_tools": ["hello"]}}]}),
-    );
-    let fixtures =
-        json!([{"match": {}, "response": {"content": "The team was greeted (ONE-FORMAT)."}}]);
-    let (base, _server) = aimock_with(dir, fixtures)?;
-    let out = dir.join(format!("out-{protocol}"));
-    planwave(["run"])
-        .arg(&plan)
-        .out(&out)
-        .quiet()
-        .opt("--mcp-config", &cfg)
-        .opt("--tool-protocol", protocol)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .run()
-        .expect_ok();
-    let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
-    assert!(section.contains("ONE-FORMAT"), "{section}");
-    Some(request_with(&base, &["Task 1: Greet the team"]))
-}
-
 #[test]
-fn the_subagent_request_gives_one_output_instruction_per_tool_protocol() {
+fn recovery_replaces_a_failed_tool_step_with_another_tool_step() {
     let dir = tempdir();
-    // JSON protocol: the subagent prompt itself says the section is the JSON answer's
-    // content, and nothing in the request asks for Markdown or a heading beside it.
-    let Some(json_request) = subagent_request(&dir.path().join("json"), "json") else {
+    let Some(cfg) = crashy_config(dir.path()) else {
         return;
     };
-    assert!(json_request.contains("## Tools"), "{json_request}");
-    assert!(
-        json_request.contains("the section's text is the value of `content`"),
-        "{json_request}"
-    );
-    let lower = json_request.to_lowercase();
-    for word in ["markdown", "heading"] {
-        assert!(!lower.contains(word), "{word:?} in:\n{json_request}");
-    }
-    // Native tool calls: the content is the section, asked for under its heading.
-    let Some(native_request) = subagent_request(&dir.path().join("native"), "native") else {
-        return;
-    };
-    assert!(!native_request.contains("## Tools"), "{native_request}");
-    assert!(
-        native_request.contains("Return it under a level-2 heading with the task's title"),
-        "{native_request}"
-    );
-    assert!(
-        native_request.contains("Heading: ## Greet the team"),
-        "{native_request}"
-    );
-    assert!(!native_request.contains("`content`"), "{native_request}");
-}
-
-/// The per-wave figure and its source in an `estimated duration` line.
-fn per_wave(stdout: &str) -> &str {
-    let line = stdout
-        .lines()
-        .find(|l| l.starts_with("estimated duration: "))
-        .unwrap_or_else(|| panic!("no estimate in:\n{stdout}"));
-    line.split_once(" waves × ")
-        .map(|(_, rest)| rest)
-        .unwrap_or(line)
-}
-
-#[test]
-fn plan_and_waves_estimate_from_the_call_times_a_run_left_in_the_plan_cache() {
-    let dir = tempdir();
-    let config = dir.path().join("planwave.toml");
-    std::fs::write(&config, "[planner]\nplan_cache = \"cache\"\n").expect("config");
-    let fresh = dir.path().join("fresh");
-    std::fs::create_dir_all(&fresh).expect("mkdir");
-    let plan_goal = || {
-        planwave(["plan", "Deep analysis of Tesla"])
-            .instant()
-            .quiet()
-            .opt("--config", &config)
-            .opt("--out", fresh.join("plan.json"))
-            .run()
-    };
-    // Nothing recorded yet: the stated default.
-    let before = plan_goal();
-    before.expect_ok();
-    assert_eq!(
-        per_wave(&before.stdout),
-        "30.0 s per wave, a default: no recent model calls to measure)"
-    );
-
-    // A run against the simulator with a set latency records its calls in the cache.
+    // greet completes, a fails for good (broken always reports an error), answer is blocked.
     let plan = write_json(
         dir.path(),
-        "two.json",
-        &crate::support::plan("Audit", &[("1", "One", &[]), ("2", "Two", &["1"])]),
+        "steps.json",
+        &json!({"goal": "Greet the team", "steps": [
+            {"step_id": "greet", "description": "Greet", "tool": "hello", "params": {"name": "team"}},
+            {"step_id": "a", "description": "Fetch the data", "tool": "broken", "params": {"message": "x"}},
+            {"step_id": "answer", "description": "Answer", "tool": "llm_call",
+             "params": {"prompt": "Answer from {{greet.result}} and {{a.result}}"},
+             "dependencies": ["greet", "a"]}
+        ]}),
     );
-    planwave(["run"])
+    let out = dir.path().join("partial");
+    let r = planwave(["run", "--recover"])
         .arg(&plan)
-        .out(dir.path().join("run"))
+        .out(&out)
+        .instant()
         .quiet()
-        .opt("--config", &config)
-        .opt("--sim-latency-ms", "250")
-        .opt("--sim-sigma", "0")
+        .opt("--mcp-config", &cfg)
+        .run();
+    r.expect_ok();
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["status"], "completed", "{run}");
+    assert_eq!(
+        run["rounds"][0]["passes"][0]["recovery"],
+        "replan_from_failure"
+    );
+    // The failed step was replaced by a step with another tool; the kept one was not rerun.
+    assert_eq!(ids(&run), ["greet", "a_alt", "answer"]);
+    let alt = task(&run, "a_alt");
+    assert_eq!(tools_called(alt), [("hello".to_owned(), "ok".to_owned())]);
+    let plan = read_json(&out.join("plan.json"));
+    assert_eq!(plan["format"], "steps", "{plan}");
+    let answer = &plan["tasks"][2];
+    assert_eq!(answer["tool"], "llm_call");
+    assert_eq!(answer["dependencies"], json!(["greet", "a_alt"]));
+    assert!(
+        answer["params"]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("{{a_alt.result}}")),
+        "{answer}"
+    );
+    assert_eq!(
+        task(&run, "greet")["tool_calls"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // The replanner saw the catalogue and the failed step's error (kept in the round).
+    let asked = read_json(&out.join("rounds/1/replan-pass-2.json"));
+    assert_eq!(asked["replaced"], json!(["a", "answer"]), "{asked}");
+
+    // Nothing completed: a complete replan, still in steps, with the tools it has.
+    let plan = write_json(
+        dir.path(),
+        "none.json",
+        &json!({"goal": "Say hello to the team", "steps": [
+            {"step_id": "a", "description": "Fetch the data", "tool": "broken", "params": {"message": "x"}},
+            {"step_id": "answer", "description": "Answer", "tool": "llm_call",
+             "params": {"prompt": "Answer from {{a.result}}"}, "dependencies": ["a"]}
+        ]}),
+    );
+    let out = dir.path().join("complete");
+    planwave(["run", "--recover"])
+        .arg(&plan)
+        .out(&out)
+        .instant()
+        .quiet()
+        .opt("--mcp-config", &cfg)
         .run()
         .expect_ok();
-    let times_file = dir.path().join("cache").join("call-times.json");
-    let times = read_json(&times_file);
-    let mut ms: Vec<f64> = times["models"]["planwave-sim-1"]
+    let run = read_json(&out.join("run.json"));
+    assert_eq!(run["rounds"][0]["passes"][0]["recovery"], "complete_replan");
+    assert_eq!(run["status"], "completed", "{run}");
+    let plan = read_json(&out.join("plan.json"));
+    assert_eq!(plan["format"], "steps", "{plan}");
+    let tools: Vec<&str> = plan["tasks"]
         .as_array()
-        .expect("the simulator's call times")
+        .expect("tasks")
         .iter()
-        .filter_map(Value::as_f64)
+        .map(|t| t["tool"].as_str().unwrap_or(""))
         .collect();
-    assert_eq!(ms.len(), 2, "{times}");
-    // Each call took at least the simulator's set latency.
-    assert!(ms.iter().all(|&d| d >= 250.0), "{times}");
-    ms.sort_by(f64::total_cmp);
-    let expected = format!(
-        "{:.1} s per wave, the median of 2 recent calls of planwave-sim-1 in the plan cache's {})",
-        ms[1] / 1000.0,
-        times_file.display()
-    );
-
-    // A fresh plan (no run directory beside it) now goes by those calls, and says so.
-    let after = plan_goal();
-    after.expect_ok();
-    assert_eq!(per_wave(&after.stdout), expected, "{}", after.stdout);
-    // So does `waves`, with the plan cache from planwave.toml.
-    let waves = planwave(["waves"])
-        .arg(fresh.join("plan.json"))
-        .env("PLANWAVE_CONFIG", &config)
-        .run();
-    waves.expect_ok();
-    assert_eq!(per_wave(&waves.stdout), expected, "{}", waves.stdout);
+    assert_eq!(tools, ["hello", "llm_call"], "{plan}");
 }

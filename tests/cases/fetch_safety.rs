@@ -1,4 +1,4 @@
-//! Issue 33, round 2: `batch fetch NAME --out DIR` writes only into a new or empty
+//! `batch fetch NAME --out DIR` writes only into a new or empty
 //! directory or an earlier fetch of the same batch, never over a user's files.
 
 use std::path::Path;
