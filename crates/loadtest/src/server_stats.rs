@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use planwave_sim_server::{ServerStats, ServingStats};
+use planwave_sim::{ServerStats, ServingStats};
 
 use crate::percentiles::Percentiles;
 use crate::serving::ServerSide;
