@@ -62,30 +62,13 @@ impl<'a> JsonReport<'a> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use super::*;
-    use planwave_loadtest::DEFAULT_LATENCY;
+    use crate::test_data;
 
     #[test]
     fn the_document_has_sorted_keys_and_a_null_sweep_for_one_run() {
-        let plan =
-            planwave_plan::ValidatedPlan::new(planwave_plan::generate::chain(3)).expect("valid");
-        let workload = WorkloadInfo {
-            plan: Arc::new(plan),
-            source: "chain (seed 0)".into(),
-            model: "in-process simulator".into(),
-            seed: 0,
-            latency: DEFAULT_LATENCY,
-            latency_file: None,
-            latency_by_server: false,
-        };
-        let outcome = SweepOutcome {
-            runs: vec![LoadReport::default()],
-            workload: Some(workload.clone()),
-            interrupted: false,
-            saturation: None,
-        };
+        let workload = test_data::workload("chain (seed 0)", planwave_plan::generate::chain(3));
+        let outcome = test_data::outcome(&workload, vec![LoadReport::default()], None);
         let text = JsonReport::of(&outcome, &workload)
             .to_pretty_json()
             .expect("json");

@@ -12,6 +12,8 @@ mod csv;
 mod html;
 mod json;
 mod saved;
+#[cfg(test)]
+mod test_data;
 mod text;
 
 pub use csv::render_csv;

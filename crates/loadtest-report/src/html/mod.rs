@@ -329,30 +329,13 @@ fn task_timeline(body: &mut String, runs: &[LoadReport], plan: Option<&Validated
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use planwave_loadtest::LatencyModel;
-
     use super::*;
+    use crate::test_data;
 
     #[test]
     fn the_page_is_titled_by_the_workload_and_the_model_and_fetches_nothing() {
-        let plan = planwave_plan::ValidatedPlan::new(planwave_plan::generate::chain(3));
-        let w = WorkloadInfo {
-            plan: Arc::new(plan.expect("valid")),
-            source: "6 independent requests".into(),
-            model: "in-process simulator".into(),
-            seed: 0,
-            latency: LatencyModel::Fixed { ms: 1.0 },
-            latency_file: None,
-            latency_by_server: false,
-        };
-        let outcome = SweepOutcome {
-            runs: vec![LoadReport::default()],
-            workload: Some(w.clone()),
-            interrupted: false,
-            saturation: None,
-        };
+        let w = test_data::workload("6 independent requests", planwave_plan::generate::wide(6));
+        let outcome = test_data::outcome(&w, vec![LoadReport::default()], None);
         let page = render_sweep_html(&outcome, &w);
         assert!(
             page.contains(

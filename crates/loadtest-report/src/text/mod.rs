@@ -75,26 +75,16 @@ pub(crate) fn render_sweep_line(s: &SweepSummary) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use planwave_loadtest::{
-        KneeMetric, LatencyModel, LoadReport, PointCheck, RateUnit, SaturationReason,
-        SaturationReport, ServingReport,
+        KneeMetric, LoadReport, PointCheck, RateUnit, SaturationReason, SaturationReport,
+        ServingReport,
     };
 
     use super::*;
+    use crate::test_data;
 
     fn workload() -> WorkloadInfo {
-        let plan = planwave_plan::ValidatedPlan::new(planwave_plan::generate::wide(6));
-        WorkloadInfo {
-            plan: Arc::new(plan.expect("valid")),
-            source: "6 independent requests".into(),
-            model: "in-process simulator".into(),
-            seed: 0,
-            latency: LatencyModel::Fixed { ms: 1.0 },
-            latency_file: None,
-            latency_by_server: false,
-        }
+        test_data::workload("6 independent requests", planwave_plan::generate::wide(6))
     }
 
     fn served(label: &str, throughput: f64) -> LoadReport {
@@ -110,18 +100,13 @@ mod tests {
     }
 
     fn outcome(runs: Vec<LoadReport>, saturation: Option<SaturationReport>) -> SweepOutcome {
-        SweepOutcome {
-            runs,
-            workload: Some(workload()),
-            interrupted: false,
-            saturation,
-        }
+        test_data::outcome(&workload(), runs, saturation)
     }
 
     #[test]
     fn the_text_shows_the_workload_then_the_tables_and_a_sweep_its_knee() {
         let mut w = workload();
-        let line = "workload: 6 independent requests, 6 tasks in 1 waves, latency fixed:1, model: in-process simulator";
+        let line = "workload: 6 independent requests, 6 tasks in 1 waves, latency lognormal:100:1, model: in-process simulator";
         assert_eq!(render_workload_line(&w), line);
         let out = outcome(
             vec![served("concurrency=1", 10.0), served("concurrency=3", 30.0)],
