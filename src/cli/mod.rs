@@ -107,8 +107,8 @@ pub enum Command {
     SimLlm(planwave_sim_server::cli::SimLlmArgs),
     /// Load-test the engine: a generated or given workload, its makespan against the
     /// critical-path bound, throughput, dispatch latency, memory and model calls.
-    #[command(after_help = planwave_loadtest::cli::AFTER_HELP)]
-    Loadtest(planwave_loadtest::cli::LoadtestArgs),
+    #[command(after_help = planwave_loadtest_cli::AFTER_HELP)]
+    Loadtest(planwave_loadtest_cli::LoadtestArgs),
     /// The HTTP API and live web view of runs under --data (prints its base URL first).
     Serve(serve::ServeArgs),
     /// Summarize a finished run directory: status, wave, timing, attempts and tokens per task.

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use planwave_plan::ValidatedPlan;
 
-use crate::arrivals::{gamma_arrivals, per_copy};
+use crate::figures::saturation::SaturationRule;
+use crate::figures::serving::Slo;
 use crate::run::ServingOptions;
-use crate::saturation::SaturationRule;
-use crate::serving::Slo;
-use crate::sessions::SessionMap;
+use crate::workload::arrivals::{gamma_arrivals, per_copy};
+use crate::workload::sessions::SessionMap;
 
 /// How requests arrive, and which points a sweep measures.
 #[derive(Clone, Debug)]
@@ -82,20 +82,20 @@ pub enum TrafficError {
 }
 
 /// The most requests of a wide workload (as `--requests` takes).
-pub const MAX_REQUESTS: u64 = 10_000_000;
+pub(crate) const MAX_REQUESTS: u64 = 10_000_000;
 /// The most plans started at a rate (as `--plans` takes).
-pub const MAX_PLANS: u64 = 100_000;
+pub(crate) const MAX_PLANS: u64 = 100_000;
 
 /// One point of a sweep: the arrival process one run uses.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Point {
-    pub rate: Option<f64>,
-    pub concurrency: Option<u64>,
+pub(crate) struct Point {
+    pub(crate) rate: Option<f64>,
+    pub(crate) concurrency: Option<u64>,
 }
 
 impl Point {
     /// `rate=20` or `concurrency=64`, as runs are labelled.
-    pub fn label(&self) -> Option<String> {
+    pub(crate) fn label(&self) -> Option<String> {
         match (self.rate, self.concurrency) {
             (Some(r), _) => Some(format!("rate={r}")),
             (None, Some(c)) => Some(format!("concurrency={c}")),
@@ -106,7 +106,7 @@ impl Point {
 
 impl Traffic {
     /// The runs to make: one per rate or concurrency (a sweep over one of them).
-    pub fn points(&self) -> Result<Vec<Point>, TrafficError> {
+    pub(crate) fn points(&self) -> Result<Vec<Point>, TrafficError> {
         let concurrency = &self.concurrency;
         if self.rate.len() > 1 && concurrency.len() > 1 {
             return Err(TrafficError::BothSwept);
@@ -183,7 +183,7 @@ impl Traffic {
 
     /// Whether serving metrics are measured: against an endpoint, for request workloads,
     /// arrival processes and sweeps.
-    pub fn wants_serving(&self, endpoint: bool, points: usize) -> bool {
+    pub(crate) fn wants_serving(&self, endpoint: bool, points: usize) -> bool {
         endpoint
             || points > 1
             || self.requests.is_some()
@@ -193,7 +193,7 @@ impl Traffic {
             || self.slo.is_some()
     }
 
-    pub fn serving_options(&self) -> ServingOptions {
+    pub(crate) fn serving_options(&self) -> ServingOptions {
         ServingOptions {
             warmup: self.warmup,
             slo: self.slo.clone(),
@@ -201,7 +201,7 @@ impl Traffic {
     }
 
     /// Requests of a wide workload at this point (`requests`, or rate x duration).
-    pub fn request_count(&self, point: &Point) -> Option<usize> {
+    pub(crate) fn request_count(&self, point: &Point) -> Option<usize> {
         if let Some(n) = self.requests {
             return Some(n as usize);
         }
@@ -212,7 +212,7 @@ impl Traffic {
     }
 
     /// Plans to start with `plan_rate`.
-    pub fn plan_count(&self) -> usize {
+    pub(crate) fn plan_count(&self) -> usize {
         match (self.plans, self.plan_rate, self.duration) {
             (Some(n), _, _) => n as usize,
             (None, Some(r), Some(d)) => (r * d.as_secs_f64()).ceil().max(1.0) as usize,
@@ -221,7 +221,7 @@ impl Traffic {
     }
 
     /// Per task of `plan`, when its first call may be sent.
-    pub fn arrivals(
+    pub(crate) fn arrivals(
         &self,
         plan: &ValidatedPlan,
         point: &Point,
@@ -240,7 +240,7 @@ impl Traffic {
     }
 
     /// With sessions and a rate at this point: when each conversation starts.
-    pub fn session_starts(&self, point: &Point, seed: u64) -> Option<Vec<Duration>> {
+    pub(crate) fn session_starts(&self, point: &Point, seed: u64) -> Option<Vec<Duration>> {
         let map = self.sessions.as_ref()?;
         point
             .rate

@@ -13,7 +13,8 @@
 //! As a realistic endpoint it streams at the simulator's token rate (with jitter), charges a
 //! prefill time per prompt token, admits a limited number of answers at once (the rest
 //! queue), and measures its own queue wait and time to first token per answer
-//! (`/planwave/stats` → `serving`), so a load tester's client-side figures can be checked;
+//! (`/planwave/stats` → `serving`, the simulator's own [`planwave_sim::ServerStats`]), so a
+//! load tester's client-side figures can be checked;
 //! `/planwave/arrivals` says when each request was received, so a client's rate limits can
 //! be checked as the provider counts.
 //! With a prefix cache (`SimConfig::prefix_cache`) repeated prompt prefixes are cached by
@@ -48,5 +49,5 @@ pub use arrivals::{Arrival, ArrivalLog, Second};
 pub use batch::{BatchSimConfig, BatchStats};
 pub use faults::{Fault, FaultConfig, FaultRates};
 pub use options::{OptionError, PrefixCacheOptions, ServeOptions};
-pub use server::{ServerStats, SimServer, SimServerConfig, router};
-pub use serving::{ServingConfig, ServingStats};
+pub use server::{SimServer, SimServerConfig, router};
+pub use serving::ServingConfig;

@@ -1,6 +1,5 @@
 //! The HTTP server: routing, authentication, fault injection and the OpenAI wire format.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -18,13 +17,13 @@ use planwave_llm::{
     AgentRole, ApiKey, ChatMessage, ChatRequest, LlmError, MessageRole, RequestContext,
 };
 use planwave_plan::Lang;
-use planwave_sim::{SIM_MODEL, SimConfig, SimProvider};
-use serde::{Deserialize, Serialize};
+use planwave_sim::{SIM_MODEL, ServerStats, SimConfig, SimProvider};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
 use crate::faults::{Fault, FaultConfig};
-use crate::serving::{ServingConfig, ServingStats, Slots};
+use crate::serving::{ServingConfig, Slots};
 use crate::stream::{paced_stream, stream_response};
 
 #[derive(Clone, Debug, Default)]
@@ -39,33 +38,6 @@ pub struct SimServerConfig {
     pub batch: crate::batch::BatchSimConfig,
     /// Answer without `usage`, as some servers and gateways do (clients count themselves).
     pub no_usage: bool,
-}
-
-/// What the server has seen, served at `GET /planwave/stats`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServerStats {
-    pub requests: u64,
-    /// Requests per injected fault (`ok` for none).
-    pub faults: BTreeMap<String, u64>,
-    /// Requests per `x-planwave-role` (`none` when absent).
-    pub roles: BTreeMap<String, u64>,
-    /// Requests that had an `Authorization` header.
-    pub authorized: u64,
-    /// Requests that had a `traceparent` header.
-    pub traced: u64,
-    /// Requests per task id (subagent requests, from the context header), faults included:
-    /// how often each task was really sent to the model.
-    #[serde(default)]
-    pub tasks: BTreeMap<String, u64>,
-    /// The most subagent requests handled at once (until the answer's headers are sent).
-    #[serde(default)]
-    pub max_subagents_in_flight: u64,
-    /// The server's own measurements of every answer (queue wait, TTFT, tokens).
-    #[serde(default)]
-    pub serving: ServingStats,
-    /// The prefix cache's counts, when the server has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prefix_cache: Option<planwave_sim::PrefixCacheStats>,
 }
 
 pub(crate) struct AppState {
@@ -106,7 +78,7 @@ impl AppState {
         self.arrivals
             .answered(t.request, t.prompt_tokens + t.output_tokens);
         if let Ok(mut s) = self.stats.lock() {
-            s.serving.record(t, done);
+            t.record(&mut s.serving, done);
         }
     }
 

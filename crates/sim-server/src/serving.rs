@@ -6,12 +6,11 @@
 //! Output pacing (tokens per second, jitter) is the simulator's own `TokenRate`: the server
 //! streams whatever the simulator's delta sink hands it, so pacing lives in one place.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
+use planwave_sim::ServingStats;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -21,37 +20,6 @@ pub struct ServingConfig {
     /// Time per prompt token before the first output token (prefill), added to the
     /// simulator's latency.
     pub prefill_per_token: Duration,
-}
-
-/// What the server measured, per answer, served inside `/planwave/stats` as `serving`.
-/// Times in ms from the moment the request's body was read.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct ServingStats {
-    /// Answers that began generating (held a slot).
-    pub admitted: u64,
-    /// Answers sent to the end.
-    pub completed: u64,
-    /// The most answers generating at once (never above the limit).
-    pub max_in_flight: u64,
-    /// Per completed answer, in completion order: waiting for a slot.
-    pub queue_ms: Vec<f64>,
-    /// Per completed answer: to the first content token handed to the connection (for an
-    /// unstreamed answer, to the whole body).
-    pub ttft_ms: Vec<f64>,
-    /// Per completed answer: to the last byte of the answer handed to the connection.
-    pub e2e_ms: Vec<f64>,
-    /// Per completed answer: the role it was for (`subagent`, `integrator`, ...), so a client
-    /// can compare its own requests with the server's figures for the same ones.
-    #[serde(default)]
-    pub role: Vec<String>,
-    pub prompt_tokens: u64,
-    /// Of `prompt_tokens`, those found in the prefix cache.
-    #[serde(default)]
-    pub cached_tokens: u64,
-    pub output_tokens: u64,
-    /// Output tokens per role (`x-planwave-role`, or the role guessed from the request).
-    #[serde(default)]
-    pub output_tokens_by_role: BTreeMap<String, u64>,
 }
 
 /// The slots of the concurrency limit and the count of answers in flight.
@@ -157,21 +125,23 @@ impl AnswerTiming {
     }
 }
 
-impl ServingStats {
-    pub(crate) fn record(&mut self, t: &AnswerTiming, done: Instant) {
-        let ms = |a: Instant| a.saturating_duration_since(t.received).as_secs_f64() * 1000.0;
-        self.completed += 1;
-        self.queue_ms.push(ms(t.admitted));
-        self.ttft_ms.push(ms(t.first_token.unwrap_or(done)));
-        self.e2e_ms.push(ms(done));
-        self.role.push(t.role.to_owned());
-        self.prompt_tokens += t.prompt_tokens;
-        self.cached_tokens += t.cached_tokens;
-        self.output_tokens += t.output_tokens;
-        *self
+impl AnswerTiming {
+    /// The answer in the server's own figures (`/planwave/stats` → `serving`), complete at
+    /// `done`.
+    pub(crate) fn record(&self, stats: &mut ServingStats, done: Instant) {
+        let ms = |a: Instant| a.saturating_duration_since(self.received).as_secs_f64() * 1000.0;
+        stats.completed += 1;
+        stats.queue_ms.push(ms(self.admitted));
+        stats.ttft_ms.push(ms(self.first_token.unwrap_or(done)));
+        stats.e2e_ms.push(ms(done));
+        stats.role.push(self.role.to_owned());
+        stats.prompt_tokens += self.prompt_tokens;
+        stats.cached_tokens += self.cached_tokens;
+        stats.output_tokens += self.output_tokens;
+        *stats
             .output_tokens_by_role
-            .entry(t.role.to_owned())
-            .or_default() += t.output_tokens;
+            .entry(self.role.to_owned())
+            .or_default() += self.output_tokens;
     }
 }
 

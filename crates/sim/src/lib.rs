@@ -7,6 +7,8 @@
 //! the reflective loop's [`ReflectScript`]). It answers every role from the request's
 //! [`RequestContext`](planwave_llm::RequestContext), in the plan's language, and says in its
 //! text that its figures are simulated; [`timer`] is its sub-millisecond sleep.
+//! [`ServerStats`] is what `sim-llm serve` reports about itself (`/planwave/stats`), plain
+//! data shared by the server and the load tester that reads it.
 //!
 //! It knows nothing of the HTTP client, run directories, actors or the CLI: callers cannot
 //! tell it from a model except by [`ProviderInfo::simulated`].
@@ -19,6 +21,7 @@ mod pace;
 pub mod plan;
 pub mod prefix_cache;
 pub mod reflect;
+mod stats;
 pub mod steps;
 mod text;
 #[cfg(test)]
@@ -40,6 +43,7 @@ pub use pace::TokenRate;
 pub use plan::PlannerFault;
 pub use prefix_cache::{CacheLookup, PrefixCache, PrefixCacheConfig, PrefixCacheStats};
 pub use reflect::{FaultKind, ReflectScript, TaskFault};
+pub use stats::{ServerStats, ServingStats};
 
 /// Scripted behaviour of the simulator. Task ids are matched by their text (`1`, `step_1`).
 #[derive(Clone, Debug, Default)]

@@ -20,13 +20,14 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::SweepError;
 
-use crate::knee::SweepSummary;
+use crate::endpoint::scrape::Scraper;
+use crate::endpoint::stats::{server_side, server_stats};
+use crate::figures::knee::SweepSummary;
+use crate::figures::load_report::LoadReport;
+use crate::figures::saturation::{SaturationReport, check_point, check_sessions_point};
 use crate::probe::Probe;
-use crate::report::LoadReport;
+use crate::probe::shaping::Shaping;
 use crate::run::{LoadRequest, run};
-use crate::saturation::{SaturationReport, check_point, check_sessions_point};
-use crate::server_stats::{server_side, server_stats};
-use crate::shaping::Shaping;
 use crate::traffic::{Point, Traffic};
 use crate::workload::{LatencyModel, Shape};
 use workload::{Workload, point_plan};
@@ -339,7 +340,7 @@ async fn run_point<E>(
     let scraper = o
         .scrape_metrics
         .clone()
-        .map(|url| crate::scrape::Scraper::start(url, Duration::from_secs(1)));
+        .map(|url| Scraper::start(url, Duration::from_secs(1)));
     // The run's time zero, to put the scraped samples on the requests' time axis.
     let epoch = Arc::new(OnceLock::<Instant>::new());
     let local_integrator = matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator;

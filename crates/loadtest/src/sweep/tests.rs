@@ -214,60 +214,6 @@ async fn contradictory_traffic_is_refused_before_anything_runs() {
 }
 
 #[tokio::test]
-async fn the_text_shows_the_workload_then_the_tables_and_a_sweep_its_knee() {
-    let o = options(Traffic {
-        requests: Some(6),
-        concurrency: vec![1, 3],
-        ..Traffic::default()
-    });
-    let mut out = run_sweep(o, &Seen(Default::default()), CancellationToken::new())
-        .await
-        .expect("runs");
-    let mut w = out.workload.take().expect("the workload");
-    let line = format!(
-        "workload: 6 independent requests, 6 tasks in 1 waves, latency {}, model: in-process simulator",
-        w.latency
-    );
-    assert_eq!(crate::render_workload_line(&w), line);
-    let text = crate::render_sweep_text(&out, &w);
-    let expected_start = format!(
-        "{line}\n{}\n{}",
-        crate::render_load_table(&out.runs),
-        crate::render_serving_table(&out.runs)
-    );
-    assert!(text.starts_with(&expected_start), "{text}");
-    let last = text.lines().last().unwrap_or_default();
-    assert!(last.starts_with("knee: "), "{text}");
-    assert!(
-        crate::render_sweep_html(&out, &w)
-            .contains("planwave loadtest: 6 independent requests, model in-process simulator")
-    );
-    w.latency_by_server = true;
-    w.latency_file = Some("lat.json".into());
-    assert!(
-        crate::render_workload_line(&w)
-            .contains("latency decided by the server (per-task from lat.json), model:")
-    );
-    // One run, no endpoint figures, no sweep: the line and the table only.
-    let mut out = run_sweep(
-        options(Traffic::default()),
-        &Seen(Default::default()),
-        CancellationToken::new(),
-    )
-    .await
-    .expect("runs");
-    let w = out.workload.take().expect("the workload");
-    assert_eq!(
-        crate::render_sweep_text(&out, &w),
-        format!(
-            "{}\n{}",
-            crate::render_workload_line(&w),
-            crate::render_load_table(&out.runs)
-        )
-    );
-}
-
-#[tokio::test]
 async fn a_rate_sweep_stops_rising_at_the_first_rate_it_cannot_send() {
     // One call at a time, 20 ms each: at most 50 requests/s go out, whatever is asked.
     let traffic = |stop| Traffic {
@@ -298,11 +244,12 @@ async fn a_rate_sweep_stops_rising_at_the_first_rate_it_cannot_send() {
             .contains(&crate::SaturationReason::SentBelowOffered),
         "{s:?}"
     );
-    let mut w = out.workload.clone().expect("workload");
-    w.latency_by_server = false;
-    assert!(
-        crate::render_sweep_text(&out, &w)
-            .ends_with("saturation point: rate=100000; not run: rate=200000\n")
+    assert_eq!(
+        out.summary()
+            .and_then(|k| k.stopped_at_saturation)
+            .as_deref(),
+        Some("rate=100000"),
+        "the knee is not said to be further out"
     );
 
     // Told to go on, it runs every rate and still names the first saturated one.

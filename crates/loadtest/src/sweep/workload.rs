@@ -8,9 +8,9 @@ use planwave_plan::{PlanSpec, ValidatedPlan};
 use planwave_sim::{Latency, SimConfig, SimProvider};
 
 use super::{DEFAULT_LATENCY, Endpoint, PlanChoice, SweepError, SweepOptions};
-use crate::arrivals::replicate;
-use crate::io_threads::IoThreads;
+use crate::endpoint::io_threads::IoThreads;
 use crate::traffic::Point;
+use crate::workload::arrivals::replicate;
 use crate::workload::{Shape, check_latency_ids, generate, planned_latencies};
 
 /// A point's plan and who answers it.

@@ -1,0 +1,132 @@
+//! A model's own tokenizer (`--tokenizer tokenizer.json`, the Hugging Face format): synthetic
+//! prompts sized in its tokens, and the tokens of answers counted on the client when the
+//! endpoint reports no usage.
+//!
+//! Loaded with the `tokenizers` crate built without its C and C++ parts (`fancy-regex`, not
+//! `onig`; no `esaxx_fast`): what it does here (encode a text, count the ids) needs neither.
+
+use std::path::{Path, PathBuf};
+
+use planwave_llm::ChatMessage;
+
+/// A tokenizer file that cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{path}: {problem}")]
+pub struct TokenizerError {
+    pub path: PathBuf,
+    pub problem: String,
+}
+
+/// Counts tokens as the model's tokenizer does.
+pub struct TokenCounter {
+    inner: tokenizers::Tokenizer,
+}
+
+impl std::fmt::Debug for TokenCounter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenCounter")
+    }
+}
+
+impl TokenCounter {
+    /// The tokenizer of a `tokenizer.json` file.
+    pub fn load(path: &Path) -> Result<TokenCounter, TokenizerError> {
+        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
+            path: path.to_owned(),
+            problem: e.to_string(),
+        })?;
+        Ok(TokenCounter { inner })
+    }
+
+    /// The tokens of `text`, special tokens left out (a prompt's chat template is the
+    /// server's business). A text the tokenizer refuses counts as the usual estimate.
+    pub(crate) fn count(&self, text: &str) -> u64 {
+        match self.inner.encode(text, false) {
+            Ok(e) => e.len() as u64,
+            Err(_) => planwave_llm::estimate_tokens(text),
+        }
+    }
+
+    /// Filler text of request `i` that is `len` tokens long by this tokenizer, or as near as
+    /// words allow without going over (at least one word).
+    pub(crate) fn filler(&self, len: u64, i: usize) -> String {
+        let target = len.max(1);
+        // Words known to give at most `target` tokens, and words known to give more.
+        let (mut lo, mut hi): (usize, Option<usize>) = (1, None);
+        let mut guess = target as usize;
+        // A bracketing search from a proportional guess: a handful of encodes per prompt.
+        for _ in 0..24 {
+            let n = self.count(&super::dataset::filler(i, guess));
+            if n == target {
+                return super::dataset::filler(i, guess);
+            }
+            if n < target {
+                lo = lo.max(guess);
+            } else {
+                hi = Some(hi.map_or(guess, |h| h.min(guess)));
+            }
+            let scaled = (guess as f64 * target as f64 / n.max(1) as f64).round() as usize;
+            let next = match hi {
+                Some(h) if h <= lo + 1 => break,
+                Some(h) => scaled.clamp(lo + 1, h - 1),
+                None => scaled.max(lo + 1),
+            };
+            if next == guess {
+                break;
+            }
+            guess = next;
+        }
+        super::dataset::filler(i, lo)
+    }
+
+    /// One prompt per length, each that many tokens long by this tokenizer.
+    pub fn prompts_of_lengths(&self, lengths: &[u64]) -> Vec<Vec<ChatMessage>> {
+        lengths
+            .iter()
+            .enumerate()
+            .map(|(i, &len)| vec![ChatMessage::user(self.filler(len, i))])
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tokenizer that reads every character as one token (a BPE model without merges, no
+    /// pre-tokenizer, unknown characters as `[UNK]`).
+    pub(crate) fn char_tokenizer(dir: &Path) -> PathBuf {
+        let mut vocab = serde_json::Map::new();
+        vocab.insert("[UNK]".into(), 0.into());
+        for (i, c) in ('a'..='z').chain([' ']).enumerate() {
+            vocab.insert(c.to_string(), (i + 1).into());
+        }
+        let doc = serde_json::json!({
+            "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+            "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
+            "model": {"type": "BPE", "dropout": null, "unk_token": "[UNK]",
+                      "continuing_subword_prefix": null, "end_of_word_suffix": null,
+                      "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []}
+        });
+        let path = dir.join("tokenizer.json");
+        std::fs::write(&path, doc.to_string()).expect("write");
+        path
+    }
+
+    #[test]
+    fn prompts_are_sized_in_the_tokenizer_s_tokens() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let t = TokenCounter::load(&char_tokenizer(dir.path())).expect("loads");
+        assert_eq!(t.count("an to"), 5);
+        assert_eq!(t.count("A!"), 2, "unknown characters count too");
+        for len in [1, 2, 3, 50, 91, 300] {
+            let text = t.filler(len, 7);
+            let n = t.count(&text);
+            assert!(n <= len.max(3) && n + 3 > len, "{len}: {n} ({text:?})");
+        }
+        assert_eq!(t.count(&t.filler(90, 0)), 90, "whole words fit exactly");
+        let bad = dir.path().join("bad.json");
+        std::fs::write(&bad, "{}").expect("write");
+        assert!(TokenCounter::load(&bad).is_err());
+    }
+}
