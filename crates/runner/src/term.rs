@@ -1,7 +1,7 @@
 //! What a command-line front end prints goes through here: control characters from plans
 //! and model output are escaped ([`printable`]), and a closed pipe ends the process as it
 //! ends Unix tools. The binary shadows the `print!` family with these for all its modules
-//! (`src/main.rs`); a crate's front end (`planwave_loadtest::cli`) imports the macros below,
+//! (`src/main.rs`); a crate's front end (`planwave_loadtest_cli`) imports the macros below,
 //! which shadow the standard ones where they are imported.
 
 use std::io::Write;
