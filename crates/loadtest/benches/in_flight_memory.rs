@@ -16,13 +16,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use planwave_engine::RunConfig;
+use planwave_engine::RunRequest;
 use planwave_loadtest::{LoadRequest, planned_latencies, run};
 use planwave_plan::{ValidatedPlan, generate};
-use planwave_prompts::Templates;
-use planwave_record::NullSink;
 use planwave_sim::{Latency, SimConfig, SimProvider};
-use tokio_util::sync::CancellationToken;
 
 #[global_allocator]
 static GLOBAL: planwave_alloc::Allocator = planwave_alloc::Allocator;
@@ -50,14 +47,8 @@ fn main() {
     let planned = planned_latencies(&plan, &sim);
     let report = runtime
         .block_on(run(LoadRequest {
-            plan,
-            provider: Arc::new(SimProvider::new(sim)),
-            prompts: Arc::new(Templates::builtin()),
-            sink: Arc::new(NullSink),
-            journal: None,
-            config: RunConfig::default(),
+            run: RunRequest::in_memory(plan, Arc::new(SimProvider::new(sim))),
             planned_ms: Some(planned),
-            cancel: CancellationToken::new(),
             timeline: false,
             on_start: None,
             arrivals: None,

@@ -7,12 +7,9 @@ mod rss;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use planwave_engine::{EngineError, PromptSet, RunConfig, RunRequest, execute};
+use planwave_engine::{EngineError, RunRequest, execute};
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
-use planwave_record::EventSink;
-use planwave_storage::Journal;
-use tokio_util::sync::CancellationToken;
 
 use crate::figures::load_report::LoadReport;
 use crate::figures::percentiles::Distribution;
@@ -32,18 +29,14 @@ pub enum LoadError {
     PlannedLength { expected: usize, got: usize },
 }
 
+/// One load-test run: the engine's request, and what the load test does around it.
 pub struct LoadRequest {
-    pub plan: Arc<ValidatedPlan>,
-    pub provider: Arc<dyn LlmProvider>,
-    pub prompts: Arc<dyn PromptSet>,
-    pub sink: Arc<dyn EventSink>,
-    /// A durable journal of the run's events (the cost of durability); `None` keeps none.
-    pub journal: Option<Arc<Journal>>,
-    pub config: RunConfig,
+    /// The run as the engine takes it. Its provider is the endpoint under test (the probe
+    /// wraps it); a load test keeps no run directory, so its `output` must be `None`.
+    pub run: RunRequest,
     /// Each task's planned latency in ms, when the workload knows it (the in-process
     /// simulator, a replayed latency file). Without it the bounds use the latencies observed.
     pub planned_ms: Option<Vec<f64>>,
-    pub cancel: CancellationToken,
     /// Keep every task's timestamps in [`LoadReport::timeline`].
     pub timeline: bool,
     /// Called with the probe once the run starts (for progress output).
@@ -75,10 +68,10 @@ pub struct ServingOptions {
 
 /// Runs the workload once and measures it.
 pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
-    let plan = req.plan.clone();
+    let plan = req.run.plan.clone();
     check_planned(&plan, req.planned_ms.as_deref())?;
     let probe = Arc::new(probe_for(
-        req.provider,
+        req.run.provider.clone(),
         plan.clone(),
         req.arrivals,
         req.serving.is_some(),
@@ -91,22 +84,12 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
     }
     let peak_reset = rss::reset_peak_rss();
     let baseline_rss = rss::current_rss_bytes();
-    let schedule = req.config.schedule;
+    let schedule = req.run.config.schedule;
     let clock = Instant::now();
+    let provider = Abandoning::wrap(probe.clone(), req.run.cancel.clone());
     let result = execute(RunRequest {
-        run_id: uuid::Uuid::new_v4(),
-        plan: plan.clone(),
-        provider: Abandoning::wrap(probe.clone(), req.cancel.clone()),
-        prompts: req.prompts,
-        sink: req.sink,
-        journal: req.journal,
-        config: req.config,
-        deadline: None,
-        slots: None,
-        output: None,
-        cancel: req.cancel,
-        preset: Vec::new(),
-        mcp: None,
+        provider,
+        ..req.run
     })
     .await?;
     let total_ms = clock.elapsed().as_secs_f64() * 1000.0;

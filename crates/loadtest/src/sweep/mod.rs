@@ -11,10 +11,10 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use planwave_engine::{RetryPolicy, RunConfig};
+use planwave_engine::{RetryPolicy, RunConfig, RunRequest};
 use planwave_llm::LlmProvider;
 use planwave_plan::ValidatedPlan;
-use planwave_record::{NullSink, Schedule};
+use planwave_record::Schedule;
 use planwave_storage::Journal;
 use tokio_util::sync::CancellationToken;
 
@@ -356,34 +356,35 @@ async fn run_point<E>(
             }
         })
     };
+    let prompts: Arc<dyn planwave_engine::PromptSet> = match &o.prompts {
+        Some(p) => p.clone(),
+        None => Arc::new(planwave_prompts::Templates::builtin()),
+    };
     let result = run(LoadRequest {
-        plan: w.plan.clone(),
-        provider: w.provider.clone(),
-        prompts: match &o.prompts {
-            Some(p) => p.clone(),
-            None => Arc::new(planwave_prompts::Templates::builtin()),
-        },
-        sink: Arc::new(NullSink),
-        journal: at.journal.clone(),
-        config: RunConfig {
-            schedule,
-            concurrency: point.concurrency.map(|c| c as usize),
-            retry: RetryPolicy {
-                max_retries: o.retries,
-                ..RetryPolicy::default()
+        run: RunRequest {
+            prompts,
+            journal: at.journal.clone(),
+            config: RunConfig {
+                schedule,
+                concurrency: point.concurrency.map(|c| c as usize),
+                retry: RetryPolicy {
+                    max_retries: o.retries,
+                    ..RetryPolicy::default()
+                },
+                seed: o.seed,
+                // A session's turn carries the whole conversation, as a chat client sends
+                // it: not fitted to a subagent's context budget.
+                context_budget_tokens: if o.shaping.as_ref().is_some_and(|s| s.sessions.is_some()) {
+                    None
+                } else {
+                    RunConfig::default().context_budget_tokens
+                },
+                ..RunConfig::default()
             },
-            seed: o.seed,
-            // A session's turn carries the whole conversation, as a chat client sends it:
-            // not fitted to a subagent's context budget.
-            context_budget_tokens: if o.shaping.as_ref().is_some_and(|s| s.sessions.is_some()) {
-                None
-            } else {
-                RunConfig::default().context_budget_tokens
-            },
-            ..RunConfig::default()
+            cancel: at.cancel.clone(),
+            ..RunRequest::in_memory(w.plan.clone(), w.provider.clone())
         },
         planned_ms: w.planned.clone(),
-        cancel: at.cancel.clone(),
         timeline: o.timeline.is_some() || o.pictures,
         on_start: Some(on_start),
         arrivals,
