@@ -198,3 +198,19 @@ mod tests {
         );
     }
 }
+
+/// A count of at least one (`--concurrency`, `--max-rounds`, `--planner-attempts`, ...):
+/// a whole number that fits `T`, not zero.
+pub fn parse_count<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr + Default + PartialEq,
+{
+    let n: T = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of 1 or more"))?;
+    if n == T::default() {
+        return Err(format!("{text:?}: expected a nonzero count"));
+    }
+    Ok(n)
+}

@@ -230,10 +230,8 @@ fn check_work(msg: &JobMessage) -> Vec<String> {
 
 /// Of the job's options only its metadata travels; the rest is the worker's own.
 fn check_options(options: &JobOptions) -> Option<String> {
-    let rest = JobOptions {
-        meta: Default::default(),
-        ..options.clone()
-    };
+    let mut rest = options.clone();
+    rest.run.meta = Default::default();
     (rest != JobOptions::default()).then(|| {
         "options: only `meta` travels with a job; the model, keys, config files and limits \
          are the worker's own"
@@ -353,12 +351,12 @@ mod tests {
     #[test]
     fn the_workers_own_options_and_unknown_fields_never_come_in_a_message() {
         let mut v = good();
-        v["options"]["llm"] = json!({"api_key": "sk-secret"});
+        v["options"]["api_key"] = json!("sk-secret");
         let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("llm");
         assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
         assert!(e.problems[0].starts_with("not a job message: "), "{e:?}");
         let mut v = good();
-        v["options"]["exec"] = json!({"concurrency": 3});
+        v["options"]["concurrency"] = json!(3);
         v["work"]["goal"]["research"] = json!({"max_rounds": 9});
         let p = problems("planwave.jobs.q3", &v);
         assert_eq!(

@@ -27,7 +27,7 @@ use crate::api;
     ),
     components(schemas(
         api::CreateRun,
-        crate::options::ApiOptions,
+        planwave_config::spec::RequestOptions,
         api::Created,
         api::RunLinks,
         api::RunList,

@@ -3,7 +3,7 @@
 //! [`SimOptions::sim_config`] turns them into the simulator's [`SimConfig`].
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use planwave_llm::AgentRole;
@@ -13,9 +13,11 @@ use serde::{Deserialize, Serialize};
 use super::text::{self, list};
 use crate::SettingsError;
 
-/// The simulator's behaviour.
+/// The simulator's behaviour. Its latency file is the host's ([`super::HostOptions`]: a
+/// path on its disk) and its script for the loop is [`SimReflectOptions`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct SimOptions {
     /// Mean simulated latency per call; 0 means no delay.
@@ -36,6 +38,7 @@ pub struct SimOptions {
     /// role (`planner=40,subagent=20`, or `30,planner=40`); the latency is then the time to
     /// the first token. 0 (default): each answer arrives at once.
     #[cfg_attr(feature = "clap", arg(long, value_name = "RATE", value_parser = text::check_rate, default_value = "0"))]
+    #[cfg_attr(feature = "openapi", schema(example = "planner=40,subagent=20"))]
     #[serde(deserialize_with = "text::token_rate")]
     pub sim_tokens_per_sec: String,
     /// Task ids whose every attempt fails (comma-separated).
@@ -54,9 +57,6 @@ pub struct SimOptions {
     #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
     #[serde(deserialize_with = "list")]
     pub sim_terse: Vec<String>,
-    /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
-    pub sim_latency_file: Option<PathBuf>,
     /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
     /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
@@ -66,8 +66,6 @@ pub struct SimOptions {
     /// reports the cached tokens (`cached_tokens` in run.json).
     #[cfg_attr(feature = "clap", arg(long))]
     pub sim_prefix_cache: bool,
-    #[cfg_attr(feature = "clap", command(flatten))]
-    pub reflect: SimReflectOptions,
 }
 
 impl Default for SimOptions {
@@ -80,10 +78,8 @@ impl Default for SimOptions {
             sim_flaky: Vec::new(),
             sim_panic: Vec::new(),
             sim_terse: Vec::new(),
-            sim_latency_file: None,
             sim_planner_faults: Vec::new(),
             sim_prefix_cache: false,
-            reflect: SimReflectOptions::default(),
         }
     }
 }
@@ -92,6 +88,7 @@ impl Default for SimOptions {
 /// invalid first answers, and task failures in a round's first pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct SimReflectOptions {
     /// Evaluator's correctness per round (comma-separated, 0-100; the last repeats), e.g.
@@ -155,9 +152,15 @@ where
 }
 
 impl SimOptions {
-    /// The simulator's configuration: the latency file read, every value checked.
-    pub fn sim_config(&self, seed: u64) -> Result<SimConfig, SettingsError> {
-        let latency_overrides = match &self.sim_latency_file {
+    /// The simulator's configuration with its script for the loop and the latency file the
+    /// host names (read here), every value checked.
+    pub fn sim_config(
+        &self,
+        reflect: &SimReflectOptions,
+        latency_file: Option<&Path>,
+        seed: u64,
+    ) -> Result<SimConfig, SettingsError> {
+        let latency_overrides = match latency_file {
             Some(path) => read_latency_file(path)?,
             None => HashMap::new(),
         };
@@ -172,7 +175,7 @@ impl SimOptions {
             terse: set(&self.sim_terse),
             latency_overrides,
             planner_faults: parsed("--sim-planner-faults", &self.sim_planner_faults)?,
-            reflect: self.reflect.script()?,
+            reflect: reflect.script()?,
             token_rate,
             prefix_cache: self
                 .sim_prefix_cache
