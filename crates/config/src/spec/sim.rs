@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use super::text::{self, list};
 use crate::SettingsError;
 
-/// The simulator's behaviour. Its latency file is the host's ([`super::HostOptions`]: a
-/// path on its disk) and its script for the loop is [`SimReflectOptions`].
+/// The simulator's behaviour. Its latency file is the host's (`sim_latency_file`, a path on
+/// its disk) and its script for the loop is [`SimReflectOptions`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
