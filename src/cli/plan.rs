@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use planwave_config::spec::{HostOptions, PromptOptions, SimOptions, SimReflectOptions};
+use planwave_config::spec::{
+    HostOptions, PromptOptions, SimOptions, SimReflectOptions, SimTaskOptions,
+};
 use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::InvalidInput;
@@ -41,6 +43,8 @@ pub struct PlanArgs {
     #[command(flatten)]
     pub sim: SimOptions,
     #[command(flatten)]
+    pub sim_tasks: SimTaskOptions,
+    #[command(flatten)]
     pub reflect: SimReflectOptions,
     /// No progress lines on stderr.
     #[arg(short, long)]
@@ -58,6 +62,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     let sim = args
         .sim
         .sim_config(
+            &args.sim_tasks,
             &args.reflect,
             args.host.sim_latency_file.as_deref(),
             settings.run.seed,

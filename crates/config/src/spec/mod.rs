@@ -33,7 +33,7 @@ pub use llm::{
     PromptOptions, parse_meta,
 };
 pub use mcp::{McpOptions, ToolProtocolArg};
-pub use sim::{SimOptions, SimReflectOptions, read_latency_file};
+pub use sim::{SimOptions, SimReflectOptions, SimTaskOptions, read_latency_file};
 pub use text::checked;
 
 use crate::{EnvSource, Flags, Settings, SettingsError, load_settings};
@@ -125,6 +125,9 @@ pub struct RunOptions {
     pub sim: SimOptions,
     #[cfg_attr(feature = "clap", command(flatten))]
     #[serde(flatten)]
+    pub sim_tasks: SimTaskOptions,
+    #[cfg_attr(feature = "clap", command(flatten))]
+    #[serde(flatten)]
     pub reflect: SimReflectOptions,
     /// The job's metadata, `{"KEY": "VALUE"}` (`--meta KEY=VALUE`).
     #[cfg_attr(feature = "clap", command(flatten))]
@@ -151,8 +154,12 @@ impl RunOptions {
         host: &HostOptions,
         seed: u64,
     ) -> Result<planwave_sim::SimConfig, SettingsError> {
-        self.sim
-            .sim_config(&self.reflect, host.sim_latency_file.as_deref(), seed)
+        self.sim.sim_config(
+            &self.sim_tasks,
+            &self.reflect,
+            host.sim_latency_file.as_deref(),
+            seed,
+        )
     }
 }
 

@@ -13,8 +13,10 @@ use serde::{Deserialize, Serialize};
 use super::text::{self, list};
 use crate::SettingsError;
 
-/// The simulator's behaviour. Its latency file is the host's (`sim_latency_file`, a path on
-/// its disk) and its script for the loop is [`SimReflectOptions`].
+/// The simulated model's behaviour, the same for a job's simulator and for `sim-llm serve`'s
+/// (which sets its own defaults and keeps its flags' earlier names as aliases). A job's
+/// failures by task are [`SimTaskOptions`], its script for the loop [`SimReflectOptions`];
+/// its latency file is the host's (`sim_latency_file`, a path on its disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -41,22 +43,6 @@ pub struct SimOptions {
     #[cfg_attr(feature = "openapi", schema(example = "planner=40,subagent=20"))]
     #[serde(deserialize_with = "text::token_rate")]
     pub sim_tokens_per_sec: String,
-    /// Task ids whose every attempt fails (comma-separated).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
-    #[serde(deserialize_with = "list")]
-    pub sim_fail: Vec<String>,
-    /// Task ids whose first attempt fails (with tools: after its tool calls have run).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
-    #[serde(deserialize_with = "list")]
-    pub sim_flaky: Vec<String>,
-    /// Task ids whose subagent panics.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
-    #[serde(deserialize_with = "list")]
-    pub sim_panic: Vec<String>,
-    /// Task ids answered with a one-sentence section without figures (short, unquantified).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
-    #[serde(deserialize_with = "list")]
-    pub sim_terse: Vec<String>,
     /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
     /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
     #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
@@ -74,14 +60,34 @@ impl Default for SimOptions {
             sim_latency_ms: 300.0,
             sim_sigma: 1.0,
             sim_tokens_per_sec: "0".into(),
-            sim_fail: Vec::new(),
-            sim_flaky: Vec::new(),
-            sim_panic: Vec::new(),
-            sim_terse: Vec::new(),
             sim_planner_faults: Vec::new(),
             sim_prefix_cache: false,
         }
     }
+}
+
+/// What a job's simulated subagents do by task id: fail, fail once, panic, answer tersely.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct SimTaskOptions {
+    /// Task ids whose every attempt fails (comma-separated).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
+    #[serde(deserialize_with = "list")]
+    pub sim_fail: Vec<String>,
+    /// Task ids whose first attempt fails (with tools: after its tool calls have run).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
+    #[serde(deserialize_with = "list")]
+    pub sim_flaky: Vec<String>,
+    /// Task ids whose subagent panics.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
+    #[serde(deserialize_with = "list")]
+    pub sim_panic: Vec<String>,
+    /// Task ids answered with a one-sentence section without figures (short, unquantified).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
+    #[serde(deserialize_with = "list")]
+    pub sim_terse: Vec<String>,
 }
 
 /// The simulator's script for the reflective loop: scores and replan decisions per round,
@@ -152,10 +158,11 @@ where
 }
 
 impl SimOptions {
-    /// The simulator's configuration with its script for the loop and the latency file the
-    /// host names (read here), every value checked.
+    /// The simulator's configuration with the failures by task, the script for the loop and
+    /// the latency file the host names (read here), every value checked.
     pub fn sim_config(
         &self,
+        tasks: &SimTaskOptions,
         reflect: &SimReflectOptions,
         latency_file: Option<&Path>,
         seed: u64,
@@ -169,10 +176,10 @@ impl SimOptions {
         Ok(SimConfig {
             seed,
             latency: Latency::from_mean(self.sim_latency_ms, self.sim_sigma),
-            fail: set(&self.sim_fail),
-            flaky: set(&self.sim_flaky),
-            panic: set(&self.sim_panic),
-            terse: set(&self.sim_terse),
+            fail: set(&tasks.sim_fail),
+            flaky: set(&tasks.sim_flaky),
+            panic: set(&tasks.sim_panic),
+            terse: set(&tasks.sim_terse),
             latency_overrides,
             planner_faults: parsed("--sim-planner-faults", &self.sim_planner_faults)?,
             reflect: reflect.script()?,

@@ -23,8 +23,8 @@ fn a_spec_written_by_hand_reads_with_the_flags_defaults() {
     assert_eq!(o.run.exec.deadline, Some(Duration::from_secs(30)));
     assert_eq!(o.run.exec.task_timeout, Some(Duration::from_millis(250)));
     assert_eq!(o.run.exec.retries, 1, "the flag's default");
-    assert_eq!(o.run.sim.sim_fail, ["1", "2"]);
-    assert_eq!(o.run.sim.sim_flaky, ["3"]);
+    assert_eq!(o.run.sim_tasks.sim_fail, ["1", "2"]);
+    assert_eq!(o.run.sim_tasks.sim_flaky, ["3"]);
     assert_eq!(o.run.sim.sim_sigma, 1.0);
     assert_eq!(
         o.run.meta.meta,
@@ -122,8 +122,8 @@ fn a_request_sets_the_spec_as_the_flags_would_on_the_hosts_own_options() {
     let spec = o.job(plan_work(), "out".into(), host.clone()).unwrap();
     let run = &spec.options.run;
     assert_eq!(run.sim.sim_latency_ms, 300.0);
-    assert_eq!(run.sim.sim_fail, ["4"]);
-    assert_eq!(run.sim.sim_flaky, ["1", "2"]);
+    assert_eq!(run.sim_tasks.sim_fail, ["4"]);
+    assert_eq!(run.sim_tasks.sim_flaky, ["1", "2"]);
     assert_eq!(run.reflect.sim_scores, [40.0, 90.0]);
     assert_eq!(run.meta.meta, [("client".into(), "acme".into())]);
     assert_eq!(run.exec.seed, 7);
