@@ -122,7 +122,7 @@ pub fn recorded_command(
     dir: &std::path::Path,
 ) -> Result<(planwave_runner::BatchInvocation, Command), planwave_runner::InvalidInput> {
     let inv = planwave_runner::BatchInvocation::read(dir)?;
-    for note in inv.check_redacted(|k| std::env::var(k).ok())? {
+    for note in inv.origin.check_redacted(|k| std::env::var(k).ok())? {
         eprintln!("planwave: {note}");
     }
     let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))

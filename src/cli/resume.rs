@@ -29,13 +29,17 @@ pub struct ResumeArgs {
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
     let r = Resumable::open(&args.dir)?;
-    for note in r.invocation.check_redacted(|k| std::env::var(k).ok())? {
+    for note in r
+        .invocation
+        .origin
+        .check_redacted(|k| std::env::var(k).ok())?
+    {
         eprintln!("planwave: {note}");
     }
-    if let Err(e) = r.invocation.enter_cwd() {
+    if let Err(e) = r.invocation.origin.enter_cwd() {
         eprintln!(
             "warning: cannot enter the run's original directory {}: {e}",
-            r.invocation.cwd.display()
+            r.invocation.origin.cwd.display()
         );
     }
     let settings = r.spec.settings(&ProcessEnv).map_err(InvalidInput::from)?;

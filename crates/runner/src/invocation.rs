@@ -26,10 +26,8 @@ const FILE: &str = "invocation.json";
 pub struct Invocation {
     /// The job, as chosen (a run, `run --recover`, a research).
     pub spec: JobSpec,
-    pub cwd: PathBuf,
-    /// Flags left out because their URL carried a credential.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub redacted: Vec<String>,
+    #[serde(flatten)]
+    pub origin: Origin,
 }
 
 /// A batch's `invocation.json`: the arguments after the program name, as typed (a batch's
@@ -37,10 +35,53 @@ pub struct Invocation {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BatchInvocation {
     pub argv: Vec<String>,
+    #[serde(flatten)]
+    pub origin: Origin,
+}
+
+/// Where a job or batch was started, and what of it was left out.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Origin {
     pub cwd: PathBuf,
-    /// Flags left out of `argv` because their URL carried a credential.
+    /// Flags left out because their URL carried a credential.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redacted: Vec<String>,
+}
+
+impl Origin {
+    /// Before resuming: the model URL left out for its credential must come from the
+    /// environment (it cannot be guessed); other flags left out are named in the notes.
+    pub fn check_redacted(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<String>, InvalidInput> {
+        let mut notes = Vec::new();
+        for flag in &self.redacted {
+            if flag == "--llm-base-url" {
+                let var = planwave_config::ENV_BASE_URL;
+                if env(var).is_none_or(|v| v.trim().is_empty()) {
+                    return Err(InvalidInput::one(
+                        FILE,
+                        format!(
+                            "the run's --llm-base-url carried credentials, which are not recorded; set {var} to that URL to resume"
+                        ),
+                    ));
+                }
+            } else {
+                notes.push(format!(
+                    "{flag} was not recorded (its URL carried credentials); give it again if needed"
+                ));
+            }
+        }
+        Ok(notes)
+    }
+
+    /// Moves to the recorded working directory, so relative paths (config, plan, job and
+    /// latency files) mean what they meant.
+    pub fn enter_cwd(&self) -> std::io::Result<()> {
+        std::env::set_current_dir(&self.cwd)
+    }
 }
 
 impl BatchInvocation {
@@ -53,17 +94,8 @@ impl BatchInvocation {
         let (argv, redacted) = without_secrets(args);
         Ok(BatchInvocation {
             argv,
-            cwd,
-            redacted,
+            origin: Origin { cwd, redacted },
         })
-    }
-
-    /// Before resuming: see [`Invocation::check_redacted`].
-    pub fn check_redacted(
-        &self,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Vec<String>, InvalidInput> {
-        check_redacted(&self.redacted, env)
     }
 
     pub fn record(&self, out: &RunDir) -> Result<(), RunDirError> {
@@ -73,12 +105,6 @@ impl BatchInvocation {
     /// The batch's invocation recorded in `dir`, or why `dir` is not a batch directory.
     pub fn read(dir: &Path) -> Result<BatchInvocation, InvalidInput> {
         read(dir, "a batch directory")
-    }
-
-    /// Moves to the recorded working directory, so relative paths in the command line
-    /// (the job file, config and plan files) mean what they meant.
-    pub fn enter_cwd(&self) -> std::io::Result<()> {
-        std::env::set_current_dir(&self.cwd)
     }
 }
 
@@ -99,8 +125,7 @@ impl Invocation {
         }
         Invocation {
             spec,
-            cwd,
-            redacted,
+            origin: Origin { cwd, redacted },
         }
     }
 
@@ -109,22 +134,13 @@ impl Invocation {
     /// told to give them again).
     pub fn current_job(spec: &JobSpec) -> crate::Result<Invocation> {
         let current = BatchInvocation::current()?;
-        let mut inv = Invocation::job(spec, current.cwd);
-        for flag in current.redacted {
-            if !inv.redacted.contains(&flag) {
-                inv.redacted.push(flag);
+        let mut inv = Invocation::job(spec, current.origin.cwd);
+        for flag in current.origin.redacted {
+            if !inv.origin.redacted.contains(&flag) {
+                inv.origin.redacted.push(flag);
             }
         }
         Ok(inv)
-    }
-
-    /// Before resuming: the model URL left out for its credential must come from the
-    /// environment (it cannot be guessed); other flags left out are named in the notes.
-    pub fn check_redacted(
-        &self,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Vec<String>, InvalidInput> {
-        check_redacted(&self.redacted, env)
     }
 
     pub fn record(&self, out: &RunDir) -> Result<(), RunDirError> {
@@ -154,12 +170,6 @@ impl Invocation {
             )
         })
     }
-
-    /// Moves to the recorded working directory, so relative paths in the spec (config, plan
-    /// and latency files) mean what they meant.
-    pub fn enter_cwd(&self) -> std::io::Result<()> {
-        std::env::set_current_dir(&self.cwd)
-    }
 }
 
 /// `T` from `dir`'s `invocation.json`; `what` names the directory a good one would be.
@@ -168,33 +178,6 @@ fn read<T: DeserializeOwned>(dir: &Path, what: &str) -> Result<T, InvalidInput> 
     let text = std::fs::read_to_string(dir.join(FILE))
         .map_err(|e| bad(format!("not {what}: cannot read {FILE}: {e}")))?;
     serde_json::from_str(&text).map_err(|e| bad(format!("{FILE} is not valid: {e}")))
-}
-
-/// The model URL left out for its credential must come from the environment (it cannot be
-/// guessed); other flags left out are named in the notes.
-fn check_redacted(
-    redacted: &[String],
-    env: impl Fn(&str) -> Option<String>,
-) -> Result<Vec<String>, InvalidInput> {
-    let mut notes = Vec::new();
-    for flag in redacted {
-        if flag == "--llm-base-url" {
-            let var = planwave_config::ENV_BASE_URL;
-            if env(var).is_none_or(|v| v.trim().is_empty()) {
-                return Err(InvalidInput::one(
-                    FILE,
-                    format!(
-                        "the run's --llm-base-url carried credentials, which are not recorded; set {var} to that URL to resume"
-                    ),
-                ));
-            }
-        } else {
-            notes.push(format!(
-                "{flag} was not recorded (its URL carried credentials); give it again if needed"
-            ));
-        }
-    }
-    Ok(notes)
 }
 
 /// `args` without the flags (and their values) whose URL carries a credential, and the names
@@ -237,7 +220,7 @@ mod tests {
         let inv = super::Invocation::job(&spec, "/".into());
         let text = serde_json::to_string(&inv).unwrap();
         assert!(!text.contains("S3CRET"), "{text}");
-        assert_eq!(inv.redacted, ["--llm-base-url"]);
+        assert_eq!(inv.origin.redacted, ["--llm-base-url"]);
         let back: super::Invocation = serde_json::from_str(&text).unwrap();
         assert_eq!(back.spec.out, std::path::PathBuf::from("o"));
     }

@@ -57,7 +57,7 @@ pub use input_size::{
     set_max_input_bytes,
 };
 pub use interrupt::{CtrlC, stop_signal, terminated};
-pub use invocation::{BatchInvocation, Invocation};
+pub use invocation::{BatchInvocation, Invocation, Origin};
 pub use notes::{Notes, Silent, Stderr, printable};
 pub use outdir::{claim_out_dir, inside};
 pub use pdf::{find_chromium, print_pdf};

@@ -219,7 +219,9 @@ fn check_plan(
 /// rounds (`research`, `run --recover`).
 pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiError> {
     let r = Resumable::open(dir)?;
-    r.invocation.check_redacted(|k| std::env::var(k).ok())?;
+    r.invocation
+        .origin
+        .check_redacted(|k| std::env::var(k).ok())?;
     let (settings, sim) = resolve(state, &r.spec, "invalid invocation.json")?;
     // Held by another process (a `planwave resume` of the same directory): refused now,
     // not reported later as the job's failure. The job takes the lock itself.

@@ -95,7 +95,7 @@ pub async fn batch(mut args: BatchArgs) -> anyhow::Result<Outcome> {
 /// directory it was started from, so the job file and plan files resolve the same way.
 fn recorded(dir: &Path) -> Result<BatchArgs, InvalidInput> {
     let (inv, command) = recorded_command(dir)?;
-    let _ = inv.enter_cwd();
+    let _ = inv.origin.enter_cwd();
     match command {
         Command::Batch(a) if a.resume.is_none() => Ok(a),
         _ => Err(InvalidInput::one(
