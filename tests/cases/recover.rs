@@ -157,9 +157,9 @@ fn resume_refuses_a_run_directory_recorded_only_as_a_command_line_saying_what_to
     assert!(
         r.stderr.contains(&format!(
             "{}: invocation.json records only a command line (\"argv\"), as unreleased builds \
-             wrote it before jobs recorded their spec; this version cannot resume it: start the \
-             job again with `planwave run PLAN --out DIR` or `planwave research GOAL --out DIR` \
-             (`--force` replaces this directory)",
+             wrote it; this version cannot resume it: start the job again with `planwave run \
+             PLAN --out DIR` or `planwave research GOAL --out DIR` (`--force` replaces this \
+             directory)",
             canonical.display()
         )),
         "{}",

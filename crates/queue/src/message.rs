@@ -59,14 +59,23 @@ pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMes
             planwave_batch::json_kind(&value)
         )));
     }
-    if value.get("job").is_some() && value.get("work").is_none() {
+    let old = if value.get("job").is_some() && value.get("work").is_none() {
+        Some("its job as a raw job line under `job`")
+    } else if ["exec", "model"]
+        .iter()
+        .any(|group| value["options"].get(group).is_some())
+    {
+        Some("its options grouped by kind under `exec`, `model`")
+    } else {
+        None
+    };
+    if let Some(what) = old {
         return Err(BadMessage {
             job: valid_job(&value),
-            problems: vec![
-                "a message of the previous version (its job as a raw job line under `job`): \
-                 not run; submit the batch again with this version"
-                    .into(),
-            ],
+            problems: vec![format!(
+                "a message of a previous version ({what}): not run; submit the batch again \
+                 with this version"
+            )],
         });
     }
     let msg: JobMessage = serde_json::from_value(value.clone()).map_err(|e| BadMessage {
@@ -382,6 +391,13 @@ mod tests {
             "its record says why"
         );
         assert!(e.problems[0].contains("previous version"), "{e:?}");
+        let mut grouped = good();
+        grouped["options"] = json!({"exec": {"seed": 0}, "meta": {"region": "eu"}});
+        let e = decode("planwave.jobs.q3", grouped.to_string().as_bytes()).expect_err("old");
+        assert!(
+            e.problems[0].contains("previous version (its options grouped"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -147,18 +147,27 @@ impl Invocation {
         out.write_json(FILE, self)
     }
 
-    /// The job recorded in `dir`, or why `dir` is not a resumable run directory. A file
-    /// with only a command line (`argv`), as unreleased builds wrote before a job's spec was
-    /// recorded, is refused saying what to do instead.
+    /// The job recorded in `dir`, or why `dir` is not a resumable run directory. A file as
+    /// unreleased builds wrote it (only a command line, `argv`, or options grouped by kind)
+    /// is refused saying what to do instead.
     pub fn read(dir: &Path) -> Result<Invocation, InvalidInput> {
         let value: Value = read(dir, "a resumable run directory")?;
-        if value.get("argv").is_some() && value.get("spec").is_none() {
+        let old = if value.get("argv").is_some() && value.get("spec").is_none() {
+            Some("only a command line (\"argv\")")
+        } else if ["exec", "model"]
+            .iter()
+            .any(|group| value["spec"]["options"].get(group).is_some())
+        {
+            Some("its options grouped by kind (`exec`, `model`)")
+        } else {
+            None
+        };
+        if let Some(what) = old {
             return Err(InvalidInput::one(
                 dir.display().to_string(),
                 format!(
-                    "{FILE} records only a command line (\"argv\"), as unreleased builds \
-                     wrote it before jobs recorded their spec; this version cannot resume it: \
-                     start the job again with `planwave run PLAN --out DIR` or \
+                    "{FILE} records {what}, as unreleased builds wrote it; this version cannot \
+                     resume it: start the job again with `planwave run PLAN --out DIR` or \
                      `planwave research GOAL --out DIR` (`--force` replaces this directory)"
                 ),
             ));
@@ -254,6 +263,14 @@ mod tests {
         );
         assert!(
             err.problems[0].contains("`planwave run PLAN --out DIR`"),
+            "{err:?}"
+        );
+        let grouped = serde_json::json!({"spec": {"work": {"plan": {"plan": "p.json"}},
+            "out": "o", "options": {"exec": {"seed": 1}}}, "cwd": "/"});
+        std::fs::write(dir.path().join("invocation.json"), grouped.to_string()).unwrap();
+        let err = super::Invocation::read(dir.path()).unwrap_err();
+        assert!(
+            err.problems[0].starts_with("invocation.json records its options grouped"),
             "{err:?}"
         );
     }
