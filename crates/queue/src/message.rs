@@ -9,8 +9,9 @@
 //! trusted (see `submit`'s rule of what travels). A worker reads no file a message names: a
 //! plan job's plan is inline, its path always the job's own `plan.json`.
 //!
-//! A message of the previous version (its job as a raw job line under `job`) is refused
-//! with a terminal record that says so: submit the batch again with this version.
+//! A message of a previous version (its job as a raw job line under `job`, or its options
+//! grouped by kind under `exec`, `model`) is refused with a terminal record that says so:
+//! submit the batch again with this version.
 //!
 //! Refusals are final (the worker terminates the message rather than letting it come back)
 //! and name every problem found, not only the first.
