@@ -9,7 +9,7 @@
 //! trusted (see `submit`'s rule of what travels). A worker reads no file a message names: a
 //! plan job's plan is inline, its path always the job's own `plan.json`.
 //!
-//! A message of a previous version (its job as a raw job line under `job`, or its options
+//! A message of the previous version (its job as a raw job line under `job`, or its options
 //! grouped by kind under `exec`, `model`) is refused with a terminal record that says so:
 //! submit the batch again with this version.
 //!
@@ -74,7 +74,7 @@ pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMes
         return Err(BadMessage {
             job: valid_job(&value),
             problems: vec![format!(
-                "a message of a previous version ({what}): not run; submit the batch again \
+                "a message of the previous version ({what}): not run; submit the batch again \
                  with this version"
             )],
         });
