@@ -12,8 +12,9 @@ use super::{
 };
 
 /// What a request may set of a job (`POST /api/runs`' `"options"`): everything but the
-/// host's ([`HostOptions`], [`PlanCacheOptions`]), flat, each option named as its flag with
-/// `-` written `_`. The goal's (`rounds`, `planner`) are for a goal only.
+/// host's ([`HostOptions`], [`PlanCacheOptions`](super::PlanCacheOptions)), flat, each
+/// option named as its flag with `-` written `_`. The goal's (`rounds`, `planner`) are for
+/// a goal only.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 // Serde marks a flattened group's fields as taken only when the group has no flattened
