@@ -1,5 +1,7 @@
-//! The server's options as a front end receives them (plain numbers: means, shares,
-//! milliseconds), checked and turned into a [`SimServerConfig`].
+//! The server's options as a front end receives them: the simulated model's configuration
+//! (built by the job spec's `SimOptions::sim_config`, as a job's simulator is) and the
+//! serving's plain numbers (shares, milliseconds), checked and turned into a
+//! [`SimServerConfig`].
 
 use std::time::Duration;
 
