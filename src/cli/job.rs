@@ -4,9 +4,10 @@
 //! (`planwave_config::spec`), parsed here by clap.
 
 use planwave_config::Settings;
-pub use planwave_config::spec::{JobOptions, ModelOptions};
+pub use planwave_config::spec::JobOptions;
 use planwave_runner::ops::{JobIo, StreamFor};
 use planwave_runner::{CtrlC, InvalidInput, Resources, Stderr};
+use planwave_sim::SimConfig;
 
 use super::progress::Terminal;
 
@@ -15,24 +16,22 @@ pub trait Prepare {
     fn resources(&self, settings: &Settings) -> anyhow::Result<Resources>;
 }
 
-impl Prepare for ModelOptions {
-    fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
-        let sim = self
-            .sim
-            .sim_config(settings.run.seed)
-            .map_err(InvalidInput::from)?;
-        Ok(Resources::prepare(
-            settings,
-            sim,
-            super::telemetry::traced,
-            &Stderr,
-        )?)
-    }
+/// The model client and prompts the settings ask for, with the simulator's `sim`.
+pub fn resources(settings: &Settings, sim: SimConfig) -> anyhow::Result<Resources> {
+    Ok(Resources::prepare(
+        settings,
+        sim,
+        super::telemetry::traced,
+        &Stderr,
+    )?)
 }
 
 impl Prepare for JobOptions {
     fn resources(&self, settings: &Settings) -> anyhow::Result<Resources> {
-        self.model.resources(settings)
+        let sim = self
+            .sim_config(settings.run.seed)
+            .map_err(InvalidInput::from)?;
+        resources(settings, sim)
     }
 }
 

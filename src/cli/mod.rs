@@ -116,15 +116,13 @@ pub enum Command {
     Show(show::ShowArgs),
 }
 
-/// The command line recorded in `dir`'s `invocation.json`, parsed again as this binary
-/// parses its own (so a resumed run or batch gets exactly the options it started with).
-/// `what` names the directory expected, for the error.
+/// The batch command line recorded in `dir`'s `invocation.json`, parsed again as this binary
+/// parses its own (so a resumed batch gets exactly the options it started with).
 pub fn recorded_command(
     dir: &std::path::Path,
-    what: &str,
-) -> Result<(planwave_runner::Invocation, Command), planwave_runner::InvalidInput> {
-    let inv = planwave_runner::Invocation::read(dir, what)?;
-    for note in inv.check_redacted(|k| std::env::var(k).ok())? {
+) -> Result<(planwave_runner::BatchInvocation, Command), planwave_runner::InvalidInput> {
+    let inv = planwave_runner::BatchInvocation::read(dir)?;
+    for note in inv.origin.check_redacted(|k| std::env::var(k).ok())? {
         eprintln!("planwave: {note}");
     }
     let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))

@@ -5,11 +5,14 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use planwave_config::spec::McpOptions;
+use planwave_config::spec::{
+    HostOptions, PromptOptions, SimOptions, SimReflectOptions, SimTaskOptions,
+};
 use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
+use super::exit::InvalidInput;
 use super::exit::{INTERRUPTED, OK, Outcome};
-use super::job::{ModelOptions, Prepare};
+use super::job;
 use super::llm::{self, MetaOptions, PlannerOptions, Seed};
 use super::waves::text as waves_text;
 
@@ -30,12 +33,19 @@ pub struct PlanArgs {
     pub planner: PlannerOptions,
     #[command(flatten)]
     pub meta: MetaOptions,
+    /// The model, prompts and MCP servers as `research` has them (and `[mcp]`): the
+    /// planner's prompt lists the servers' tools with their input schemas, and the plan is
+    /// checked against them.
     #[command(flatten)]
-    pub model: ModelOptions,
-    /// The same tool settings as `research` (and `[mcp]`): the planner's prompt lists the
-    /// servers' tools with their input schemas, and the plan is checked against them.
+    pub host: HostOptions,
     #[command(flatten)]
-    pub mcp: McpOptions,
+    pub prompts: PromptOptions,
+    #[command(flatten)]
+    pub sim: SimOptions,
+    #[command(flatten)]
+    pub sim_tasks: SimTaskOptions,
+    #[command(flatten)]
+    pub reflect: SimReflectOptions,
     /// No progress lines on stderr.
     #[arg(short, long)]
     pub quiet: bool,
@@ -43,13 +53,22 @@ pub struct PlanArgs {
 
 pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     let settings = llm::settings(&[
-        &args.model,
+        &args.host,
+        &args.prompts,
         &args.planner,
         &args.meta,
-        &args.mcp,
         &Seed(args.seed),
     ])?;
-    let resources = args.model.resources(&settings)?;
+    let sim = args
+        .sim
+        .sim_config(
+            &args.sim_tasks,
+            &args.reflect,
+            args.host.sim_latency_file.as_deref(),
+            settings.run.seed,
+        )
+        .map_err(InvalidInput::from)?;
+    let resources = job::resources(&settings, sim)?;
     // The estimate's fallback: this model's recent call times kept beside the plan cache.
     let subagent_model = resources
         .provider

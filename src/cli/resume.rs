@@ -7,9 +7,8 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser};
+use clap::Args;
 use planwave_config::ProcessEnv;
-use planwave_config::spec::JobSpec;
 use planwave_runner::ops::{self, Job, Resumable};
 use planwave_runner::{CtrlC, InvalidInput, Stderr};
 
@@ -18,7 +17,6 @@ use super::exit::Outcome;
 use super::job::{Prepare, io};
 use super::progress::Terminal;
 use super::summary::tell;
-use super::{Cli, Command};
 
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
@@ -29,27 +27,19 @@ pub struct ResumeArgs {
     pub quiet: bool,
 }
 
-/// The spec a command line of an earlier version recorded (`invocation.json`'s `argv`), read
-/// by this binary's own parser: only `run` and `research` are jobs.
-pub fn spec_from_argv(argv: &[String]) -> Result<JobSpec, String> {
-    let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(argv.to_vec()))
-        .map_err(|e| e.to_string().trim().to_owned())?;
-    match cli.command {
-        Command::Run(a) => Ok(a.spec()),
-        Command::Research(a) => Ok(a.spec()),
-        _ => Err("does not record a run or research command".into()),
-    }
-}
-
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
-    let r = Resumable::open(&args.dir, &spec_from_argv)?;
-    for note in r.invocation.check_redacted(|k| std::env::var(k).ok())? {
+    let r = Resumable::open(&args.dir)?;
+    for note in r
+        .invocation
+        .origin
+        .check_redacted(|k| std::env::var(k).ok())?
+    {
         eprintln!("planwave: {note}");
     }
-    if let Err(e) = r.invocation.enter_cwd() {
+    if let Err(e) = r.invocation.origin.enter_cwd() {
         eprintln!(
             "warning: cannot enter the run's original directory {}: {e}",
-            r.invocation.cwd.display()
+            r.invocation.origin.cwd.display()
         );
     }
     let settings = r.spec.settings(&ProcessEnv).map_err(InvalidInput::from)?;

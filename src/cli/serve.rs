@@ -1,16 +1,16 @@
 //! `planwave serve [--addr 127.0.0.1:8080] [--data DIR] [--nats URL]`: the HTTP API and web
-//! view (crates/serve), running jobs here or, with `--nats`, on the queue's workers. Here only the flags, the first line of stdout (the base URL, so
-//! `--addr 127.0.0.1:0` can be scripted), the options every job starts from (the server's
-//! config file and MCP servers) and how an earlier version's recorded command line is read.
+//! view (crates/serve), running jobs here or, with `--nats`, on the queue's workers. Here
+//! only the flags, the first line of stdout (the base URL, so `--addr 127.0.0.1:0` can be
+//! scripted) and the host's options every job has (the server's config file and MCP
+//! servers).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use clap::Args;
-use planwave_config::spec::{JobOptions, JobSpec};
+use planwave_config::spec::{HostOptions, JobOptions};
 use planwave_runner::{CtrlC, Stderr};
-use planwave_serve::{Front, ServeConfig, Server};
+use planwave_serve::{ServeConfig, Server};
 
 use super::exit::Outcome;
 use super::job::Prepare;
@@ -45,16 +45,6 @@ pub struct ServeArgs {
 /// The token every request must carry (required off loopback).
 const TOKEN_ENV: &str = "PLANWAVE_SERVE_TOKEN";
 
-/// Run directories an earlier version recorded as a command line, read by this binary's
-/// parser (as `planwave resume` reads them).
-struct CliFront;
-
-impl Front for CliFront {
-    fn spec_from_argv(&self, argv: &[String]) -> Result<JobSpec, String> {
-        super::resume::spec_from_argv(argv)
-    }
-}
-
 fn absolute(path: &Option<PathBuf>) -> anyhow::Result<Option<PathBuf>> {
     path.as_deref()
         .map(std::path::absolute)
@@ -68,12 +58,17 @@ fn client_name() -> String {
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
-    // The server's own options every job starts from, with absolute paths so a recorded job
-    // means the same files wherever it is resumed from.
-    let mut job = JobOptions::default();
-    job.model.llm.config = absolute(&args.config)?;
-    job.mcp.mcp_config = absolute(&args.mcp_config)?;
-    // The shared model client and MCP servers, from those options.
+    // The server's own options every job has, with absolute paths so a recorded job means
+    // the same files wherever it is resumed from.
+    let mut host = HostOptions::default();
+    host.llm.config = absolute(&args.config)?;
+    host.mcp.mcp_config = absolute(&args.mcp_config)?;
+    // The shared model client and MCP servers, from those options (a job with a simulated
+    // model gets its own, with its options).
+    let job = JobOptions {
+        host: host.clone(),
+        ..JobOptions::default()
+    };
     let settings = llm::settings(&[&job])?;
     let resources = job.resources(&settings)?;
     let interrupt = CtrlC::listen();
@@ -90,13 +85,13 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<Outcome> {
         data: args.data.clone(),
         token: std::env::var(TOKEN_ENV).ok(),
         max_body: usize::try_from(args.max_body.as_u64()).unwrap_or(usize::MAX),
-        job,
+        host,
         limits: args.limits.limits(),
         queue,
     };
     resources
         .scope(async |resources| {
-            let server = Server::bind(config, Arc::new(CliFront), resources.clone()).await?;
+            let server = Server::bind(config, resources.clone()).await?;
             // The first line of stdout, for scripts and tests.
             println!("{}", server.url());
             if over_queue {

@@ -14,7 +14,7 @@ use planwave_runner::{CtrlC, Stderr};
 use super::batch::progress::{BatchProgress, BatchView};
 use super::exit::{InvalidInput, OK, Outcome};
 use super::job::{JobOptions, Prepare};
-use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
+use super::llm::{self, ResearchOptions};
 use super::nats::NatsOptions;
 use super::progress::Mode;
 use super::worker_metrics;
@@ -46,13 +46,9 @@ pub struct WorkerArgs {
     /// (default: a new directory under the system's temp dir, removed on exit).
     #[arg(long, value_name = "DIR")]
     pub cache: Option<PathBuf>,
-    /// Rounds of plan -> run -> evaluate -> reflect for each goal job.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_rounds: Option<u32>,
+    /// For each goal job: its rounds, planner and plan cache, as `research` has them.
     #[command(flatten)]
-    pub planner: PlannerOptions,
-    #[command(flatten)]
-    pub plan_cache: PlanCacheOptions,
+    pub research: ResearchOptions,
     #[command(flatten)]
     pub job: JobOptions,
     /// No per-job progress lines.
@@ -99,12 +95,7 @@ fn claim_cache(dir: Option<&Path>) -> anyhow::Result<WorkerCache> {
 }
 
 pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
-    let mut settings = llm::settings(&[
-        &args.job,
-        &args.planner,
-        &args.plan_cache,
-        &MaxRounds(args.max_rounds),
-    ])?;
+    let mut settings = llm::settings(&[&args.job, &args.research])?;
     // Claimed before anything else: a directory that is not the worker's to use is bad input.
     let cache = claim_cache(args.cache.as_deref())?;
     let name = args.name.clone().unwrap_or_else(default_name);

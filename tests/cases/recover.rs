@@ -141,24 +141,28 @@ fn resume_of_a_killed_run_recover_goes_on_recovering_without_a_loop() {
 }
 
 #[test]
-fn resume_reads_the_command_line_an_earlier_version_recorded_for_a_run_recover() {
+fn resume_refuses_a_run_directory_recorded_only_as_a_command_line_saying_what_to_do() {
     let dir = tempdir();
     let out = dir.path().join("r");
     killed_recover(dir.path(), &out);
     let inv = read_json(&out.join("invocation.json"));
     assert_eq!(inv["spec"]["work"]["plan"]["recover"], true, "{inv}");
-    // An earlier version recorded only the command line; it is read with today's parser.
-    let old = serde_json::json!({"argv": inv["argv"], "cwd": inv["cwd"]});
+    // Unreleased builds recorded only the command line; it is not read any more.
+    let old = serde_json::json!({"argv": ["run", "plan.json", "--recover", "--out", "r"],
+                                 "cwd": inv["cwd"]});
     write_json(&out, "invocation.json", &old);
     let r = planwave(["resume"]).arg(&out).run();
-    r.expect_ok();
+    r.expect_code(2);
+    let canonical = out.canonicalize().unwrap();
     assert!(
-        r.stderr
-            .contains("resuming round 1: 2 of 3 tasks already completed"),
+        r.stderr.contains(&format!(
+            "{}: invocation.json records only a command line (\"argv\"), as unreleased builds \
+             wrote it; this version cannot resume it: start the job again with `planwave run \
+             PLAN --out DIR` or `planwave research GOAL --out DIR` (`--force` replaces this \
+             directory)",
+            canonical.display()
+        )),
         "{}",
         r.stderr
     );
-    let run = read_json(&out.join("run.json"));
-    assert_eq!(run["status"], "completed", "{run}");
-    assert_eq!(run["loop_stop_reason"], "run_finished");
 }

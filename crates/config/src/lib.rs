@@ -50,8 +50,9 @@ pub use file::{ConfigFile, McpSection, OrchestratorSection, ReflectionSection};
 pub use flags::{Flags, LlmKind, McpFlags};
 pub use llm::DEFAULT_BASE_URL;
 pub use number::{
-    MAX_MICROS_PER_TOKEN, MAX_RATE, MAX_SIGMA, MIN_RATE, SHAPE_RANGE, parse_micros_per_token,
-    parse_millis, parse_rate, parse_secs, parse_shape, parse_share, parse_sigma,
+    MAX_MICROS_PER_TOKEN, MAX_RATE, MAX_SIGMA, MIN_RATE, SHAPE_RANGE, parse_count,
+    parse_micros_per_token, parse_millis, parse_rate, parse_secs, parse_shape, parse_share,
+    parse_sigma,
 };
 pub use reflect::DEFAULT_LOOP_POLICY;
 pub use resolve::{load_file, load_settings, resolve_settings};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use planwave_config::spec::{
-    LlmArg, LlmOptions, PromptOptions, ScheduleArg, Seed, read_latency_file, settings_of,
+    LlmArg, LlmOptions, ScheduleArg, Seed, read_latency_file, settings_of,
 };
 use planwave_llm::LlmProvider;
 use planwave_prompts::PromptSet;
@@ -235,14 +235,7 @@ fn http_provider(
         config: None,
         no_stream: a.no_stream,
     };
-    let prompts = PromptOptions {
-        prompts: None,
-        context_budget: None,
-    };
-    let mut settings = settings_of(
-        &[&options, &prompts, &Seed(a.seed)],
-        &planwave_config::ProcessEnv,
-    )?;
+    let mut settings = settings_of(&[&options, &Seed(a.seed)], &planwave_config::ProcessEnv)?;
     settings.use_only_key_from(
         "--api-key-env",
         a.api_key_env.as_deref(),

@@ -9,8 +9,9 @@
 //! trusted (see `submit`'s rule of what travels). A worker reads no file a message names: a
 //! plan job's plan is inline, its path always the job's own `plan.json`.
 //!
-//! A message of the previous version (its job as a raw job line under `job`) is refused
-//! with a terminal record that says so: submit the batch again with this version.
+//! A message of the previous version (its job as a raw job line under `job`, or its options
+//! grouped by kind under `exec`, `model`) is refused with a terminal record that says so:
+//! submit the batch again with this version.
 //!
 //! Refusals are final (the worker terminates the message rather than letting it come back)
 //! and name every problem found, not only the first.
@@ -59,14 +60,23 @@ pub(crate) fn decode(subject: &str, payload: &[u8]) -> Result<JobMessage, BadMes
             planwave_batch::json_kind(&value)
         )));
     }
-    if value.get("job").is_some() && value.get("work").is_none() {
+    let old = if value.get("job").is_some() && value.get("work").is_none() {
+        Some("its job as a raw job line under `job`")
+    } else if ["exec", "model"]
+        .iter()
+        .any(|group| value["options"].get(group).is_some())
+    {
+        Some("its options grouped by kind under `exec`, `model`")
+    } else {
+        None
+    };
+    if let Some(what) = old {
         return Err(BadMessage {
             job: valid_job(&value),
-            problems: vec![
-                "a message of the previous version (its job as a raw job line under `job`): \
-                 not run; submit the batch again with this version"
-                    .into(),
-            ],
+            problems: vec![format!(
+                "a message of the previous version ({what}): not run; submit the batch again \
+                 with this version"
+            )],
         });
     }
     let msg: JobMessage = serde_json::from_value(value.clone()).map_err(|e| BadMessage {
@@ -230,10 +240,8 @@ fn check_work(msg: &JobMessage) -> Vec<String> {
 
 /// Of the job's options only its metadata travels; the rest is the worker's own.
 fn check_options(options: &JobOptions) -> Option<String> {
-    let rest = JobOptions {
-        meta: Default::default(),
-        ..options.clone()
-    };
+    let mut rest = options.clone();
+    rest.run.meta = Default::default();
     (rest != JobOptions::default()).then(|| {
         "options: only `meta` travels with a job; the model, keys, config files and limits \
          are the worker's own"
@@ -353,12 +361,12 @@ mod tests {
     #[test]
     fn the_workers_own_options_and_unknown_fields_never_come_in_a_message() {
         let mut v = good();
-        v["options"]["llm"] = json!({"api_key": "sk-secret"});
+        v["options"]["api_key"] = json!("sk-secret");
         let e = decode("planwave.jobs.q3", v.to_string().as_bytes()).expect_err("llm");
         assert_eq!(e.job, Some(("q3".into(), "a.b".into())));
         assert!(e.problems[0].starts_with("not a job message: "), "{e:?}");
         let mut v = good();
-        v["options"]["exec"] = json!({"concurrency": 3});
+        v["options"]["concurrency"] = json!(3);
         v["work"]["goal"]["research"] = json!({"max_rounds": 9});
         let p = problems("planwave.jobs.q3", &v);
         assert_eq!(
@@ -384,6 +392,13 @@ mod tests {
             "its record says why"
         );
         assert!(e.problems[0].contains("previous version"), "{e:?}");
+        let mut grouped = good();
+        grouped["options"] = json!({"exec": {"seed": 0}, "meta": {"region": "eu"}});
+        let e = decode("planwave.jobs.q3", grouped.to_string().as_bytes()).expect_err("old");
+        assert!(
+            e.problems[0].contains("previous version (its options grouped"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -255,15 +255,13 @@ mod tests {
                 (job.id.as_str(), job.dir.as_str())
             );
             assert_eq!(m.max_subagents, Some(4));
-            let sent: BTreeMap<_, _> = m.options.meta.meta.iter().cloned().collect();
+            let sent: BTreeMap<_, _> = m.options.run.meta.meta.iter().cloned().collect();
             assert_eq!(
                 sent, job.metadata,
                 "the batch's --meta with the line's over it"
             );
-            let rest = JobOptions {
-                meta: Default::default(),
-                ..m.options.clone()
-            };
+            let mut rest = m.options.clone();
+            rest.run.meta = Default::default();
             assert_eq!(
                 rest,
                 JobOptions::default(),

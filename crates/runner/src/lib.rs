@@ -9,7 +9,8 @@
 //! - [`execute_plan`] runs a validated plan into a run directory (journal, report, run.json).
 //! - [`resume`] continues an interrupted run from its journal; [`research`] drives the
 //!   reflective loop's rounds and publishes the best one; [`batch`] runs a job file.
-//! - [`Invocation`] records and reads what started a run, so it can be resumed.
+//! - [`Invocation`] records and reads what started a run, so it can be resumed
+//!   ([`BatchInvocation`]: a batch's command line).
 //! - [`ops`]: the operations a front end calls for one job, [`ops::run`],
 //!   [`ops::research`] and [`ops::resume`], from a `JobSpec` to a `JobOutcome`, with the
 //!   directory claimed, locked and recorded, and one resume for every kind of run directory.
@@ -56,7 +57,7 @@ pub use input_size::{
     set_max_input_bytes,
 };
 pub use interrupt::{CtrlC, stop_signal, terminated};
-pub use invocation::Invocation;
+pub use invocation::{BatchInvocation, Invocation, Origin};
 pub use notes::{Notes, Silent, Stderr, printable};
 pub use outdir::{claim_out_dir, inside};
 pub use pdf::{find_chromium, print_pdf};

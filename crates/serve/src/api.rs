@@ -9,6 +9,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use planwave_config::spec::RequestOptions;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use utoipa::{IntoParams, ToSchema};
@@ -17,7 +18,6 @@ use crate::error::{ApiError, ErrorBody, no_run};
 use crate::ids::safe_name;
 use crate::jobs::{self, Start};
 use crate::listing::{self, RunSummary, read_run_json};
-use crate::options::ApiOptions;
 use crate::sse;
 use crate::state::AppState;
 
@@ -33,10 +33,10 @@ pub struct CreateRun {
     /// A goal: the reflective loop (`planwave research`).
     pub goal: Option<String>,
     /// The job's options, named as the flags are with `-` written `_`
-    /// (`{"sim_latency_ms": 300, "sim_fail": "4"}`); read as [`ApiOptions`], every problem
-    /// reported under its name.
+    /// (`{"sim_latency_ms": 300, "sim_fail": "4"}`); read as the spec's [`RequestOptions`],
+    /// every problem reported under its name.
     #[serde(default)]
-    #[schema(value_type = Option<ApiOptions>)]
+    #[schema(value_type = Option<RequestOptions>)]
     pub options: Map<String, Value>,
 }
 
@@ -115,9 +115,9 @@ pub async fn create_run(State(state): S, body: Bytes) -> Result<Response, ApiErr
     if state.remote.is_some() {
         crate::remote::only_meta(&req.options)?;
     }
-    let options = ApiOptions::from_map(&req.options)
+    let options = RequestOptions::from_map(&req.options)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
-    let id = start_job(&state, start, &options, "").await?;
+    let id = start_job(&state, start, options, "").await?;
     Ok(created(id))
 }
 
@@ -125,7 +125,7 @@ pub async fn create_run(State(state): S, body: Bytes) -> Result<Response, ApiErr
 async fn start_job(
     state: &Arc<AppState>,
     start: Start,
-    options: &ApiOptions,
+    options: RequestOptions,
     prefix: &str,
 ) -> Result<String, ApiError> {
     match &state.remote {
@@ -465,7 +465,7 @@ pub async fn create_batch(
     if state.remote.is_some() {
         crate::remote::only_meta(&options)?;
     }
-    let options = ApiOptions::from_map(&options)
+    let options = RequestOptions::from_map(&options)
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
     let file = planwave_batch::parse_jobs(&body);
     let mut bad_lines: Vec<String> = file.bad.iter().map(ToString::to_string).collect();
@@ -487,7 +487,7 @@ pub async fn create_batch(
         let mut opts = options.clone();
         if !job.metadata.is_empty() {
             // A job's own metadata replaces the batch's, as a job file's does on the CLI.
-            opts.meta = job
+            opts.run.meta.meta = job
                 .metadata
                 .iter()
                 .map(|(k, v)| (k.clone(), v.clone()))
@@ -499,7 +499,7 @@ pub async fn create_batch(
             job_part.truncate(16);
         }
         let prefix = format!("{batch}-{job_part}-");
-        match start_job(&state, start, &opts, &prefix).await {
+        match start_job(&state, start, opts, &prefix).await {
             Ok(id) => runs.push(BatchRun {
                 job: job.id,
                 links: RunLinks::of(&id),

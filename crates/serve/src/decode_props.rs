@@ -4,12 +4,12 @@
 //! None panics; every refusal is an error with a message.
 
 use axum::http::{HeaderMap, HeaderValue, Uri, header};
+use planwave_config::spec::RequestOptions;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::api::{CreateRun, parse_json};
 use crate::error::ApiError;
-use crate::options::ApiOptions;
 
 fn message(e: &ApiError) -> String {
     match e {
@@ -68,14 +68,14 @@ fn json() -> impl Strategy<Value = Value> {
 /// What `POST /api/runs` decodes before it builds a job.
 fn decode_run(body: &[u8]) -> Result<(), String> {
     let req: CreateRun = parse_json(body).map_err(|e| message(&e))?;
-    ApiOptions::from_map(&req.options).map_err(|p| p.join("; "))?;
+    RequestOptions::from_map(&req.options).map_err(|p| p.join("; "))?;
     Ok(())
 }
 
 /// What `POST /api/batches` decodes before it builds jobs.
 fn decode_batch(options: &str, body: &[u8]) -> Result<usize, String> {
     let map: Map<String, Value> = parse_json(options.as_bytes()).map_err(|e| message(&e))?;
-    ApiOptions::from_map(&map).map_err(|p| p.join("; "))?;
+    RequestOptions::from_map(&map).map_err(|p| p.join("; "))?;
     let file = planwave_batch::parse_jobs(body);
     for bad in &file.bad {
         assert!(
@@ -124,7 +124,7 @@ proptest! {
         let lines = format!("{v}\n{}\n", serde_json::json!({"id": "a", "plan": v.clone()}));
         refusal_is_clear(decode_batch(&options.to_string(), lines.as_bytes()));
         if let Value::Object(m) = &options {
-            refusal_is_clear(ApiOptions::from_map(m).map(|_| ()).map_err(|p| p.join("; ")));
+            refusal_is_clear(RequestOptions::from_map(m).map(|_| ()).map_err(|p| p.join("; ")));
         }
     }
 }

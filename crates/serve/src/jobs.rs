@@ -1,5 +1,5 @@
-//! Starting and resuming jobs: a request becomes a job spec (the server's own options, the
-//! request's [`ApiOptions`] on top), its settings are resolved by `planwave_config` as the
+//! Starting and resuming jobs: a request becomes a job spec (the server's own host options,
+//! the request's [`RequestOptions`] for the rest), its settings are resolved by `planwave_config` as the
 //! CLI's are, and the job runs through `planwave_runner::ops` exactly as the CLI's does
 //! (recorded as the run's `invocation.json`, so `planwave resume DIR` works on it too), into
 //! `DATA/<id>/`. Resuming goes through the runner's one resume for every kind of run
@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use planwave_config::spec::{JobSpec, ResearchOptions, Work};
+use planwave_config::spec::{JobSpec, RequestOptions, ResearchOptions, Work};
 use planwave_config::{ProcessEnv, Settings, SettingsError};
 use planwave_plan::ValidatedPlan;
 use planwave_runner::ops::{self, Job, JobIo, Resumable, ResumeKind};
@@ -20,7 +20,6 @@ use crate::error::ApiError;
 use crate::ids::new_run_id;
 use crate::live::{LiveRun, LiveWatch};
 use crate::log::{EventLog, LogWriter};
-use crate::options::ApiOptions;
 use crate::state::AppState;
 
 /// What a new job starts from.
@@ -69,7 +68,7 @@ pub struct Prepared {
 pub fn create(
     state: &Arc<AppState>,
     start: Start,
-    options: &ApiOptions,
+    options: RequestOptions,
     prefix: &str,
 ) -> Result<String, ApiError> {
     let p = prepare(state, start, options, prefix)?;
@@ -80,7 +79,7 @@ pub fn create(
 pub fn prepare(
     state: &AppState,
     start: Start,
-    options: &ApiOptions,
+    options: RequestOptions,
     prefix: &str,
 ) -> Result<Prepared, ApiError> {
     let id = new_run_id(prefix);
@@ -96,13 +95,8 @@ pub fn prepare(
             stream_plan: true,
         },
     };
-    let mut spec = JobSpec {
-        work,
-        out: dir.clone(),
-        options: state.base.clone(),
-    };
-    options
-        .apply(&mut spec)
+    let spec = options
+        .job(work, dir.clone(), state.host.clone())
         .map_err(|p| ApiError::Unprocessable("invalid options".into(), p))?;
     let (settings, sim) = resolve(state, &spec, "invalid options")?;
     let plan = match &start {
@@ -224,10 +218,10 @@ fn check_plan(
 /// Resumes the stopped run in `dir` as `planwave resume DIR` would: from its journal, or its
 /// rounds (`research`, `run --recover`).
 pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiError> {
-    let front = state.front.clone();
-    let legacy = move |argv: &[String]| front.spec_from_argv(argv);
-    let r = Resumable::open(dir, &legacy)?;
-    r.invocation.check_redacted(|k| std::env::var(k).ok())?;
+    let r = Resumable::open(dir)?;
+    r.invocation
+        .origin
+        .check_redacted(|k| std::env::var(k).ok())?;
     let (settings, sim) = resolve(state, &r.spec, "invalid invocation.json")?;
     // Held by another process (a `planwave resume` of the same directory): refused now,
     // not reported later as the job's failure. The job takes the lock itself.

@@ -10,11 +10,12 @@
 //! one model client, limiter and MCP registry ([`AppState::shared`]).
 //!
 //! This crate knows no command-line flags and builds no command line: a request's
-//! `"options"` are [`ApiOptions`], the part of the job's spec (`planwave_config::spec`) a
-//! request may set, so they mean what the same flags mean; the job runs through
-//! `planwave_runner::ops` (which records the spec) and is resumed by the same
-//! `ops::Resumable` as `planwave resume`. [`Front`] only reads back the command line an
-//! earlier version recorded. It never prints: the front end prints [`Server::url`].
+//! `"options"` are the job spec's own [`RequestOptions`](planwave_config::spec::RequestOptions)
+//! (every option of a job but the host's, which are the server's own), so they mean what the
+//! same flags mean and the OpenAPI document describes them from the same types; the job runs
+//! through `planwave_runner::ops` (which records the spec) and is resumed by the same
+//! `ops::Resumable` as `planwave resume`. It never prints: the front end prints
+//! [`Server::url`].
 
 mod api;
 mod auth;
@@ -36,7 +37,6 @@ mod live;
 mod log;
 pub mod metrics;
 mod openapi;
-mod options;
 mod queue;
 mod remote;
 mod run_metrics;
@@ -60,8 +60,7 @@ use tokio_util::task::TaskTracker;
 
 pub use limits::ServeLimits;
 pub use openapi::ApiDoc;
-pub use options::ApiOptions;
-pub use state::{AppState, Front};
+pub use state::AppState;
 
 /// How the server listens.
 #[derive(Clone, Debug)]
@@ -73,9 +72,9 @@ pub struct ServeConfig {
     pub token: Option<String>,
     /// The largest request body accepted (413 above).
     pub max_body: usize,
-    /// The options every job starts from (the server's config file and MCP servers); a
-    /// request's options go on top.
-    pub job: planwave_config::spec::JobOptions,
+    /// The host's options every job has (the server's config file and MCP servers); a
+    /// request sets the rest.
+    pub host: planwave_config::spec::HostOptions,
     /// Hosts, jobs, tasks, connections and timeouts (see [`ServeLimits`]).
     pub limits: ServeLimits,
     /// `serve --nats`: submit jobs to this queue (run by `planwave worker`s) and show what
@@ -113,11 +112,7 @@ pub struct Server {
 
 impl Server {
     /// Checks the address against the token, prepares the data directory and binds.
-    pub async fn bind(
-        config: ServeConfig,
-        front: Arc<dyn Front>,
-        shared: Resources,
-    ) -> Result<Server, ServeError> {
+    pub async fn bind(config: ServeConfig, shared: Resources) -> Result<Server, ServeError> {
         let token = config.token.filter(|t| !t.trim().is_empty());
         if !config.addr.ip().is_loopback() && token.is_none() {
             return Err(ServeError::TokenRequired(config.addr));
@@ -143,8 +138,7 @@ impl Server {
             probes.push(Arc::new(remote::NatsUp(r.queue.clone())));
         }
         let state = Arc::new(AppState {
-            front,
-            base: config.job,
+            host: config.host,
             token,
             live: Default::default(),
             shutdown: CancellationToken::new(),

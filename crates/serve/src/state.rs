@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
-use planwave_config::spec::{JobOptions, JobSpec};
+use planwave_config::spec::HostOptions;
 use planwave_config::{LlmChoice, Settings};
 use planwave_runner::{Resources, Watch};
 use planwave_sim::SimConfig;
@@ -18,19 +18,11 @@ use crate::listing::SummaryCache;
 use crate::live::LiveRun;
 use crate::metrics::{MeteredProvider, MeteredWatch};
 
-/// What the front end (the binary) lends the server: it alone knows the command line, so a
-/// run directory an earlier version recorded as a command line (`invocation.json`'s `argv`)
-/// is read back into a spec by it.
-pub trait Front: Send + Sync + 'static {
-    fn spec_from_argv(&self, argv: &[String]) -> Result<JobSpec, String>;
-}
-
 pub struct AppState {
     pub data: PathBuf,
-    pub front: Arc<dyn Front>,
-    /// The server's own options every job starts from (its config file and MCP servers, as
-    /// absolute paths), recorded with the job so `planwave resume` sees the same.
-    pub base: JobOptions,
+    /// The server's own options every job has (its config file and MCP servers, as absolute
+    /// paths), recorded with the job so `planwave resume` sees the same.
+    pub host: HostOptions,
     /// The model client (one HTTP client and limiter), templates and MCP registry every job
     /// shares.
     pub shared: Resources,

@@ -25,8 +25,9 @@
 //! delay, injected line errors, expiry and partial completion, and counts per `custom_id`
 //! at `GET /planwave/batch-stats`.
 //!
-//! [`ServeOptions`] is what a front end sets (plain numbers, checked into a
-//! [`SimServerConfig`]). This crate knows nothing of plans or actors; the command line is
+//! [`ServeOptions`] is what a front end sets (the simulated model's configuration, built from
+//! the job spec's simulator options as a job's is, and the serving's plain numbers, checked
+//! into a [`SimServerConfig`]). This crate knows nothing of plans or actors; the command line is
 //! only in module `cli` (`planwave sim-llm`'s flags, behind the `cli` feature the binary
 //! enables).
 

@@ -1,11 +1,12 @@
-//! The server's options as a front end receives them (plain numbers: means, shares,
-//! milliseconds), checked and turned into a [`SimServerConfig`].
+//! The server's options as a front end receives them: the simulated model's configuration
+//! (built by the job spec's `SimOptions::sim_config`, as a job's simulator is) and the
+//! serving's plain numbers (shares, milliseconds), checked and turned into a
+//! [`SimServerConfig`].
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use planwave_llm::ApiKey;
-use planwave_sim::{Latency, PlannerFault, PrefixCacheConfig, ReflectScript, SimConfig, TokenRate};
+use planwave_sim::{PrefixCacheConfig, SimConfig};
 
 use crate::faults::{Fault, FaultConfig, FaultRates};
 use crate::server::SimServerConfig;
@@ -14,29 +15,22 @@ use crate::serving::ServingConfig;
 /// Everything `planwave sim-llm serve` can set, unchecked.
 #[derive(Clone, Debug, Default)]
 pub struct ServeOptions {
-    /// Seed of the simulated text, latencies and fault draws.
-    pub seed: u64,
-    /// Mean simulated latency per answer (lognormal), in ms; 0 = none.
-    pub latency_ms: f64,
-    pub sigma: f64,
-    /// Latency per task id, overriding the random latency.
-    pub latency_overrides: HashMap<String, Duration>,
-    pub planner_faults: Vec<PlannerFault>,
-    pub reflect: ReflectScript,
+    /// The simulated model, as a job's is configured from its options
+    /// (`planwave_config::spec::SimOptions::sim_config`); its seed also seeds the fault draws.
+    pub sim: SimConfig,
     pub fault_script: Vec<Fault>,
     /// Shares of requests per fault, each between 0 and 1.
     pub rates: FaultRates,
     pub retry_after_secs: f64,
     pub first_byte_delay_ms: u64,
     pub stall_ms: u64,
-    pub tokens_per_sec: TokenRate,
     /// Per-token jitter as a share of the token interval, between 0 and 1.
     pub token_jitter: f64,
     pub prefill_us_per_token: f64,
     pub max_concurrency: Option<u64>,
     pub api_key: Option<ApiKey>,
-    /// Automatic prefix caching by token blocks; `None`: no cache.
-    pub prefix_cache: Option<PrefixCacheOptions>,
+    /// The sizes of the prefix cache, when `sim` has one.
+    pub prefix_cache: PrefixCacheOptions,
     /// The simulated Batch API (its shares checked by `config`).
     pub batch: crate::BatchSimConfig,
     /// Answer without `usage`.
@@ -136,24 +130,14 @@ impl ServeOptions {
             truncated: share("rates.truncated", r.truncated)?,
             reset: share("rates.reset", r.reset)?,
         };
-        let prefix_cache = self
-            .prefix_cache
-            .map(PrefixCacheOptions::config)
-            .transpose()?;
+        let mut sim = self.sim;
+        if sim.prefix_cache.is_some() {
+            sim.prefix_cache = Some(self.prefix_cache.config()?);
+        }
+        sim.token_rate.jitter = jitter;
+        let seed = sim.seed;
         Ok(SimServerConfig {
-            sim: SimConfig {
-                seed: self.seed,
-                latency: Latency::from_mean(self.latency_ms, self.sigma),
-                planner_faults: self.planner_faults,
-                reflect: self.reflect,
-                latency_overrides: self.latency_overrides,
-                token_rate: TokenRate {
-                    jitter,
-                    ..self.tokens_per_sec
-                },
-                prefix_cache,
-                ..SimConfig::default()
-            },
+            sim,
             serving: ServingConfig {
                 max_concurrency: self.max_concurrency.map(|n| n as usize),
                 prefill_per_token: Duration::from_secs_f64(prefill_us / 1e6),
@@ -161,7 +145,7 @@ impl ServeOptions {
             faults: FaultConfig {
                 script: self.fault_script,
                 rates,
-                seed: self.seed,
+                seed,
                 retry_after: Duration::from_secs_f64(retry_after),
                 first_byte_delay: Duration::from_millis(self.first_byte_delay_ms),
                 stall: Duration::from_millis(self.stall_ms),
@@ -179,9 +163,10 @@ mod tests {
 
     fn options() -> ServeOptions {
         ServeOptions {
-            seed: 7,
-            latency_ms: 100.0,
-            sigma: 0.0,
+            sim: SimConfig {
+                seed: 7,
+                ..SimConfig::default()
+            },
             retry_after_secs: 1.5,
             first_byte_delay_ms: 2000,
             stall_ms: 50,

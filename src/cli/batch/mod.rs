@@ -14,11 +14,11 @@ use anyhow::Context;
 use clap::Args;
 use planwave_batch::render_batch_table;
 use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
-use planwave_runner::{CtrlC, InvalidInput, Invocation, Stderr};
+use planwave_runner::{BatchInvocation, CtrlC, InvalidInput, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::{JobOptions, Prepare};
-use super::llm::{self, MaxRounds, PlanCacheOptions, PlannerOptions};
+use super::llm::{self, ResearchOptions};
 use super::progress::Mode;
 use super::{Command, recorded_command};
 use progress::{BatchProgress, BatchView};
@@ -56,14 +56,9 @@ pub struct BatchArgs {
     /// with --nats, across every worker running the batch's jobs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_subagents: Option<u64>,
-    /// Rounds of plan -> run -> evaluate -> reflect for each goal job, as `research` runs
-    /// them (default: `[orchestrator] max_reflection_rounds`, else 5).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
-    pub max_rounds: Option<u32>,
+    /// For each goal job: its rounds, planner and plan cache, as `research` has them.
     #[command(flatten)]
-    pub planner: PlannerOptions,
-    #[command(flatten)]
-    pub plan_cache: PlanCacheOptions,
+    pub research: ResearchOptions,
     #[command(flatten)]
     pub job: JobOptions,
     /// No progress output; only the final table.
@@ -99,8 +94,8 @@ pub async fn batch(mut args: BatchArgs) -> anyhow::Result<Outcome> {
 /// The batch command that started `dir`, from its `invocation.json`; also moves to the
 /// directory it was started from, so the job file and plan files resolve the same way.
 fn recorded(dir: &Path) -> Result<BatchArgs, InvalidInput> {
-    let (inv, command) = recorded_command(dir, "a batch directory")?;
-    let _ = inv.enter_cwd();
+    let (inv, command) = recorded_command(dir)?;
+    let _ = inv.origin.enter_cwd();
     match command {
         Command::Batch(a) if a.resume.is_none() => Ok(a),
         _ => Err(InvalidInput::one(
@@ -117,12 +112,7 @@ async fn batch_in(
     quiet_override: bool,
 ) -> anyhow::Result<Outcome> {
     let quiet = args.quiet || quiet_override;
-    let settings = llm::settings(&[
-        &args.job,
-        &args.planner,
-        &args.plan_cache,
-        &MaxRounds(args.max_rounds),
-    ])?;
+    let settings = llm::settings(&[&args.job, &args.research])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let jobs = read_job_file(&job_file)?;
     // One provider for every job: one HTTP client, one rate limiter, one retry budget.
@@ -143,7 +133,7 @@ async fn batch_in(
                 invocation: if resuming {
                     None
                 } else {
-                    Some(Invocation::current()?)
+                    Some(BatchInvocation::current()?)
                 },
                 resources: resources.clone(),
                 settings: &settings,

@@ -116,7 +116,7 @@ pub async fn submit(args: BatchArgs) -> anyhow::Result<Outcome> {
         )
         .into());
     }
-    let settings = llm::settings(&[&args.job, &args.planner, &args.plan_cache])?;
+    let settings = llm::settings(&[&args.job, &args.research])?;
     let job_file = args.job_file.clone().context("the job file is required")?;
     let file = read_job_file(&job_file)?;
     // Plans are checked here for all but their tools (each worker checks those against its

@@ -11,6 +11,7 @@ use crate::Flags;
 /// 24 hours) instead of one request each.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct BatchApiOptions {
     /// Send model calls through the provider's Batch API (/v1/files, /v1/batches): ready
@@ -27,6 +28,7 @@ pub struct BatchApiOptions {
         with = "super::text::duration",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "2s"))]
     pub batch_linger: Option<Duration>,
     /// First interval between polls of a submitted batch; each next one is 1.5 times longer
     /// (default: [llm.batch] poll_secs, else 5s).
@@ -35,6 +37,7 @@ pub struct BatchApiOptions {
         with = "super::text::duration",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "5s"))]
     pub batch_poll: Option<Duration>,
     /// Longest interval between polls (default: [llm.batch] poll_max_secs, else 5m).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", requires = "batch_api", value_parser = crate::parse_positive_duration))]
@@ -42,13 +45,18 @@ pub struct BatchApiOptions {
         with = "super::text::duration",
         skip_serializing_if = "Option::is_none"
     )]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "5m"))]
     pub batch_poll_max: Option<Duration>,
 }
 
 impl BatchApiOptions {
-    /// No batch option given (left out of `invocation.json`).
-    pub fn is_off(&self) -> bool {
-        *self == BatchApiOptions::default()
+    /// The timing options set without `batch_api`, by name: they only go with it (as their
+    /// flags `require` it).
+    pub fn timing_without_batch_api(&self) -> Vec<String> {
+        match self.batch_api {
+            true => Vec::new(),
+            false => super::text::changed(self),
+        }
     }
 }
 

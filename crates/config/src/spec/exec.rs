@@ -10,6 +10,7 @@ use crate::Flags;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum ScheduleArg {
     /// Start each task as soon as its own prerequisites are done.
@@ -23,10 +24,13 @@ pub enum ScheduleArg {
 /// How a plan is executed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct ExecOptions {
     /// Most subagents in flight (default: no cap beyond the plan's own parallelism).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = crate::parse_count::<u64>))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[serde(deserialize_with = "super::text::count")]
     pub concurrency: Option<u64>,
     #[cfg_attr(feature = "clap", arg(long, value_enum, default_value = "dataflow"))]
     pub schedule: ScheduleArg,
@@ -43,12 +47,14 @@ pub struct ExecOptions {
     /// or with a unit (90s, 2m) (default: planwave.toml `[run] task_timeout_secs`, else none).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = crate::parse_positive_duration))]
     #[serde(with = "super::text::duration")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "90s"))]
     pub task_timeout: Option<Duration>,
     /// Stop the whole run after this long (seconds, or 90s, 2m, 1h), like Ctrl-C: finished
     /// work is kept and `planwave resume DIR` goes on; exit code 4 (default: planwave.toml
     /// `[run] deadline_secs`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "DURATION", value_parser = crate::parse_positive_duration))]
     #[serde(with = "super::text::duration")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "10m"))]
     pub deadline: Option<Duration>,
 }
 

@@ -1,4 +1,5 @@
-//! Which model answers, the prompts, the planner, the plan cache and the job's metadata.
+//! Which model answers, the prompts' context, the planner, the plan cache and the job's
+//! metadata.
 
 use std::path::PathBuf;
 
@@ -20,6 +21,7 @@ pub enum LlmArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum LangArg {
     Zh,
@@ -28,6 +30,7 @@ pub enum LangArg {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum PlanFormatArg {
     Tasks,
@@ -58,14 +61,12 @@ pub struct LlmOptions {
     pub no_stream: bool,
 }
 
-/// Prompt settings of the commands that render prompts.
+/// How much of its prerequisites a subagent's prompt carries.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct PromptOptions {
-    /// Template directory overriding the built-in prompts per file (DIR/zh/subagent.j2, ...).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "DIR"))]
-    pub prompts: Option<PathBuf>,
     /// Prerequisite context per subagent, in estimated tokens (longer sections are cut).
     #[cfg_attr(feature = "clap", arg(long, value_name = "TOKENS"))]
     pub context_budget: Option<u64>,
@@ -74,13 +75,16 @@ pub struct PromptOptions {
 /// Planner settings.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct PlannerOptions {
     /// Language of prompts and report (default: follow the goal; CJK text means zh).
     #[cfg_attr(feature = "clap", arg(long, value_enum))]
     pub lang: Option<LangArg>,
     /// Planning attempts, the first plan included (default 3).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..)))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = crate::parse_count::<u32>))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[serde(deserialize_with = "super::text::count")]
     pub planner_attempts: Option<u32>,
     /// The plan the planner asks for: research tasks for subagents (default), or tool
     /// steps, each calling an MCP tool or llm_call (also `[planner] format`).
@@ -89,8 +93,9 @@ pub struct PlannerOptions {
     /// The most tasks a plan the model writes may have: a plan with more is sent back for
     /// repair, and planning fails if no attempt fits (also `[planner] task_limit`; default
     /// 1000, as `serve --max-tasks`).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = crate::parse_count::<u64>))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[serde(deserialize_with = "super::text::count")]
     pub max_tasks: Option<u64>,
 }
 
@@ -108,7 +113,8 @@ pub struct PlanCacheOptions {
     #[cfg_attr(feature = "clap", arg(long, conflicts_with = "plan_cache"))]
     pub no_plan_cache: bool,
     /// Most plans the cache keeps; the least recently used go first (default 1000).
-    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..)))]
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = crate::parse_count::<u64>))]
+    #[serde(deserialize_with = "super::text::count")]
     pub plan_cache_max_entries: Option<u64>,
 }
 
@@ -156,7 +162,6 @@ impl FlagGroup for LlmOptions {
 
 impl FlagGroup for PromptOptions {
     fn add_to(&self, flags: &mut Flags) {
-        flags.prompts_dir = self.prompts.clone();
         flags.context_budget_tokens = self.context_budget;
     }
 }

@@ -3,7 +3,7 @@
 //! [`SimOptions::sim_config`] turns them into the simulator's [`SimConfig`].
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use planwave_llm::AgentRole;
@@ -13,9 +13,13 @@ use serde::{Deserialize, Serialize};
 use super::text::{self, list};
 use crate::SettingsError;
 
-/// The simulator's behaviour.
+/// The simulated model's behaviour, the same for a job's simulator and for `sim-llm serve`'s
+/// (which sets its own defaults and keeps its flags' earlier names as aliases). A job's
+/// failures by task are [`SimTaskOptions`], its script for the loop [`SimReflectOptions`];
+/// its latency file is the host's (`sim_latency_file`, a path on its disk).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct SimOptions {
     /// Mean simulated latency per call; 0 means no delay.
@@ -36,8 +40,38 @@ pub struct SimOptions {
     /// role (`planner=40,subagent=20`, or `30,planner=40`); the latency is then the time to
     /// the first token. 0 (default): each answer arrives at once.
     #[cfg_attr(feature = "clap", arg(long, value_name = "RATE", value_parser = text::check_rate, default_value = "0"))]
+    #[cfg_attr(feature = "openapi", schema(example = "planner=40,subagent=20"))]
     #[serde(deserialize_with = "text::token_rate")]
     pub sim_tokens_per_sec: String,
+    /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
+    /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
+    #[serde(deserialize_with = "text::list_of::<PlannerFault, _>")]
+    pub sim_planner_faults: Vec<String>,
+    /// Cache repeated prompt prefixes in 64-token blocks, as providers do: usage then
+    /// reports the cached tokens (`cached_tokens` in run.json).
+    #[cfg_attr(feature = "clap", arg(long))]
+    pub sim_prefix_cache: bool,
+}
+
+impl Default for SimOptions {
+    fn default() -> Self {
+        SimOptions {
+            sim_latency_ms: 300.0,
+            sim_sigma: 1.0,
+            sim_tokens_per_sec: "0".into(),
+            sim_planner_faults: Vec::new(),
+            sim_prefix_cache: false,
+        }
+    }
+}
+
+/// What a job's simulated subagents do by task id: fail, fail once, panic, answer tersely.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default, deny_unknown_fields)]
+pub struct SimTaskOptions {
     /// Task ids whose every attempt fails (comma-separated).
     #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
     #[serde(deserialize_with = "list")]
@@ -54,44 +88,13 @@ pub struct SimOptions {
     #[cfg_attr(feature = "clap", arg(long, value_name = "IDS", value_delimiter = ','))]
     #[serde(deserialize_with = "list")]
     pub sim_terse: Vec<String>,
-    /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE"))]
-    pub sim_latency_file: Option<PathBuf>,
-    /// What the simulated planner gets wrong on attempts 1, 2, ... (comma-separated:
-    /// truncated, cycle, unknown-dep, prose, no-tasks); later attempts get a valid plan.
-    #[cfg_attr(feature = "clap", arg(long, value_name = "FAULTS", value_delimiter = ',', value_parser = text::checked::<PlannerFault>))]
-    #[serde(deserialize_with = "text::list_of::<PlannerFault, _>")]
-    pub sim_planner_faults: Vec<String>,
-    /// Cache repeated prompt prefixes in 64-token blocks, as providers do: usage then
-    /// reports the cached tokens (`cached_tokens` in run.json).
-    #[cfg_attr(feature = "clap", arg(long))]
-    pub sim_prefix_cache: bool,
-    #[cfg_attr(feature = "clap", command(flatten))]
-    pub reflect: SimReflectOptions,
-}
-
-impl Default for SimOptions {
-    fn default() -> Self {
-        SimOptions {
-            sim_latency_ms: 300.0,
-            sim_sigma: 1.0,
-            sim_tokens_per_sec: "0".into(),
-            sim_fail: Vec::new(),
-            sim_flaky: Vec::new(),
-            sim_panic: Vec::new(),
-            sim_terse: Vec::new(),
-            sim_latency_file: None,
-            sim_planner_faults: Vec::new(),
-            sim_prefix_cache: false,
-            reflect: SimReflectOptions::default(),
-        }
-    }
 }
 
 /// The simulator's script for the reflective loop: scores and replan decisions per round,
 /// invalid first answers, and task failures in a round's first pass.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "clap", derive(clap::Args))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(default, deny_unknown_fields)]
 pub struct SimReflectOptions {
     /// Evaluator's correctness per round (comma-separated, 0-100; the last repeats), e.g.
@@ -155,9 +158,16 @@ where
 }
 
 impl SimOptions {
-    /// The simulator's configuration: the latency file read, every value checked.
-    pub fn sim_config(&self, seed: u64) -> Result<SimConfig, SettingsError> {
-        let latency_overrides = match &self.sim_latency_file {
+    /// The simulator's configuration with the failures by task, the script for the loop and
+    /// the latency file the host names (read here), every value checked.
+    pub fn sim_config(
+        &self,
+        tasks: &SimTaskOptions,
+        reflect: &SimReflectOptions,
+        latency_file: Option<&Path>,
+        seed: u64,
+    ) -> Result<SimConfig, SettingsError> {
+        let latency_overrides = match latency_file {
             Some(path) => read_latency_file(path)?,
             None => HashMap::new(),
         };
@@ -166,13 +176,13 @@ impl SimOptions {
         Ok(SimConfig {
             seed,
             latency: Latency::from_mean(self.sim_latency_ms, self.sim_sigma),
-            fail: set(&self.sim_fail),
-            flaky: set(&self.sim_flaky),
-            panic: set(&self.sim_panic),
-            terse: set(&self.sim_terse),
+            fail: set(&tasks.sim_fail),
+            flaky: set(&tasks.sim_flaky),
+            panic: set(&tasks.sim_panic),
+            terse: set(&tasks.sim_terse),
             latency_overrides,
             planner_faults: parsed("--sim-planner-faults", &self.sim_planner_faults)?,
-            reflect: self.reflect.script()?,
+            reflect: reflect.script()?,
             token_rate,
             prefix_cache: self
                 .sim_prefix_cache

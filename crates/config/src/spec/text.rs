@@ -194,3 +194,54 @@ pub fn step_strategy<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<St
         ))),
     }
 }
+
+/// An optional count of at least one, checked by [`crate::parse_count`] as the flag is.
+pub fn count<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr + Default + PartialEq,
+{
+    match Option::<u64>::deserialize(d)? {
+        None => Ok(None),
+        Some(n) => crate::parse_count(&n.to_string())
+            .map(Some)
+            .map_err(D::Error::custom),
+    }
+}
+
+/// The names of the options a group sets to other than its default (as written in JSON),
+/// for rules about which options go together (`batch_poll` only with `batch_api`).
+pub fn changed<T: serde::Serialize + Default>(group: &T) -> Vec<String> {
+    let as_map = |v: &T| match serde_json::to_value(v) {
+        Ok(Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (given, default) = (as_map(group), as_map(&T::default()));
+    given
+        .into_iter()
+        .filter(|(k, v)| default.get(k) != Some(v))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// `T` read from a JSON object of options, or every problem with them, one per option and
+/// each prefixed with `prefix` and the option's name (`options.seed: ...`): each option is
+/// also read on its own, so one bad option does not hide the next.
+pub fn every_problem<T: serde::de::DeserializeOwned>(
+    options: &serde_json::Map<String, Value>,
+    prefix: &str,
+) -> Result<T, Vec<String>> {
+    let problems: Vec<String> = options
+        .iter()
+        .filter_map(|(name, value)| {
+            let one = serde_json::Map::from_iter([(name.clone(), value.clone())]);
+            serde_json::from_value::<T>(Value::Object(one))
+                .err()
+                .map(|e| format!("{prefix}{name}: {e}"))
+        })
+        .collect();
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    serde_json::from_value(Value::Object(options.clone())).map_err(|e| vec![e.to_string()])
+}

@@ -137,7 +137,8 @@ impl Worker<'_> {
 
     /// The message's job as a batch runs it: its plan validated against this worker's tools.
     fn resolve(&self, job: &JobMessage) -> crate::Result<ResolvedJob> {
-        let metadata: BTreeMap<String, String> = job.options.meta.meta.iter().cloned().collect();
+        let metadata: BTreeMap<String, String> =
+            job.options.run.meta.meta.iter().cloned().collect();
         let (kind, input) = match (&job.work, &job.plan) {
             (Work::Goal { goal, .. }, _) => ("goal", JobInput::Goal(goal.clone())),
             (Work::Plan { .. }, Some(spec)) => {

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use crate::error::Context;
 use planwave_batch::{JobInput, JobPlanning, JobState, JobSummary, ResolvedJob};
-use planwave_config::spec::{JobOptions, JobSpec, MetaOptions, ResearchOptions, Work};
+use planwave_config::spec::{JobOptions, JobSpec, MetaOptions, ResearchOptions, RunOptions, Work};
 use planwave_engine::RunConfig;
 use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventSink, PlanSource, RunResult, RunStatus};
@@ -47,8 +47,11 @@ pub fn job_spec(job: &ResolvedJob, out: PathBuf) -> JobSpec {
         work,
         out,
         options: JobOptions {
-            meta: MetaOptions {
-                meta: job.metadata.clone().into_iter().collect(),
+            run: RunOptions {
+                meta: MetaOptions {
+                    meta: job.metadata.clone().into_iter().collect(),
+                },
+                ..RunOptions::default()
             },
             ..JobOptions::default()
         },

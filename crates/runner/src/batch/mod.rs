@@ -18,7 +18,7 @@ use planwave_record::EventSink;
 use planwave_storage::{RunDir, RunLock};
 use tokio_util::sync::CancellationToken;
 
-use crate::{InvalidInput, Invocation, Notes, Resources, lock_run_dir, open_run_dir};
+use crate::{BatchInvocation, InvalidInput, Notes, Resources, lock_run_dir, open_run_dir};
 pub use job::{JobContext, PLAN_FILE, job_spec};
 
 /// How a front end watches a batch.
@@ -102,7 +102,7 @@ pub struct Batch<'a> {
     /// Continue the batch in `out`: finished jobs are kept.
     pub resuming: bool,
     /// Recorded in `invocation.json` when the batch starts (not when it resumes).
-    pub invocation: Option<Invocation>,
+    pub invocation: Option<BatchInvocation>,
     /// With the MCP servers started: every job shares them.
     pub resources: Resources,
     /// The planner's and the engine's settings for every job, and the whole batch's deadline
@@ -206,7 +206,7 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
 fn open_batch_dir(
     out: &Path,
     resuming: bool,
-    invocation: Option<&Invocation>,
+    invocation: Option<&BatchInvocation>,
 ) -> crate::Result<(RunDir, RunLock)> {
     let root = open_run_dir(out).context("preparing the batch directory")?;
     // RunDir makes sections/ for a run; a batch directory has none (remove_dir: only if empty).

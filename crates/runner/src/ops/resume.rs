@@ -33,30 +33,22 @@ pub struct Resumable {
     pub kind: ResumeKind,
 }
 
-/// Reads an old `invocation.json` (a command line, before the spec was recorded) into a
-/// spec: only the front end that wrote it knows its flags.
-pub type LegacyArgv<'a> = &'a dyn Fn(&[String]) -> Result<JobSpec, String>;
-
 impl Resumable {
     /// The run directory `dir` as something to resume, or why it is not one.
-    pub fn open(dir: &Path, legacy: LegacyArgv<'_>) -> Result<Resumable, InvalidInput> {
+    pub fn open(dir: &Path) -> Result<Resumable, InvalidInput> {
         let dir = dir.canonicalize().map_err(|e| {
             InvalidInput::one(
                 dir.display().to_string(),
                 format!("cannot open the run directory: {e}"),
             )
         })?;
-        let bad = |p: String| InvalidInput::one(dir.display().to_string(), p);
         // A run killed before it recorded anything has nothing to resume; say so as a
         // plain run would.
         if !dir.join("invocation.json").is_file() {
             crate::resumable_dir(&dir)?;
         }
-        let invocation = Invocation::read(&dir, "a resumable run directory")?;
-        let spec = match &invocation.spec {
-            Some(spec) => spec.clone(),
-            None => legacy(&invocation.argv).map_err(|p| bad(format!("invocation.json: {p}")))?,
-        };
+        let invocation = Invocation::read(&dir)?;
+        let spec = invocation.spec.clone();
         let kind = kind_of(&dir, &spec)?;
         Ok(Resumable {
             dir,
@@ -199,10 +191,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn no_argv(_: &[String]) -> Result<JobSpec, String> {
-        Err("no parser".into())
-    }
-
     /// A run directory with `invocation` recorded and `files` (relative paths) present.
     fn dir_with(invocation: serde_json::Value, files: &[&str]) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
@@ -232,7 +220,7 @@ mod tests {
             (&goal, &["rounds/1/plan.json"][..], ResumeKind::Research),
         ] {
             let dir = dir_with(spec(work.clone()), files);
-            let r = Resumable::open(dir.path(), &no_argv).unwrap();
+            let r = Resumable::open(dir.path()).unwrap();
             assert_eq!(r.kind, kind, "{work} with {files:?}");
         }
     }
@@ -249,7 +237,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join("rounds/1")).unwrap();
         let r = Resumable::with_spec(dir.path(), goal.clone()).unwrap();
         assert_eq!(r.kind, ResumeKind::Research);
-        assert_eq!(r.invocation.spec.as_ref(), Some(&goal));
+        assert_eq!(r.invocation.spec, goal);
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("events.jsonl"), "").unwrap();
         let err = Resumable::with_spec(dir.path(), plan.clone())
@@ -264,30 +252,13 @@ mod tests {
     #[test]
     fn a_run_without_a_plan_or_a_record_has_nothing_to_resume() {
         let dir = dir_with(spec(json!({"plan": {"plan": "p.json"}})), &[]);
-        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
+        let err = Resumable::open(dir.path()).err().unwrap();
         assert!(err.problems[0].starts_with("no plan.json"), "{err:?}");
         let empty = tempfile::tempdir().unwrap();
-        let err = Resumable::open(empty.path(), &no_argv).err().unwrap();
+        let err = Resumable::open(empty.path()).err().unwrap();
         assert!(
             err.problems[0].contains("not a planwave run directory"),
             "{err:?}"
         );
-    }
-
-    #[test]
-    fn an_old_command_line_goes_through_the_front_ends_parser() {
-        let dir = dir_with(
-            json!({"argv": ["run", "p.json"], "cwd": "/"}),
-            &["plan.json"],
-        );
-        let err = Resumable::open(dir.path(), &no_argv).err().unwrap();
-        assert_eq!(err.problems, ["invocation.json: no parser"]);
-        let parse = |argv: &[String]| -> Result<JobSpec, String> {
-            serde_json::from_value(json!({"work": {"plan": {"plan": argv[1]}}, "out": "o"}))
-                .map_err(|e| e.to_string())
-        };
-        let r = Resumable::open(dir.path(), &parse).unwrap();
-        assert_eq!(r.kind, ResumeKind::Run);
-        assert_eq!(r.spec.out, PathBuf::from("o"));
     }
 }

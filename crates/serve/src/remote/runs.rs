@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use planwave_batch::{JobInput, ResolvedJob};
-use planwave_config::spec::Work;
+use planwave_config::spec::{RequestOptions, Work};
 use planwave_queue::{QueueState, RemoteRun, Requeued};
 use serde_json::{Map, Value, json};
 
@@ -17,7 +17,6 @@ use super::{Remote, unavailable};
 use crate::error::{ApiError, no_run};
 use crate::jobs::{self, Start};
 use crate::listing::{self, RunSummary};
-use crate::options::ApiOptions;
 use crate::state::AppState;
 
 /// Under `--nats` a job runs with its worker's options: of a request's options only `meta`
@@ -45,11 +44,11 @@ pub async fn create(
     state: &Arc<AppState>,
     remote: &Remote,
     start: Start,
-    options: &ApiOptions,
+    options: RequestOptions,
     prefix: &str,
 ) -> Result<String, ApiError> {
     let p = jobs::prepare(state, start, options, prefix)?;
-    let metadata: BTreeMap<String, String> = options.meta.iter().cloned().collect();
+    let metadata: BTreeMap<String, String> = p.spec.options.run.meta.meta.iter().cloned().collect();
     let (kind, input) = match (p.plan, &p.spec.work) {
         (Some(plan), _) => ("plan", JobInput::Plan(Box::new(plan))),
         (None, Work::Goal { goal, .. }) => ("goal", JobInput::Goal(goal.clone())),

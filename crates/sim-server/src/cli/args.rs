@@ -1,16 +1,30 @@
-//! `planwave sim-llm serve`'s flags: address, seed, latency, faults, streaming rate, prefix
-//! cache, and the Batch API's (`batch_flags`).
+//! `planwave sim-llm serve`'s flags: address, seed, the simulated model (the job spec's
+//! simulator options, as `run` has them), faults, serving realism, prefix cache sizes, and
+//! the Batch API's (`batch_flags`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::Args;
-use planwave_sim::{PlannerFault, TokenRate};
+use planwave_config::spec::{SimOptions, SimReflectOptions};
 
 use super::batch_flags::BatchServeArgs;
 use crate::Fault;
 
+/// The simulated model's options are `run`'s (`--sim-latency-ms`, ...): a served model starts
+/// without latency, and the names these flags had before they were `run`'s stay accepted.
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("sim_latency_ms", |a| a.default_value("0").alias("latency-ms")),
+    mut_arg("sim_sigma", |a| a.alias("sigma")),
+    mut_arg("sim_tokens_per_sec", |a| a.alias("tokens-per-sec")),
+    mut_arg("sim_planner_faults", |a| a.alias("planner-faults")),
+    mut_arg("sim_prefix_cache", |a| a.alias("prefix-cache").help(
+        "Cache repeated prompt prefixes as providers do (by token blocks, each keyed by its \
+         whole prefix): usage reports `prompt_tokens_details.cached_tokens`, and prefill \
+         (--prefill-us-per-token) is charged for the uncached tokens only"
+    )),
+)]
 pub struct ServeArgs {
     /// Address to bind; port 0 picks a free port. Loopback by default.
     #[arg(long, default_value = "127.0.0.1:0")]
@@ -18,19 +32,12 @@ pub struct ServeArgs {
     /// Seed of the simulated text, latencies and fault draws.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Mean simulated latency per answer (lognormal); 0 = none.
-    #[arg(long, value_name = "MS", default_value_t = 0.0, value_parser = planwave_config::parse_millis)]
-    pub latency_ms: f64,
-    /// Sigma of the lognormal latency (0 = exactly the mean).
-    #[arg(long, value_name = "S", default_value_t = 1.0, value_parser = planwave_config::parse_sigma)]
-    pub sigma: f64,
+    #[command(flatten)]
+    pub sim: SimOptions,
     /// JSON map of task id to latency in ms (`{"1": 250}`), overriding the random latency:
     /// replays a `planwave loadtest` workload over HTTP.
     #[arg(long, value_name = "FILE")]
     pub latency_file: Option<PathBuf>,
-    /// Planner faults on attempts 1, 2, ...: truncated, cycle, unknown-dep, prose, no-tasks.
-    #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
-    pub planner_faults: Vec<PlannerFault>,
     /// Faults of the first requests in arrival order: ok, 429, 500, slow, stall, malformed,
     /// truncated, reset, 401.
     #[arg(long, value_name = "FAULTS", value_delimiter = ',')]
@@ -65,11 +72,6 @@ pub struct ServeArgs {
     /// How long a `stall` (--rate-stall, the script's `stall`) pauses its stream half way.
     #[arg(long, value_name = "MS", default_value_t = 3_600_000)]
     pub stall_ms: u64,
-    /// Stream answers at this many output tokens per second, for every role (`40`) or per
-    /// role (`planner=40,subagent=20`); --latency-ms is then the time to the first token.
-    /// 0 (default): each answer at once.
-    #[arg(long, value_name = "RATE", value_parser = TokenRate::parse, default_value = "0")]
-    pub tokens_per_sec: TokenRate,
     /// Per-token jitter as a share of the token interval (0.3: each gap 0.7x to 1.3x).
     #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = planwave_config::parse_share)]
     pub token_jitter: f64,
@@ -83,12 +85,7 @@ pub struct ServeArgs {
     /// Require `Authorization: Bearer <key>` with the key in this environment variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// Cache repeated prompt prefixes as providers do (by token blocks, each keyed by its
-    /// whole prefix): usage reports `prompt_tokens_details.cached_tokens`, and prefill
-    /// (--prefill-us-per-token) is charged for the uncached tokens only.
-    #[arg(long)]
-    pub prefix_cache: bool,
-    /// Tokens per cached block (with --prefix-cache).
+    /// Tokens per cached block (with --sim-prefix-cache).
     #[arg(long, value_name = "N", default_value_t = 64)]
     pub prefix_cache_block_tokens: u64,
     /// Tokens the prefix cache holds; the least recently used blocks make room.
@@ -102,7 +99,56 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_usage: bool,
     #[command(flatten)]
-    pub reflect: planwave_config::spec::SimReflectOptions,
+    pub reflect: SimReflectOptions,
     #[command(flatten)]
     pub batch: BatchServeArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ServeArgs;
+
+    #[derive(Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn parse(args: &[&str]) -> ServeArgs {
+        Cmd::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+            .unwrap()
+            .serve
+    }
+
+    #[test]
+    fn the_simulated_models_options_are_runs_with_no_latency_by_default_and_old_names_kept() {
+        let a = parse(&[]);
+        assert_eq!(
+            a.sim.sim_latency_ms, 0.0,
+            "a served model starts without latency"
+        );
+        assert_eq!(a.sim.sim_sigma, 1.0);
+        let new = parse(&[
+            "--sim-latency-ms=5",
+            "--sim-sigma=0",
+            "--sim-tokens-per-sec=40",
+            "--sim-planner-faults=cycle",
+            "--sim-prefix-cache",
+        ]);
+        let old = parse(&[
+            "--latency-ms=5",
+            "--sigma=0",
+            "--tokens-per-sec=40",
+            "--planner-faults=cycle",
+            "--prefix-cache",
+        ]);
+        assert_eq!(new.sim, old.sim);
+        assert_eq!(new.sim.sim_planner_faults, ["cycle"]);
+        assert!(
+            Cmd::try_parse_from(["serve", "--sim-latency-ms=-1"]).is_err(),
+            "checked by the flag's parser"
+        );
+    }
 }

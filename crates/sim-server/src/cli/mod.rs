@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_config::SettingsError;
-use planwave_config::spec::read_latency_file;
+use planwave_config::spec::SimTaskOptions;
 use planwave_llm::ApiKey;
 use planwave_sim::SIM_MODEL;
 
@@ -53,17 +53,16 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
                 })?,
         ),
     };
+    // As a job's simulator is configured, without failures by task (a served model fails
+    // by request: the fault flags).
+    let sim = a.sim.sim_config(
+        &SimTaskOptions::default(),
+        &a.reflect,
+        a.latency_file.as_deref(),
+        a.seed,
+    )?;
     let options = ServeOptions {
-        seed: a.seed,
-        latency_ms: a.latency_ms,
-        sigma: a.sigma,
-        // Read in the order the flags were always checked: the script, then the file.
-        reflect: a.reflect.script()?,
-        latency_overrides: match &a.latency_file {
-            Some(path) => read_latency_file(path)?,
-            None => Default::default(),
-        },
-        planner_faults: a.planner_faults.clone(),
+        sim,
         fault_script: a.fault_script.clone(),
         rates: FaultRates {
             rate_limit: a.rate_429,
@@ -77,16 +76,15 @@ fn config(a: &ServeArgs) -> anyhow::Result<SimServerConfig> {
         retry_after_secs: a.retry_after_secs,
         first_byte_delay_ms: a.first_byte_delay_ms,
         stall_ms: a.stall_ms,
-        tokens_per_sec: a.tokens_per_sec.clone(),
         token_jitter: a.token_jitter,
         prefill_us_per_token: a.prefill_us_per_token,
         max_concurrency: a.max_concurrency,
         api_key,
-        prefix_cache: a.prefix_cache.then_some(PrefixCacheOptions {
+        prefix_cache: PrefixCacheOptions {
             block_tokens: a.prefix_cache_block_tokens,
             capacity_tokens: a.prefix_cache_capacity_tokens,
             ttl_secs: a.prefix_cache_ttl_secs,
-        }),
+        },
         batch: a.batch.config(),
         no_usage: a.no_usage,
     };
