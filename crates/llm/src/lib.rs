@@ -37,10 +37,6 @@ pub use types::{
     SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec,
 };
 
-// Transitional: crates/engine, crates/loadtest, crates/sim-server and crates/serve still
-// import these moved items from here; they go once those crates import `planwave_record`.
-pub use planwave_record::{CallRecord, ProviderInfo, RoundTag, Usage, stable_hash, timefmt};
-
 /// For [`pass_provider_info_to!`]: the type it names, at a path that works in crates that do
 /// not depend on `planwave-record` themselves.
 #[doc(hidden)]

@@ -31,11 +31,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use planwave_engine::{PromptSet, RunRequest, execute};
-use planwave_llm::{
-    AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo, Usage,
-};
+use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider};
 use planwave_plan::{ValidatedPlan, generate};
 use planwave_prompts::{PriorSection, TaskText, Templates, subagent_context};
+use planwave_record::{ProviderInfo, Usage};
 use planwave_sim::{Latency, SimConfig, SimProvider};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use tokio::sync::oneshot;

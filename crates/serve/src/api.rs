@@ -519,7 +519,7 @@ pub async fn create_batch(
     }
     let rec = crate::batches::BatchRecord {
         batch: batch.clone(),
-        created_at: planwave_llm::timefmt::format(&chrono::Utc::now()),
+        created_at: planwave_record::timefmt::format(&chrono::Utc::now()),
         jobs: runs
             .iter()
             .map(|r| crate::batches::BatchJob {

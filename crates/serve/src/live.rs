@@ -6,8 +6,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::{DateTime, Utc};
-use planwave_llm::{PriceTable, Usage};
+use planwave_llm::PriceTable;
 use planwave_plan::{TaskId, ValidatedPlan};
+use planwave_record::Usage;
 use planwave_record::{Event, EventKind, EventSink, TaskRecord, TaskStatus};
 use planwave_runner::{Watch, Watcher};
 use serde_json::{Value, json};
@@ -162,8 +163,8 @@ impl LiveRun {
             "status": status,
             "error": s.error,
             "topic": s.plan.as_ref().map(|p| p.spec().topic.clone()),
-            "started_at": planwave_llm::timefmt::format(&s.started_at),
-            "finished_at": s.finished_at.as_ref().map(planwave_llm::timefmt::format),
+            "started_at": planwave_record::timefmt::format(&s.started_at),
+            "finished_at": s.finished_at.as_ref().map(planwave_record::timefmt::format),
             "elapsed_ms": elapsed_ms,
             "eta_ms": eta_ms,
             "provider_batch": s.provider_batch,

@@ -61,7 +61,7 @@ pub(crate) async fn embeddings(body: Bytes) -> Response {
 fn vector(text: &str) -> Vec<f64> {
     let v: Vec<f64> = (0..DIMENSIONS)
         .map(|k| {
-            let h = planwave_llm::stable_hash(0, text, k as u32);
+            let h = planwave_record::stable_hash(0, text, k as u32);
             (h >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
         })
         .collect();

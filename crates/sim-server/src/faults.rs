@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use planwave_llm::stable_hash;
+use planwave_record::stable_hash;
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]

@@ -21,9 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use planwave_llm::{
-    AgentRole, ChatCall, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo,
-};
+use planwave_llm::{AgentRole, ChatCall, ChatRequest, ChatResponse, LlmError, LlmProvider};
+use planwave_record::ProviderInfo;
 use tokio::runtime::Handle;
 use tokio::task::JoinHandle;
 use tracing::Instrument;

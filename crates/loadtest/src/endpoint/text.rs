@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use planwave_llm::openai::sse::SseDecoder;
 use planwave_llm::{
-    AgentRole, ApiKey, CallTiming, ChatRequest, ChatResponse, LlmError, LlmProvider, ProviderInfo,
-    StreamEvent, Usage, estimate_tokens,
+    AgentRole, ApiKey, CallTiming, ChatRequest, ChatResponse, LlmError, LlmProvider, StreamEvent,
+    estimate_tokens,
 };
+use planwave_record::{ProviderInfo, Usage};
 use reqwest::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use serde_json::{Value, json};
 

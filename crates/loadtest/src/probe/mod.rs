@@ -300,8 +300,8 @@ fn local_summary(model: String) -> ChatResponse {
 
 #[cfg(test)]
 mod tests {
-    use planwave_llm::ProviderInfo;
     use planwave_plan::{ValidatedPlan, generate};
+    use planwave_record::ProviderInfo;
     use planwave_sim::{SimConfig, SimProvider};
 
     use super::*;

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use planwave_llm::{
     AgentRole, CallTiming, ChatCall, ChatRequest, ChatResponse, DeltaSink, LlmError, LlmProvider,
-    StreamEvent, Usage, estimate_tokens,
+    StreamEvent, estimate_tokens,
 };
 use planwave_plan::ValidatedPlan;
+use planwave_record::Usage;
 use tokio::sync::Notify;
 
 use crate::workload::sessions::SessionMap;
@@ -86,7 +87,7 @@ impl Shaping {
             return None;
         }
         // "cancel" in ASCII: a stream of draws apart from the simulator's own.
-        let h = planwave_llm::stable_hash(self.seed, id, 0x6361_6e63);
+        let h = planwave_record::stable_hash(self.seed, id, 0x6361_6e63);
         let unit = (h >> 11) as f64 / (1u64 << 53) as f64;
         (unit < self.cancel_rate).then(|| 1 + (h % MAX_CHUNKS_BEFORE_CANCEL) as u32)
     }

@@ -11,8 +11,9 @@
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use planwave_llm::{PriceTable, Usage};
+use planwave_llm::PriceTable;
 use planwave_plan::ValidatedPlan;
+use planwave_record::Usage;
 use planwave_record::{Event, EventKind, EventSink};
 use planwave_runner::{Watch, Watcher};
 

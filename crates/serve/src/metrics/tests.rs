@@ -3,8 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use planwave_llm::{ModelPrice, PriceTable, Usage};
+use planwave_llm::{ModelPrice, PriceTable};
 use planwave_plan::TaskId;
+use planwave_record::Usage;
 use planwave_record::{Event, EventKind, EventSink, NullSink};
 
 use super::{MeteredSink, Metrics};

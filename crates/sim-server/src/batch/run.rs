@@ -414,12 +414,12 @@ async fn answer_line(st: &BatchState, line: &InputLine) -> Result<Value, Value> 
         let mut s = st.store();
         let n = s
             .bodies_seen
-            .entry(planwave_llm::stable_hash(0, &body, 0))
+            .entry(planwave_record::stable_hash(0, &body, 0))
             .or_insert(0);
         *n += 1;
         *n
     };
-    let draw = planwave_llm::stable_hash(st.app.cfg.sim.seed, &body, seen) % 1_000_000;
+    let draw = planwave_record::stable_hash(st.app.cfg.sim.seed, &body, seen) % 1_000_000;
     if (draw as f64) < rate * 1e6 {
         st.store().stats.line_errors += 1;
         return Err(fail(
