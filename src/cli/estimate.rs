@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use planwave_runner::{MedianCall, PlanCache};
+use planwave_runner::ops::{MedianCall, PlanCache};
 
 /// Seconds per wave without measurements to go by.
 const DEFAULT_WAVE_SECS: f64 = 30.0;

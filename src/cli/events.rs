@@ -22,10 +22,10 @@ pub struct EventsOptions {
 impl EventsOptions {
     /// `--events` must not point into the run directory: the journal (`events.jsonl`) and
     /// the run's other files would be overwritten or interleaved with the stream.
-    pub fn check(&self, out: &std::path::Path) -> Result<(), planwave_runner::InvalidInput> {
+    pub fn check(&self, out: &std::path::Path) -> Result<(), planwave_runner::ops::InvalidInput> {
         match &self.events {
-            Some(p) if p.as_os_str() != "-" && planwave_runner::inside(p, out) => {
-                Err(planwave_runner::InvalidInput::one(
+            Some(p) if p.as_os_str() != "-" && planwave_runner::ops::inside(p, out) => {
+                Err(planwave_runner::ops::InvalidInput::one(
                     "--events",
                     format!(
                         "{} is inside the run directory {}, where the run writes its journal and files; choose a path outside it",
@@ -80,9 +80,9 @@ pub fn open_stream(
 /// The `--events` stream as the runner's operations ask for it, by run id.
 pub fn stream_to(
     opts: &EventsOptions,
-) -> impl Fn(uuid::Uuid) -> planwave_runner::Result<Option<Arc<JsonlSink>>> + Sync + '_ {
+) -> impl Fn(uuid::Uuid) -> planwave_runner::ops::Result<Option<Arc<JsonlSink>>> + Sync + '_ {
     move |run_id| {
         open_stream(run_id, opts)
-            .map_err(|e| planwave_runner::RunnerError::message(format!("--events: {e:#}")))
+            .map_err(|e| planwave_runner::ops::RunnerError::message(format!("--events: {e:#}")))
     }
 }

@@ -17,12 +17,14 @@ pub const TERMINATED: u8 = 143;
 pub struct Outcome(pub u8);
 
 /// Bad input: printed one problem per line, exit 2.
-pub use planwave_runner::InvalidInput;
+pub use planwave_runner::ops::InvalidInput;
 
 pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         // Every command reports a stop as INTERRUPTED; which signal it was is known here.
-        Ok(Outcome(INTERRUPTED)) if planwave_runner::terminated() => ExitCode::from(TERMINATED),
+        Ok(Outcome(INTERRUPTED)) if planwave_runner::ops::terminated() => {
+            ExitCode::from(TERMINATED)
+        }
         Ok(Outcome(code)) => ExitCode::from(code),
         Err(err) => {
             // A setting or option that makes no sense is bad input too, wherever it surfaced.
@@ -30,8 +32,8 @@ pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
                 .downcast_ref::<planwave_config::SettingsError>()
                 .map(|e| InvalidInput::from(e.clone()));
             let invalid = err.downcast_ref::<InvalidInput>().or_else(|| {
-                err.downcast_ref::<planwave_runner::RunnerError>()
-                    .and_then(planwave_runner::RunnerError::invalid_input)
+                err.downcast_ref::<planwave_runner::ops::RunnerError>()
+                    .and_then(planwave_runner::ops::RunnerError::invalid_input)
             });
             if let Some(inv) = invalid.or(from_settings.as_ref()) {
                 for p in &inv.problems {

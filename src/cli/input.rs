@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use planwave_plan::ValidatedPlan;
-use planwave_runner::{InvalidInput, Stderr};
+use planwave_runner::ops::{InvalidInput, Stderr};
 
 /// Reads, parses and validates a plan; any problem is an [`InvalidInput`] (exit 2).
 pub fn load_plan(path: &Path) -> Result<ValidatedPlan, InvalidInput> {
-    planwave_runner::load_plan(path, &Stderr)
+    planwave_runner::ops::load_plan(path, &Stderr)
 }

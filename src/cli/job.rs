@@ -5,8 +5,8 @@
 
 use planwave_config::Settings;
 pub use planwave_config::spec::JobOptions;
+use planwave_runner::ops::{CtrlC, InvalidInput, Resources, Stderr};
 use planwave_runner::ops::{JobIo, StreamFor};
-use planwave_runner::{CtrlC, InvalidInput, Resources, Stderr};
 use planwave_sim::SimConfig;
 
 use super::progress::Terminal;

@@ -120,14 +120,14 @@ pub enum Command {
 /// parses its own (so a resumed batch gets exactly the options it started with).
 pub fn recorded_command(
     dir: &std::path::Path,
-) -> Result<(planwave_runner::BatchInvocation, Command), planwave_runner::InvalidInput> {
-    let inv = planwave_runner::BatchInvocation::read(dir)?;
+) -> Result<(planwave_runner::ops::BatchInvocation, Command), planwave_runner::ops::InvalidInput> {
+    let inv = planwave_runner::ops::BatchInvocation::read(dir)?;
     for note in inv.origin.check_redacted(|k| std::env::var(k).ok())? {
         eprintln!("planwave: {note}");
     }
     let cli = Cli::try_parse_from(std::iter::once("planwave".to_owned()).chain(inv.argv.clone()))
         .map_err(|e| {
-        planwave_runner::InvalidInput::one(
+        planwave_runner::ops::InvalidInput::one(
             dir.display().to_string(),
             format!("invocation.json: {}", e.to_string().trim()),
         )
@@ -136,7 +136,7 @@ pub fn recorded_command(
 }
 
 pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
-    planwave_runner::set_max_input_bytes(cli.max_input_bytes.as_u64());
+    planwave_runner::ops::set_max_input_bytes(cli.max_input_bytes.as_u64());
     match cli.command {
         Command::Validate(a) => validate::validate(a).await,
         Command::Waves(a) => waves::waves(a),
@@ -147,7 +147,7 @@ pub async fn dispatch(cli: Cli) -> anyhow::Result<exit::Outcome> {
         Command::Batch(a) => telemetry::in_root("batch", batch::batch(a)).await,
         Command::Worker(a) => telemetry::in_root("worker", worker::worker(a)).await,
         Command::SimLlm(a) => {
-            let stop = planwave_runner::stop_signal();
+            let stop = planwave_runner::ops::stop_signal();
             planwave_sim_server::cli::sim_llm(a, stop).await?;
             Ok(exit::Outcome(exit::OK))
         }

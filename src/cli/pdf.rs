@@ -22,7 +22,7 @@ impl PdfOptions {
             eprintln!("--pdf: no report.html yet (the run did not finish); nothing printed");
             return Ok(());
         }
-        let pdf = planwave_runner::print_pdf(out).await?;
+        let pdf = planwave_runner::ops::print_pdf(out).await?;
         eprintln!("pdf: {}", pdf.display());
         Ok(())
     }

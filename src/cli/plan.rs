@@ -8,7 +8,7 @@ use clap::Args;
 use planwave_config::spec::{
     HostOptions, PromptOptions, SimOptions, SimReflectOptions, SimTaskOptions,
 };
-use planwave_runner::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
+use planwave_runner::ops::{CtrlC, PlanRequest, RunnerError, Stderr, plan_goal};
 
 use super::exit::InvalidInput;
 use super::exit::{INTERRUPTED, OK, Outcome};
@@ -76,7 +76,7 @@ pub async fn plan(args: PlanArgs) -> anyhow::Result<Outcome> {
     let cache = settings
         .plan_cache
         .as_ref()
-        .map(planwave_runner::PlanCache::new);
+        .map(planwave_runner::ops::PlanCache::new);
     let interrupt = CtrlC::listen();
     // Started as `research` starts them: the planner lists their tools; shut down after.
     let resources = resources

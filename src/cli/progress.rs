@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventKind, EventSink, Tally};
-use planwave_runner::{Watch, Watcher};
+use planwave_runner::ops::{Watch, Watcher};
 
 /// Running tasks listed by name on the display; the rest are counted.
 const RUNNING_SHOWN: usize = 4;
@@ -118,7 +118,11 @@ impl Progress {
     fn line(&self, text: String) {
         let t = self.start.elapsed().as_secs_f64();
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "[{t:>8.3}s] {}", planwave_runner::printable(&text));
+        let _ = writeln!(
+            err,
+            "[{t:>8.3}s] {}",
+            planwave_runner::ops::printable(&text)
+        );
     }
 
     /// `1.2k tokens, ETA 14s`: the rate so far applied to the tasks left (no estimate
@@ -163,7 +167,7 @@ impl Progress {
             running.push_str(&batch);
         }
         b.running
-            .set_message(planwave_runner::printable(&running).into_owned());
+            .set_message(planwave_runner::ops::printable(&running).into_owned());
     }
 }
 

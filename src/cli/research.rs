@@ -1,7 +1,7 @@
 //! `planwave research "GOAL" --out DIR`: the reflective loop. Each round plans (told the
 //! previous round's reflection), runs, recovers failed tasks, and is evaluated and reflected
 //! on; `DIR/rounds/<k>/` keeps every round and `DIR` gets the best one (see
-//! `planwave_runner::research`).
+//! `planwave_runner::ops::research`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use clap::Args;
 use planwave_config::spec::{JobSpec, ResearchOptions, Work};
 use planwave_record::{PlanSource, RunStatus};
 use planwave_runner::ops::{self, Job};
-use planwave_runner::{CtrlC, Invocation, ResearchOutcome, Stderr, claim_out_dir};
+use planwave_runner::ops::{CtrlC, Invocation, ResearchOutcome, Stderr, claim_out_dir};
 use planwave_storage::RunDir;
 
 use super::events::{EventsOptions, human, stream_to};

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use planwave_config::ProcessEnv;
 use planwave_runner::ops::{self, Job, Resumable};
-use planwave_runner::{CtrlC, InvalidInput, Stderr};
+use planwave_runner::ops::{CtrlC, InvalidInput, Stderr};
 
 use super::events::{EventsOptions, stream_to};
 use super::exit::Outcome;

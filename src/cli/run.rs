@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use clap::Args;
 use planwave_config::spec::{JobSpec, Work};
 use planwave_runner::ops::{self, Job};
-use planwave_runner::{CtrlC, Invocation, Stderr, claim_out_dir, parse_plan_source, validate_plan};
+use planwave_runner::ops::{
+    CtrlC, Invocation, Stderr, claim_out_dir, parse_plan_source, validate_plan,
+};
 
 use super::events::{EventsOptions, stream_to};
 use super::exit::Outcome;

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use planwave_config::spec::{HostOptions, JobOptions};
-use planwave_runner::{CtrlC, Stderr};
+use planwave_runner::ops::{CtrlC, Stderr};
 use planwave_serve::{ServeConfig, Server};
 
 use super::exit::Outcome;

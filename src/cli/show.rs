@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::Args;
 use planwave_batch::{BatchSummary, render_batch_table};
 use planwave_report::render_run_table;
-use planwave_runner::DirHolds;
+use planwave_runner::ops::DirHolds;
 use planwave_storage::ReadRunError;
 
 use super::exit::{InvalidInput, OK, Outcome};
@@ -28,7 +28,7 @@ pub fn show(args: ShowArgs) -> anyhow::Result<Outcome> {
         [one] => one,
         many => return show_metrics(many.to_vec()),
     };
-    match planwave_runner::dir_holds(dir) {
+    match planwave_runner::ops::dir_holds(dir) {
         DirHolds::Batch(record) => return show_batch(&record),
         DirHolds::Runs(runs) => return show_metrics(runs),
         DirHolds::Run => {}
@@ -75,7 +75,7 @@ fn show_batch(path: &Path) -> anyhow::Result<Outcome> {
 
 /// Planning success rate, mean planning time and execution success rate across `dirs`.
 fn show_metrics(dirs: Vec<PathBuf>) -> anyhow::Result<Outcome> {
-    let m = planwave_runner::runs_metrics(&dirs);
+    let m = planwave_runner::ops::runs_metrics(&dirs);
     if m.runs == 0 {
         return Err(InvalidInput {
             source_name: "show".into(),
@@ -89,7 +89,7 @@ fn show_metrics(dirs: Vec<PathBuf>) -> anyhow::Result<Outcome> {
 
 /// The sentence for a run without `run.json`.
 fn not_finished(dir: &Path) -> String {
-    match planwave_runner::last_provider_batch(dir) {
+    match planwave_runner::ops::last_provider_batch(dir) {
         Some((id, state))
             if !matches!(state.as_str(), "completed" | "failed" | "expired" | "cancelled") =>
         {

@@ -8,7 +8,7 @@ use planwave_plan::{LLM_CALL, ValidatedPlan};
 
 use super::exit::{OK, Outcome};
 use super::mcp;
-use planwave_runner::{Stderr, parse_plan_source, tool_catalog, validate_plan};
+use planwave_runner::ops::{Stderr, parse_plan_source, tool_catalog, validate_plan};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {

@@ -48,9 +48,9 @@ pub fn waves(args: WavesArgs) -> anyhow::Result<Outcome> {
 /// The plan cache the settings name (`$PLANWAVE_CONFIG`, else `./planwave.toml`; `waves` has
 /// no flags of its own for it) and the model subagents would use. `None` when there is none,
 /// or the settings do not resolve: the estimate is only a hint, never a reason to fail.
-fn configured_cache() -> Option<(planwave_runner::PlanCache, String)> {
+fn configured_cache() -> Option<(planwave_runner::ops::PlanCache, String)> {
     let settings = super::llm::settings(&[]).ok()?;
-    let cache = planwave_runner::PlanCache::new(settings.plan_cache.as_ref()?);
+    let cache = planwave_runner::ops::PlanCache::new(settings.plan_cache.as_ref()?);
     let model = match &settings.llm {
         planwave_config::LlmChoice::Sim => planwave_sim::SIM_MODEL.to_owned(),
         planwave_config::LlmChoice::OpenAi { config, .. } => config

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 use planwave_queue::{CacheError, Worker, WorkerCache};
-use planwave_runner::{CtrlC, Stderr};
+use planwave_runner::ops::{CtrlC, Stderr};
 
 use super::batch::progress::{BatchProgress, BatchView};
 use super::exit::{InvalidInput, OK, Outcome};

@@ -8,7 +8,7 @@
 //! and [`render_batch_table`] the table the command prints.
 //!
 //! This crate knows nothing of actors, models or the command line: running jobs is the
-//! runner's business (`planwave_runner::batch::run_batch`).
+//! runner's business (`planwave_runner::ops::run_batch`).
 
 mod jobs;
 mod metrics;

@@ -103,7 +103,7 @@ fn dropped(c: char) -> bool {
 /// Control characters other than line feed, tab and carriage return, and the Unicode
 /// bidirectional overrides and isolates: characters that make text act on a terminal or read
 /// differently from what it holds. Prompts drop them (above); what the CLI prints shows them
-/// escaped (`planwave_runner::printable`).
+/// escaped (`planwave_runner::ops::printable`).
 pub fn is_hiding_char(c: char) -> bool {
     (c.is_control() && !matches!(c, '\n' | '\t' | '\r'))
         || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')

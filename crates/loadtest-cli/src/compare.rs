@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 
-use planwave_runner::{InvalidInput, eprintln, print, println};
+use planwave_runner::ops::InvalidInput;
+use planwave_runner::{eprintln, print, println};
 
 use planwave_loadtest::SweepStatus;
 use planwave_loadtest_report::{read_saved, render_compare_html, render_compare_table};

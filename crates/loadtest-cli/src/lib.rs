@@ -4,7 +4,7 @@
 //! (`live_view`), `--repeat` and `--compare`, and the figures printed as a table or JSON
 //! (drawn by `planwave-loadtest-report`). [`loadtest`] returns how the sweep ended, a
 //! [`SweepStatus`], for the binary to turn into its exit code; bad input is a
-//! [`planwave_runner::InvalidInput`] naming its flag.
+//! [`planwave_runner::ops::InvalidInput`] naming its flag.
 //!
 //! The command line is all it adds: what a load test does is `planwave-loadtest`'s, how its
 //! results look is the report crate's.
@@ -56,7 +56,7 @@ pub async fn loadtest(a: LoadtestArgs, wrap: WrapProvider) -> anyhow::Result<Swe
         return repeat::repeat(&a, wrap).await;
     }
     let options = sweep_options(&a, wrap)?;
-    let interrupt = planwave_runner::CtrlC::listen();
+    let interrupt = planwave_runner::ops::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal::new(&a.view), interrupt.token()).await;
     drop(interrupt);
     let outcome = outcome.map_err(sweep_error)?;

@@ -81,7 +81,7 @@ fn show(mode: Mode, line: &str, last: bool) {
 fn erase_line_then(line: &str, end: &str) {
     let mut stderr = std::io::stderr().lock();
     let _ = stderr.write_all(b"\r\x1b[2K");
-    let _ = stderr.write_all(planwave_runner::printable(&format!("{line}{end}")).as_bytes());
+    let _ = stderr.write_all(planwave_runner::ops::printable(&format!("{line}{end}")).as_bytes());
 }
 
 /// Shows the probe's figures every second until the run ends.

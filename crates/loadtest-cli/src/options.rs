@@ -11,7 +11,8 @@ use planwave_config::spec::{
 use planwave_llm::LlmProvider;
 use planwave_prompts::PromptSet;
 use planwave_record::Schedule;
-use planwave_runner::{InvalidInput, eprintln};
+use planwave_runner::eprintln;
+use planwave_runner::ops::InvalidInput;
 use planwave_sim::SimConfig;
 
 use planwave_loadtest::{
@@ -33,7 +34,10 @@ pub(crate) fn sweep_options(
     let headers = workload::headers(a)?;
     let mut plan = match &a.plan {
         Some(path) => PlanChoice::Given {
-            plan: Arc::new(planwave_runner::load_plan(path, &planwave_runner::Stderr)?),
+            plan: Arc::new(planwave_runner::ops::load_plan(
+                path,
+                &planwave_runner::ops::Stderr,
+            )?),
             name: path.display().to_string(),
         },
         None => PlanChoice::Generated {
@@ -245,9 +249,9 @@ fn http_provider(
         return workload::text_endpoint(a, url, &settings, headers);
     }
     workload::add_headers(&mut settings, headers);
-    Ok(wrap(planwave_runner::model_client(
+    Ok(wrap(planwave_runner::ops::model_client(
         &settings,
         SimConfig::default(),
-        &planwave_runner::Stderr,
+        &planwave_runner::ops::Stderr,
     )?))
 }

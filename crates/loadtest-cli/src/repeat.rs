@@ -35,7 +35,7 @@ pub(crate) async fn repeat(
     let mut status = SweepStatus::Completed;
     for i in 1..=a.repeat {
         eprintln!("planwave loadtest: repeat {i} of {}", a.repeat);
-        let interrupt = planwave_runner::CtrlC::listen();
+        let interrupt = planwave_runner::ops::CtrlC::listen();
         let watch = Terminal::new(&a.view);
         let outcome = run_sweep(sweep_options(a, wrap)?, &watch, interrupt.token()).await;
         drop(interrupt);

@@ -1,6 +1,6 @@
 //! Batches across machines on NATS JetStream: [`submit`] puts a job file's jobs on a
 //! work-queue stream, [`Worker`]s on any machine pull and run them with the runner's batch
-//! job ([`planwave_runner::batch::JobContext`]), and [`status`], [`fetch`] and [`cancel`]
+//! job ([`planwave_runner::ops::JobContext`]), and [`status`], [`fetch`] and [`cancel`]
 //! read and steer a batch by name.
 //!
 //! What lives where (all file storage, replicated as the server is configured):

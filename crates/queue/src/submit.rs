@@ -29,7 +29,7 @@ use crate::{Queue, QueueError};
 
 /// The path a plan job's `work` names: the plan in the job's own run directory, which the
 /// worker writes from the message's inline plan (it reads no other file a message names).
-pub(crate) use planwave_runner::batch::PLAN_FILE;
+pub(crate) use planwave_runner::ops::PLAN_FILE;
 
 /// A job as it travels on the queue.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -72,7 +72,7 @@ pub struct Submitted {
 
 pub(crate) fn message(name: &str, job: &ResolvedJob, opts: &BatchOptions) -> JobMessage {
     // The job's spec as every batch job's: the message carries its work and options.
-    let spec = planwave_runner::batch::job_spec(job, PathBuf::new());
+    let spec = planwave_runner::ops::job_spec(job, PathBuf::new());
     JobMessage {
         batch: name.to_owned(),
         id: job.id.clone(),

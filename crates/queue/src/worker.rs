@@ -20,8 +20,8 @@ use async_nats::jetstream::{AckKind, Message};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use planwave_config::Settings;
-use planwave_runner::batch::BatchWatch;
-use planwave_runner::{Notes, Resources};
+use planwave_runner::ops::BatchWatch;
+use planwave_runner::ops::{Notes, Resources};
 use tokio_util::sync::CancellationToken;
 
 use crate::fleet_slots::FleetCaps;

@@ -27,23 +27,6 @@ pub trait Watcher: EventSink {
     fn finish(&self) {}
 }
 
-/// Watches nothing.
-pub struct Unwatched;
-
-struct NoView;
-
-impl EventSink for NoView {
-    fn emit(&self, _event: &planwave_record::Event) {}
-}
-
-impl Watcher for NoView {}
-
-impl Watch for Unwatched {
-    fn open(&self, _plan: &Arc<ValidatedPlan>) -> Arc<dyn Watcher> {
-        Arc::new(NoView)
-    }
-}
-
 pub struct Execution {
     pub plan: Arc<ValidatedPlan>,
     pub resources: Resources,

@@ -29,7 +29,7 @@ use crate::Notes;
 
 mod call_times;
 
-pub use call_times::{CALL_TIMES_FILE, MedianCall};
+pub use call_times::MedianCall;
 
 /// Entries of another layout are misses.
 const VERSION: u32 = 1;

@@ -9,7 +9,7 @@ use planwave_plan::ValidatedPlan;
 use planwave_record::{Event, EventKind, EventSink, Preset};
 use planwave_storage::{Journal, Replay, RunDir, RunLock};
 
-use crate::{InvalidInput, Notes, RunnerError, load_plan, lock_run_dir, open_run_dir};
+use crate::{InvalidInput, Notes, RunnerError, load_plan, lock_run_dir};
 
 /// The tasks `replay` shows durably completed for `plan` (with notes on completions not
 /// trusted), recorded in `events` as a `run_resumed` event.
@@ -64,14 +64,10 @@ pub fn resumable_dir(dir: &Path) -> Result<PathBuf, InvalidInput> {
     Ok(canonical)
 }
 
-/// Locks `dir` (from [`resumable_dir`]), reads its plan and journal, and reopens the journal
-/// with the resume recorded. Completions that cannot be trusted are noted (`resume: ...`).
-pub fn resume(dir: &Path, notes: &dyn Notes) -> crate::Result<Resumed> {
-    resume_opened(open_run_dir(dir)?, notes, None)
-}
-
-/// As [`resume`], in `out` as the front end opened it (a queue worker's mirrors its files),
-/// the reopened journal's lines also stored in `mirror` (a queue worker's stream).
+/// Locks `out` (a directory [`resumable_dir`] accepted, as the front end opened it: a queue
+/// worker's mirrors its files), reads its plan and journal, and reopens the journal with the
+/// resume recorded, its lines also stored in `mirror` (a queue worker's stream). Completions
+/// that cannot be trusted are noted (`resume: ...`).
 pub fn resume_opened(
     out: RunDir,
     notes: &dyn Notes,

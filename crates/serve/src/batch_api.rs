@@ -8,7 +8,7 @@ use std::sync::{Mutex, PoisonError};
 
 use planwave_config::Settings;
 use planwave_llm::batch::BatchConfig;
-use planwave_runner::{ProviderBatches, Resources, Silent};
+use planwave_runner::ops::{ProviderBatches, Resources, Silent};
 
 /// Clients kept; a run asking for yet another setting gets a client of its own.
 const MAX_CLIENTS: usize = 16;

@@ -41,8 +41,8 @@ impl IntoResponse for ApiError {
     }
 }
 
-impl From<planwave_runner::InvalidInput> for ApiError {
-    fn from(e: planwave_runner::InvalidInput) -> Self {
+impl From<planwave_runner::ops::InvalidInput> for ApiError {
+    fn from(e: planwave_runner::ops::InvalidInput) -> Self {
         ApiError::Unprocessable(format!("{}: invalid", e.source_name), e.problems)
     }
 }

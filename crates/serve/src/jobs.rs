@@ -12,7 +12,9 @@ use planwave_config::spec::{JobSpec, RequestOptions, ResearchOptions, Work};
 use planwave_config::{ProcessEnv, Settings, SettingsError};
 use planwave_plan::ValidatedPlan;
 use planwave_runner::ops::{self, Job, JobIo, Resumable, ResumeKind};
-use planwave_runner::{Invocation, RunnerError, Silent, lock_run_dir, open_run_dir, validate_plan};
+use planwave_runner::ops::{
+    Invocation, RunnerError, Silent, lock_run_dir, open_run_dir, validate_plan,
+};
 use planwave_storage::{JsonlOptions, JsonlSink};
 use serde_json::Value;
 
@@ -173,7 +175,7 @@ fn spawn(state: &Arc<AppState>, p: Prepared) -> Result<String, ApiError> {
 /// What a job lends the runner: the live view, no notes, its own cancellation, its log.
 fn io<'a>(
     live: &LiveRun,
-    watch: &'a dyn planwave_runner::Watch,
+    watch: &'a dyn planwave_runner::ops::Watch,
     stream: ops::StreamFor<'a>,
 ) -> JobIo<'a> {
     JobIo {
@@ -289,7 +291,7 @@ fn stream_into(live: &LiveRun, run_id: uuid::Uuid) -> Arc<JsonlSink> {
 }
 
 /// The job's final status (`run.json`'s), or why it failed.
-fn outcome(dir: &Path, result: planwave_runner::Result<()>) -> Result<String, String> {
+fn outcome(dir: &Path, result: planwave_runner::ops::Result<()>) -> Result<String, String> {
     result.map_err(|e| failure(&e))?;
     Ok(crate::listing::read_run_json(dir)
         .and_then(|v| v.get("status")?.as_str().map(str::to_owned))

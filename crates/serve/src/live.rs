@@ -10,7 +10,7 @@ use planwave_llm::PriceTable;
 use planwave_plan::{TaskId, ValidatedPlan};
 use planwave_record::Usage;
 use planwave_record::{Event, EventKind, EventSink, TaskRecord, TaskStatus};
-use planwave_runner::{Watch, Watcher};
+use planwave_runner::ops::{Watch, Watcher};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

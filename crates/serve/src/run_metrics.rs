@@ -1,12 +1,12 @@
 //! `GET /api/metrics`: the success metrics across the data directory's runs (planning
 //! success rate, mean planning time, execution success rate), as `planwave show DATA_DIR`
-//! prints them: `planwave_runner::runs_metrics`, one definition for both.
+//! prints them: `planwave_runner::ops::runs_metrics`, one definition for both.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use planwave_runner::{RunsMetrics, runs_metrics, runs_under};
+use planwave_runner::ops::{RunsMetrics, runs_metrics, runs_under};
 
 use crate::state::AppState;
 

@@ -8,7 +8,7 @@ use dashmap::DashMap;
 
 use planwave_config::spec::HostOptions;
 use planwave_config::{LlmChoice, Settings};
-use planwave_runner::{Resources, Watch};
+use planwave_runner::ops::{Resources, Watch};
 use planwave_sim::SimConfig;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -85,14 +85,18 @@ impl AppState {
     fn own_resources(&self, settings: &Settings, sim: SimConfig) -> Resources {
         match settings.llm {
             LlmChoice::Sim => Resources {
-                provider: planwave_runner::model_client(settings, sim, &planwave_runner::Silent)
-                    .unwrap_or_else(|_| self.shared.provider.clone()),
+                provider: planwave_runner::ops::model_client(
+                    settings,
+                    sim,
+                    &planwave_runner::ops::Silent,
+                )
+                .unwrap_or_else(|_| self.shared.provider.clone()),
                 templates: self.shared.templates.clone(),
                 mcp: self.shared.mcp.clone(),
                 call_times: settings
                     .plan_cache
                     .as_ref()
-                    .map(planwave_runner::PlanCache::new),
+                    .map(planwave_runner::ops::PlanCache::new),
                 batch: None,
                 batch_job: None,
             },

@@ -68,7 +68,8 @@ fn picture(state: &AppState, id: &str) -> Result<Option<Picture>, ApiError> {
             return Ok(Some((plan.clone(), s.records.clone())));
         }
     }
-    let Ok(plan) = planwave_runner::load_plan(&dir.join("plan.json"), &planwave_runner::Silent)
+    let Ok(plan) =
+        planwave_runner::ops::load_plan(&dir.join("plan.json"), &planwave_runner::ops::Silent)
     else {
         return Ok(None);
     };

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use clap::Args;
 use planwave_batch::render_batch_table;
-use planwave_runner::batch::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
-use planwave_runner::{BatchInvocation, CtrlC, InvalidInput, Stderr};
+use planwave_runner::ops::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
+use planwave_runner::ops::{BatchInvocation, CtrlC, InvalidInput, Stderr};
 
 use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::{JobOptions, Prepare};
@@ -84,7 +84,7 @@ pub async fn batch(mut args: BatchArgs) -> anyhow::Result<Outcome> {
         None => {
             let out = args.out.clone().context("--out is required")?;
             if let Some(jobs) = &args.job_file {
-                planwave_runner::claim_out_dir(&out, &[jobs], args.job.force)?;
+                planwave_runner::ops::claim_out_dir(&out, &[jobs], args.job.force)?;
             }
             batch_in(args, out, false, false).await
         }

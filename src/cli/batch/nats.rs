@@ -8,8 +8,8 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use planwave_batch::render_batch_table;
 use planwave_queue::{BatchStatus, Queue, QueueState};
-use planwave_runner::batch::{read_job_file, resolve_batch_with};
-use planwave_runner::{CtrlC, Stderr};
+use planwave_runner::ops::{CtrlC, Stderr};
+use planwave_runner::ops::{read_job_file, resolve_batch_with};
 
 use super::BatchArgs;
 use crate::cli::exit::{INTERRUPTED, InvalidInput, OK, Outcome, PARTIAL};
@@ -201,14 +201,14 @@ fn render_status(s: &BatchStatus) -> String {
         };
         out.push_str(&format!(
             "{:<24} {:<10} {:<24} {:>9} {:>9}  {}\n",
-            planwave_runner::printable(&j.id),
+            planwave_runner::ops::printable(&j.id),
             j.state.as_str(),
             worker,
             tasks,
             tokens,
             j.reason
                 .as_deref()
-                .map(planwave_runner::printable)
+                .map(planwave_runner::ops::printable)
                 .unwrap_or_default()
         ));
     }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use planwave_batch::JobSummary;
 use planwave_record::{Event, EventKind, EventSink};
-use planwave_runner::batch::BatchWatch;
+use planwave_runner::ops::BatchWatch;
 
 use crate::cli::progress::Mode;
 

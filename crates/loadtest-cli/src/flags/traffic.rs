@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use planwave_runner::InvalidInput;
+use planwave_runner::ops::InvalidInput;
 
 use planwave_loadtest::{
     LatencyModel, LatencyModelError, SaturationRule, Slo, Traffic, TrafficError,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use planwave_llm::LlmProvider;
-use planwave_runner::InvalidInput;
+use planwave_runner::ops::InvalidInput;
 
 use planwave_loadtest::{
     EndpointKind, LatencyModel, PlanChoice, RequestHeaders, Session, SessionMap, Shaping,

@@ -9,7 +9,7 @@ use std::sync::atomic::AtomicU64;
 use planwave_batch::{JobInput, JobSummary, ResolvedJob};
 use planwave_config::spec::Work;
 use planwave_plan::ValidatedPlan;
-use planwave_runner::batch::JobContext;
+use planwave_runner::ops::JobContext;
 use planwave_storage::RunDir;
 use tokio_util::sync::CancellationToken;
 

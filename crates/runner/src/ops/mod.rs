@@ -9,8 +9,12 @@
 //! What they leave to the front end: parsing its input into a spec, resolving the settings
 //! (`JobSpec::settings`), preparing and starting the resources (so a server shares one model
 //! client and its MCP servers across jobs), checking `--out` before anything starts
-//! ([`claim_out_dir`](crate::claim_out_dir)), and telling the outcome (a summary and an exit
+//! ([`claim_out_dir`]), and telling the outcome (a summary and an exit
 //! code, a job's state on a page).
+//!
+//! With [`term`](crate::term), this module is the runner's whole public surface: the
+//! operations, and below them what a front end needs to prepare a job and tell its outcome.
+//! Everything else in the crate is its own.
 
 mod resume;
 
@@ -26,11 +30,33 @@ use tokio_util::sync::CancellationToken;
 
 pub use resume::{Resumable, ResumeKind, resume, resume_in};
 
-use crate::execute::Watch;
-use crate::{
-    Execution, Invocation, Notes, Research, ResearchOutcome, Resources, execute_plan, lock_run_dir,
-    open_journal, open_run_dir,
+// A job file (`batch`) and its jobs.
+pub use crate::batch::{
+    Batch, BatchEnd, BatchWatch, JobContext, PLAN_FILE, job_spec, read_job_file, resolve_batch,
+    resolve_batch_with, run_batch,
 };
+// Preparing a job: its input, resources, directory and plan.
+pub use crate::{
+    input::InvalidInput, input::load_plan, input::parse_plan_source, input::validate_plan,
+    input_size::set_max_input_bytes, invocation::BatchInvocation, invocation::Invocation,
+    outdir::claim_out_dir, outdir::inside, plan_cache::PlanCache, planning::PlanRequest,
+    planning::plan_goal, provider_batches::ProviderBatches, resources::Resources,
+    resources::model_client, resources::tool_catalog, workdir::lock_run_dir, workdir::open_run_dir,
+};
+// Watching it, stopping it, telling its outcome.
+pub use crate::{
+    error::Result, error::RunnerError, execute::Watch, execute::Watcher, interrupt::CtrlC,
+    interrupt::stop_signal, interrupt::terminated, notes::Notes, notes::Silent, notes::Stderr,
+    notes::printable, pdf::print_pdf, research::ResearchOutcome,
+};
+// What a directory holds, for `show` and the server's listings.
+pub use crate::{
+    dir_holds::DirHolds, dir_holds::dir_holds, dir_holds::last_provider_batch,
+    plan_cache::MedianCall, run_metrics::RunsMetrics, run_metrics::runs_metrics,
+    run_metrics::runs_under,
+};
+
+use crate::{Execution, Research, execute_plan, open_journal};
 
 /// The `--events` stream of a run id, if the front end wants one.
 pub type StreamFor<'a> = &'a (dyn Fn(uuid::Uuid) -> crate::Result<Option<Arc<JsonlSink>>> + Sync);

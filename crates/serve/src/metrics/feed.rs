@@ -15,7 +15,7 @@ use planwave_llm::PriceTable;
 use planwave_plan::ValidatedPlan;
 use planwave_record::Usage;
 use planwave_record::{Event, EventKind, EventSink};
-use planwave_runner::{Watch, Watcher};
+use planwave_runner::ops::{Watch, Watcher};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::histogram::Histogram;
@@ -345,13 +345,13 @@ impl<S: Watcher + ?Sized> Watcher for MeteredSink<S> {
 /// A batch's view (a queue worker's) with every job's events also counted (its jobs' starts
 /// and ends are the queue worker's to say: it alone knows a job handed back).
 pub struct MeteredBatch<'a> {
-    pub inner: &'a dyn planwave_runner::batch::BatchWatch,
+    pub inner: &'a dyn planwave_runner::ops::BatchWatch,
     pub metrics: Arc<Metrics>,
     /// The batch's prices (every job of a worker shares its settings).
     pub prices: Option<Arc<PriceTable>>,
 }
 
-impl planwave_runner::batch::BatchWatch for MeteredBatch<'_> {
+impl planwave_runner::ops::BatchWatch for MeteredBatch<'_> {
     fn job_started(&self, id: &str) {
         self.inner.job_started(id);
     }

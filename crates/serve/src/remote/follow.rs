@@ -16,7 +16,7 @@ use futures::StreamExt;
 use planwave_plan::ValidatedPlan;
 use planwave_queue::{Followed, QueueState, RemoteRun};
 use planwave_record::{Event, EventKind, TaskStatus};
-use planwave_runner::{Watch, Watcher};
+use planwave_runner::ops::{Watch, Watcher};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
