@@ -4,12 +4,10 @@
 use std::sync::Arc;
 
 use crate::error::Context;
-use planwave_engine::{RunConfig, RunRequest, execute};
-use planwave_mcp::McpRegistry;
+use planwave_engine::{RunRequest, execute};
 use planwave_plan::ValidatedPlan;
-use planwave_record::{EventSink, FanoutSink, Preset, RunResult, RunStatus};
-use planwave_storage::{Journal, JsonlSink, RunDir};
-use tokio_util::sync::CancellationToken;
+use planwave_record::{EventSink, FanoutSink, RunResult, RunStatus};
+use planwave_storage::JsonlSink;
 
 use crate::{Resources, record_run, record_status};
 
@@ -27,65 +25,42 @@ pub trait Watcher: EventSink {
     fn finish(&self) {}
 }
 
+/// One execution: the engine's request, and what the runner does around it.
 pub struct Execution {
-    pub plan: Arc<ValidatedPlan>,
+    /// The run as the engine takes it (see [`Resources::request`]): its journal is the run's
+    /// `events.jsonl`, closed when it ends; its sink is set here, to the front end's view,
+    /// the `--events` stream and the Batch API's listener.
+    pub run: RunRequest,
+    /// What the request was made from: the Batch API client hears of its calls, the plan
+    /// cache of their times.
     pub resources: Resources,
-    pub config: RunConfig,
-    pub deadline: Option<std::time::Duration>,
-    pub out: RunDir,
-    /// Closed (flushed) when the run ends.
-    pub events: Arc<Journal>,
     /// A live copy of every event the journal gets (`--events`), if asked for.
     pub stream: Option<Arc<JsonlSink>>,
-    pub run_id: uuid::Uuid,
-    /// Tasks completed by an earlier attempt (resume, recovery passes).
-    pub preset: Vec<Preset>,
-    /// Subagent slots shared with other runs (a batch).
-    pub slots: Option<planwave_engine::Slots>,
-    pub cancel: CancellationToken,
     /// This execution is the command's own run: its id, topic and status go on the root span
     /// (a batch's jobs are not).
     pub root_span: bool,
 }
 
-impl Execution {
-    fn mcp(&self) -> Option<Arc<McpRegistry>> {
-        self.resources.mcp.clone()
-    }
-}
-
 /// Runs a plan into its run directory; the journal is closed when it ends.
 pub async fn execute_plan(x: Execution, watch: &dyn Watch) -> crate::Result<RunResult> {
     let started = unix_ms();
-    let view = watch.open(&x.plan);
+    let view = watch.open(&x.run.plan);
     let mut sinks: Vec<Arc<dyn EventSink>> = vec![view.clone()];
     if let Some(s) = &x.stream {
         sinks.push(s.clone());
     }
     if x.root_span {
-        record_run(&x.run_id, &x.plan);
+        record_run(&x.run.run_id, &x.run.plan);
     }
     let listening = listen_to_batches(&x, &mut sinks);
-    let mcp = x.mcp();
-    let result = execute(RunRequest {
-        run_id: x.run_id,
-        plan: x.plan,
-        provider: x.resources.provider.clone(),
-        prompts: x.resources.templates.clone(),
-        sink: Arc::new(FanoutSink(sinks)),
-        journal: Some(x.events.clone()),
-        config: x.config,
-        deadline: x.deadline,
-        slots: x.slots,
-        output: Some(x.out.clone()),
-        cancel: x.cancel,
-        preset: x.preset,
-        mcp,
-    })
-    .await;
+    let events = x.run.journal.clone();
+    let sink = Arc::new(FanoutSink(sinks));
+    let result = execute(RunRequest { sink, ..x.run }).await;
     drop(listening);
     view.finish();
-    x.events.close().context("writing events.jsonl")?;
+    if let Some(events) = events {
+        events.close().context("writing events.jsonl")?;
+    }
     // A stream still held elsewhere (the reflective loop's later passes) stays open; its
     // last holder closes it.
     if let Some(s) = &x.stream
@@ -189,26 +164,8 @@ pub(crate) async fn execute_plan_streaming(
         sinks.push(s.clone());
     }
     let listening = listen_to_batches(&x, &mut sinks);
-    let mcp = x.mcp();
-    let result = planwave_engine::execute_streaming(
-        RunRequest {
-            run_id: x.run_id,
-            plan: x.plan,
-            provider: x.resources.provider.clone(),
-            prompts: x.resources.templates.clone(),
-            sink: Arc::new(FanoutSink(sinks)),
-            journal: Some(x.events.clone()),
-            config: x.config,
-            deadline: x.deadline,
-            slots: x.slots,
-            output: Some(x.out.clone()),
-            cancel: x.cancel,
-            preset: x.preset,
-            mcp,
-        },
-        feed,
-    )
-    .await;
+    let sink = Arc::new(FanoutSink(sinks));
+    let result = planwave_engine::execute_streaming(RunRequest { sink, ..x.run }, feed).await;
     drop(listening);
     view.finish();
     if let Ok(Some(r)) = &result
@@ -230,7 +187,9 @@ fn listen_to_batches(
     sinks: &mut Vec<Arc<dyn EventSink>>,
 ) -> Option<crate::provider_batches::Listening> {
     let mut all = sinks.clone();
-    all.push(x.events.clone());
+    if let Some(events) = &x.run.journal {
+        all.push(events.clone());
+    }
     let listening = x.resources.listen_to_batches(Arc::new(FanoutSink(all)))?;
     sinks.push(listening.activity());
     Some(listening)

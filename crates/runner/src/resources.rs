@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use planwave_config::{LlmChoice, McpServers, Settings};
+use planwave_engine::{RunConfig, RunRequest};
 use planwave_llm::LlmProvider;
 use planwave_llm::openai::OpenAiProvider;
 use planwave_mcp::McpRegistry;
-use planwave_plan::ToolCatalog;
+use planwave_plan::{ToolCatalog, ValidatedPlan};
 use planwave_prompts::Templates;
 use planwave_sim::{SimConfig, SimProvider};
+use planwave_storage::{Journal, RunDir};
 
 use crate::provider_batches::{JobBatches, JobShare, Listening, ProviderBatches};
 use crate::{InvalidInput, Notes};
@@ -32,6 +34,33 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// The engine's request for a run of `plan` with these resources (model client,
+    /// templates, MCP tools), into `out` with its journal `events`; the rest as a plain run
+    /// has it (a fresh id, default settings, no deadline, preset or shared slots), for the
+    /// caller to set.
+    pub(crate) fn request(
+        &self,
+        plan: Arc<ValidatedPlan>,
+        out: &RunDir,
+        events: &Arc<Journal>,
+    ) -> RunRequest {
+        RunRequest {
+            run_id: uuid::Uuid::new_v4(),
+            plan,
+            provider: self.provider.clone(),
+            prompts: self.templates.clone(),
+            sink: Arc::new(planwave_record::NullSink),
+            journal: Some(events.clone()),
+            config: RunConfig::default(),
+            deadline: None,
+            slots: None,
+            output: Some(out.clone()),
+            cancel: tokio_util::sync::CancellationToken::new(),
+            preset: Vec::new(),
+            mcp: self.mcp.clone(),
+        }
+    }
+
     /// The templates and the model client the settings ask for. Nothing is started yet.
     /// `wrap` decorates the provider (tracing); the line saying which model answers (never
     /// the key) goes to `notes`.

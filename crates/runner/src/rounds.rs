@@ -3,6 +3,7 @@
 //! [`RoundsDriver`] plans and executes for `planwave_orchestrator::run_loop` and keeps each
 //! round's books: every model call it made, usage and cost as their sum.
 
+use planwave_engine::RunRequest;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -323,23 +324,23 @@ impl Rounds for RoundsDriver<'_> {
         let s = &self.setup;
         let mut result = execute_plan(
             Execution {
-                plan,
-                resources: s.resources.clone(),
-                config: RunConfig {
-                    round: Some(tag),
-                    plan_source: self.sources.get(&tag.round).copied(),
-                    ..s.config.clone()
+                run: RunRequest {
+                    run_id: s.run_id,
+                    config: RunConfig {
+                        round: Some(tag),
+                        plan_source: self.sources.get(&tag.round).copied(),
+                        ..s.config.clone()
+                    },
+                    deadline: s
+                        .deadline
+                        .map(|d| d.saturating_duration_since(std::time::Instant::now())),
+                    preset,
+                    slots: s.slots.clone(),
+                    cancel: s.cancel.child_token(),
+                    ..s.resources.request(plan, &out, &events)
                 },
-                deadline: s
-                    .deadline
-                    .map(|d| d.saturating_duration_since(std::time::Instant::now())),
-                out: out.clone(),
-                events,
-                run_id: s.run_id,
+                resources: s.resources.clone(),
                 stream: s.stream.clone(),
-                preset,
-                slots: s.slots.clone(),
-                cancel: s.cancel.child_token(),
                 root_span: s.root_span,
             },
             s.watch,

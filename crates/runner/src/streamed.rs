@@ -7,6 +7,7 @@
 //! round's planning and its first execution happen here together; `execute` then hands out
 //! the result.
 
+use planwave_engine::RunRequest;
 use std::sync::Arc;
 
 use planwave_engine::{Admission, PlanFeed, RunConfig};
@@ -300,23 +301,22 @@ impl RoundsDriver<'_> {
     ) -> Execution {
         let s = &self.setup;
         Execution {
-            plan,
-            resources: s.resources.clone(),
-            config: RunConfig {
-                round: Some(tag),
-                plan_source: Some(PlanSource::Planner),
-                ..s.config.clone()
+            run: RunRequest {
+                run_id: s.run_id,
+                config: RunConfig {
+                    round: Some(tag),
+                    plan_source: Some(PlanSource::Planner),
+                    ..s.config.clone()
+                },
+                deadline: s
+                    .deadline
+                    .map(|d| d.saturating_duration_since(std::time::Instant::now())),
+                slots: s.slots.clone(),
+                cancel: s.cancel.child_token(),
+                ..s.resources.request(plan, out, events)
             },
-            deadline: s
-                .deadline
-                .map(|d| d.saturating_duration_since(std::time::Instant::now())),
-            out: out.clone(),
-            events: events.clone(),
-            run_id: s.run_id,
+            resources: s.resources.clone(),
             stream: s.stream.clone(),
-            preset: Vec::new(),
-            slots: s.slots.clone(),
-            cancel: s.cancel.child_token(),
             root_span: s.root_span,
         }
     }

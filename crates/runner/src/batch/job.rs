@@ -4,6 +4,7 @@
 //! do), with its [`job_spec`]. Whatever goes wrong is the job's verdict, never the batch's
 //! failure.
 
+use planwave_engine::RunRequest;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -271,20 +272,20 @@ impl JobContext<'_> {
         self.watch.add_tasks(plan.len(), 0);
         let result = execute_plan(
             Execution {
-                plan,
-                resources,
-                config: RunConfig {
-                    plan_source: Some(source),
-                    ..self.config.clone()
+                run: RunRequest {
+                    run_id,
+                    config: RunConfig {
+                        plan_source: Some(source),
+                        ..self.config.clone()
+                    },
+                    deadline: None,
+                    preset: Vec::new(),
+                    slots: self.slots.clone(),
+                    cancel: self.cancel.child_token(),
+                    ..resources.request(plan, &out, &events)
                 },
-                deadline: None,
-                out,
-                events,
+                resources,
                 stream: None,
-                run_id,
-                preset: Vec::new(),
-                slots: self.slots.clone(),
-                cancel: self.cancel.child_token(),
                 root_span: false,
             },
             &JobWatch(self.watch.for_job(&job.id)),

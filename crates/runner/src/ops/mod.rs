@@ -18,6 +18,7 @@
 
 mod resume;
 
+use planwave_engine::RunRequest;
 use std::sync::Arc;
 
 use planwave_config::Settings;
@@ -165,20 +166,20 @@ pub async fn run(
     let events = open_journal(&out, "events.jsonl", run_id)?;
     let result = execute_plan(
         Execution {
-            plan: Arc::new(plan),
-            resources: job.resources.clone(),
-            config: RunConfig {
-                plan_source: Some(PlanSource::File),
-                ..job.settings.run.clone()
+            run: RunRequest {
+                run_id,
+                config: RunConfig {
+                    plan_source: Some(PlanSource::File),
+                    ..job.settings.run.clone()
+                },
+                deadline: job.settings.deadline,
+                preset: Vec::new(),
+                slots: None,
+                cancel: io.cancel.clone(),
+                ..job.resources.request(Arc::new(plan), &out, &events)
             },
-            deadline: job.settings.deadline,
-            out: out.clone(),
-            events,
+            resources: job.resources.clone(),
             stream,
-            run_id,
-            preset: Vec::new(),
-            slots: None,
-            cancel: io.cancel.clone(),
             root_span: io.root_span,
         },
         io.watch,

@@ -5,6 +5,7 @@
 //! on a queue worker), whose spec the batch holds rather than the directory, calls
 //! [`Resumable::with_spec`] then [`resume_in`] with what the batch shares ([`Shared`]).
 
+use planwave_engine::RunRequest;
 use std::path::{Path, PathBuf};
 
 use planwave_config::spec::JobSpec;
@@ -162,17 +163,19 @@ async fn resume_run(
     let out = point.out.clone();
     let result = execute_plan(
         Execution {
-            plan: point.plan.clone(),
+            run: RunRequest {
+                run_id: point.run_id,
+                config: job.settings.run.clone(),
+                deadline: job.settings.deadline,
+                preset: std::mem::take(&mut point.preset),
+                slots: shared.slots.clone(),
+                cancel: io.cancel.clone(),
+                ..job
+                    .resources
+                    .request(point.plan.clone(), &point.out, &point.events)
+            },
             resources: job.resources.clone(),
-            config: job.settings.run.clone(),
-            deadline: job.settings.deadline,
-            out: point.out.clone(),
-            events: point.events.clone(),
             stream,
-            run_id: point.run_id,
-            preset: std::mem::take(&mut point.preset),
-            slots: shared.slots.clone(),
-            cancel: io.cancel.clone(),
             root_span: io.root_span,
         },
         io.watch,
