@@ -251,20 +251,18 @@ impl ModelCall {
     /// Its record, the event emitted with the same time when anything listens.
     pub fn record(self, shared: &RunShared) -> CallRecord {
         let ended = planwave_record::timefmt::now();
+        let started_at = ended - chrono::Duration::microseconds((self.duration_ms * 1000.0) as i64);
         let record = CallRecord {
-            role: self.role.as_str().into(),
             task: self.task,
-            model: self.model,
-            attempt: self.attempt,
-            started_at: ended - chrono::Duration::microseconds((self.duration_ms * 1000.0) as i64),
-            duration_ms: self.duration_ms,
-            prompt_tokens: self.usage.prompt_tokens,
-            completion_tokens: self.usage.completion_tokens,
-            reasoning_tokens: self.usage.reasoning_tokens,
-            cached_tokens: self.usage.cached_tokens,
-            cache_write_tokens: self.usage.cache_write_tokens,
-            outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
-            error: self.error,
+            ..CallRecord::ended(
+                self.role.as_str(),
+                self.model,
+                self.attempt,
+                started_at,
+                self.duration_ms,
+                &self.usage,
+                self.error,
+            )
         };
         if shared.wants_events() {
             shared.emit_at(

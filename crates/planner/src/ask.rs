@@ -77,21 +77,15 @@ pub struct WithRaw<'a> {
 impl Attempt {
     /// As a `run.json` `calls[]` record.
     pub fn call_record(&self, role: AgentRole) -> CallRecord {
-        CallRecord {
-            role: role.as_str().into(),
-            task: None,
-            model: self.model.clone(),
-            attempt: self.attempt,
-            started_at: self.started_at,
-            duration_ms: self.duration_ms,
-            prompt_tokens: self.usage.prompt_tokens,
-            completion_tokens: self.usage.completion_tokens,
-            reasoning_tokens: self.usage.reasoning_tokens,
-            cached_tokens: self.usage.cached_tokens,
-            cache_write_tokens: self.usage.cache_write_tokens,
-            outcome: if self.error.is_some() { "error" } else { "ok" }.into(),
-            error: self.error.clone(),
-        }
+        CallRecord::ended(
+            role.as_str(),
+            self.model.clone(),
+            self.attempt,
+            self.started_at,
+            self.duration_ms,
+            &self.usage,
+            self.error.clone(),
+        )
     }
 
     pub fn with_raw(&self) -> WithRaw<'_> {

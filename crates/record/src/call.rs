@@ -36,6 +36,36 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// A call that ended: its tokens from `usage`, its outcome from `error`; no task (set
+    /// `task` for a task's call).
+    pub fn ended(
+        role: &str,
+        model: String,
+        attempt: u32,
+        started_at: DateTime<Utc>,
+        duration_ms: f64,
+        usage: &Usage,
+        error: Option<String>,
+    ) -> CallRecord {
+        let mut record = CallRecord {
+            role: role.to_owned(),
+            task: None,
+            model,
+            attempt,
+            started_at,
+            duration_ms,
+            prompt_tokens: 0,
+            completion_tokens: 0,
+            reasoning_tokens: 0,
+            cached_tokens: 0,
+            cache_write_tokens: 0,
+            outcome: if error.is_some() { "error" } else { "ok" }.into(),
+            error,
+        };
+        record.set_usage(usage);
+        record
+    }
+
     pub fn usage(&self) -> Usage {
         Usage {
             prompt_tokens: self.prompt_tokens,
