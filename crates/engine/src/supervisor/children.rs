@@ -90,7 +90,8 @@ impl SupervisorState {
             Ending::Running => self.finish(),
             // Waiting for subagents: `on_settled` answers with the failure.
             Ending::Settling => {}
-            Ending::Integrating | Ending::Done => self.answer_failure(),
+            Ending::Integrating => self.answer_failure(),
+            Ending::Done => {}
         }
     }
 

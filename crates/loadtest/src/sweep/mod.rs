@@ -356,13 +356,14 @@ async fn run_point<E>(
             }
         })
     };
-    let prompts: Arc<dyn planwave_engine::PromptSet> = match &o.prompts {
-        Some(p) => p.clone(),
-        None => Arc::new(planwave_prompts::Templates::builtin()),
-    };
+    let in_memory = RunRequest::in_memory(w.plan.clone(), w.provider.clone());
     let result = run(LoadRequest {
         run: RunRequest {
-            prompts,
+            // The built-in templates unless the load test was given others.
+            prompts: o
+                .prompts
+                .clone()
+                .unwrap_or_else(|| in_memory.prompts.clone()),
             journal: at.journal.clone(),
             config: RunConfig {
                 schedule,
@@ -382,7 +383,7 @@ async fn run_point<E>(
                 ..RunConfig::default()
             },
             cancel: at.cancel.clone(),
-            ..RunRequest::in_memory(w.plan.clone(), w.provider.clone())
+            ..in_memory
         },
         planned_ms: w.planned.clone(),
         timeline: o.timeline.is_some() || o.pictures,
