@@ -194,10 +194,12 @@ async fn serve_run_page_follows_a_run_live_and_shows_failures_sections_and_cance
 }
 
 async fn page_checks(s: &Serve, c: &Client, shots: &Path) {
-    // A run slow enough to watch: every call takes 2 s, task 3 always fails.
+    // A run slow enough to watch: every call takes 4 s, task 3 always fails. Task 2 is seen
+    // pending only if the page opens within task 1's call: 2 s was too short for a loaded
+    // two-core machine running the whole suite (Chromium opening the page took longer).
     let (code, created) = post_json(
         &s.at("api/runs"),
-        &json!({"plan": plan(), "options": {"sim_latency_ms": 2000, "sim_sigma": 0, "sim_fail": "3", "retries": 0}}),
+        &json!({"plan": plan(), "options": {"sim_latency_ms": 4000, "sim_sigma": 0, "sim_fail": "3", "retries": 0}}),
     )
     .await;
     assert_eq!(code, 201, "{created}");
@@ -206,7 +208,7 @@ async fn page_checks(s: &Serve, c: &Client, shots: &Path) {
         .await
         .expect("open the run page");
     js(c, WATCH).await;
-    // Task 2 waits for task 1 (2 s): it is seen pending, then running, then completed.
+    // Task 2 waits for task 1 (4 s): it is seen pending, then running, then completed.
     let mut seen = Vec::new();
     wait_status(c, "2", "running", &mut seen).await;
     assert_eq!(
