@@ -3,7 +3,7 @@
 //! more than a page of newer batches (the look-up pages through the provider's list), and a
 //! torn last line does not swallow the record appended after it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -12,15 +12,22 @@ use crate::support::{SimLlm, planwave, read_json, repo_file, tempdir, wait_for_i
 
 const LEDGER: &str = "provider-batches.jsonl";
 
-/// Runs the tesla plan through the Batch API and kills it (`kill -9`) while it waits on its
-/// first batch, once that batch's line is in the ledger.
-fn killed_while_waiting(server: &SimLlm, out: &Path, cfg: &Path) {
-    let running = run_on(server, &repo_file("examples/tesla.json"), out, cfg, true)
+/// The tesla plan run through `sim-llm serve`'s Batch API and killed (`kill -9`) while it
+/// waits on its first batch, once that batch's line is in the ledger: the server, the
+/// temporary directory and the run directory.
+fn killed_while_waiting() -> (SimLlm, tempfile::TempDir, PathBuf) {
+    // The first batch takes long enough to be waited on when the process dies.
+    let server = SimLlm::start(&["--batch-delay-ms", "4000"], &[]);
+    let dir = tempdir();
+    let cfg = config(dir.path());
+    let out = dir.path().join("run");
+    let running = run_on(&server, &repo_file("examples/tesla.json"), &out, &cfg, true)
         .quiet()
         .spawn();
     wait_for_in_file(&out.join(LEDGER), "batch_id");
     wait_for_in_file(&out.join("events.jsonl"), "provider_batch");
     running.kill_9();
+    (server, dir, out)
 }
 
 /// Every custom id the run's ledger records (each a call the run submitted).
@@ -95,12 +102,7 @@ async fn newer_batches(server: &SimLlm, count: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_batch_line_is_found_past_the_first_page_of_the_providers_batches() {
-    // The first batch takes long enough to be waited on when the process dies.
-    let server = SimLlm::start(&["--batch-delay-ms", "4000"], &[]);
-    let dir = tempdir();
-    let cfg = config(dir.path());
-    let out = dir.path().join("run");
-    killed_while_waiting(&server, &out, &cfg);
+    let (server, _dir, out) = killed_while_waiting();
     // The crash came between the provider creating the batch and the ledger's sync.
     let ledger = out.join(LEDGER);
     let kept: String = std::fs::read_to_string(&ledger)
@@ -124,11 +126,7 @@ async fn a_lost_batch_line_is_found_past_the_first_page_of_the_providers_batches
 
 #[test]
 fn a_torn_last_ledger_line_does_not_swallow_the_next_record() {
-    let server = SimLlm::start(&["--batch-delay-ms", "4000"], &[]);
-    let dir = tempdir();
-    let cfg = config(dir.path());
-    let out = dir.path().join("run");
-    killed_while_waiting(&server, &out, &cfg);
+    let (server, _dir, out) = killed_while_waiting();
     // A crash in the middle of writing a line leaves it without its end.
     let ledger = out.join(LEDGER);
     let mut text = std::fs::read_to_string(&ledger).expect("ledger");

@@ -3,13 +3,12 @@
 //! finishes its headers is cut off by the server after `--header-timeout`, and connections
 //! over `--max-connections` are answered 503 until one closes.
 
-use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
 use super::fleet_metrics::metrics_addr;
 use super::serve::wait_until;
+use super::serve_limits::until_closed;
 use crate::support::nats::{Nats, WorkerProc, start_worker};
 use crate::support::{SimLlm, tempdir};
 
@@ -18,23 +17,6 @@ async fn exchange(addr: &str, request: &str) -> String {
     let mut stream = TcpStream::connect(addr).await.expect("connect");
     stream.write_all(request.as_bytes()).await.expect("send");
     until_closed(&mut stream).await
-}
-
-/// Reads until the server closes the connection (at most a minute); what it sent.
-async fn until_closed(stream: &mut TcpStream) -> String {
-    let mut out = Vec::new();
-    let read = tokio::time::timeout(Duration::from_secs(60), async {
-        let mut buf = [0u8; 4096];
-        loop {
-            match stream.read(&mut buf).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => out.extend_from_slice(&buf[..n]),
-            }
-        }
-    })
-    .await;
-    assert!(read.is_ok(), "the server never closed the connection");
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn get(path: &str, host: &str) -> String {
