@@ -68,7 +68,7 @@ impl BatchApiOptions {
 pub const REQUEST_MIN_INTERVAL: Duration = Duration::from_secs(1);
 
 impl BatchApiOptions {
-    /// The intervals set shorter than a request may ask for ([`REQUEST_MIN_INTERVAL`]), each
+    /// The intervals set shorter than a request may ask for (`REQUEST_MIN_INTERVAL`), each
     /// as `NAME: ...`.
     pub fn intervals_under_request_floor(&self) -> Vec<String> {
         [
