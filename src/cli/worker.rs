@@ -58,6 +58,9 @@ pub struct WorkerArgs {
     /// alone for 127.0.0.1 (`:0` picks a free port; the address is printed on stderr).
     #[arg(long, value_name = "ADDR", value_parser = super::worker_metrics::parse_addr)]
     pub metrics_addr: Option<std::net::SocketAddr>,
+    /// The metrics endpoint's guards, as `serve`'s.
+    #[command(flatten)]
+    pub metrics_conn: super::serve_limits::ConnArgs,
 }
 
 /// A duration as every flag takes it (`planwave_config::parse_duration`), within the range
@@ -133,7 +136,11 @@ pub async fn worker(args: WorkerArgs) -> anyhow::Result<Outcome> {
             cache: cache.path(),
             mcp: resources.mcp.clone(),
         };
-        let bound = worker_metrics::serve(addr, &metrics, probes, interrupt.token()).await?;
+        let limits = args
+            .metrics_conn
+            .apply(planwave_serve::ServeLimits::default());
+        let bound =
+            worker_metrics::serve(addr, &limits, &metrics, probes, interrupt.token()).await?;
         eprintln!("worker {name}: metrics on http://{bound}/metrics");
     }
     let view = BatchView(progress.clone());

@@ -45,6 +45,7 @@ impl Probe for Nats {
 
 pub async fn serve(
     addr: SocketAddr,
+    limits: &planwave_serve::ServeLimits,
     metrics: &Arc<Metrics>,
     probes: Probes<'_>,
     stop: CancellationToken,
@@ -68,7 +69,7 @@ pub async fn serve(
         ],
         before_scrape: Some(before_scrape),
     });
-    health::serve_health(addr, h, stop)
+    health::serve_health(addr, h, limits, stop)
         .await
         .map_err(|e| anyhow::anyhow!("--metrics-addr {addr}: {e}"))
 }

@@ -24,7 +24,13 @@ output_per_mtok = 8.0
 "#;
 
 /// `run PLAN` against `server`, through its Batch API when `batch`.
-fn run_on(server: &SimLlm, plan: &Path, out: &Path, config: &Path, batch: bool) -> Planwave {
+pub(crate) fn run_on(
+    server: &SimLlm,
+    plan: &Path,
+    out: &Path,
+    config: &Path,
+    batch: bool,
+) -> Planwave {
     let p = planwave(["run"])
         .arg(plan)
         .out(out)
@@ -42,11 +48,11 @@ fn run_on(server: &SimLlm, plan: &Path, out: &Path, config: &Path, batch: bool) 
     }
 }
 
-fn batch_stats(server: &SimLlm) -> Value {
+pub(crate) fn batch_stats(server: &SimLlm) -> Value {
     http_get_json(&server.base_url.replace("/v1", "/planwave/batch-stats"))
 }
 
-fn config(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn config(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("planwave.toml");
     std::fs::write(&path, PRICES).expect("config");
     path

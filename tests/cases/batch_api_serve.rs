@@ -72,8 +72,8 @@ async fn checks(s: &Serve, page: Option<&Client>) {
 
     let batched = start_run(
         s,
-        json!({"batch_api": true, "batch_linger": "200ms", "batch_poll": "50ms",
-               "batch_poll_max": "200ms"}),
+        json!({"batch_api": true, "batch_linger": "1s", "batch_poll": "1s",
+               "batch_poll_max": "1s"}),
     )
     .await;
     let url = s.at(&format!("api/runs/{batched}"));

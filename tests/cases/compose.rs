@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::support::otlp::{OtlpReceiver, attr};
 use crate::support::{peer, planwave, repo_file, tempdir};
 
-fn compose() -> Option<Value> {
+pub(crate) fn compose() -> Option<Value> {
     let python = peer("py/bin/python")?;
     let out = Command::new(python)
         .arg(repo_file("tests/peers/yaml_to_json.py"))
@@ -27,7 +27,7 @@ fn compose() -> Option<Value> {
     Some(serde_json::from_slice(&out.stdout).expect("compose as JSON"))
 }
 
-fn strings(v: &Value) -> Vec<String> {
+pub(crate) fn strings(v: &Value) -> Vec<String> {
     v.as_array()
         .unwrap_or_else(|| panic!("not a list: {v}"))
         .iter()

@@ -122,7 +122,7 @@ fn completed(run: &Value) -> f64 {
 }
 
 /// Where the worker said its metrics are (`host:port`).
-fn metrics_addr(lines: &[String]) -> String {
+pub(crate) fn metrics_addr(lines: &[String]) -> String {
     lines
         .iter()
         .find_map(|l| {

@@ -94,7 +94,7 @@ async fn serve_queues_jobs_beyond_max_running_and_refuses_plans_over_max_tasks()
 }
 
 /// Reads until the server closes the connection; what it sent.
-async fn until_closed(stream: &mut TcpStream) -> String {
+pub(crate) async fn until_closed(stream: &mut TcpStream) -> String {
     let mut out = Vec::new();
     let read = tokio::time::timeout(Duration::from_secs(60), async {
         let mut buf = [0u8; 4096];

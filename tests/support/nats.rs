@@ -100,6 +100,11 @@ impl Nats {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// The server's `/varz` (its configuration and state, JetStream's included).
+    pub fn varz(&self) -> Value {
+        http_get_json(&format!("http://127.0.0.1:{}/varz", self.monitor))
+    }
+
     /// SIGKILL: no clean shutdown.
     pub fn kill_9(&mut self) {
         drop(self.child.take());

@@ -71,7 +71,7 @@ impl ProviderBatches {
             .provider
             .scope(Some((Box::new(out), &text)), Some(events.clone()))
             .await
-            .with_context(|| format!("writing {LEDGER_FILE}"))?;
+            .with_context(|| format!("{LEDGER_FILE}: its batches at the provider"))?;
         Ok(JobBatches {
             share: JobShare { scope, events },
         })

@@ -18,6 +18,9 @@ use planwave_mcp::McpRegistry;
 use serde_json::{Map, Value, json};
 use tokio::net::TcpListener;
 
+use crate::ServeLimits;
+use crate::conn::ConnLimits;
+use crate::guard::{Guard, cross_site};
 use crate::metrics::{CONTENT_TYPE, Metrics};
 
 /// How long one readiness check or the scrape's refresh may take: an orchestrator's probe
@@ -139,22 +142,31 @@ pub fn probe_routes(h: Arc<Health>) -> Router {
 }
 
 /// Serves `/metrics`, `/healthz` and `/readyz` on `addr` until `stop` is cancelled (a
-/// worker's `--metrics-addr`); returns the address bound.
+/// worker's `--metrics-addr`); returns the address bound. With `planwave serve`'s own guards,
+/// from `limits`: a `Host` that is not this server's is refused (its allowed hosts), request
+/// headers must arrive within its header timeout, a write may wait for a client that reads
+/// nothing its write timeout, and at most its connections are served at once (the rest of
+/// [`ServeLimits`] is about jobs, which this endpoint has none of).
 pub async fn serve_health(
     addr: SocketAddr,
     h: Arc<Health>,
+    limits: &ServeLimits,
     stop: tokio_util::sync::CancellationToken,
 ) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
-    let app =
-        probe_routes(h.clone()).merge(Router::new().route("/metrics", get(metrics)).with_state(h));
+    let guard = Arc::new(Guard::new(bound, &limits.allowed_hosts));
+    let app = probe_routes(h.clone())
+        .merge(Router::new().route("/metrics", get(metrics)).with_state(h))
+        .layer(axum::middleware::from_fn_with_state(guard, cross_site));
+    let conn = ConnLimits {
+        max_connections: limits.max_connections,
+        header_timeout: limits.header_timeout,
+        write_timeout: limits.write_timeout,
+    };
     tokio::spawn(async move {
         let stopped = async move { stop.cancelled().await };
-        if let Err(e) = axum::serve(listener, app)
-            .with_graceful_shutdown(stopped)
-            .await
-        {
+        if let Err(e) = crate::conn::serve(listener, app, conn, stopped).await {
             tracing::warn!(error = %e, "the metrics endpoint stopped");
         }
     });

@@ -1,14 +1,17 @@
 //! A side file a run appends to in place, outside the journal (`provider-batches.jsonl`, the
 //! record of submitted provider batches): opened inside the run directory with no link
-//! followed, its directory entry synced, what it already holds read back for a resume.
+//! followed, a torn last line cut off (as the journal does), its directory entry synced, what
+//! it already holds read back for a resume.
 
 use std::fs::{File, OpenOptions};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 
 use crate::{RunDir, RunDirError};
 
 /// Opens (creating it if needed) `rel` in `dir` for appending, and returns it with the text
-/// it already holds. A link at its name or on the way is refused.
+/// it already holds. A link at its name or on the way is refused. A last line without its
+/// newline (a crash in the middle of a write, never relied on) is cut off first: the next
+/// line appended would otherwise be glued to it and lost with it.
 pub fn open_append(dir: &RunDir, rel: &str) -> Result<(File, String), RunDirError> {
     let path = dir.path_no_links(rel)?;
     let err = |source| RunDirError::Write {
@@ -24,6 +27,8 @@ pub fn open_append(dir: &RunDir, rel: &str) -> Result<(File, String), RunDirErro
         options.custom_flags(libc::O_NOFOLLOW);
     }
     let mut file = options.open(&path).map_err(err)?;
+    crate::journal::cut_torn_tail(&mut file).map_err(err)?;
+    file.seek(SeekFrom::Start(0)).map_err(err)?;
     let mut text = String::new();
     file.read_to_string(&mut text).map_err(err)?;
     if dir.is_durable()
@@ -51,6 +56,19 @@ mod tests {
         }
         let (_, text) = open_append(&dir, "side.jsonl").expect("opens again");
         assert_eq!(text, "one\n");
+        {
+            use std::io::Write;
+            let (mut f, _) = open_append(&dir, "side.jsonl").expect("opens");
+            f.write_all(b"{\"torn").expect("writes");
+        }
+        {
+            use std::io::Write;
+            let (mut f, text) = open_append(&dir, "side.jsonl").expect("opens after a tear");
+            assert_eq!(text, "one\n", "the torn line is cut");
+            f.write_all(b"two\n").expect("writes");
+        }
+        let (_, text) = open_append(&dir, "side.jsonl").expect("opens again");
+        assert_eq!(text, "one\ntwo\n", "the next line stands alone");
         std::os::unix::fs::symlink(tmp.join("side.jsonl"), tmp.join("link.jsonl")).expect("link");
         assert!(
             open_append(&dir, "link.jsonl").is_err(),

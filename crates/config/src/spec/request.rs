@@ -30,6 +30,18 @@ pub struct RequestOptions {
     pub run: RunOptions,
 }
 
+/// The shortest retry backoff a request may set (ms): with none, a task's retries after a
+/// provider's errors would follow each other at once, with the server's key.
+pub const REQUEST_MIN_RETRY_BACKOFF_MS: u64 = 100;
+
+fn retry_backoff_under_floor(ms: u64) -> Option<String> {
+    (ms < REQUEST_MIN_RETRY_BACKOFF_MS).then(|| {
+        format!(
+            "options.retry_backoff_ms: at least {REQUEST_MIN_RETRY_BACKOFF_MS} in a request (got {ms}): it sets how soon the server's key calls the provider again"
+        )
+    })
+}
+
 impl RequestOptions {
     /// The request's options read from its JSON object, or every problem with them
     /// (`options.NAME: ...`, one per option).
@@ -37,14 +49,23 @@ impl RequestOptions {
         options: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, Vec<String>> {
         let o: RequestOptions = text::every_problem(options, "options.")?;
-        let timing = o.run.batch.timing_without_batch_api();
-        if timing.is_empty() {
+        let batch = &o.run.batch;
+        let problems: Vec<String> = batch
+            .timing_without_batch_api()
+            .iter()
+            .map(|name| format!("options.{name}: only with batch_api"))
+            .chain(
+                batch
+                    .intervals_under_request_floor()
+                    .into_iter()
+                    .map(|p| format!("options.{p}")),
+            )
+            .chain(retry_backoff_under_floor(o.run.exec.retry_backoff_ms))
+            .collect();
+        if problems.is_empty() {
             Ok(o)
         } else {
-            Err(timing
-                .iter()
-                .map(|name| format!("options.{name}: only with batch_api"))
-                .collect())
+            Err(problems)
         }
     }
 

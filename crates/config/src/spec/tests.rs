@@ -183,12 +183,12 @@ fn a_request_naming_the_hosts_options_or_bad_values_gets_every_problem() {
 #[test]
 fn batch_api_timing_goes_only_with_batch_api() {
     let o = RequestOptions::from_map(&map(json!({
-        "batch_api": true, "batch_linger": "500ms", "batch_poll": 1, "batch_poll_max": "2s"
+        "batch_api": true, "batch_linger": "1500ms", "batch_poll": 1, "batch_poll_max": "2s"
     })))
     .unwrap();
     let b = &o.run.batch;
     assert!(b.batch_api);
-    assert_eq!(b.batch_linger, Some(Duration::from_millis(500)));
+    assert_eq!(b.batch_linger, Some(Duration::from_millis(1500)));
     assert_eq!(b.batch_poll, Some(Duration::from_secs(1)));
     assert_eq!(b.batch_poll_max, Some(Duration::from_secs(2)));
     assert_eq!(
@@ -196,4 +196,21 @@ fn batch_api_timing_goes_only_with_batch_api() {
         ["options.batch_poll: only with batch_api"]
     );
     assert!(RequestOptions::from_map(&map(json!({"batch_linger": "0s"}))).is_err());
+}
+
+#[test]
+fn a_request_may_not_set_intervals_under_a_second_nor_a_retry_backoff_under_100ms() {
+    let problems = RequestOptions::from_map(&map(json!({
+        "batch_api": true, "batch_linger": "999ms", "batch_poll": "1ms", "batch_poll_max": "1s",
+        "retry_backoff_ms": 0
+    })))
+    .unwrap_err();
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    for (p, name) in problems
+        .iter()
+        .zip(["batch_linger", "batch_poll", "retry_backoff_ms"])
+    {
+        assert!(p.starts_with(&format!("options.{name}: at least ")), "{p}");
+    }
+    assert!(RequestOptions::from_map(&map(json!({"retry_backoff_ms": 100}))).is_ok());
 }

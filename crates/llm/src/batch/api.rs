@@ -16,6 +16,11 @@ use crate::secret::scrub;
 /// is of the same order).
 const MAX_FILE_BYTES: usize = 512 * 1024 * 1024;
 
+/// Batches per page of the provider's list (OpenAI's largest).
+const LIST_PAGE: usize = 100;
+/// Pages read looking for a batch before giving up (10,000 batches).
+const MAX_LIST_PAGES: usize = 100;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApiError {
     /// Worth trying again (connection, timeout, 408/409/429/5xx).
@@ -179,18 +184,55 @@ impl Api {
         Self::decode(&what, &bytes)
     }
 
-    /// The batch made from `input_file_id`, among the most recent ones.
+    /// The batch made from `input_file_id`, if the provider holds one: its list is read page
+    /// by page (newest first) until the batch is found, the list ends, or the batches are
+    /// older than the file (none of them can be made from it). A list longer than
+    /// [`MAX_LIST_PAGES`] pages is an error rather than "none": the caller would submit the
+    /// file's calls again, and pay for them twice.
     pub async fn find_by_input(&self, input_file_id: &str) -> Result<Option<String>, ApiError> {
-        let url = self.url("batches");
-        let sep = if url.contains('?') { '&' } else { '?' };
-        let req = self.http.get(format!("{url}{sep}limit=100"));
-        let bytes = self.send("listing batches", req).await?;
-        let list: BatchList = Self::decode("listing batches", &bytes)?;
-        Ok(list
-            .data
-            .into_iter()
-            .find(|b| b.input_file_id.as_deref() == Some(input_file_id))
-            .map(|b| b.id))
+        // The file's upload time bounds the search; a provider that does not say lists all.
+        let since = self.file_created_at(input_file_id).await;
+        let url = reqwest::Url::parse(&self.url("batches"))
+            .map_err(|e| ApiError::Fatal(format!("listing batches: {e}")))?;
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut page_url = url.clone();
+            page_url
+                .query_pairs_mut()
+                .append_pair("limit", &LIST_PAGE.to_string());
+            if let Some(id) = &after {
+                page_url.query_pairs_mut().append_pair("after", id);
+            }
+            let bytes = self
+                .send("listing batches", self.http.get(page_url))
+                .await?;
+            let list: BatchList = Self::decode("listing batches", &bytes)?;
+            if let Some(b) = list
+                .data
+                .iter()
+                .find(|b| b.input_file_id.as_deref() == Some(input_file_id))
+            {
+                return Ok(Some(b.id.clone()));
+            }
+            let older = |b: &super::wire::BatchObject| matches!((b.created_at, since), (Some(c), Some(f)) if c < f);
+            let next = list.data.last().map(|b| b.id.clone());
+            if !list.has_more || list.data.iter().any(older) || next == after {
+                return Ok(None);
+            }
+            after = next;
+        }
+        Err(ApiError::Fatal(format!(
+            "listing batches: no batch made from file {input_file_id} in the newest {} the provider lists; not submitting its calls again (they may be running)",
+            MAX_LIST_PAGES * LIST_PAGE
+        )))
+    }
+
+    /// When `file_id` was uploaded (Unix seconds), if the provider says.
+    async fn file_created_at(&self, file_id: &str) -> Option<u64> {
+        let what = format!("reading file {file_id}");
+        let req = self.http.get(self.url(&format!("files/{file_id}")));
+        let bytes = self.send(&what, req).await.ok()?;
+        Self::decode::<FileObject>(&what, &bytes).ok()?.created_at
     }
 
     /// A file's content (an output or error file).

@@ -163,12 +163,13 @@ impl Dispatch {
 
     /// Lets calls an earlier process of a job already submitted (`recorded`, read from the
     /// job's ledger) wait for their batch instead of being sent again. Files recorded without
-    /// their batch are looked up at the provider.
-    pub async fn recover(&self, recorded: &Recorded) {
+    /// their batch are looked up at the provider; a look-up that fails is an error rather
+    /// than "not created" (the calls would be submitted, and paid for, twice).
+    pub async fn recover(&self, recorded: &Recorded) -> Result<(), ApiError> {
         let mut batches = recorded.batches.clone();
         for file in recorded.files_without_batch() {
             // Created or not before the process died: the provider's list says.
-            if let Ok(Some(b)) = self.api.find_by_input(&file).await {
+            if let Some(b) = self.api.find_by_input(&file).await? {
                 batches.insert(file, b);
             }
         }
@@ -178,6 +179,7 @@ impl Dispatch {
             .filter_map(|(id, f)| Some((id.clone(), batches.get(f)?.clone())))
             .collect();
         lock(&self.state).recorded.extend(map);
+        Ok(())
     }
 
     fn fail(&self, line: Line, e: LlmError) {

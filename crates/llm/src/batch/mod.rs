@@ -115,8 +115,8 @@ impl BatchProvider {
     /// A job's share of this client, live until [`BatchScope::close`]. `ledger`: where the
     /// job records the batches holding its calls, with what an earlier process of the job
     /// recorded there (its key, and its calls that wait for their batch rather than being
-    /// sent again; files recorded without their batch are looked up at the provider).
-    /// `observer` hears of every batch holding the job's calls.
+    /// sent again; files recorded without their batch are looked up at the provider, and a
+    /// look-up that fails is an error). `observer` hears of every batch holding the job's calls.
     pub async fn scope(
         &self,
         ledger: Option<(Box<dyn LedgerWrite>, &str)>,
@@ -138,7 +138,10 @@ impl BatchProvider {
                 k
             }
         };
-        self.dispatch.recover(&recorded).await;
+        self.dispatch
+            .recover(&recorded)
+            .await
+            .map_err(|e| std::io::Error::other(e.message().to_owned()))?;
         let scope = Arc::new(BatchScope::new(
             key,
             ledger,

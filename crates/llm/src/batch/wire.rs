@@ -27,6 +27,9 @@ pub struct BatchObject {
     /// A failed batch's validation problems: `{"data": [{"code", "message", "line"}]}`.
     #[serde(default)]
     pub errors: Option<Value>,
+    /// Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
@@ -75,17 +78,22 @@ impl BatchObject {
     }
 }
 
-/// `GET /v1/batches` (a page of them).
+/// `GET /v1/batches` (a page of them, newest first; the next page is `?after=` its last id).
 #[derive(Debug, Default, Deserialize)]
 pub struct BatchList {
     #[serde(default)]
     pub data: Vec<BatchObject>,
+    #[serde(default)]
+    pub has_more: bool,
 }
 
-/// `POST /v1/files`.
+/// `POST /v1/files`, `GET /v1/files/{id}`.
 #[derive(Debug, Deserialize)]
 pub struct FileObject {
     pub id: String,
+    /// Unix seconds.
+    #[serde(default)]
+    pub created_at: Option<u64>,
 }
 
 /// How one line of a finished batch ended.

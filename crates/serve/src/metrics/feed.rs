@@ -56,16 +56,52 @@ pub(crate) struct Handles {
     /// by every call on both cores, cost more than the counting). Pairs beyond the slots
     /// (never seen: a process has a few roles and models) are looked up in the families.
     calls: [OnceLock<CallHandles>; CALL_SLOTS],
-    /// Taken only to fill a slot.
-    filling: Mutex<()>,
+    /// Taken only to fill a slot; the model names that have a label of their own.
+    filling: Mutex<ModelLabels>,
 }
 
 const CALL_SLOTS: usize = 32;
 
+/// Distinct `model` label values: the first this many names the answers report; later ones
+/// are counted under [`OTHER_MODEL`]. The name comes from the server's answer, and a server
+/// answering a new name each time would otherwise make a new series per call.
+pub(crate) const MAX_MODEL_LABELS: usize = 16;
+/// The `model` label of the calls whose model is not among the first [`MAX_MODEL_LABELS`]
+/// (or whose name is longer than [`MAX_MODEL_NAME`]).
+pub(crate) const OTHER_MODEL: &str = "other";
+/// The longest model name kept as a label.
+const MAX_MODEL_NAME: usize = 128;
+
+/// The model names given a label of their own so far.
+#[derive(Default)]
+struct ModelLabels {
+    kept: Vec<String>,
+}
+
+impl ModelLabels {
+    /// `model`'s label: itself while there is room (or it already has one), else `other`.
+    fn label(&mut self, model: &str) -> String {
+        if self.kept.iter().any(|m| m == model) {
+            return model.to_owned();
+        }
+        if self.kept.len() < MAX_MODEL_LABELS
+            && model.len() <= MAX_MODEL_NAME
+            && model != OTHER_MODEL
+        {
+            self.kept.push(model.to_owned());
+            return model.to_owned();
+        }
+        OTHER_MODEL.to_owned()
+    }
+}
+
 /// One role and model's series for its calls.
 struct CallHandles {
     role: String,
+    /// The model name the calls reported (what a call is matched on).
     model: String,
+    /// Its label in the series: the name, or `other`.
+    label: String,
     ok: Counter,
     seconds: Histogram,
     /// prompt, completion, reasoning, cached: the order of [`TOKEN_KINDS`].
@@ -90,7 +126,7 @@ impl Handles {
             retried: task("retried"),
             blocked: task("blocked"),
             calls: std::array::from_fn(|_| OnceLock::new()),
-            filling: Mutex::new(()),
+            filling: Mutex::new(ModelLabels::default()),
         }
     }
 
@@ -108,26 +144,30 @@ impl Handles {
             return f(h);
         }
         // A poisoned lock only means a panic elsewhere while it was held; the slots are whole.
-        let _filling = self.filling.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut labels = self.filling.lock().unwrap_or_else(PoisonError::into_inner);
         for slot in &self.calls {
             match slot.get() {
                 Some(h) if is(h) => return f(h),
                 Some(_) => {}
-                None => return f(slot.get_or_init(|| CallHandles::new(series, role, model))),
+                None => {
+                    let label = labels.label(model);
+                    return f(slot.get_or_init(|| CallHandles::new(series, role, model, label)));
+                }
             }
         }
-        f(&CallHandles::new(series, role, model))
+        let label = labels.label(model);
+        f(&CallHandles::new(series, role, model, label))
     }
 }
 
 impl CallHandles {
-    fn new(series: &Series, role: &str, model: &str) -> CallHandles {
+    fn new(series: &Series, role: &str, model: &str, label: String) -> CallHandles {
         let tokens = TOKEN_KINDS.map(|kind| {
             series
                 .tokens
                 .get_or_create(&Tokens {
                     role: role.to_owned(),
-                    model: model.to_owned(),
+                    model: label.clone(),
                     r#type: kind.into(),
                 })
                 .clone()
@@ -137,7 +177,7 @@ impl CallHandles {
             model: model.to_owned(),
             ok: series
                 .calls
-                .get_or_create(&call_labels(role, model, None))
+                .get_or_create(&call_labels(role, &label, None))
                 .clone(),
             seconds: series
                 .call_seconds
@@ -146,6 +186,7 @@ impl CallHandles {
                 })
                 .clone(),
             tokens,
+            label,
         }
     }
 }
@@ -302,7 +343,7 @@ impl<S: ?Sized> MeteredSink<S> {
                     Some(e) => {
                         series
                             .calls
-                            .get_or_create(&call_labels(c.role, c.model, Some(e)))
+                            .get_or_create(&call_labels(c.role, &h.label, Some(e)))
                             .inc();
                     }
                 }

@@ -201,27 +201,33 @@ fn calls_count_tokens_by_type_errors_by_class_and_cost_by_price() {
 }
 
 #[test]
-fn more_role_and_model_pairs_than_slots_still_count_each() {
+fn more_role_and_model_pairs_than_slots_still_count_each_and_model_labels_are_capped() {
     let m = Metrics::new();
     let s = sink(&m);
     let usage = Usage {
         prompt_tokens: 7,
         ..Usage::default()
     };
-    for round in 0..2 {
+    let label = |model: &str| {
+        format!(
+            "planwave_model_tokens_total{{role=\"subagent\",model=\"{model}\",type=\"prompt\"}}"
+        )
+    };
+    for round in 1..=2 {
         for n in 0..40 {
             s.emit(&call(&format!("model-{n}"), usage, None));
         }
         let text = m.encode();
-        for n in 0..40 {
-            let name = format!(
-                "planwave_model_tokens_total{{role=\"subagent\",model=\"model-{n}\",type=\"prompt\"}}"
-            );
-            assert_eq!(
-                sample(&text, &name),
-                Some(7.0 * f64::from(round + 1)),
-                "{name}"
-            );
+        for n in 0..16 {
+            let name = label(&format!("model-{n}"));
+            assert_eq!(sample(&text, &name), Some(7.0 * f64::from(round)), "{name}");
         }
+        // The 17th name on are folded into one series.
+        assert_eq!(sample(&text, &label("model-16")), None);
+        assert_eq!(
+            sample(&text, &label("other")),
+            Some(24.0 * 7.0 * f64::from(round))
+        );
+        assert_eq!(text.matches("planwave_model_calls_total{").count(), 17);
     }
 }

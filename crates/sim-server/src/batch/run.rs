@@ -141,26 +141,43 @@ pub(crate) async fn list(
     if let Some(r) = refused(&st, &headers) {
         return r;
     }
-    // `?limit=N` (1 to 100, default 20); anything else in the query is ignored.
-    let limit = uri
-        .query()
-        .unwrap_or("")
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("limit="))
+    // `?limit=N` (1 to 100, default 20) and `after=ID` (the page after that batch, as
+    // OpenAI's cursor); anything else in the query is ignored. Newest first.
+    let query = uri.query().unwrap_or("");
+    let param = |name: &str| {
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
+    };
+    let limit = param("limit")
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(20)
         .clamp(1, 100);
     let s = st.store();
-    let data: Vec<Value> = s
-        .order
+    let newest_first: Vec<&String> = s.order.iter().rev().collect();
+    let start = match param("after") {
+        Some(after) => match newest_first.iter().position(|id| *id == after) {
+            Some(at) => at + 1,
+            None => return not_found("batch: after"),
+        },
+        None => 0,
+    };
+    let page = newest_first.get(start..).unwrap_or_default();
+    let data: Vec<Value> = page
         .iter()
-        .rev()
         .take(limit)
-        .filter_map(|id| s.batches.get(id))
+        .filter_map(|id| s.batches.get(*id))
         .map(|b| json!(b))
         .collect();
-    axum::Json(json!({"object": "list", "data": data, "has_more": s.order.len() > limit}))
-        .into_response()
+    let (first, last) = (data.first(), data.last());
+    axum::Json(json!({
+        "object": "list",
+        "data": &data,
+        "first_id": first.map(|b| b["id"].clone()),
+        "last_id": last.map(|b| b["id"].clone()),
+        "has_more": page.len() > limit,
+    }))
+    .into_response()
 }
 
 pub(crate) async fn get(

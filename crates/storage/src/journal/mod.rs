@@ -14,5 +14,5 @@ mod writer;
 
 pub use lock::{LockError, RunLock};
 pub use replay::{CompletedTask, Replay, ReplayError, section_hash};
-pub(crate) use writer::sync_dir;
 pub use writer::{Ack, Journal, JournalError, JournalMirror};
+pub(crate) use writer::{cut_torn_tail, sync_dir};

@@ -274,8 +274,9 @@ impl Pending {
     }
 }
 
-/// Truncates the file after its last newline.
-fn cut_torn_tail(file: &mut File) -> io::Result<()> {
+/// Truncates the file after its last newline: a torn last line (a crash in the middle of a
+/// write) was never acknowledged, and a line appended after it would be glued to it.
+pub(crate) fn cut_torn_tail(file: &mut File) -> io::Result<()> {
     let len = file.metadata()?.len();
     if len == 0 {
         return Ok(());
