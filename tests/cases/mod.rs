@@ -31,6 +31,7 @@ mod loadtest_view;
 pub(crate) mod mcp;
 mod numbers_bounds;
 mod plan_cache;
+mod prompt_isolation;
 mod quality;
 mod queue;
 mod queue_recovery;

@@ -173,7 +173,7 @@ impl Templates {
                     id: plan.id(s.index).to_string(),
                     title: plan.task(s.index).title(),
                     status: s.status,
-                    text: s.text,
+                    text: s.text.map(crate::data::clean),
                 })
                 .collect(),
             missing: sections
@@ -206,7 +206,8 @@ struct SectionVars<'a> {
     id: String,
     title: &'a str,
     status: &'a str,
-    text: Option<&'a str>,
+    /// Data (`crate::data`), which the template places in a `<data>` block.
+    text: Option<std::borrow::Cow<'a, str>>,
 }
 
 impl PromptSet for Templates {
@@ -261,6 +262,14 @@ impl PromptSet for Templates {
     }
 
     fn tool_results(&self, lang: Lang, results: &[ToolResultRef]) -> String {
+        // Each output is data (`crate::data`), placed in a `<data>` block by the template.
+        let results: Vec<_> = results
+            .iter()
+            .map(|r| {
+                json!({"tool": crate::data::clean(&r.tool), "output": crate::data::clean(&r.output),
+                       "is_error": r.is_error})
+            })
+            .collect();
         self.render_or_builtin(lang, "tool_results", json!({ "results": results }))
     }
 

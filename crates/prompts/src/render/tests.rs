@@ -270,7 +270,7 @@ fn integrator_prompt_asks_for_contradictions_and_transitions_and_names_missing_s
         "原样保留",
         "财务表现与关键指标分析",
         "## 公司概况",
-        "[任务 1]\n## 公司概况",
+        "[任务 1]\n<data source=\"task 1\">\n## 公司概况",
         "缺少定量数据（没有数字、百分比或金额）的章节：公司概况与业务模式分析",
         "(前一章的任务编号 → 后一章的任务编号)",
     ] {
