@@ -112,14 +112,23 @@ fn resolve_params(calls: &TaskCalls<'_>, step: &Step<'_>) -> Result<(Value, Vec<
 }
 
 /// An `llm_call`'s prompt: the plan's text with each referenced result in a data block, the
-/// results fit to the context budget (`planwave_prompts::step_prompt`); the references to
-/// a failed optional step; and what was cut, to record.
+/// results fit to the context budget (`planwave_prompts::step_prompt`), then the step's
+/// expected output and the rule about data blocks; the references to a failed optional
+/// step; and what was cut, to record.
 fn llm_prompt(
     calls: &TaskCalls<'_>,
     step: &Step<'_>,
 ) -> Result<(StepPrompt, Vec<String>, Vec<SectionCut>), String> {
     let shared = calls.shared;
     let plan = &shared.plan;
+    // The step's expected output, when it has one, guides the model's answer; blocks of data
+    // come with the rule that what they hold is not an order. Both count against the budget.
+    let expected = match plan.task(step.index).expected_output.as_deref().map(str::trim) {
+        Some(e) if !e.is_empty() => format!("\n\n{}: {e}", expected_label(plan.lang())),
+        _ => String::new(),
+    };
+    let rule = format!("\n\n{}", shared.prompts.data_rule(plan.lang()));
+    let reserved = planwave_llm::estimate_tokens(&expected) + planwave_llm::estimate_tokens(&rule);
     let text = match plan.task(step.index).params.as_ref().and_then(|p| p.get("prompt")) {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
@@ -141,7 +150,12 @@ fn llm_prompt(
         })
     };
     let budget = shared.config.context_budget_tokens;
-    let prompt = step_prompt(&text, resolve, budget, plan.lang())?;
+    let budget = budget.map(|b| b.saturating_sub(reserved).max(1));
+    let mut prompt = step_prompt(&text, resolve, budget, plan.lang())?;
+    prompt.text.push_str(&expected);
+    if !prompt.data.is_empty() {
+        prompt.text.push_str(&rule);
+    }
     let cuts = prompt
         .data
         .iter()
@@ -171,13 +185,7 @@ async fn run_inner(
     let (index, tool) = (step.index, step.tool);
     if tool == LLM_CALL {
         let (prompt, empty_refs, cuts) = llm_prompt(calls, step).map_err(Failure::Other)?;
-        // The step's expected output, when it has one, guides the model's answer.
-        let text = match plan.task(index).expected_output.as_deref().map(str::trim) {
-            Some(e) if !e.is_empty() => {
-                format!("{}\n\n{}: {e}", prompt.text, expected_label(plan.lang()))
-            }
-            _ => prompt.text,
-        };
+        let text = prompt.text;
         let mut context = subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]);
         // What the prompt holds, so a server answering from the context (the simulator)
         // answers from the results as a model reads them in the prompt.

@@ -277,6 +277,12 @@ impl PromptSet for Templates {
         self.render_or_builtin(lang, "tools_exhausted", json!({}))
     }
 
+    fn data_rule(&self, lang: Lang) -> String {
+        self.render_or_builtin(lang, "data_rule", json!({}))
+            .trim()
+            .to_owned()
+    }
+
     fn tool_answer_repair(&self, lang: Lang, attempt: u32, problems: &[String]) -> String {
         // The loop's answer_repair.j2, so one wording asks for repaired JSON everywhere.
         let vars = json!({"what": "answer", "attempt": attempt, "problems": problems});
@@ -336,7 +342,7 @@ impl Templates {
 /// The compiled-in templates, for when an overriding template fails at render time: the
 /// built-in wording is better than no section. (Their own rendering is covered by this
 /// crate's tests, so they do not fail in turn.)
-fn builtin() -> &'static Templates {
+pub(crate) fn builtin() -> &'static Templates {
     static BUILTIN: std::sync::OnceLock<Templates> = std::sync::OnceLock::new();
     BUILTIN.get_or_init(Templates::builtin)
 }
@@ -358,7 +364,7 @@ pub(crate) fn sample(name: &str) -> Value {
         }
         "tool_protocol" => json!({"tools": [{"name": "t", "description": "d", "schema": "{}"}]}),
         "tool_results" => json!({"results": [{"tool": "t", "output": "o", "is_error": false}]}),
-        "tools_exhausted" => json!({}),
+        "tools_exhausted" | "data_rule" => json!({}),
         "subagent" => json!({
             "task": {"id": "1", "title": "t", "description": "d",
                      "hints": {"data_needs": ["a"], "key_questions": ["q"], "suggested_tools": []}},
