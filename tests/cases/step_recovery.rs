@@ -150,8 +150,7 @@ fn research_replaces_a_failed_tool_step_from_the_failure_point() {
     assert!(
         answer.starts_with(
             "Answer from <data source=\"step greet\">\n{\"result\":\"hello team\"}\n</data> and "
-        )
-            && answer.contains("hello data desk"),
+        ) && answer.contains("hello data desk"),
         "{answer}"
     );
     assert_eq!(run["answer"], "FINAL-ANSWER", "{run}");

@@ -15,8 +15,8 @@ use std::sync::Arc;
 
 use planwave_llm::estimate_tokens;
 // Shared with every prompt's data (`planwave_prompts::data`): one rule for cutting.
-pub use planwave_prompts::data::{cut as cut_text, shares};
 use planwave_plan::{Hints, Lang, TaskId, TaskSpec};
+pub use planwave_prompts::data::{cut as cut_text, shares};
 use planwave_record::{CutPart, SectionCut};
 
 /// Fits `prior` (task index, prerequisite id, section text) into `budget` tokens.

@@ -45,10 +45,10 @@ pub use config::{
 };
 pub use error::EngineError;
 pub use planwave_prompts::PromptSet;
+pub use planwave_prompts::data::is_hiding_char;
 pub use quality::MIN_SECTION_CHARS;
 pub use run::{RunRequest, execute};
 pub use run_stream::{PlanFeed, execute_streaming};
 pub use scheduler::Scheduler;
 pub use slots::{SlotHeld, Slots, SubagentSlots};
 pub use stream_plan::{Admission, keep_map};
-pub use planwave_prompts::data::is_hiding_char;

@@ -80,7 +80,12 @@ enum Failure {
 /// What the reference to task `id` reads: an earlier result, `{{vars.NAME}}`,
 /// `{{meta.KEY}}`, or an empty string for a failed optional step (noted in `empty`, to
 /// record).
-fn lookup(step: &Step<'_>, plan: &ValidatedPlan, id: &str, empty: &RefCell<Vec<String>>) -> Option<Value> {
+fn lookup(
+    step: &Step<'_>,
+    plan: &ValidatedPlan,
+    id: &str,
+    empty: &RefCell<Vec<String>>,
+) -> Option<Value> {
     match plan.index_of_key(id) {
         // Dependents of a failed optional step run; a completed step always has its result.
         Some(i) => step.result(i).cloned().or_else(|| {
@@ -123,13 +128,23 @@ fn llm_prompt(
     let plan = &shared.plan;
     // The step's expected output, when it has one, guides the model's answer; blocks of data
     // come with the rule that what they hold is not an order. Both count against the budget.
-    let expected = match plan.task(step.index).expected_output.as_deref().map(str::trim) {
+    let expected = match plan
+        .task(step.index)
+        .expected_output
+        .as_deref()
+        .map(str::trim)
+    {
         Some(e) if !e.is_empty() => format!("\n\n{}: {e}", expected_label(plan.lang())),
         _ => String::new(),
     };
     let rule = format!("\n\n{}", shared.prompts.data_rule(plan.lang()));
     let reserved = planwave_llm::estimate_tokens(&expected) + planwave_llm::estimate_tokens(&rule);
-    let text = match plan.task(step.index).params.as_ref().and_then(|p| p.get("prompt")) {
+    let text = match plan
+        .task(step.index)
+        .params
+        .as_ref()
+        .and_then(|p| p.get("prompt"))
+    {
         Some(Value::String(s)) => s.clone(),
         Some(other) => other.to_string(),
         None => return Err("llm_call needs a \"prompt\" parameter".into()),
@@ -140,11 +155,19 @@ fn llm_prompt(
             .ok_or_else(|| format!("parameters: no result for task {}", r.task))?;
         let value = refs::lookup(&whole, &r.path).ok_or_else(|| {
             let path = r.path.join(".");
-            format!("parameters: the result of task {} has no field {path}", r.task)
+            format!(
+                "parameters: the result of task {} has no field {path}",
+                r.task
+            )
         })?;
-        let result = plan.index_of_key(&r.task).is_some_and(|i| step.result(i).is_some());
+        let result = plan
+            .index_of_key(&r.task)
+            .is_some_and(|i| step.result(i).is_some());
         Ok(if result {
-            StepValue::Result { step: r.task.clone(), value }
+            StepValue::Result {
+                step: r.task.clone(),
+                value,
+            }
         } else {
             StepValue::Inline(value)
         })

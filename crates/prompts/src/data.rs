@@ -53,7 +53,10 @@ pub(crate) fn serialize_clean<S: serde::Serializer>(
 }
 
 /// [`serialize_clean`] of a text that is always there.
-pub(crate) fn serialize_clean_text<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
+pub(crate) fn serialize_clean_text<S: serde::Serializer>(
+    text: &str,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     s.serialize_str(&clean(text))
 }
 
@@ -65,7 +68,6 @@ pub fn clean_shared(text: &Arc<str>) -> Arc<str> {
         Cow::Owned(cleaned) => Arc::from(cleaned),
     }
 }
-
 
 /// `text` fit to be placed inside a `<data>` block of a prompt. Files keep the original.
 /// Cleaning twice gives what cleaning once gave.

@@ -72,7 +72,9 @@ pub fn step_prompt(
             Piece::Text(t) => parts.push(Part::Own(data::clean(t))),
             Piece::Ref(r) => match resolve(&r)? {
                 StepValue::Inline(v) => {
-                    parts.push(Part::Own(data::clean(&refs::as_text(&v)).into_owned().into()));
+                    parts.push(Part::Own(
+                        data::clean(&refs::as_text(&v)).into_owned().into(),
+                    ));
                 }
                 StepValue::Result { step, value } => {
                     let text = data::clean(&refs::as_text(&value)).into_owned();
@@ -151,11 +153,29 @@ mod tests {
 
     #[test]
     fn a_result_becomes_a_clean_block_within_the_budget() {
-        let p = step_prompt("Sum {{h.result}} for {{vars.city}}.", resolve, Some(500), Lang::En)
-            .expect("prompt");
-        assert!(p.text.starts_with("Sum <data source=\"step h\">\nx[2J &lt;/data> x"), "{}", p.text);
-        assert!(p.text.ends_with("context budget]\n</data> for Kraków."), "{}", p.text);
-        assert!(estimate_tokens(&p.text) <= 500, "{}", estimate_tokens(&p.text));
+        let p = step_prompt(
+            "Sum {{h.result}} for {{vars.city}}.",
+            resolve,
+            Some(500),
+            Lang::En,
+        )
+        .expect("prompt");
+        assert!(
+            p.text
+                .starts_with("Sum <data source=\"step h\">\nx[2J &lt;/data> x"),
+            "{}",
+            p.text
+        );
+        assert!(
+            p.text.ends_with("context budget]\n</data> for Kraków."),
+            "{}",
+            p.text
+        );
+        assert!(
+            estimate_tokens(&p.text) <= 500,
+            "{}",
+            estimate_tokens(&p.text)
+        );
         assert_eq!(p.data.len(), 1);
         assert!(p.data[0].was_cut());
         assert_eq!(p.data[0].original_chars, "x[2J &lt;/data> ".len() * 2_000);

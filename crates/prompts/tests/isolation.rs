@@ -54,7 +54,10 @@ fn code(path: &Path) -> Vec<(usize, String)> {
 fn sources() -> Vec<PathBuf> {
     let mut files = Vec::new();
     rust_files(&root().join("src"), &mut files);
-    for entry in std::fs::read_dir(root().join("crates")).expect("crates").flatten() {
+    for entry in std::fs::read_dir(root().join("crates"))
+        .expect("crates")
+        .flatten()
+    {
         rust_files(&entry.path().join("src"), &mut files);
     }
     assert!(files.len() > 50, "the workspace's sources were not found");
@@ -76,7 +79,11 @@ fn only_the_data_module_writes_a_data_tag_in_code() {
             }
         }
     }
-    assert!(found.is_empty(), "data tags outside data.rs:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "data tags outside data.rs:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -145,7 +152,10 @@ fn check_template(path: &Path, problems: &mut Vec<String>) {
             continue;
         }
         for var in printed(line).into_iter().filter(|v| untrusted(v)) {
-            problems.push(format!("{name}:{}: {var} printed outside a <data> block", i + 1));
+            problems.push(format!(
+                "{name}:{}: {var} printed outside a <data> block",
+                i + 1
+            ));
         }
         i += 1;
     }

@@ -482,9 +482,16 @@ fn isolated(what: &str, text: &str) {
     // The rule before the blocks names `<data>` itself.
     let tags = lower.matches("<data").count() - lower.matches("<data>").count();
     assert_eq!(opens, tags, "{what}: forged opening\n{text}");
-    assert_eq!(opens, lower.matches("</data>").count(), "{what}: forged end\n{text}");
+    assert_eq!(
+        opens,
+        lower.matches("</data>").count(),
+        "{what}: forged end\n{text}"
+    );
     assert!(opens > 0, "{what}: no data block\n{text}");
-    assert!(text.contains("body [2Jx &lt;/data> &lt;DATA"), "{what}: {text}");
+    assert!(
+        text.contains("body [2Jx &lt;/data> &lt;DATA"),
+        "{what}: {text}"
+    );
 }
 
 #[test]
@@ -492,7 +499,10 @@ fn every_prompt_builder_places_untrusted_text_as_clean_data() {
     let t = Templates::builtin();
     let plan = tesla();
     let all = |m: Vec<planwave_llm::ChatMessage>| -> String {
-        m.into_iter().map(|m| m.content).collect::<Vec<_>>().join("\n")
+        m.into_iter()
+            .map(|m| m.content)
+            .collect::<Vec<_>>()
+            .join("\n")
     };
     let prior = [PriorSection {
         index: 0,
