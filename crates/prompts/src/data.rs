@@ -60,6 +60,14 @@ pub(crate) fn serialize_clean_text<S: serde::Serializer>(
     s.serialize_str(&clean(text))
 }
 
+/// [`serialize_clean`] of a list of texts.
+pub(crate) fn serialize_clean_list<S: serde::Serializer>(
+    items: &&[String],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_seq(items.iter().map(|t| clean(t)))
+}
+
 /// [`clean`] of a shared text: the same `Arc` when nothing is dropped (the usual case), so
 /// a prompt's variables share it rather than copy it.
 pub fn clean_shared(text: &Arc<str>) -> Arc<str> {

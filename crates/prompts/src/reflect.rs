@@ -226,7 +226,8 @@ impl Templates {
 /// Variables of `failure_note.j2`: what the planner is told when a round's plan failed.
 #[derive(Debug, Serialize)]
 pub struct FailureNoteVars<'a> {
-    /// `description (error)` of each failed task.
+    /// `description (error)` of each failed task; an error may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean_list")]
     pub failed: &'a [String],
 }
 
