@@ -64,49 +64,51 @@ fn sources() -> Vec<PathBuf> {
     files
 }
 
-fn is_data_module(path: &Path) -> bool {
-    path.ends_with("crates/prompts/src/data.rs")
+/// `file:line: text` of every line of non-test code outside `data.rs`, in the files `keep`
+/// selects (by path below the workspace), for which `bad` holds.
+fn lines_where(keep: impl Fn(&Path) -> bool, bad: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut found = Vec::new();
+    for path in sources() {
+        let rel = path.strip_prefix(root()).unwrap_or(&path);
+        if rel.ends_with("crates/prompts/src/data.rs") || !keep(rel) {
+            continue;
+        }
+        for (line, text) in code(&path) {
+            if bad(&text) {
+                found.push(format!("{}:{line}: {}", rel.display(), text.trim()));
+            }
+        }
+    }
+    found
 }
 
 #[test]
 fn only_the_data_module_writes_a_data_tag_in_code() {
-    let mut found = Vec::new();
-    for path in sources().iter().filter(|p| !is_data_module(p)) {
-        for (line, text) in code(path) {
+    let found = lines_where(
+        |_| true,
+        |text| {
             let lower = text.to_ascii_lowercase();
-            if lower.contains("<data") || lower.contains("</data") {
-                found.push(format!("{}:{line}: {}", path.display(), text.trim()));
-            }
-        }
-    }
-    assert!(
-        found.is_empty(),
-        "data tags outside data.rs:\n{}",
-        found.join("\n")
+            lower.contains("<data") || lower.contains("</data")
+        },
     );
+    let found = found.join("\n");
+    assert!(found.is_empty(), "data tags outside data.rs:\n{found}");
 }
 
 #[test]
 fn no_prompt_building_crate_filters_control_characters_itself() {
-    let mut found = Vec::new();
-    for path in sources().iter().filter(|p| !is_data_module(p)) {
-        let rel = path.strip_prefix(root()).unwrap_or(path);
-        let builds_prompts = ["crates/engine", "crates/orchestrator", "crates/prompts"]
-            .iter()
-            .any(|c| rel.starts_with(c));
-        if !builds_prompts {
-            continue;
-        }
-        for (line, text) in code(path) {
-            if text.contains("is_control()") || text.contains("is_hiding_char") {
-                found.push(format!("{}:{line}: {}", path.display(), text.trim()));
-            }
-        }
-    }
+    let found = lines_where(
+        |rel| {
+            ["crates/engine", "crates/orchestrator", "crates/prompts"]
+                .iter()
+                .any(|c| rel.starts_with(c))
+        },
+        |text| text.contains("is_control()") || text.contains("is_hiding_char"),
+    );
+    let found = found.join("\n");
     assert!(
         found.is_empty(),
-        "a cleaner outside planwave_prompts::data:\n{}",
-        found.join("\n")
+        "a cleaner outside planwave_prompts::data:\n{found}"
     );
 }
 
