@@ -34,6 +34,7 @@ pub(crate) mod mcp;
 mod metrics_model_labels;
 mod numbers_bounds;
 mod plan_cache;
+mod prompt_isolation;
 mod quality;
 mod queue;
 mod queue_recovery;

@@ -148,8 +148,9 @@ fn research_replaces_a_failed_tool_step_from_the_failure_point() {
     // tool's structured content, as the fresh one's does (steps_results.rs).
     let answer = answer_request(&base);
     assert!(
-        answer.starts_with(r#"Answer from {"result":"hello team"} and "#)
-            && answer.contains("hello data desk"),
+        answer.starts_with(
+            "Answer from <data source=\"step greet\">\n{\"result\":\"hello team\"}\n</data> and "
+        ) && answer.contains("hello data desk"),
         "{answer}"
     );
     assert_eq!(run["answer"], "FINAL-ANSWER", "{run}");

@@ -91,7 +91,9 @@ fn after_a_replan_a_kept_tool_step_gives_later_steps_its_result_as_the_first_pas
     assert_eq!(name_arg(task(&run, "fetch_alt")), first_pass);
     let answer = answer_request(&base);
     assert!(
-        answer.starts_with(&format!("Answer from {GREETING} and ")),
+        answer.starts_with(&format!(
+            "Answer from <data source=\"step greet\">\n{GREETING}\n</data> and "
+        )),
         "{answer}"
     );
     // The kept step's record holds its structured result.

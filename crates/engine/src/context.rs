@@ -13,66 +13,11 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use planwave_llm::{char_tokens, estimate_tokens};
+use planwave_llm::estimate_tokens;
+// Shared with every prompt's data (`planwave_prompts::data`): one rule for cutting.
 use planwave_plan::{Hints, Lang, TaskId, TaskSpec};
+use planwave_prompts::data::{cut as cut_text, shares};
 use planwave_record::{CutPart, SectionCut};
-
-/// Shares `budget` tokens among sections of the given token sizes.
-pub fn shares(sizes: &[u64], budget: u64) -> Vec<u64> {
-    let total: u64 = sizes.iter().sum();
-    if total <= budget {
-        return sizes.to_vec();
-    }
-    let mut order: Vec<usize> = (0..sizes.len()).collect();
-    order.sort_by_key(|&i| (sizes[i], i));
-    let mut out = vec![0; sizes.len()];
-    let mut left = budget;
-    let mut remaining = sizes.len() as u64;
-    for i in order {
-        let fair = left / remaining.max(1);
-        let take = sizes[i].min(fair);
-        out[i] = take;
-        left -= take;
-        remaining -= 1;
-    }
-    out
-}
-
-/// The beginning of `text` worth at most `tokens` estimated tokens, ended at a line break
-/// if one falls in the last fifth, plus a note that it was cut.
-pub fn cut_text(text: &str, tokens: u64, lang: Lang) -> String {
-    let note = match lang {
-        Lang::Zh => "[……后文因上下文长度限制已截断]",
-        Lang::En => "[... the rest was cut to fit the context budget]",
-    };
-    // The note counts against the share too.
-    let limit = tokens.saturating_sub(estimate_tokens(note) + 1);
-    let end = if text.is_ascii() {
-        // Every ASCII character costs a quarter token, so the loop below would stop after
-        // 4 × limit of them: taken at once (the summary prompt cuts hundreds of sections).
-        let quarters = usize::try_from(limit.saturating_mul(4)).unwrap_or(usize::MAX);
-        text.len().min(quarters)
-    } else {
-        let limit = limit as f64;
-        let mut used = 0.0f64;
-        let mut end = 0;
-        for (i, c) in text.char_indices() {
-            used += char_tokens(c);
-            if used > limit {
-                break;
-            }
-            end = i + c.len_utf8();
-        }
-        end
-    };
-    let mut kept = &text[..end];
-    if let Some(nl) = kept.rfind('\n')
-        && nl * 5 >= end * 4
-    {
-        kept = &kept[..nl];
-    }
-    format!("{}\n\n{note}", kept.trim_end())
-}
 
 /// Fits `prior` (task index, prerequisite id, section text) into `budget` tokens.
 pub fn fit(
@@ -213,58 +158,6 @@ fn own_cut(task: &TaskSpec, part: CutPart, before: &str, after: &str) -> Section
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The cut's end as first computed: character by character, in float quarter tokens.
-    fn float_end(text: &str, tokens: u64, lang: Lang) -> String {
-        let note = match lang {
-            Lang::Zh => "[……后文因上下文长度限制已截断]",
-            Lang::En => "[... the rest was cut to fit the context budget]",
-        };
-        let limit = tokens.saturating_sub(estimate_tokens(note) + 1) as f64;
-        let mut used = 0.0f64;
-        let mut end = 0;
-        for (i, c) in text.char_indices() {
-            used += char_tokens(c);
-            if used > limit {
-                break;
-            }
-            end = i + c.len_utf8();
-        }
-        let mut kept = &text[..end];
-        if let Some(nl) = kept.rfind('\n')
-            && nl * 5 >= end * 4
-        {
-            kept = &kept[..nl];
-        }
-        format!("{}\n\n{note}", kept.trim_end())
-    }
-
-    #[test]
-    fn ascii_cuts_are_the_character_by_character_ones() {
-        let en = "## Margins\n\nRevenue grew 12% in 2024.\nCosts  fell.\n".repeat(30);
-        let zh = "## 标题\n\n营收增长 12%。\n成本下降。\n".repeat(30);
-        for text in [en.as_str(), zh.as_str(), "", "short", "a\nb"] {
-            for tokens in [0, 1, 12, 13, 14, 20, 57, 100, 160, 400, 5_000, u64::MAX] {
-                for lang in [Lang::En, Lang::Zh] {
-                    assert_eq!(
-                        cut_text(text, tokens, lang),
-                        float_end(text, tokens, lang),
-                        "{tokens} {text:?}"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn water_filling_keeps_small_sections_whole() {
-        assert_eq!(shares(&[10, 20], 100), vec![10, 20]);
-        assert_eq!(shares(&[10, 100, 100], 110), vec![10, 50, 50]);
-        assert_eq!(shares(&[300, 30, 300], 90), vec![30, 30, 30]);
-        let s = shares(&[7, 1000, 50, 400], 300);
-        assert!(s.iter().sum::<u64>() <= 300);
-        assert_eq!((s[0], s[2]), (7, 50));
-    }
 
     #[test]
     fn fit_is_deterministic_and_records_each_cut() {

@@ -31,7 +31,6 @@ mod task_spans;
 mod tool_answer;
 mod tool_loop;
 mod tool_step;
-mod untrusted;
 
 mod error;
 mod integrator;
@@ -46,10 +45,10 @@ pub use config::{
 };
 pub use error::EngineError;
 pub use planwave_prompts::PromptSet;
+pub use planwave_prompts::data::is_hiding_char;
 pub use quality::MIN_SECTION_CHARS;
 pub use run::{RunRequest, execute};
 pub use run_stream::{PlanFeed, execute_streaming};
 pub use scheduler::Scheduler;
 pub use slots::{SlotHeld, Slots, SubagentSlots};
 pub use stream_plan::{Admission, keep_map};
-pub use untrusted::is_hiding_char;

@@ -189,10 +189,12 @@ async fn tool_step(state: &SubagentArgs, mut calls: TaskCalls<'_>, tool: &str) -
             Err(failed) => break Err(failed.failure),
         }
     };
+    // An `llm_call`'s results cut to the context budget.
+    let cuts = std::mem::take(&mut calls.cuts);
     SubagentReport {
         empty_refs,
         kept_result,
-        ..calls.report(index, attempt, Vec::new(), result)
+        ..calls.report(index, attempt, cuts, result)
     }
 }
 
@@ -212,20 +214,11 @@ fn prompt(state: &SubagentArgs) -> (Vec<ChatMessage>, RequestContext, Vec<Sectio
     );
     let mut context_cut = own.cuts.clone();
     context_cut.extend(section_cuts);
-    // Other subagents' sections are data to this one (see `untrusted`). A clean section (the
-    // usual case) is handed on as the same `Arc`, so the prompt's variables share it.
+    // Other subagents' sections are data to this one: the prompt cleans them as it places
+    // them (`planwave_prompts::data`).
     let prior: Vec<PriorSection> = fitted
         .into_iter()
-        .map(|(index, text)| {
-            let cleaned = match crate::untrusted::clean(&text) {
-                std::borrow::Cow::Borrowed(_) => None,
-                std::borrow::Cow::Owned(cleaned) => Some(Arc::from(cleaned)),
-            };
-            PriorSection {
-                index,
-                text: cleaned.unwrap_or(text),
-            }
-        })
+        .map(|(index, text)| PriorSection { index, text })
         .collect();
     // With tools under the JSON protocol, every answer is the protocol's object and the
     // section is its `content`: the prompt asks for it so, not for a section of its own.

@@ -296,7 +296,7 @@ fn tool_text(r: &ToolResultRef) -> String {
 /// A tool's output as the model gets it: cleaned as untrusted text, and held to a quarter of
 /// the context budget (at most [`OUTPUT_CHARS`] without one); a cut is recorded on the task.
 fn for_model(calls: &mut TaskCalls<'_>, tool: &str, text: &str) -> String {
-    let clean = crate::untrusted::clean(text);
+    let clean = planwave_prompts::data::clean(text);
     let lang = calls.shared.plan.lang();
     let tokens = match calls.shared.config.context_budget_tokens {
         Some(budget) => (budget / 4).max(1),
@@ -307,7 +307,7 @@ fn for_model(calls: &mut TaskCalls<'_>, tool: &str, text: &str) -> String {
         return clean.into_owned();
     }
     let head: String = clean.chars().take(OUTPUT_CHARS).collect();
-    let kept = crate::context::cut_text(&head, tokens, lang);
+    let kept = planwave_prompts::data::cut(&head, tokens, lang);
     calls.cuts.push(SectionCut {
         from: calls.task.clone(),
         part: CutPart::ToolOutput,

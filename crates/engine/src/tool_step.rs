@@ -5,12 +5,14 @@
 use std::cell::RefCell;
 
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest};
-use planwave_plan::{LLM_CALL, refs};
+use planwave_plan::refs::Reference;
+use planwave_plan::{LLM_CALL, ValidatedPlan, refs};
+use planwave_record::{CutPart, SectionCut};
 use serde_json::Value;
 
 use crate::calls::TaskCalls;
 use crate::messages::TaskFailure;
-use planwave_prompts::{TaskText, subagent_context};
+use planwave_prompts::{StepPrompt, StepValue, TaskText, step_prompt, subagent_context};
 
 /// What one attempt of a tool step produced.
 pub(crate) struct StepDone {
@@ -75,15 +77,16 @@ enum Failure {
     Other(String),
 }
 
-/// The parameters with every reference resolved: earlier results, `{{vars.NAME}}`,
-/// `{{meta.KEY}}`, and an empty string for a failed optional step (returned, to record).
-fn resolve_params(calls: &TaskCalls<'_>, step: &Step<'_>) -> Result<(Value, Vec<String>), String> {
-    let shared = calls.shared;
-    let index = step.index;
-    let plan = &shared.plan;
-    let params = plan.task(index).params.clone().unwrap_or(Value::Null);
-    let empty = RefCell::new(Vec::new());
-    let resolved = refs::substitute(&params, &|id: &str| match plan.index_of_key(id) {
+/// What the reference to task `id` reads: an earlier result, `{{vars.NAME}}`,
+/// `{{meta.KEY}}`, or an empty string for a failed optional step (noted in `empty`, to
+/// record).
+fn lookup(
+    step: &Step<'_>,
+    plan: &ValidatedPlan,
+    id: &str,
+    empty: &RefCell<Vec<String>>,
+) -> Option<Value> {
+    match plan.index_of_key(id) {
         // Dependents of a failed optional step run; a completed step always has its result.
         Some(i) => step.result(i).cloned().or_else(|| {
             plan.task(i).optional.then(|| {
@@ -92,12 +95,107 @@ fn resolve_params(calls: &TaskCalls<'_>, step: &Step<'_>) -> Result<(Value, Vec<
             })
         }),
         None => refs::namespace(&plan.spec().about, id),
-    })
-    .map_err(|e| format!("parameters: {e}"))?;
+    }
+}
+
+/// The references that read a failed optional step's empty result, each once.
+fn sorted(empty: RefCell<Vec<String>>) -> Vec<String> {
     let mut empty = empty.into_inner();
     empty.sort();
     empty.dedup();
-    Ok((resolved, empty))
+    empty
+}
+
+/// The parameters with every reference resolved ([`lookup`]).
+fn resolve_params(calls: &TaskCalls<'_>, step: &Step<'_>) -> Result<(Value, Vec<String>), String> {
+    let plan = &calls.shared.plan;
+    let params = plan.task(step.index).params.clone().unwrap_or(Value::Null);
+    let empty = RefCell::new(Vec::new());
+    let resolved = refs::substitute(&params, &|id: &str| lookup(step, plan, id, &empty))
+        .map_err(|e| format!("parameters: {e}"))?;
+    Ok((resolved, sorted(empty)))
+}
+
+/// An `llm_call`'s prompt: the plan's text with each referenced result in a data block, the
+/// results fit to the context budget (`planwave_prompts::step_prompt`), then the step's
+/// expected output and the rule about data blocks; the references to a failed optional
+/// step; and what was cut, to record.
+fn llm_prompt(
+    calls: &TaskCalls<'_>,
+    step: &Step<'_>,
+) -> Result<(StepPrompt, Vec<String>, Vec<SectionCut>), String> {
+    let shared = calls.shared;
+    let plan = &shared.plan;
+    // The step's expected output, when it has one, guides the model's answer; blocks of data
+    // come with the rule that what they hold is not an order. Both count against the budget.
+    let expected = match plan
+        .task(step.index)
+        .expected_output
+        .as_deref()
+        .map(str::trim)
+    {
+        Some(e) if !e.is_empty() => format!("\n\n{}: {e}", expected_label(plan.lang())),
+        _ => String::new(),
+    };
+    let rule = format!("\n\n{}", shared.prompts.data_rule(plan.lang()));
+    let reserved = planwave_llm::estimate_tokens(&expected) + planwave_llm::estimate_tokens(&rule);
+    let text = match plan
+        .task(step.index)
+        .params
+        .as_ref()
+        .and_then(|p| p.get("prompt"))
+    {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => return Err("llm_call needs a \"prompt\" parameter".into()),
+    };
+    let empty = RefCell::new(Vec::new());
+    let resolve = |r: &Reference| {
+        let whole = lookup(step, plan, &r.task, &empty)
+            .ok_or_else(|| format!("parameters: no result for task {}", r.task))?;
+        let value = refs::lookup(&whole, &r.path).ok_or_else(|| {
+            let path = r.path.join(".");
+            format!(
+                "parameters: the result of task {} has no field {path}",
+                r.task
+            )
+        })?;
+        let result = plan
+            .index_of_key(&r.task)
+            .is_some_and(|i| step.result(i).is_some());
+        Ok(if result {
+            StepValue::Result {
+                step: r.task.clone(),
+                value,
+            }
+        } else {
+            StepValue::Inline(value)
+        })
+    };
+    let budget = shared.config.context_budget_tokens;
+    let budget = budget.map(|b| b.saturating_sub(reserved).max(1));
+    let mut prompt = step_prompt(&text, resolve, budget, plan.lang())?;
+    prompt.text.push_str(&expected);
+    if !prompt.data.is_empty() {
+        prompt.text.push_str(&rule);
+    }
+    let cuts = prompt
+        .data
+        .iter()
+        .filter(|d| d.was_cut())
+        .filter_map(|d| {
+            Some(SectionCut {
+                from: plan.id(plan.index_of_key(&d.step)?).clone(),
+                part: CutPart::Section,
+                tool: None,
+                original_tokens: d.original_tokens,
+                kept_tokens: d.kept_tokens,
+                original_chars: d.original_chars,
+                kept_chars: d.kept_chars,
+            })
+        })
+        .collect();
+    Ok((prompt, sorted(empty), cuts))
 }
 
 async fn run_inner(
@@ -108,27 +206,19 @@ async fn run_inner(
     let shared = calls.shared;
     let plan = &shared.plan;
     let (index, tool) = (step.index, step.tool);
-    let (params, empty_refs) = resolve_params(calls, step).map_err(Failure::Other)?;
     if tool == LLM_CALL {
-        let prompt = match params.get("prompt") {
-            Some(Value::String(s)) => s.clone(),
-            Some(other) => other.to_string(),
-            None => {
-                return Err(Failure::Other(
-                    "llm_call needs a \"prompt\" parameter".into(),
-                ));
-            }
-        };
-        // The step's expected output, when it has one, guides the model's answer.
-        let prompt = match plan.task(index).expected_output.as_deref().map(str::trim) {
-            Some(e) if !e.is_empty() => format!("{prompt}\n\n{}: {e}", expected_label(plan.lang())),
-            _ => prompt,
-        };
+        let (prompt, empty_refs, cuts) = llm_prompt(calls, step).map_err(Failure::Other)?;
+        let text = prompt.text;
         let mut context = subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]);
-        context.tool_results = referenced_results(calls, step);
+        // What the prompt holds, so a server answering from the context (the simulator)
+        // answers from the results as a model reads them in the prompt.
+        context.tool_results = referenced_results(plan, prompt.data);
+        if attempt == 1 {
+            calls.cuts.extend(cuts);
+        }
         let request = ChatRequest {
             role: AgentRole::Subagent,
-            messages: vec![ChatMessage::user(prompt)],
+            messages: vec![ChatMessage::user(text)],
             attempt,
             context,
             traceparent: None,
@@ -143,6 +233,7 @@ async fn run_inner(
             empty_refs,
         });
     }
+    let (params, empty_refs) = resolve_params(calls, step).map_err(Failure::Other)?;
     let params = if params.is_null() {
         Value::Object(Default::default())
     } else {
@@ -166,32 +257,27 @@ async fn run_inner(
     }
 }
 
-/// The earlier results an `llm_call`'s prompt references, for its request context: what
-/// the prompt holds, so a server answering from the context (the simulator) answers from
-/// them as a model reads them in the prompt.
-fn referenced_results(calls: &TaskCalls<'_>, step: &Step<'_>) -> Vec<planwave_llm::ToolResultRef> {
-    let plan = &calls.shared.plan;
-    let Some(params) = plan.task(step.index).params.as_ref() else {
-        return Vec::new();
-    };
+/// The earlier results an `llm_call`'s prompt holds, each once, for its request context.
+fn referenced_results(
+    plan: &ValidatedPlan,
+    data: Vec<planwave_prompts::StepData>,
+) -> Vec<planwave_llm::ToolResultRef> {
+    let mut out: Vec<planwave_llm::ToolResultRef> = Vec::new();
     let mut seen = Vec::new();
-    let mut out = Vec::new();
-    for r in refs::references(params) {
-        let Some(i) = plan.index_of_key(&r.task) else {
-            continue; // `vars.`, `meta.`: not a result
-        };
-        let Some(result) = step.result(i).filter(|_| !seen.contains(&i)) else {
+    for d in data {
+        if seen.contains(&d.step) {
             continue;
-        };
-        seen.push(i);
+        }
+        let tool = plan
+            .index_of_key(&d.step)
+            .and_then(|i| plan.task(i).tool.clone())
+            .unwrap_or_else(|| d.step.clone());
         out.push(planwave_llm::ToolResultRef {
-            tool: plan.task(i).tool.clone().unwrap_or_else(|| r.task.clone()),
-            output: match result {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            },
+            tool,
+            output: d.text,
             is_error: false,
         });
+        seen.push(d.step);
     }
     out
 }

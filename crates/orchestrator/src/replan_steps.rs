@@ -58,19 +58,15 @@ fn kept_result(record: &TaskRecord, section: Option<&Option<Arc<str>>>) -> Optio
     }
 }
 
-/// A result fit for a `<data>` block of the prompt: control characters dropped, the
-/// block's end tag neutralised, at most [`RESULT_CHARS`] characters.
+/// A result shortened for the prompt: at most [`RESULT_CHARS`] characters of it, cleaned as
+/// every text placed in a `<data>` block is (`planwave_prompts::data`).
 fn excerpt(text: &str) -> String {
-    let clean: String = text
-        .chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .take(RESULT_CHARS)
-        .collect();
-    let mut clean = clean.replace("</data", "</ data");
-    if text.chars().count() > RESULT_CHARS {
-        clean.push('…');
+    let clean = planwave_prompts::data::clean(text);
+    let mut kept: String = clean.chars().take(RESULT_CHARS).collect();
+    if clean.chars().nth(RESULT_CHARS).is_some() {
+        kept.push('…');
     }
-    clean
+    kept
 }
 
 /// The tools as the request's structured context gives them (the simulator answers from it).

@@ -74,6 +74,31 @@ fn scan(s: &str) -> Vec<Found> {
     out
 }
 
+/// A parameter string taken apart: text, and the references between it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Piece<'a> {
+    Text(&'a str),
+    Ref(Reference),
+}
+
+/// `s` as its text and references in order (for a caller that places each reference's
+/// value its own way, as an `llm_call`'s prompt places results in data blocks).
+pub fn pieces(s: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    for f in scan(s) {
+        if f.start > at {
+            out.push(Piece::Text(&s[at..f.start]));
+        }
+        out.push(Piece::Ref(f.reference));
+        at = f.end;
+    }
+    if at < s.len() {
+        out.push(Piece::Text(&s[at..]));
+    }
+    out
+}
+
 /// Whether the text between `{{` and `}}` is the plan's own: a reference (`ID.result`,
 /// `vars.NAME`, `meta.KEY`, `steps.ID.result`) or the chaining rule's `input`. Other text
 /// engines (a batch's plan templates) must leave such expressions alone.
@@ -136,7 +161,8 @@ pub fn lookup(value: &Value, path: &[String]) -> Option<Value> {
     Some(cur)
 }
 
-fn as_text(v: &Value) -> String {
+/// A value as text in a string: a string as it is, anything else as JSON.
+pub fn as_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -230,5 +256,27 @@ mod tests {
             substitute(&json!("{{9.result}}"), &results).expect_err("unknown"),
             "no result for task 9"
         );
+    }
+
+    #[test]
+    fn pieces_keep_the_text_between_references() {
+        let r = |task: &str, path: &[&str]| {
+            Piece::Ref(Reference {
+                task: task.into(),
+                path: path.iter().map(|p| (*p).to_owned()).collect(),
+            })
+        };
+        assert_eq!(
+            pieces("Read {{h.result}} and @{{steps.g.result.tz}}; {{input}} stays"),
+            [
+                Piece::Text("Read "),
+                r("h", &[]),
+                Piece::Text(" and "),
+                r("g", &["tz"]),
+                Piece::Text("; {{input}} stays"),
+            ]
+        );
+        assert_eq!(pieces("{{h.result}}"), [r("h", &[])]);
+        assert!(pieces("").is_empty());
     }
 }

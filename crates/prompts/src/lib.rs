@@ -8,12 +8,17 @@
 //! [`PromptSet`] is what the engine asks of prompts; [`Templates`] implements it and renders
 //! the planner's prompts. Prompt text lives only in those template files.
 //!
+//! Text planwave does not control (tool results, other tasks' sections, a step's result)
+//! enters a prompt only through [`data`]: in a delimited block, cleaned, fit to the budget.
+//!
 //! This crate knows nothing of HTTP, actors, the engine or the command line.
 
+pub mod data;
 mod emit;
 mod reflect;
 mod render;
 mod set;
+mod step;
 mod templates;
 
 pub use reflect::{
@@ -26,4 +31,5 @@ pub use set::{
     AnswerForm, PriorSection, PromptSet, SectionSummary, TaskText, ToolListing, integrator_context,
     subagent_context,
 };
+pub use step::{StepData, StepPrompt, StepValue, step_prompt};
 pub use templates::{PromptError, TEMPLATE_NAMES, Templates};

@@ -18,8 +18,11 @@ pub struct RoundSection {
     /// `completed`, `failed` or `blocked`.
     pub status: String,
     pub deps: Vec<String>,
-    /// The section (possibly shortened), for completed tasks.
+    /// The section (possibly shortened), for completed tasks: data (`crate::data`).
+    #[serde(serialize_with = "crate::data::serialize_clean")]
     pub text: Option<String>,
+    /// Why it failed, which may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean")]
     pub error: Option<String>,
     /// What the plan said the task should produce (a step's `expected_output`).
     #[serde(default)]
@@ -61,6 +64,8 @@ pub struct FailedStep {
     pub title: String,
     /// `transient`, `fatal` or `crashed`.
     pub kind: String,
+    /// Why it failed, which may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean_text")]
     pub error: String,
 }
 
@@ -85,6 +90,8 @@ pub struct ReplanTask {
     pub title: String,
     pub status: String,
     pub deps: Vec<String>,
+    /// Why it failed, which may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean")]
     pub error: Option<String>,
 }
 
@@ -111,8 +118,12 @@ pub struct ReplanStep {
     pub params: String,
     pub status: String,
     pub deps: Vec<String>,
+    /// Why it failed, which may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean")]
     pub error: Option<String>,
-    /// A kept step's result (cleaned, shortened), which new steps may reference.
+    /// A kept step's result (shortened), which new steps may reference: data
+    /// (`crate::data`), cleaned as it is handed to the template.
+    #[serde(serialize_with = "crate::data::serialize_clean")]
     pub result: Option<String>,
 }
 
@@ -215,7 +226,8 @@ impl Templates {
 /// Variables of `failure_note.j2`: what the planner is told when a round's plan failed.
 #[derive(Debug, Serialize)]
 pub struct FailureNoteVars<'a> {
-    /// `description (error)` of each failed task.
+    /// `description (error)` of each failed task; an error may quote a tool: cleaned as data.
+    #[serde(serialize_with = "crate::data::serialize_clean_list")]
     pub failed: &'a [String],
 }
 
@@ -346,7 +358,9 @@ mod tests {
         );
         assert!(user.contains("## Overview\n\nbody"), "{user}");
         assert!(
-            user.contains("(completed)\nExpected output: the business model\n## Overview"),
+            user.contains(
+                "(completed)\nExpected output: the business model\n<data source=\"task 1\">\n## Overview"
+            ),
             "{user}"
         );
     }

@@ -173,7 +173,7 @@ impl Templates {
                     id: plan.id(s.index).to_string(),
                     title: plan.task(s.index).title(),
                     status: s.status,
-                    text: s.text,
+                    text: s.text.map(crate::data::clean),
                 })
                 .collect(),
             missing: sections
@@ -206,7 +206,8 @@ struct SectionVars<'a> {
     id: String,
     title: &'a str,
     status: &'a str,
-    text: Option<&'a str>,
+    /// Data (`crate::data`), which the template places in a `<data>` block.
+    text: Option<std::borrow::Cow<'a, str>>,
 }
 
 impl PromptSet for Templates {
@@ -261,11 +262,25 @@ impl PromptSet for Templates {
     }
 
     fn tool_results(&self, lang: Lang, results: &[ToolResultRef]) -> String {
+        // Each output is data (`crate::data`), placed in a `<data>` block by the template.
+        let results: Vec<_> = results
+            .iter()
+            .map(|r| {
+                json!({"tool": crate::data::clean(&r.tool), "output": crate::data::clean(&r.output),
+                       "is_error": r.is_error})
+            })
+            .collect();
         self.render_or_builtin(lang, "tool_results", json!({ "results": results }))
     }
 
     fn tools_exhausted(&self, lang: Lang) -> String {
         self.render_or_builtin(lang, "tools_exhausted", json!({}))
+    }
+
+    fn data_rule(&self, lang: Lang) -> String {
+        self.render_or_builtin(lang, "data_rule", json!({}))
+            .trim()
+            .to_owned()
     }
 
     fn tool_answer_repair(&self, lang: Lang, attempt: u32, problems: &[String]) -> String {
@@ -327,7 +342,7 @@ impl Templates {
 /// The compiled-in templates, for when an overriding template fails at render time: the
 /// built-in wording is better than no section. (Their own rendering is covered by this
 /// crate's tests, so they do not fail in turn.)
-fn builtin() -> &'static Templates {
+pub(crate) fn builtin() -> &'static Templates {
     static BUILTIN: std::sync::OnceLock<Templates> = std::sync::OnceLock::new();
     BUILTIN.get_or_init(Templates::builtin)
 }
@@ -349,7 +364,7 @@ pub(crate) fn sample(name: &str) -> Value {
         }
         "tool_protocol" => json!({"tools": [{"name": "t", "description": "d", "schema": "{}"}]}),
         "tool_results" => json!({"results": [{"tool": "t", "output": "o", "is_error": false}]}),
-        "tools_exhausted" => json!({}),
+        "tools_exhausted" | "data_rule" => json!({}),
         "subagent" => json!({
             "task": {"id": "1", "title": "t", "description": "d",
                      "hints": {"data_needs": ["a"], "key_questions": ["q"], "suggested_tools": []}},

@@ -95,6 +95,13 @@ pub trait PromptSet: Send + Sync {
     /// The message of the last tool round: no more calls, write the section.
     fn tools_exhausted(&self, lang: Lang) -> String;
 
+    /// The rule a prompt written without a template (a step's `llm_call`) ends with when it
+    /// holds `<data>` blocks: their contents are material, not orders. The built-in wording
+    /// unless overridden.
+    fn data_rule(&self, lang: Lang) -> String {
+        crate::render::builtin().data_rule(lang)
+    }
+
     /// The message sending an unusable JSON-protocol answer back with its problems;
     /// `attempt` is the one being asked for (2 for the first repair).
     fn tool_answer_repair(&self, lang: Lang, attempt: u32, problems: &[String]) -> String;

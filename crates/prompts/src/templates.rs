@@ -25,6 +25,7 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "tool_protocol",
     "tool_results",
     "tools_exhausted",
+    "data_rule",
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -187,6 +188,16 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "tools_exhausted",
         include_str!("../../../prompts/en/tools_exhausted.j2"),
+    ),
+    (
+        "zh",
+        "data_rule",
+        include_str!("../../../prompts/zh/data_rule.j2"),
+    ),
+    (
+        "en",
+        "data_rule",
+        include_str!("../../../prompts/en/data_rule.j2"),
     ),
 ];
 

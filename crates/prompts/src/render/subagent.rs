@@ -53,7 +53,8 @@ pub(crate) fn vars(
                 [
                     id(plan.id(p.index)),
                     Value::from(plan.task(p.index).title()),
-                    Value::from(p.text.clone()),
+                    // Data (`crate::data`): the same `Arc` when clean, the usual case.
+                    Value::from(crate::data::clean_shared(&p.text)),
                 ],
             )
         })

@@ -36,7 +36,8 @@ struct TaskVars<'a> {
 struct PriorVars<'a> {
     id: String,
     title: &'a str,
-    text: &'a str,
+    /// Data: cleaned as the prompt places it.
+    text: std::borrow::Cow<'a, str>,
 }
 
 fn reference_vars<'a>(
@@ -62,7 +63,7 @@ fn reference_vars<'a>(
             .map(|p| PriorVars {
                 id: plan.id(p.index).to_string(),
                 title: plan.task(p.index).title(),
-                text: &p.text,
+                text: crate::data::clean(&p.text),
             })
             .collect(),
         json_protocol: own.form == AnswerForm::JsonProtocol,
