@@ -11,6 +11,8 @@
 
 mod compare;
 mod flags;
+#[cfg(test)]
+mod input_props;
 mod live_view;
 mod options;
 mod repeat;

@@ -187,7 +187,8 @@ impl TokenCount {
         (0..n)
             .map(|_| {
                 let v = normal.map_or(self.mean, |d| d.sample(&mut rng));
-                v.round().clamp(1.0, MAX_PROMPT_TOKENS as f64) as u64
+                // `max` first: it takes 1 over a NaN, which `clamp` would keep.
+                v.round().max(1.0).min(MAX_PROMPT_TOKENS as f64) as u64
             })
             .collect()
     }

@@ -74,7 +74,43 @@ pub(crate) fn within_budget(mut lengths: Vec<u64>) -> Vec<u64> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::workload::dataset::{TokenCount, prompt_lengths};
+    use crate::workload::trace::{TraceRequest, parse_trace, trace_arrivals};
+
+    proptest! {
+        /// What the parsers hand on is also bounded when built by hand: any mean and spread
+        /// draw lengths within the bound, any times and speed replay or are refused.
+        #[test]
+        fn any_numbers_draw_and_replay_within_the_bounds(
+            mean in any::<f64>(),
+            spread in any::<f64>(),
+            n in 0usize..64,
+            seed in any::<u64>(),
+            times in prop::collection::vec(any::<f64>(), 0..8),
+            speed in any::<f64>(),
+        ) {
+            let lengths = prompt_lengths(&TokenCount { mean, spread }, n, seed);
+            prop_assert!(lengths.iter().all(|l| (1..=MAX_PROMPT_TOKENS).contains(l)));
+            let rows: Vec<TraceRequest> = times
+                .iter()
+                .map(|&at_s| TraceRequest { at_s, input_tokens: 1, output_tokens: None })
+                .collect();
+            if let Ok(at) = trace_arrivals(&rows, speed) {
+                prop_assert!(at.iter().all(|d| *d <= MAX_TRACE_SPAN));
+            }
+        }
+
+        /// Any text as a trace is requests or a problem, never a panic.
+        #[test]
+        fn any_text_is_a_trace_or_a_problem(text in "(TIMESTAMP,ContextTokens\n)?\\PC{0,200}") {
+            if let Ok(rows) = parse_trace(&text) {
+                prop_assert!(rows.iter().all(|r| r.input_tokens <= MAX_PROMPT_TOKENS));
+            }
+        }
+    }
 
     #[test]
     fn speeds_outside_the_range_are_refused() {

@@ -32,6 +32,11 @@ use super::tokenizer::TokenCounter;
 /// The most tasks (turns) a session workload may have, as `--requests` bounds requests.
 pub(crate) const MAX_TURNS_TOTAL: usize = 10_000_000;
 
+/// The most dependencies a session workload's plan may hold: a turn depends on every
+/// earlier turn of its conversation, so a few thousand conversations of a thousand turns
+/// would make billions.
+pub(crate) const MAX_TURN_DEPENDENCIES: u64 = 10_000_000;
+
 /// One conversation: the messages each turn adds (its user message; the first turn also
 /// the system message, when there is one).
 #[derive(Clone, Debug, PartialEq)]
@@ -198,6 +203,16 @@ pub fn session_workload(
     let total: usize = chosen.iter().map(|s| s.len()).sum();
     if total > MAX_TURNS_TOTAL {
         return Err(format!("{total} turns in all, more than {MAX_TURNS_TOTAL}"));
+    }
+    // Each turn depends on every earlier one of its conversation.
+    let pairs: u64 = chosen
+        .iter()
+        .map(|s| (s.len() as u64) * (s.len() as u64).saturating_sub(1) / 2)
+        .sum();
+    if pairs > MAX_TURN_DEPENDENCIES {
+        return Err(format!(
+            "{pairs} dependencies between turns (each turn on every earlier one of its conversation), more than {MAX_TURN_DEPENDENCIES}"
+        ));
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7468_696e);
     let mut map = SessionMap::default();
