@@ -3,8 +3,6 @@
 //! and a value past its bound is refused as bad input (exit 2) naming its flag or line,
 //! never a panic (exit 101), an abort (134) or a wait of centuries.
 
-use serde_json::json;
-
 use crate::support::{Output, planwave, tempdir};
 
 /// Asserts bad input (exit 2) whose message says each of `says`, and no panic.
@@ -142,16 +140,7 @@ fn a_speed_outside_its_range_is_refused_by_its_flag() {
 /// A tokenizer.json whose count never grows: every character unknown, and unknowns fused
 /// into one `[UNK]` token, so any text is one token.
 fn one_token_tokenizer(dir: &std::path::Path) -> std::path::PathBuf {
-    let doc = json!({
-        "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
-        "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
-        "model": {"type": "BPE", "dropout": null, "unk_token": "[UNK]",
-                  "continuing_subword_prefix": null, "end_of_word_suffix": null,
-                  "fuse_unk": true, "byte_fallback": false, "vocab": {"[UNK]": 0}, "merges": []}
-    });
-    let path = dir.join("tokenizer.json");
-    std::fs::write(&path, doc.to_string()).expect("write");
-    path
+    crate::cases::loadtest_requests::bpe_tokenizer(dir, "", true)
 }
 
 #[test]

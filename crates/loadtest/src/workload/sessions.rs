@@ -93,7 +93,7 @@ fn session_of(v: &Value) -> Result<Session, String> {
 /// `n` synthetic conversations: each of a drawn number of turns (`turns`, each at most
 /// [`MAX_TURNS_PER_SESSION`]), each turn a prompt of a drawn length (`input`), sized by
 /// `tokenizer` when there is one; refused when the turns or their tokens pass the bounds
-/// ([`MAX_TURNS_TOTAL`], [`MAX_PROMPT_TOKENS_TOTAL`]) or the tokenizer cannot size them.
+/// (10 million turns, [`MAX_PROMPT_TOKENS_TOTAL`]) or the tokenizer cannot size them.
 pub fn synthetic_sessions(
     turns: &TokenCount,
     input: &TokenCount,
