@@ -83,9 +83,19 @@ fn output_tokens_bound_each_request_with_its_own_max_tokens() {
 /// A tokenizer.json in which every character is one token: a BPE model without merges or
 /// pre-tokenizer, unknown characters as `[UNK]`.
 fn char_tokenizer(dir: &std::path::Path) -> std::path::PathBuf {
+    bpe_tokenizer(dir, "abcdefghijklmnopqrstuvwxyz ", false)
+}
+
+/// A tokenizer.json of a BPE model without merges or pre-tokenizer: each character of
+/// `letters` a token, any other `[UNK]` (consecutive ones fused into one when `fuse_unk`).
+pub(crate) fn bpe_tokenizer(
+    dir: &std::path::Path,
+    letters: &str,
+    fuse_unk: bool,
+) -> std::path::PathBuf {
     let mut vocab = serde_json::Map::new();
     vocab.insert("[UNK]".into(), 0.into());
-    for (i, c) in ('a'..='z').chain([' ']).enumerate() {
+    for (i, c) in letters.chars().enumerate() {
         vocab.insert(c.to_string(), (i + 1).into());
     }
     let doc = json!({
@@ -93,7 +103,7 @@ fn char_tokenizer(dir: &std::path::Path) -> std::path::PathBuf {
         "normalizer": null, "pre_tokenizer": null, "post_processor": null, "decoder": null,
         "model": {"type": "BPE", "dropout": null, "unk_token": "[UNK]",
                   "continuing_subword_prefix": null, "end_of_word_suffix": null,
-                  "fuse_unk": false, "byte_fallback": false, "vocab": vocab, "merges": []}
+                  "fuse_unk": fuse_unk, "byte_fallback": false, "vocab": vocab, "merges": []}
     });
     let path = dir.join("tokenizer.json");
     std::fs::write(&path, doc.to_string()).expect("write");

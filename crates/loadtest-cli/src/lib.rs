@@ -11,6 +11,8 @@
 
 mod compare;
 mod flags;
+#[cfg(test)]
+mod input_props;
 mod live_view;
 mod options;
 mod repeat;
@@ -69,6 +71,13 @@ pub async fn loadtest(a: LoadtestArgs, wrap: WrapProvider) -> anyhow::Result<Swe
 
 /// The figures as JSON (`--json`) or the workload line and the table.
 fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> anyhow::Result<()> {
+    // What the scrapes left out, said whatever the output's form.
+    for r in &outcome.runs {
+        if let Some(line) = r.server_metrics_dropped.as_ref().and_then(|d| d.describe()) {
+            let run = r.label.as_deref().unwrap_or(&r.schedule);
+            eprintln!("planwave loadtest: {run}: {line}");
+        }
+    }
     if a.json {
         println!("{}", JsonReport::of(outcome, w).to_pretty_json()?);
     } else {

@@ -16,8 +16,8 @@ use planwave_runner::ops::InvalidInput;
 use planwave_sim::SimConfig;
 
 use planwave_loadtest::{
-    DataPrompts, Endpoint, LatencyFile, PlanChoice, RequestHeaders, Shape, SweepError,
-    SweepOptions, TokenCounter, Traffic,
+    DataPrompts, Endpoint, LatencyFile, MAX_SERIES, PlanChoice, RequestHeaders, ScrapeTarget,
+    Shape, SweepError, SweepOptions, TokenCounter, TokenizerError, Traffic,
 };
 
 use crate::WrapProvider;
@@ -114,9 +114,37 @@ pub(crate) fn sweep_options(
         integrator: a.integrator,
         prompts,
         arrivals,
-        scrape_metrics: a.scrape_metrics.clone(),
+        scrape_metrics: scrape_target(a)?,
         shaping,
     })
+}
+
+/// `--scrape-metrics` and the series `--scrape-series` keeps, the names checked.
+fn scrape_target(a: &LoadtestArgs) -> anyhow::Result<Option<ScrapeTarget>> {
+    let Some(url) = &a.scrape_metrics else {
+        return Ok(None);
+    };
+    let names = &a.scrape_series;
+    let bad = |problem: String| InvalidInput::one("--scrape-series", problem);
+    if names.len() > MAX_SERIES {
+        return Err(bad(format!("{} names, more than {MAX_SERIES}", names.len())).into());
+    }
+    let metric_name = |n: &str| {
+        !n.is_empty()
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+            && n.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+    };
+    if let Some(n) = names.iter().find(|n| !metric_name(n)) {
+        return Err(bad(format!(
+            "{n:?} is not a metric name (letters, digits, _ and :)"
+        ))
+        .into());
+    }
+    Ok(Some(ScrapeTarget {
+        url: url.clone(),
+        series: names.clone(),
+    }))
 }
 
 /// Each request's send time, when a trace sets it.
@@ -144,14 +172,13 @@ fn trace_workload(
         )
         .into());
     }
-    if !(speed.is_finite() && speed > 0.0) {
-        return Err(InvalidInput::one("--speed", "expected a number above 0").into());
-    }
+    let arrivals = planwave_loadtest::trace_arrivals(&rows, speed)
+        .map_err(|e| InvalidInput::one("--speed", e))?;
     traffic.requests = Some(rows.len() as u64);
     let lengths: Vec<u64> = rows.iter().map(|r| r.input_tokens).collect();
     let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
     let requests = match tokenizer {
-        Some(t) => t.prompts_of_lengths(&lengths),
+        Some(t) => t.prompts_of_lengths(&lengths).map_err(tokenizer_error)?,
         None => planwave_loadtest::prompts_of_lengths(&lengths),
     };
     let prompts = DataPrompts::new(requests, builtin);
@@ -159,11 +186,7 @@ fn trace_workload(
         .iter()
         .map(|r| r.output_tokens.map(|t| t.clamp(1, u32::MAX as u64) as u32))
         .collect();
-    Ok((
-        Some(Arc::new(prompts)),
-        Some(planwave_loadtest::trace_arrivals(&rows, speed)),
-        output,
-    ))
+    Ok((Some(Arc::new(prompts)), Some(arrivals), output))
 }
 
 /// Synthetic prompts too many to draw per request are drawn this many times and cycled.
@@ -188,7 +211,9 @@ fn data_prompts(
             .requests
             .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
         match tokenizer {
-            Some(t) => t.prompts_of_lengths(&tokens.draw(n, a.seed)),
+            Some(t) => t
+                .prompts_of_lengths(&planwave_loadtest::prompt_lengths(tokens, n, a.seed))
+                .map_err(tokenizer_error)?,
             None => planwave_loadtest::synthetic_prompts(tokens, n, a.seed),
         }
     } else {
@@ -196,6 +221,11 @@ fn data_prompts(
     };
     let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
     Ok(Some(Arc::new(DataPrompts::new(requests, builtin))))
+}
+
+/// A tokenizer that cannot size a prompt, named by its flag (exit 2).
+fn tokenizer_error(e: TokenizerError) -> anyhow::Error {
+    InvalidInput::one("--tokenizer", e.to_string()).into()
 }
 
 /// The load test's errors as this command reports them: bad input names its flag (exit 2).

@@ -31,7 +31,9 @@ mod traffic;
 mod workload;
 
 pub use endpoint::headers::{HeaderError, RequestHeaders};
-pub use endpoint::scrape::MetricsSample;
+pub use endpoint::scrape::{
+    DEFAULT_SERIES, MAX_SCRAPE_BYTES, MAX_SERIES, MetricsSample, ScrapeDropped, ScrapeTarget,
+};
 pub use endpoint::text::{EndpointKind, TextEndpoint, TextEndpointConfig};
 pub use figures::knee::{KneeMetric, SweepPoint, SweepSummary};
 pub use figures::load_report::LoadReport;
@@ -52,11 +54,16 @@ pub use sweep::{
 };
 pub use traffic::{Traffic, TrafficError};
 pub use workload::dataset::{
-    DataPrompts, DatasetError, TokenCount, prompts_of_lengths, read_dataset, synthetic_prompts,
+    DataPrompts, DatasetError, TokenCount, prompt_lengths, prompts_of_lengths, read_dataset,
+    synthetic_prompts,
+};
+pub use workload::limits::{
+    MAX_PROMPT_TOKENS, MAX_PROMPT_TOKENS_TOTAL, MAX_TRACE_SPAN, MAX_TURNS_PER_SESSION, SPEED_RANGE,
+    parse_speed,
 };
 pub use workload::sessions::{
     Session, SessionMap, SessionWorkload, read_sessions, session_workload, synthetic_sessions,
 };
 pub use workload::tokenizer::{TokenCounter, TokenizerError};
-pub use workload::trace::{TraceError, TraceRequest, read_trace, trace_arrivals};
+pub use workload::trace::{TraceError, TraceRequest, parse_trace, read_trace, trace_arrivals};
 pub use workload::{LatencyModel, LatencyModelError, Shape, planned_latencies};

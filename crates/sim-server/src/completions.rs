@@ -94,6 +94,9 @@ pub(crate) async fn completions(
         Ok(p) => p.to_owned(),
         Err(m) => return bad(m),
     };
+    if let Some(problem) = planwave_sim::max_tokens_problem(req.max_tokens) {
+        return bad(&problem);
+    }
     let chat = chat_request(&headers, prompt);
     let model = req.model.clone().unwrap_or_else(|| SIM_MODEL.to_owned());
     let length = AnswerLength {

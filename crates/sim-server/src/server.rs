@@ -200,19 +200,17 @@ impl SimServer {
     }
 }
 
-/// As vLLM lists its served model (clients read `max_model_len` to size prompts).
+/// As vLLM lists its served model (clients read `max_model_len` to size prompts). The
+/// simulator accepts any prompt, and refuses a `max_tokens` past this context.
 async fn models() -> impl IntoResponse {
     axum::Json(json!({
         "object": "list",
         "data": [{
             "id": SIM_MODEL, "object": "model", "created": 0, "owned_by": "planwave",
-            "root": SIM_MODEL, "parent": null, "max_model_len": MAX_MODEL_LEN, "permission": []
+            "root": SIM_MODEL, "parent": null, "max_model_len": planwave_sim::MAX_MODEL_LEN, "permission": []
         }]
     }))
 }
-
-/// The context length the simulator claims (it accepts any prompt).
-const MAX_MODEL_LEN: u64 = 131_072;
 
 async fn stats(State(st): State<Arc<AppState>>) -> impl IntoResponse {
     axum::Json(st.snapshot())
@@ -289,6 +287,9 @@ async fn chat(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Bytes) 
             );
         }
     };
+    if let Some(problem) = planwave_sim::max_tokens_problem(req.length().max_tokens) {
+        return error(StatusCode::BAD_REQUEST, &problem, "invalid_request_error");
+    }
     if let Some(faulted) = scripted_fault(&st, fault, req.stream).await {
         return faulted;
     }

@@ -7,6 +7,21 @@
 /// Characters per simulated token (as `text::estimate_tokens` counts them).
 const CHARS_PER_TOKEN: usize = 3;
 
+/// The context the simulated model claims, in tokens (`max_model_len` in `/v1/models`):
+/// the most an answer may be asked for. `sim-llm serve` refuses a larger `max_tokens` with
+/// a 400, as OpenAI and vLLM do; [`AnswerLength::fit`] never writes more whatever it is
+/// given (`max_tokens` 2^64-1 with `ignore_eos` once asked it for an endless answer).
+pub const MAX_MODEL_LEN: u64 = 131_072;
+
+/// Why a request's `max_tokens` is refused, as OpenAI words it; `None` when it fits the
+/// model's context.
+pub fn max_tokens_problem(max_tokens: Option<u64>) -> Option<String> {
+    let max = max_tokens.filter(|&m| m > MAX_MODEL_LEN)?;
+    Some(format!(
+        "max_tokens is too large: {max}. This model supports at most {MAX_MODEL_LEN} completion tokens, whereas you provided {max}."
+    ))
+}
+
 /// How long an answer may (or must) be.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AnswerLength {
@@ -23,7 +38,7 @@ impl AnswerLength {
         let Some(max) = self.max_tokens else {
             return (content, false);
         };
-        let limit = usize::try_from(max)
+        let limit = usize::try_from(max.min(MAX_MODEL_LEN))
             .unwrap_or(usize::MAX)
             .saturating_mul(CHARS_PER_TOKEN);
         let chars = planwave_llm::char_count(&content);
@@ -82,5 +97,19 @@ mod tests {
         assert_eq!(text.chars().count(), 12);
         assert!(text.starts_with("特斯拉 特斯拉"));
         assert_eq!(exact.fit(String::new()).0, "");
+    }
+
+    #[test]
+    fn no_bound_writes_more_than_the_model_s_context() {
+        let endless = AnswerLength {
+            max_tokens: Some(u64::MAX),
+            exact: true,
+        };
+        let (text, cut) = endless.fit("abc".into());
+        assert_eq!(text.len() as u64, MAX_MODEL_LEN * 3);
+        assert!(cut);
+        assert!(max_tokens_problem(Some(u64::MAX)).is_some());
+        assert_eq!(max_tokens_problem(Some(MAX_MODEL_LEN)), None);
+        assert_eq!(max_tokens_problem(None), None);
     }
 }

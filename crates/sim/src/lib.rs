@@ -38,7 +38,7 @@ use planwave_llm::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider};
 use planwave_record::{ProviderInfo, Usage, stable_hash};
 
 pub use latency::Latency;
-pub use length::AnswerLength;
+pub use length::{AnswerLength, MAX_MODEL_LEN, max_tokens_problem};
 pub use pace::TokenRate;
 pub use plan::PlannerFault;
 pub use prefix_cache::{CacheLookup, PrefixCache, PrefixCacheConfig, PrefixCacheStats};

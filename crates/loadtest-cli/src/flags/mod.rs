@@ -94,8 +94,9 @@ pub struct LoadtestArgs {
     /// TIMESTAMP,ContextTokens,GeneratedTokens; see docs/guide/loadtest-workloads.md).
     #[arg(long, value_name = "FILE", conflicts_with_all = ["dataset", "input_tokens", "plan"])]
     pub(crate) trace: Option<PathBuf>,
-    /// With --trace: replay this many times faster (0.5: twice as slow).
-    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "trace")]
+    /// With --trace: replay this many times faster (0.5: twice as slow), from 0.001 to 1e6.
+    #[arg(long, value_name = "F", default_value_t = 1.0, requires = "trace",
+          value_parser = planwave_loadtest::parse_speed)]
     pub(crate) speed: f64,
     /// Schedules to run, one after the other, side by side in the output.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "dataflow")]
@@ -120,6 +121,16 @@ pub struct LoadtestArgs {
     /// second during each run; the samples go into the JSON as `server_metrics`.
     #[arg(long, value_name = "URL")]
     pub(crate) scrape_metrics: Option<String>,
+    /// With --scrape-metrics: keep these series (names without labels, comma-separated; a
+    /// name also keeps its _sum, _count and _total) instead of vLLM's, SGLang's and TGI's
+    /// serving series. At most 200 series a scrape are kept; what is left out is named.
+    #[arg(
+        long,
+        value_name = "NAMES",
+        value_delimiter = ',',
+        requires = "scrape_metrics"
+    )]
+    pub(crate) scrape_series: Vec<String>,
     /// Also write one CSV row per run (the main figures) to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) csv: Option<PathBuf>,

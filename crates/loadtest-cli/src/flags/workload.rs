@@ -174,6 +174,7 @@ pub(crate) fn sessions(
         (None, Some(turns), Some(input)) => {
             let n = w.sessions.unwrap_or(DEFAULT_SESSIONS) as usize;
             planwave_loadtest::synthetic_sessions(turns, input, n, a.seed, tokenizer)
+                .map_err(|e| InvalidInput::one("--turns/--input-tokens/--sessions", e))?
         }
         _ => return Err(InvalidInput::one("--turns", "needs --input-tokens").into()),
     };

@@ -122,6 +122,15 @@ pub(crate) fn server_tables(body: &mut String, runs: &[LoadReport], names: &[Str
         let Some(samples) = &r.server_metrics else {
             continue;
         };
+        // What the scrapes left out, said whether or not anything is drawn.
+        if let Some(line) = r.server_metrics_dropped.as_ref().and_then(|d| d.describe()) {
+            let _ = write!(
+                body,
+                "<p class=\"scrape-dropped\">{}: {}</p>",
+                esc(name),
+                esc(&line)
+            );
+        }
         let keys: Vec<&str> = KINDS.iter().flat_map(|k| keys_of(samples, k)).collect();
         if keys.is_empty() {
             continue;

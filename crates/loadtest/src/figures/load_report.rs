@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::percentiles::Distribution;
 use super::serving::{CallRecord, ServingReport};
 use super::turns::TurnFigures;
-use crate::endpoint::scrape::MetricsSample;
+use crate::endpoint::scrape::{MetricsSample, ScrapeDropped};
 use crate::probe::timeline::Timeline;
 
 /// One run of a workload. Times in ms; ratios are makespan / bound (`None` for a zero bound).
@@ -59,6 +59,9 @@ pub struct LoadReport {
     /// The target's Prometheus metrics scraped during the run (`--scrape-metrics`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server_metrics: Option<Vec<MetricsSample>>,
+    /// What the scrapes left out (series not named or past the cap, bodies too large).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_metrics_dropped: Option<ScrapeDropped>,
     /// Multi-turn sessions: the figures of each turn number (how the context grows).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turns: Option<Vec<TurnFigures>>,

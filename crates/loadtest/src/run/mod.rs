@@ -152,6 +152,7 @@ pub async fn run(req: LoadRequest) -> Result<LoadReport, LoadError> {
         label: None,
         serving,
         server_metrics: None,
+        server_metrics_dropped: None,
         turns: turns(req.shaping, &plan, &calls),
         calls,
         timeline,

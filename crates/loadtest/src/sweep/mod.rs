@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::SweepError;
 
-use crate::endpoint::scrape::Scraper;
+use crate::endpoint::scrape::{ScrapeTarget, Scraper};
 use crate::endpoint::stats::{server_side, server_stats};
 use crate::figures::knee::SweepSummary;
 use crate::figures::load_report::LoadReport;
@@ -105,8 +105,9 @@ pub struct SweepOptions<E> {
     /// Each request's send time from the run's start (a replayed trace), overriding the
     /// traffic's arrivals.
     pub arrivals: Option<Vec<Duration>>,
-    /// A Prometheus endpoint of the target, scraped every second during each run.
-    pub scrape_metrics: Option<String>,
+    /// A Prometheus endpoint of the target, scraped every second during each run, and the
+    /// series to keep.
+    pub scrape_metrics: Option<ScrapeTarget>,
     /// What is done to each request beyond sending it (see [`Shaping`]).
     pub shaping: Option<Arc<Shaping>>,
 }
@@ -340,7 +341,7 @@ async fn run_point<E>(
     let scraper = o
         .scrape_metrics
         .clone()
-        .map(|url| Scraper::start(url, Duration::from_secs(1)));
+        .map(|target| Scraper::start(target, Duration::from_secs(1)));
     // The run's time zero, to put the scraped samples on the requests' time axis.
     let epoch = Arc::new(OnceLock::<Instant>::new());
     let local_integrator = matches!(o.endpoint, Endpoint::Http { .. }) && !o.integrator;
@@ -399,7 +400,9 @@ async fn run_point<E>(
     let mut report = result.map_err(SweepError::Run)?;
     report.label = label;
     if let Some(s) = scraper {
-        report.server_metrics = Some(s.stop(epoch.get().copied()).await);
+        let (samples, dropped) = s.stop(epoch.get().copied()).await;
+        report.server_metrics = Some(samples);
+        report.server_metrics_dropped = dropped;
     }
     if let (Some(before), Some(url), Some(serving)) = (before, url, report.serving.as_mut())
         && let Some(after) = server_stats(url).await

@@ -21,6 +21,8 @@ use rand::SeedableRng;
 use rand_distr::{Distribution, Normal};
 use serde_json::Value;
 
+use super::limits::{MAX_PROMPT_TOKENS, within_budget};
+
 /// A dataset that cannot be used, with where.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum DatasetError {
@@ -32,7 +34,10 @@ pub enum DatasetError {
         line: usize,
         problem: String,
     },
-    #[error("input tokens {0:?}: expected MEAN,SPREAD (e.g. 512,128), a mean of at least 1")]
+    #[error(
+        "input tokens {0:?}: expected MEAN,SPREAD (e.g. 512,128), a mean from 1 to {max} and a spread of at most {max}",
+        max = MAX_PROMPT_TOKENS
+    )]
     Tokens(String),
 }
 
@@ -165,7 +170,8 @@ impl std::str::FromStr for TokenCount {
                 .filter(|v| v.is_finite() && *v >= 0.0)
         };
         let (mean, spread) = (num(mean).ok_or_else(bad)?, num(spread).ok_or_else(bad)?);
-        if mean < 1.0 {
+        let max = MAX_PROMPT_TOKENS as f64;
+        if !(1.0..=max).contains(&mean) || spread > max {
             return Err(bad());
         }
         Ok(TokenCount { mean, spread })
@@ -173,25 +179,34 @@ impl std::str::FromStr for TokenCount {
 }
 
 impl TokenCount {
-    /// `n` draws, seeded, each at least 1 (a normal distribution, clamped).
+    /// `n` draws, seeded, each from 1 to [`MAX_PROMPT_TOKENS`] (a normal distribution,
+    /// clamped).
     pub fn draw(&self, n: usize, seed: u64) -> Vec<u64> {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let normal = Normal::new(self.mean, self.spread).ok();
         (0..n)
             .map(|_| {
                 let v = normal.map_or(self.mean, |d| d.sample(&mut rng));
-                v.round().max(1.0) as u64
+                // `max` first: it takes 1 over a NaN, which `clamp` would keep.
+                v.round().max(1.0).min(MAX_PROMPT_TOKENS as f64) as u64
             })
             .collect()
     }
 }
 
-/// `n` synthetic prompts of drawn lengths. Each token is a two-letter word and a space
-/// (three characters): the simulator counts three characters a token, and a BPE tokenizer
-/// reads a short common word as one token, so both count about the length asked.
+/// Up to `n` prompt lengths drawn, as many as fit
+/// [`MAX_PROMPT_TOKENS_TOTAL`](super::limits::MAX_PROMPT_TOKENS_TOTAL) (at least one): the
+/// prompts are cycled, so fewer long ones cost memory, not requests.
+pub fn prompt_lengths(tokens: &TokenCount, n: usize, seed: u64) -> Vec<u64> {
+    within_budget(tokens.draw(n, seed))
+}
+
+/// Up to `n` synthetic prompts of drawn lengths ([`prompt_lengths`]). Each token is a
+/// two-letter word and a space (three characters): the simulator counts three characters a
+/// token, and a BPE tokenizer reads a short common word as one token, so both count about
+/// the length asked.
 pub fn synthetic_prompts(tokens: &TokenCount, n: usize, seed: u64) -> Vec<Vec<ChatMessage>> {
-    tokens
-        .draw(n, seed)
+    prompt_lengths(tokens, n, seed)
         .into_iter()
         .enumerate()
         .map(|(i, len)| vec![ChatMessage::user(filler(i, len as usize))])
@@ -210,17 +225,14 @@ pub(crate) fn filler(i: usize, words: usize) -> String {
     text
 }
 
-/// One prompt per entry of `lengths`, exactly that many tokens long (a trace's requests).
+/// One prompt per entry of `lengths`, exactly that many tokens long (a trace's requests),
+/// each within [`MAX_PROMPT_TOKENS`] (the trace's reader refuses longer ones).
 pub fn prompts_of_lengths(lengths: &[u64]) -> Vec<Vec<ChatMessage>> {
     lengths
         .iter()
-        .enumerate()
-        .map(|(i, &len)| {
-            let fixed = TokenCount {
-                mean: len.max(1) as f64,
-                spread: 0.0,
-            };
-            synthetic_prompts(&fixed, 1, i as u64).remove(0)
+        .map(|&len| {
+            let words = len.clamp(1, MAX_PROMPT_TOKENS) as usize;
+            vec![ChatMessage::user(filler(0, words))]
         })
         .collect()
 }

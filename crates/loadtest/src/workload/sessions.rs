@@ -26,10 +26,16 @@ use serde_json::Value;
 
 use super::LatencyModel;
 use super::dataset::{DatasetError, TokenCount};
+use super::limits::{MAX_PROMPT_TOKENS_TOTAL, MAX_TURNS_PER_SESSION};
 use super::tokenizer::TokenCounter;
 
 /// The most tasks (turns) a session workload may have, as `--requests` bounds requests.
 pub(crate) const MAX_TURNS_TOTAL: usize = 10_000_000;
+
+/// The most dependencies a session workload's plan may hold: a turn depends on every
+/// earlier turn of its conversation, so a few thousand conversations of a thousand turns
+/// would make billions.
+pub(crate) const MAX_TURN_DEPENDENCIES: u64 = 10_000_000;
 
 /// One conversation: the messages each turn adds (its user message; the first turn also
 /// the system message, when there is one).
@@ -75,36 +81,63 @@ fn session_of(v: &Value) -> Result<Session, String> {
     if turns.is_empty() {
         return Err("no user message".into());
     }
+    if turns.len() as u64 > MAX_TURNS_PER_SESSION {
+        return Err(format!(
+            "{} user turns, more than {MAX_TURNS_PER_SESSION} a conversation",
+            turns.len()
+        ));
+    }
     Ok(Session { turns })
 }
 
-/// `n` synthetic conversations: each of a drawn number of turns (`turns`), each turn a
-/// prompt of a drawn length (`input`), sized by `tokenizer` when there is one.
+/// `n` synthetic conversations: each of a drawn number of turns (`turns`, each at most
+/// [`MAX_TURNS_PER_SESSION`]), each turn a prompt of a drawn length (`input`), sized by
+/// `tokenizer` when there is one; refused when the turns or their tokens pass the bounds
+/// (10 million turns, [`MAX_PROMPT_TOKENS_TOTAL`]) or the tokenizer cannot size them.
 pub fn synthetic_sessions(
     turns: &TokenCount,
     input: &TokenCount,
     n: usize,
     seed: u64,
     tokenizer: Option<&TokenCounter>,
-) -> Vec<Session> {
-    let counts = turns.draw(n, seed ^ 0x7475_726e);
+) -> Result<Vec<Session>, String> {
+    if turns.mean > MAX_TURNS_PER_SESSION as f64 {
+        return Err(format!(
+            "a mean of {} turns is more than {MAX_TURNS_PER_SESSION} a conversation",
+            turns.mean
+        ));
+    }
+    let counts: Vec<u64> = (turns.draw(n, seed ^ 0x7475_726e).into_iter())
+        .map(|c| c.min(MAX_TURNS_PER_SESSION))
+        .collect();
     let total: u64 = counts.iter().sum();
-    let mut lengths = input.draw(total as usize, seed).into_iter();
+    if total > MAX_TURNS_TOTAL as u64 {
+        return Err(format!("{total} turns in all, more than {MAX_TURNS_TOTAL}"));
+    }
+    let lengths = input.draw(total as usize, seed);
+    let tokens = lengths.iter().fold(0u64, |t, &l| t.saturating_add(l));
+    if tokens > MAX_PROMPT_TOKENS_TOTAL {
+        return Err(format!(
+            "the turns' prompts add up to {tokens} tokens, more than the {MAX_PROMPT_TOKENS_TOTAL} a load test holds in memory"
+        ));
+    }
+    let mut lengths = lengths.into_iter();
     let mut k = 0usize;
     counts
         .iter()
-        .map(|&c| Session {
-            turns: (0..c)
+        .map(|&c| {
+            let turns = (0..c)
                 .map(|_| {
                     let len = lengths.next().unwrap_or(1);
                     k += 1;
                     let text = match tokenizer {
-                        Some(t) => t.filler(len, k),
+                        Some(t) => t.filler(len, k).map_err(|e| e.to_string())?,
                         None => super::dataset::filler(k, len as usize),
                     };
-                    vec![ChatMessage::user(text)]
+                    Ok(vec![ChatMessage::user(text)])
                 })
-                .collect(),
+                .collect::<Result<_, String>>()?;
+            Ok(Session { turns })
         })
         .collect()
 }
@@ -159,10 +192,27 @@ pub fn session_workload(
     if sessions.is_empty() || count == 0 {
         return Err("no conversations".into());
     }
-    let chosen: Vec<&Session> = (0..count).map(|c| &sessions[c % sessions.len()]).collect();
-    let total: usize = chosen.iter().map(|s| s.turns.len()).sum();
+    // Each given turn held once, shared by every conversation that cycles it: a dataset
+    // replayed as a million conversations must not be copied a million times.
+    let shared: Vec<Vec<Arc<[ChatMessage]>>> = sessions
+        .iter()
+        .map(|s| s.turns.iter().map(|t| Arc::from(t.as_slice())).collect())
+        .collect();
+    let chosen: Vec<&Vec<Arc<[ChatMessage]>>> =
+        (0..count).map(|c| &shared[c % shared.len()]).collect();
+    let total: usize = chosen.iter().map(|s| s.len()).sum();
     if total > MAX_TURNS_TOTAL {
         return Err(format!("{total} turns in all, more than {MAX_TURNS_TOTAL}"));
+    }
+    // Each turn depends on every earlier one of its conversation.
+    let pairs: u64 = chosen
+        .iter()
+        .map(|s| (s.len() as u64) * (s.len() as u64).saturating_sub(1) / 2)
+        .sum();
+    if pairs > MAX_TURN_DEPENDENCIES {
+        return Err(format!(
+            "{pairs} dependencies between turns (each turn on every earlier one of its conversation), more than {MAX_TURN_DEPENDENCIES}"
+        ));
     }
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x7468_696e);
     let mut map = SessionMap::default();
@@ -171,7 +221,7 @@ pub fn session_workload(
     for (c, s) in chosen.iter().enumerate() {
         let first = tasks.len();
         map.first.push(first);
-        for (k, messages) in s.turns.iter().enumerate() {
+        for (k, messages) in s.iter().enumerate() {
             let id = |i: usize| TaskId::Int(i as i64 + 1);
             let deps = (first..first + k).map(id).collect();
             tasks.push(TaskSpec::new(
@@ -230,7 +280,7 @@ fn draw(model: LatencyModel, rng: &mut rand::rngs::StdRng) -> Duration {
 /// them, which the engine hands over as the prerequisites' sections), then the turn.
 pub(crate) struct SessionPrompts {
     /// Per task: the messages its turn adds.
-    turns: Vec<Vec<ChatMessage>>,
+    turns: Vec<Arc<[ChatMessage]>>,
     map: Arc<SessionMap>,
     inner: Arc<dyn PromptSet>,
 }
@@ -370,7 +420,7 @@ mod tests {
     fn synthetic_sessions_have_the_drawn_turns() {
         let turns: TokenCount = "3".parse().expect("turns");
         let input: TokenCount = "10".parse().expect("input");
-        let s = synthetic_sessions(&turns, &input, 4, 1, None);
+        let s = synthetic_sessions(&turns, &input, 4, 1, None).expect("bounded");
         assert_eq!(s.len(), 4);
         assert!(s.iter().all(|s| s.turns.len() == 3));
         assert_eq!(s[0].turns[0][0].content.len(), 30);

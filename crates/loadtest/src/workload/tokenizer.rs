@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use planwave_llm::ChatMessage;
 
+use super::limits::{MAX_PROMPT_TOKENS, MAX_WORDS_PER_TOKEN};
+
 /// A tokenizer file that cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{path}: {problem}")]
@@ -20,6 +22,8 @@ pub struct TokenizerError {
 /// Counts tokens as the model's tokenizer does.
 pub struct TokenCounter {
     inner: tokenizers::Tokenizer,
+    /// The file it was read from, named by its errors.
+    path: PathBuf,
 }
 
 impl std::fmt::Debug for TokenCounter {
@@ -31,11 +35,23 @@ impl std::fmt::Debug for TokenCounter {
 impl TokenCounter {
     /// The tokenizer of a `tokenizer.json` file.
     pub fn load(path: &Path) -> Result<TokenCounter, TokenizerError> {
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
+        let mut inner = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
             path: path.to_owned(),
             problem: e.to_string(),
         })?;
-        Ok(TokenCounter { inner })
+        // A file's truncation or padding would make every long text count alike: counting
+        // is about the text, not about what the model would be fed.
+        inner
+            .with_truncation(None)
+            .map_err(|e| TokenizerError {
+                path: path.to_owned(),
+                problem: e.to_string(),
+            })?
+            .with_padding(None);
+        Ok(TokenCounter {
+            inner,
+            path: path.to_owned(),
+        })
     }
 
     /// The tokens of `text`, special tokens left out (a prompt's chat template is the
@@ -48,9 +64,21 @@ impl TokenCounter {
     }
 
     /// Filler text of request `i` that is `len` tokens long by this tokenizer, or as near as
-    /// words allow without going over (at least one word).
-    pub(crate) fn filler(&self, len: u64, i: usize) -> String {
+    /// words allow without going over (at least one word); refused when `len` is over
+    /// [`MAX_PROMPT_TOKENS`] or when the tokenizer's count does not grow with the text (more
+    /// than [`MAX_WORDS_PER_TOKEN`] words a token), where the search would never end.
+    pub(crate) fn filler(&self, len: u64, i: usize) -> Result<String, TokenizerError> {
         let target = len.max(1);
+        let refused = |problem: String| TokenizerError {
+            path: self.path.clone(),
+            problem,
+        };
+        if target > MAX_PROMPT_TOKENS {
+            return Err(refused(format!(
+                "a prompt of {target} tokens is longer than {MAX_PROMPT_TOKENS}"
+            )));
+        }
+        let most = (target * MAX_WORDS_PER_TOKEN) as usize;
         // Words known to give at most `target` tokens, and words known to give more.
         let (mut lo, mut hi): (usize, Option<usize>) = (1, None);
         let mut guess = target as usize;
@@ -58,9 +86,14 @@ impl TokenCounter {
         for _ in 0..24 {
             let n = self.count(&super::dataset::filler(i, guess));
             if n == target {
-                return super::dataset::filler(i, guess);
+                return Ok(super::dataset::filler(i, guess));
             }
             if n < target {
+                if guess >= most {
+                    return Err(refused(format!(
+                        "{guess} words of filler count as only {n} tokens: its count does not grow with the text, so a prompt of {target} tokens cannot be made"
+                    )));
+                }
                 lo = lo.max(guess);
             } else {
                 hi = Some(hi.map_or(guess, |h| h.min(guess)));
@@ -69,22 +102,25 @@ impl TokenCounter {
             let next = match hi {
                 Some(h) if h <= lo + 1 => break,
                 Some(h) => scaled.clamp(lo + 1, h - 1),
-                None => scaled.max(lo + 1),
+                None => scaled.clamp(lo + 1, most),
             };
             if next == guess {
                 break;
             }
             guess = next;
         }
-        super::dataset::filler(i, lo)
+        Ok(super::dataset::filler(i, lo))
     }
 
     /// One prompt per length, each that many tokens long by this tokenizer.
-    pub fn prompts_of_lengths(&self, lengths: &[u64]) -> Vec<Vec<ChatMessage>> {
+    pub fn prompts_of_lengths(
+        &self,
+        lengths: &[u64],
+    ) -> Result<Vec<Vec<ChatMessage>>, TokenizerError> {
         lengths
             .iter()
             .enumerate()
-            .map(|(i, &len)| vec![ChatMessage::user(self.filler(len, i))])
+            .map(|(i, &len)| Ok(vec![ChatMessage::user(self.filler(len, i)?)]))
             .collect()
     }
 }
@@ -120,11 +156,15 @@ mod tests {
         assert_eq!(t.count("an to"), 5);
         assert_eq!(t.count("A!"), 2, "unknown characters count too");
         for len in [1, 2, 3, 50, 91, 300] {
-            let text = t.filler(len, 7);
+            let text = t.filler(len, 7).expect("sized");
             let n = t.count(&text);
             assert!(n <= len.max(3) && n + 3 > len, "{len}: {n} ({text:?})");
         }
-        assert_eq!(t.count(&t.filler(90, 0)), 90, "whole words fit exactly");
+        assert_eq!(
+            t.count(&t.filler(90, 0).expect("sized")),
+            90,
+            "whole words fit exactly"
+        );
         let bad = dir.path().join("bad.json");
         std::fs::write(&bad, "{}").expect("write");
         assert!(TokenCounter::load(&bad).is_err());

@@ -446,6 +446,11 @@ async fn answer_line(st: &BatchState, line: &InputLine) -> Result<Value, Value> 
     }
     let body: LineBody = serde_json::from_value(line.body.clone())
         .map_err(|e| fail(&format!("invalid body: {e}"), "invalid_request_error"))?;
+    if let Some(problem) =
+        planwave_sim::max_tokens_problem(body.max_completion_tokens.or(body.max_tokens))
+    {
+        return Err(fail(&problem, "invalid_request_error"));
+    }
     let chat = chat_request(&body, line.planwave.as_ref());
     let app = &st.app;
     let prompt_chars: usize = chat
