@@ -51,6 +51,7 @@ mod serve_browser;
 mod serve_browser_trust;
 mod serve_limits;
 mod serve_nats;
+mod serve_symlinks;
 mod serve_trust;
 mod serve_write_timeout;
 mod show;
