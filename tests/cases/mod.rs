@@ -46,6 +46,8 @@ mod resume_repair;
 mod run;
 mod run_dir_safety;
 mod run_metrics;
+mod secret_headers;
+mod secret_urls;
 pub(crate) mod serve;
 mod serve_browser;
 mod serve_browser_trust;
