@@ -18,6 +18,7 @@ mod fetch_safety;
 mod fleet_limits;
 mod fleet_live;
 mod fleet_metrics;
+mod force_keeps_user_files;
 mod http;
 mod input_bounds;
 mod input_errors;
