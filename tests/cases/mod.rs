@@ -10,6 +10,7 @@ mod compose;
 mod costs;
 mod credentials;
 mod docs;
+mod duplicate_keys;
 pub(crate) mod durable;
 mod duration_estimates;
 mod events;
