@@ -65,6 +65,7 @@ pub(crate) mod step_recovery;
 pub(crate) mod steps;
 mod steps_results;
 mod stop_no_new_calls;
+mod stored_text_controls;
 mod stream_plan;
 mod task_limit;
 mod tool_answers;
