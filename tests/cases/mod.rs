@@ -31,6 +31,7 @@ mod loadtest_serving;
 mod loadtest_sessions;
 mod loadtest_view;
 pub(crate) mod mcp;
+mod mcp_output_size;
 mod numbers_bounds;
 mod plan_cache;
 mod quality;
