@@ -22,7 +22,7 @@ pub struct RegistryOptions {
     /// Calls in flight per server; others queue.
     pub max_concurrent_per_server: usize,
     /// The largest tool result, in bytes of its text (UTF-8); a larger one fails its call.
-    /// The message carrying it may be up to [`wire_limit`] of it.
+    /// The message carrying it may be up to four times as large (see `wire_limit`).
     pub max_output_bytes: usize,
 }
 
