@@ -84,7 +84,7 @@ fn credentials_in_urls_are_used_but_never_shown_or_recorded() {
         server.stats()["requests"].as_u64() >= Some(3),
         "the model was reached"
     );
-    assert!(r.stderr.contains("analyst:***@127.0.0.1"), "{}", r.stderr);
+    assert!(r.stderr.contains("://***@127.0.0.1"), "{}", r.stderr);
     let leaks = |stdout: &str, stderr: &str| {
         let mut places: Vec<String> = crate::support::all_files(&out)
             .into_iter()

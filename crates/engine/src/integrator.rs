@@ -217,7 +217,7 @@ impl IntegratorState {
             match answer {
                 Ok(r) if !r.content.trim().is_empty() => {
                     return Summary {
-                        text: r.content,
+                        text: crate::stored_text::for_files(&r.content).into_owned(),
                         error: None,
                         ..spent
                     };

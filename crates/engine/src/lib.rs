@@ -26,6 +26,7 @@ mod run_stream;
 mod scheduler;
 mod shared;
 mod slots;
+mod stored_text;
 mod stream_plan;
 mod task_spans;
 mod tool_answer;

@@ -120,7 +120,9 @@ fn write_file(
     mut report: SubagentReport,
 ) -> impl Future<Output = SubagentReport> {
     async move {
-        if let Ok(section) = &report.result {
+        if let Ok(section) = &mut report.result {
+            // What is stored (and handed on) holds no terminal controls from a tool or model.
+            crate::stored_text::clean_in_place(section);
             report.warnings = crate::quality::section_warnings(section);
         }
         // The section file is in place before the supervisor hears of it, so a completion

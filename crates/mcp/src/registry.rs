@@ -21,12 +21,27 @@ pub struct RegistryOptions {
     pub call_timeout: Duration,
     /// Calls in flight per server; others queue.
     pub max_concurrent_per_server: usize,
-    /// The largest message a server may send (a tool result); a larger one fails its call.
+    /// The largest tool result, in bytes of its text (UTF-8); a larger one fails its call.
+    /// The message carrying it may be up to four times as large (see `wire_limit`).
     pub max_output_bytes: usize,
 }
 
-/// The default of [`RegistryOptions::max_output_bytes`]: rmcp's own line and SSE event limit.
+/// The default of [`RegistryOptions::max_output_bytes`].
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 16 * 1024 * 1024;
+
+/// How many times a result's size the message carrying it may be. A server may send the
+/// text twice (`content` and `structuredContent`: the Python SDK does for every text
+/// result) and JSON-escape it (`\u4e2d`, six bytes for a three-byte character, is twice the
+/// UTF-8), so a result within the limit can take four times as much on the wire; the
+/// message is cut (never held whole) beyond that, and the result checked once decoded.
+const WIRE_FACTOR: usize = 4;
+
+/// The largest message read from a server whose results may have `max_output` bytes.
+pub(crate) fn wire_limit(max_output: usize) -> usize {
+    max_output
+        .saturating_mul(WIRE_FACTOR)
+        .saturating_add(64 * 1024)
+}
 
 impl Default for RegistryOptions {
     fn default() -> Self {

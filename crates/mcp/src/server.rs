@@ -143,8 +143,9 @@ impl Server {
                     }
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str())
                         .custom_headers(custom);
-                    config.max_sse_event_size = self.max_output;
-                    config.max_json_response_size = self.max_output;
+                    let wire = crate::registry::wire_limit(self.max_output);
+                    config.max_sse_event_size = wire;
+                    config.max_json_response_size = wire;
                     let http = planwave_tls::http_client()
                         .build()
                         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
@@ -303,7 +304,20 @@ impl Server {
                 tool: tool.to_owned(),
                 after: timeout,
             }),
-            Ok(Ok(result)) => Ok(output(result)),
+            Ok(Ok(result)) => {
+                let out = output(result);
+                // The limit is on the result, in bytes of its text; the message carrying it
+                // was bounded by its wire limit.
+                if out.text.len() > self.max_output {
+                    return Err(ToolError::TooLarge {
+                        server: self.config.name.clone(),
+                        tool: tool.to_owned(),
+                        bytes: out.text.len() as u64,
+                        limit: self.max_output as u64,
+                    });
+                }
+                Ok(out)
+            }
             Ok(Err(ServiceError::McpError(e))) if e.code.0 == TOO_LARGE_CODE => {
                 let size = |k: &str| {
                     e.data

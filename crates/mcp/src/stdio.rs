@@ -46,10 +46,18 @@ impl StdioTransport {
             return Err(io::Error::other("the child's stdio was not piped"));
         };
         let (relay_end, rmcp_end) = tokio::io::duplex(64 * 1024);
-        tokio::spawn(relay(stdout, relay_end, limit));
-        // Substituted answers are small, so rmcp's own limit only needs to admit `limit`.
+        let wire = crate::registry::wire_limit(limit);
+        tokio::spawn(relay(
+            stdout,
+            relay_end,
+            Limit {
+                wire,
+                result: limit,
+            },
+        ));
+        // Substituted answers are small, so rmcp's own limit only needs to admit `wire`.
         let inner = AsyncRwTransport::new_client(rmcp_end, stdin)
-            .with_max_line_length(limit.saturating_add(2));
+            .with_max_line_length(wire.saturating_add(2));
         Ok((
             StdioTransport {
                 child: Some(child),
@@ -96,8 +104,17 @@ impl Transport<RoleClient> for StdioTransport {
     }
 }
 
-/// Copies the child's stdout line by line into `out`, holding at most `limit` bytes of a line.
-async fn relay(stdout: impl AsyncRead + Unpin, mut out: impl AsyncWrite + Unpin, limit: usize) {
+/// The size of a message kept (`wire`), and the result limit a cut message is reported
+/// against (`--mcp-max-output`).
+#[derive(Clone, Copy)]
+struct Limit {
+    wire: usize,
+    result: usize,
+}
+
+/// Copies the child's stdout line by line into `out`, holding at most `limit.wire` bytes of
+/// a line.
+async fn relay(stdout: impl AsyncRead + Unpin, mut out: impl AsyncWrite + Unpin, limit: Limit) {
     let mut reader = BufReader::with_capacity(64 * 1024, stdout);
     let mut line = Vec::new();
     let mut oversized: Option<Oversized> = None;
@@ -113,7 +130,7 @@ async fn relay(stdout: impl AsyncRead + Unpin, mut out: impl AsyncWrite + Unpin,
             match &mut oversized {
                 Some(o) => o.feed(chunk),
                 // The limit is on the message; its newline does not count.
-                None if line.len() + chunk.len() - usize::from(newline.is_some()) > limit => {
+                None if line.len() + chunk.len() - usize::from(newline.is_some()) > limit.wire => {
                     let mut o = Oversized::default();
                     o.feed(&line);
                     o.feed(chunk);
@@ -129,7 +146,7 @@ async fn relay(stdout: impl AsyncRead + Unpin, mut out: impl AsyncWrite + Unpin,
             continue;
         }
         let written = match oversized.take() {
-            Some(o) => match o.answer(limit) {
+            Some(o) => match o.answer(limit.result) {
                 Some(answer) => out.write_all(answer.as_bytes()).await,
                 None => Ok(()),
             },
@@ -188,6 +205,10 @@ mod tests {
     use tokio::io::AsyncReadExt;
 
     async fn relayed(input: &[u8], limit: usize) -> String {
+        let limit = Limit {
+            wire: limit,
+            result: limit,
+        };
         let (mut w, r) = tokio::io::duplex(1 << 20);
         let (out_w, mut out_r) = tokio::io::duplex(1 << 20);
         let input = input.to_vec();

@@ -54,23 +54,30 @@ pub fn parse_plan(bytes: &[u8]) -> Result<PlanSpec, ParseError> {
 /// [`parse_plan`] for text already known to be UTF-8.
 pub fn parse_plan_str(text: &str) -> Result<PlanSpec, ParseError> {
     if let Some(top) = top::read_plain(text) {
-        if !top.dups.is_empty() {
-            return Err(duplicates(&top.dups));
+        let dups = keys::duplicate_keys(text);
+        if !dups.is_empty() {
+            return Err(duplicates(&dups));
         }
         return normalize::plan_from_top(top);
     }
     let value = extract_json(text)?;
-    let dups = keys::duplicate_top_level_keys(text);
+    let dups = keys::duplicate_keys(text);
     if !dups.is_empty() {
         return Err(duplicates(&dups));
     }
     plan_from_value(value)
 }
 
-fn duplicates(keys: &[String]) -> ParseError {
+fn duplicates(dups: &[keys::Duplicate]) -> ParseError {
     ParseError::Shape(
-        keys.iter()
-            .map(|k| format!("the plan has \"{k}\" more than once; give it once"))
+        dups.iter()
+            .map(|d| match d.place.as_str() {
+                "" => format!("the plan has \"{}\" more than once; give it once", d.key),
+                place => format!(
+                    "the plan has \"{}\" more than once in {place}; give it once",
+                    d.key
+                ),
+            })
             .collect(),
     )
 }
@@ -101,7 +108,7 @@ mod tests {
     /// directly: the two must agree on every text.
     fn through_value(text: &str) -> Result<PlanSpec, ParseError> {
         let value = extract_json(text)?;
-        let dups = keys::duplicate_top_level_keys(text);
+        let dups = keys::duplicate_keys(text);
         if !dups.is_empty() {
             return Err(duplicates(&dups));
         }

@@ -1,60 +1,106 @@
-//! Credentials in URLs (`http://user:SECRET@host/v1`, `?api_key=...`) kept out of everything
-//! planwave shows or records: the request still goes to the URL as given, but what is printed,
-//! logged, traced or written to a run file says `***` where the secret was. One place for
-//! model, MCP, OTLP and any other URL.
+//! Credentials in URLs (`http://user:SECRET@host/v1`, `http://sk-KEY@host/v1`,
+//! `?api_key=...`, `?X-Amz-Signature=...`) kept out of everything planwave shows or records:
+//! the request still goes to the URL as given, but what is printed, logged, traced or written
+//! to a run file says `***` where a secret may be. One place for model, MCP, OTLP and any
+//! other URL.
+//!
+//! What is hidden errs towards hiding: the whole user part (a user name alone is often the
+//! key), and the value of every query or fragment parameter whose name is not on
+//! [`HARMLESS_PARAMS`] (a parameter with no value, which may be a bare token, entirely). A
+//! list of secret names would miss the next provider's (`code`, `sig`, `X-Amz-Signature`,
+//! `X-Goog-Credential`, ...); a harmless parameter only loses its value in what is shown.
+//! The URL is rewritten as text, so everything else stays exactly as given.
 
 use std::borrow::Cow;
 
-/// Query parameters whose values are secrets (compared without case).
-const SECRET_PARAMS: [&str; 10] = [
-    "api_key",
-    "apikey",
-    "key",
-    "token",
-    "access_token",
-    "auth",
-    "password",
-    "secret",
-    "sig",
-    "signature",
+/// Query parameters whose values are shown (compared without case): API versions and
+/// request shapes, never a credential.
+pub const HARMLESS_PARAMS: [&str; 12] = [
+    "api-version",
+    "api_version",
+    "version",
+    "v",
+    "model",
+    "deployment",
+    "region",
+    "format",
+    "stream",
+    "timeout",
+    "limit",
+    "lang",
 ];
 
 const MASK: &str = "***";
 
-/// `url` with its password and secret query values replaced by `***`.
+/// `url` with its user part and every query (and fragment) value not known to be harmless
+/// replaced by `***`.
 pub fn redact_url(url: &str) -> Cow<'_, str> {
-    let Ok(mut parsed) = ::url::Url::parse(url) else {
-        return redact_userinfo(url);
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
+        return Cow::Borrowed(url);
     };
-    let mut changed = false;
-    if parsed.password().is_some() {
-        let _ = parsed.set_password(Some(MASK));
-        changed = true;
-    }
-    if parsed.query().is_some() {
-        let pairs: Vec<(String, String)> = parsed
-            .query_pairs()
-            .map(|(k, v)| {
-                let secret = SECRET_PARAMS.iter().any(|s| k.eq_ignore_ascii_case(s));
-                changed |= secret;
-                (
-                    k.into_owned(),
-                    if secret { MASK.into() } else { v.into_owned() },
-                )
-            })
-            .collect();
-        if changed {
-            parsed.query_pairs_mut().clear().extend_pairs(pairs);
+    let authority_end = url[scheme_end..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| scheme_end + i);
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..scheme_end]);
+    let authority = &url[scheme_end..authority_end];
+    match authority.rfind('@') {
+        Some(at) => {
+            out.push_str(MASK);
+            out.push_str(&authority[at..]);
         }
+        None => out.push_str(authority),
     }
-    if changed {
-        Cow::Owned(parsed.as_str().replace("%2A%2A%2A", MASK))
-    } else {
+    let rest = &url[authority_end..];
+    let (before_fragment, fragment) = match rest.find('#') {
+        Some(i) => (&rest[..i], Some(&rest[i + 1..])),
+        None => (rest, None),
+    };
+    match before_fragment.find('?') {
+        Some(q) => {
+            out.push_str(&before_fragment[..=q]);
+            redact_params(&before_fragment[q + 1..], &mut out);
+        }
+        None => out.push_str(before_fragment),
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        redact_params(fragment, &mut out);
+    }
+    if out == url {
         Cow::Borrowed(url)
+    } else {
+        Cow::Owned(out)
     }
 }
 
-/// Whether `url` carries a credential [`redact_url`] would hide.
+/// `a=1&b=2` onto `out`, each value whose name is not harmless as `***` (a part with no `=`
+/// entirely, unless it is a harmless name).
+fn redact_params(params: &str, out: &mut String) {
+    for (i, part) in params.split('&').enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        let (name, value) = match part.split_once('=') {
+            Some((n, v)) => (n, Some(v)),
+            None => (part, None),
+        };
+        let harmless = HARMLESS_PARAMS.iter().any(|h| name.eq_ignore_ascii_case(h));
+        match value {
+            _ if harmless => out.push_str(part),
+            Some("") => out.push_str(part),
+            Some(_) => {
+                out.push_str(name);
+                out.push('=');
+                out.push_str(MASK);
+            }
+            None if part.is_empty() => {}
+            None => out.push_str(MASK),
+        }
+    }
+}
+
+/// Whether `url` carries something [`redact_url`] would hide.
 pub fn url_has_secret(url: &str) -> bool {
     url.contains("://") && matches!(redact_url(url), Cow::Owned(_))
 }
@@ -81,54 +127,49 @@ pub fn redact_urls_in(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// For text that is not a parsable URL: `scheme://user:pass@` loses `pass`.
-fn redact_userinfo(url: &str) -> Cow<'_, str> {
-    let Some(scheme_end) = url.find("://").map(|i| i + 3) else {
-        return Cow::Borrowed(url);
-    };
-    let authority_end = url[scheme_end..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| scheme_end + i);
-    let authority = &url[scheme_end..authority_end];
-    match (authority.rfind('@'), authority.find(':')) {
-        (Some(at), Some(colon)) if colon < at => Cow::Owned(format!(
-            "{}{}{MASK}{}",
-            &url[..scheme_end],
-            &authority[..=colon],
-            &url[scheme_end + at..]
-        )),
-        _ => Cow::Borrowed(url),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn passwords_and_secret_parameters_are_masked() {
-        assert_eq!(
-            redact_url("http://user:S3CRET@host:8080/v1"),
-            "http://user:***@host:8080/v1"
-        );
-        assert_eq!(
-            redact_url("https://gw.example/v1?api_key=S3CRET&region=eu"),
-            "https://gw.example/v1?api_key=***&region=eu"
-        );
-        assert_eq!(redact_url("http://127.0.0.1:9/v1"), "http://127.0.0.1:9/v1");
-        assert_eq!(redact_url("nats://u:S3CRET@[::1"), "nats://u:***@[::1");
-        assert!(url_has_secret("http://u:p@h/") && !url_has_secret("http://u@h/"));
+    fn the_user_part_and_values_not_known_harmless_are_masked() {
+        for (url, shown) in [
+            ("http://user:S3CRET@host:8080/v1", "http://***@host:8080/v1"),
+            ("http://sk-S3CRET@host/v1", "http://***@host/v1"),
+            (
+                "https://gw.example/v1?api_key=S3CRET&region=eu",
+                "https://gw.example/v1?api_key=***&region=eu",
+            ),
+            (
+                "https://b.s3.example/o?X-Amz-Signature=S1G&code=C0DE&api-version=2024-10-21",
+                "https://b.s3.example/o?X-Amz-Signature=***&code=***&api-version=2024-10-21",
+            ),
+            (
+                "https://h/cb#access_token=T0K&state=x",
+                "https://h/cb#access_token=***&state=***",
+            ),
+            ("https://h/v1?S3CRETTOKEN&stream", "https://h/v1?***&stream"),
+            ("https://h/v1?a=&&b", "https://h/v1?a=&&***"),
+            ("nats://u:S3CRET@[::1", "nats://***@[::1"),
+            ("http://h/@scope/pkg", "http://h/@scope/pkg"),
+            ("http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+        assert!(url_has_secret("http://u:p@h/") && url_has_secret("http://u@h/"));
+        assert!(url_has_secret("http://h/?code=1") && !url_has_secret("http://h/v1?v=2"));
+        assert!(!url_has_secret("host:1/?key=1"), "not a URL");
     }
 
     #[test]
     fn urls_inside_text_are_found() {
         assert_eq!(
             redact_urls_in("error sending request for url (http://a:S3CRET@h/v1/chat): refused"),
-            "error sending request for url (http://a:***@h/v1/chat): refused"
+            "error sending request for url (http://***@h/v1/chat): refused"
         );
         assert_eq!(
-            redact_urls_in("--llm-base-url=https://a:S3CRET@h/v1 --model m"),
-            "--llm-base-url=https://a:***@h/v1 --model m"
+            redact_urls_in("--llm-base-url=https://sk-S3CRET@h/v1?code=X --model m"),
+            "--llm-base-url=https://***@h/v1?code=*** --model m"
         );
     }
 }

@@ -27,6 +27,7 @@ mod invocation;
 mod notes;
 pub mod ops;
 mod outdir;
+mod own_files;
 mod pdf;
 mod plan_cache;
 mod planning;

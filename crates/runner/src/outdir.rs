@@ -11,20 +11,10 @@ use std::path::{Path, PathBuf};
 
 use crate::InvalidInput;
 
-/// What a planwave run or batch writes at the top of its directory. One of the first four
-/// present makes a directory a planwave directory.
+use crate::own_files::{RUN_DIRS, RUN_FILES, remove_run_files};
+
+/// One of these present at the top makes a directory a planwave directory.
 const MARKERS: [&str; 4] = ["invocation.json", "run.json", "events.jsonl", "batch.json"];
-const RUN_FILES: [&str; 8] = [
-    "invocation.json",
-    "run.json",
-    "events.jsonl",
-    "batch.json",
-    "plan.json",
-    "report.md",
-    "report.html",
-    ".lock",
-];
-const RUN_DIRS: [&str; 4] = ["sections", "rounds", "planner", "jobs"];
 
 /// Checks `out` for a new job reading `inputs`; with `force`, removes an earlier run's files
 /// first. Nothing is created.
@@ -80,35 +70,6 @@ pub fn claim_out_dir(out: &Path, inputs: &[&Path], force: bool) -> Result<(), In
     let removed = remove_run_files(out);
     drop(lock);
     removed.map_err(|e| bad(format!("cannot remove the earlier run: {e}")))
-}
-
-/// Removes what a run writes (and leftover temporary files), nothing else.
-fn remove_run_files(out: &Path) -> std::io::Result<()> {
-    for f in RUN_FILES {
-        remove_if_there(&out.join(f), false)?;
-    }
-    for d in RUN_DIRS {
-        remove_if_there(&out.join(d), true)?;
-    }
-    for entry in std::fs::read_dir(out)? {
-        let entry = entry?;
-        if planwave_storage::is_leftover_temp(&entry.file_name()) {
-            remove_if_there(&entry.path(), false)?;
-        }
-    }
-    Ok(())
-}
-
-fn remove_if_there(path: &Path, dir: bool) -> std::io::Result<()> {
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return Ok(());
-    };
-    // A symlink is removed as a link, never followed.
-    if dir && meta.is_dir() {
-        std::fs::remove_dir_all(path)
-    } else {
-        std::fs::remove_file(path)
-    }
 }
 
 /// Whether `path` is `dir` or inside it, comparing resolved paths (symlinks, `..`).

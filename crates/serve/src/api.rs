@@ -1,7 +1,7 @@
 //! The JSON API's handlers (see docs/api.md; the OpenAPI document is built from the
 //! `#[utoipa::path]` annotations here).
 
-use std::path::{Path as FsPath, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::Json;
@@ -18,6 +18,7 @@ use crate::error::{ApiError, ErrorBody, no_run};
 use crate::ids::safe_name;
 use crate::jobs::{self, Start};
 use crate::listing::{self, RunSummary, read_run_json};
+use crate::run_files;
 use crate::sse;
 use crate::state::AppState;
 
@@ -82,12 +83,13 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
 }
 
-/// The directory of an existing run (`id` checked before any path is built).
-fn existing(state: &AppState, id: &str) -> Result<PathBuf, ApiError> {
+/// The directory of an existing run (`id` checked before any path is built; a link in
+/// its place is no run).
+pub(crate) fn existing(state: &AppState, id: &str) -> Result<PathBuf, ApiError> {
     let dir = state
         .run_dir(id)
         .ok_or_else(|| ApiError::BadRequest(format!("invalid run id {id:?}")))?;
-    if dir.is_dir() {
+    if run_files::is_run_dir(&dir) {
         Ok(dir)
     } else {
         Err(no_run(id))
@@ -241,7 +243,7 @@ pub async fn run_events(
         let stop = state.remote.is_some().then(|| state.shutdown.clone());
         return Ok(sse::follow(live, after, state.limits.sse_keep_alive, stop));
     }
-    Ok(sse::replay(dir.join("events.jsonl"), after).await)
+    Ok(sse::replay(dir, after).await)
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/report", params(("id" = String, Path)),
@@ -262,7 +264,7 @@ pub async fn run_report(
     } else {
         ("report.md", "text/markdown; charset=utf-8")
     };
-    let body = tokio::fs::read(dir.join(file))
+    let body = run_files::read_async(dir, file.to_owned())
         .await
         .map_err(|_| ApiError::NotFound(format!("run {id:?} has no {file} (yet)")))?;
     Ok((
@@ -287,10 +289,10 @@ fn id_text(v: &Value) -> String {
 }
 
 /// The section file a record names, if it is `sections/<plain name>`.
-fn section_path(dir: &FsPath, record: &Value) -> Option<PathBuf> {
+fn section_path(record: &Value) -> Option<String> {
     let rel = record.get("section_file")?.as_str()?;
     let name = safe_name(rel.strip_prefix("sections/")?)?;
-    Some(dir.join("sections").join(name))
+    Some(format!("sections/{name}"))
 }
 
 #[utoipa::path(get, path = "/api/runs/{id}/sections/{task}",
@@ -332,8 +334,11 @@ pub async fn run_section(
             })
             .unwrap_or_default(),
     };
-    let section = match section_path(&dir, &record) {
-        Some(p) => tokio::fs::read_to_string(p).await.ok(),
+    let section = match section_path(&record) {
+        Some(rel) => run_files::read_async(dir, rel)
+            .await
+            .ok()
+            .and_then(|b| String::from_utf8(b).ok()),
         None => None,
     };
     Ok(Json(
@@ -401,13 +406,14 @@ pub async fn run_rounds(
     State(state): S,
     Path(id): Path<String>,
 ) -> Result<Json<Vec<RoundView>>, ApiError> {
-    let dir = existing(&state, &id)?.join("rounds");
+    let dir = existing(&state, &id)?;
     let mut rounds: Vec<RoundView> = Vec::new();
-    let Ok(entries) = std::fs::read_dir(&dir) else {
+    let Ok(entries) = std::fs::read_dir(dir.join("rounds")) else {
         return Ok(Json(rounds));
     };
-    let read = |p: PathBuf, key: &str| -> Option<Value> {
-        let v: Value = serde_json::from_slice(&std::fs::read(p).ok()?).ok()?;
+    let read = |k: u32, file: &str, key: &str| -> Option<Value> {
+        let bytes = run_files::read(&dir, &format!("rounds/{k}/{file}")).ok()?;
+        let v: Value = serde_json::from_slice(&bytes).ok()?;
         v.get(key).cloned()
     };
     for e in entries.flatten() {
@@ -416,8 +422,8 @@ pub async fn run_rounds(
         };
         rounds.push(RoundView {
             round: k,
-            evaluation: read(e.path().join("evaluation.json"), "evaluation"),
-            reflection: read(e.path().join("reflection.json"), "reflection"),
+            evaluation: read(k, "evaluation.json", "evaluation"),
+            reflection: read(k, "reflection.json", "reflection"),
         });
     }
     rounds.sort_by_key(|r| r.round);

@@ -4,7 +4,7 @@
 //! read from its runs' summaries: live while any runs here, else from their `run.json`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use axum::Json;
 use axum::extract::{Path as UrlPath, State};
@@ -95,8 +95,9 @@ fn record_file(state: &AppState, rec: &BatchRecord) -> std::io::Result<()> {
     std::fs::rename(tmp, dir.join(format!("{}.json", rec.batch)))
 }
 
-fn read(path: &Path) -> Option<BatchRecord> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+/// The batch file `name` under `.batches` (a regular file, no link: `run_files`).
+fn read(state: &AppState, name: &str) -> Option<BatchRecord> {
+    serde_json::from_slice(&crate::run_files::read(&dir(state), name).ok()?).ok()
 }
 
 /// The summary of run `id` (a run whose directory is gone shows as `missing`).
@@ -153,7 +154,7 @@ fn list(state: &AppState) -> Vec<BatchView> {
     let mut recs: Vec<BatchRecord> = entries
         .flatten()
         .filter(|e| e.file_name().to_str().is_some_and(|n| n.ends_with(".json")))
-        .filter_map(|e| read(&e.path()))
+        .filter_map(|e| read(state, e.file_name().to_str()?))
         .collect();
     recs.sort_by(|a, b| b.batch.cmp(&a.batch));
     recs.into_iter().map(|r| view(state, r, false)).collect()
@@ -222,8 +223,8 @@ pub async fn get_batch(
                 .ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
         return Ok(Json(remote_view(&state, remote, rec, true).await));
     }
-    let path = dir(&state).join(format!("{name}.json"));
-    let rec = read(&path).ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
+    let rec = read(&state, &format!("{name}.json"))
+        .ok_or_else(|| ApiError::NotFound(format!("no batch {id:?}")))?;
     let v = tokio::task::spawn_blocking(move || view(&state, rec, true))
         .await
         .map_err(|e| ApiError::Internal(e.to_string()))?;

@@ -231,7 +231,7 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
         let out = open_run_dir(&r.dir).map_err(|e| ApiError::Internal(e.to_string()))?;
         lock_run_dir(&out).map_err(|e| ApiError::Conflict(e.to_string()))?;
     }
-    let earlier = read_lines(&r.dir.join("events.jsonl"));
+    let earlier = read_lines(&r.dir);
     let live = LiveRun::new(
         id.into(),
         r.dir.clone(),
@@ -266,10 +266,11 @@ pub fn resume(state: &Arc<AppState>, id: &str, dir: &Path) -> Result<(), ApiErro
     Ok(())
 }
 
-/// The lines of a journal so far (a resumed run's log starts with them).
-fn read_lines(path: &Path) -> Vec<Arc<str>> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
+/// The lines of the journal in `dir` so far (a resumed run's log starts with them, and is
+/// served: read as `run_files` reads what a request gets).
+fn read_lines(dir: &Path) -> Vec<Arc<str>> {
+    let bytes = crate::run_files::read(dir, "events.jsonl").unwrap_or_default();
+    String::from_utf8_lossy(&bytes)
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(Arc::from)

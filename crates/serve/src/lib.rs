@@ -39,6 +39,7 @@ pub mod metrics;
 mod openapi;
 mod queue;
 mod remote;
+mod run_files;
 mod run_metrics;
 mod sse;
 mod state;

@@ -49,9 +49,9 @@ pub struct RunSummary {
 #[derive(Default)]
 pub struct SummaryCache(DashMap<PathBuf, (SystemTime, RunSummary)>);
 
-/// `DIR/run.json`, if present and JSON.
+/// `DIR/run.json`, if present (a regular file, no link: `run_files`) and JSON.
 pub fn read_run_json(dir: &Path) -> Option<Value> {
-    let text = std::fs::read(dir.join("run.json")).ok()?;
+    let text = crate::run_files::read(dir, "run.json").ok()?;
     serde_json::from_slice(&text).ok()
 }
 
@@ -115,7 +115,7 @@ pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
 /// The summary of a run directory not executing here (cached by `run.json`'s mtime).
 pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
     let run_json = dir.join("run.json");
-    if let Ok(mtime) = std::fs::metadata(&run_json).and_then(|m| m.modified()) {
+    if let Ok(mtime) = std::fs::symlink_metadata(&run_json).and_then(|m| m.modified()) {
         let cache = &state.summaries.0;
         let known = cache
             .get(dir)

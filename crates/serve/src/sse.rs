@@ -91,13 +91,15 @@ pub fn follow(
     respond(s)
 }
 
-/// A stored run's journal from after its `after`-th line, then `end`: read a block at a
-/// time as the client takes them. A missing journal is an empty one.
-pub async fn replay(path: PathBuf, after: usize) -> Response {
-    let lines = tokio::fs::File::open(&path)
+/// The journal of the stored run in `dir` from after its `after`-th line, then `end`: read a
+/// block at a time as the client takes them. A missing journal (or a link in its place,
+/// `run_files`) is an empty one.
+pub async fn replay(dir: PathBuf, after: usize) -> Response {
+    let file = tokio::task::spawn_blocking(move || crate::run_files::open(&dir, "events.jsonl"))
         .await
         .ok()
-        .map(|f| BufReader::new(f).lines());
+        .and_then(Result::ok);
+    let lines = file.map(|f| BufReader::new(tokio::fs::File::from_std(f)).lines());
     let s = stream::unfold(Some((lines, 0usize)), move |state| async move {
         let (mut lines, mut n) = state?;
         let mut buf = Vec::new();

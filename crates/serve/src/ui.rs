@@ -11,7 +11,7 @@ use planwave_plan::ValidatedPlan;
 use planwave_record::TaskRecord;
 use planwave_report::{dag_svg, gantt_svg};
 
-use crate::error::{ApiError, no_run};
+use crate::error::ApiError;
 use crate::state::AppState;
 
 const INDEX: &str = include_str!("../assets/index.html");
@@ -54,12 +54,7 @@ type Picture = (Arc<ValidatedPlan>, Vec<TaskRecord>);
 
 /// The run's current plan and task records: live, or from its files.
 fn picture(state: &AppState, id: &str) -> Result<Option<Picture>, ApiError> {
-    let dir = state
-        .run_dir(id)
-        .ok_or_else(|| ApiError::BadRequest(format!("invalid run id {id:?}")))?;
-    if !dir.is_dir() {
-        return Err(no_run(id));
-    }
+    let dir = crate::api::existing(state, id)?;
     if let Some(live) = state.live(id) {
         let s = live.state();
         if let Some(plan) = &s.plan
@@ -68,9 +63,11 @@ fn picture(state: &AppState, id: &str) -> Result<Option<Picture>, ApiError> {
             return Ok(Some((plan.clone(), s.records.clone())));
         }
     }
-    let Ok(plan) =
-        planwave_runner::ops::load_plan(&dir.join("plan.json"), &planwave_runner::ops::Silent)
-    else {
+    let plan = crate::run_files::read(&dir, "plan.json")
+        .ok()
+        .and_then(|bytes| planwave_plan::parse_plan(&bytes).ok())
+        .and_then(|spec| ValidatedPlan::new(spec).ok());
+    let Some(plan) = plan else {
         return Ok(None);
     };
     let records: Vec<TaskRecord> = crate::listing::read_run_json(&dir)

@@ -117,7 +117,8 @@ impl Workload {
                 Workload {
                     provider: IoThreads::wrap(connect.as_ref()).map_err(SweepError::Connect)?,
                     planned,
-                    model_label: url.clone(),
+                    // Shown on the terminal and in the JSON and HTML reports.
+                    model_label: planwave_redact::redact_url(url).into_owned(),
                     plan,
                 }
             }

@@ -12,7 +12,6 @@
 //! `Value` already parsed (streamed plans, [`plan_from_value`](super::plan_from_value)).
 //! Both keep serde_json's rule for a key given twice in one object: the last one wins.
 
-use std::collections::HashSet;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
@@ -78,8 +77,6 @@ pub(super) struct Top {
     pub tasks: List,
     pub steps: List,
     pub plan: Option<Box<Top>>,
-    /// Keys given more than once, in order of their second occurrence.
-    pub dups: Vec<String>,
 }
 
 /// A `tasks` or `steps` value.
@@ -249,12 +246,8 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
         let mut top = Top::default();
-        // A set, not a list: a plan object may have any number of keys.
-        let mut seen: HashSet<String> = HashSet::new();
+        // A key given twice is refused before this is read (`keys::duplicate_keys`).
         while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) && !top.dups.contains(&key) {
-                top.dups.push(key.clone());
-            }
             match key.as_str() {
                 "tasks" => top.tasks = map.next_value_seed(ListSeed)?,
                 "steps" => top.steps = map.next_value_seed(ListSeed)?,
