@@ -1,6 +1,6 @@
 //! Text from a model or a tool on its way into a run's files (a section file, the journal,
 //! `report.md`, `report.html`): the characters that act on a terminal or hide what text says
-//! are dropped, as for a prompt ([`untrusted::is_hiding_char`](crate::untrusted), and a
+//! are dropped, as for a prompt ([`planwave_prompts::data::is_hiding_char`], and a
 //! carriage return, which can overwrite a line on a terminal). Anyone may `cat` a report;
 //! an ESC sequence from a web page must not retitle their terminal or clear it. The plan's
 //! own text (the user's) is kept as written; a tool's raw output stays in the tool call's
@@ -23,7 +23,7 @@ pub fn for_files(text: &str) -> Cow<'_, str> {
 }
 
 fn dropped(c: char) -> bool {
-    c == '\r' || crate::untrusted::is_hiding_char(c)
+    c == '\r' || planwave_prompts::data::is_hiding_char(c)
 }
 
 /// [`for_files`] in place (a copy only when something is dropped).
