@@ -143,11 +143,13 @@ fn a_step_prompt_gets_a_tool_result_as_clean_data_within_the_budget() {
     let cut = &task(&run, "a")["context_cut"];
     assert_eq!(cut[0]["from"], "h", "{cut}");
     assert!(cut[0]["original_chars"].as_u64() > Some(1_900_000), "{cut}");
-    // Files keep what the tool said.
+    // The section file keeps the tool's whole text, stored without terminal controls
+    // (issue 48 item 17): the prompt's cut is the prompt's alone.
     let section = std::fs::read_to_string(out.join("sections/h.md")).expect("h's section");
+    assert!(section.len() > 1_500_000, "{} bytes", section.len());
     assert!(
-        section.contains("\u{202e}"),
-        "the section file keeps the original"
+        !section.contains(['\u{1b}', '\u{7}', '\u{202e}']),
+        "the section file holds terminal controls"
     );
 }
 
