@@ -137,7 +137,8 @@ pub(crate) fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
         req.config.clone(),
     )
     .with_tools(req.resources.planner_tools())
-    .with_failed_tools(req.failed_tools.to_vec()))
+    .with_failed_tools(req.failed_tools.to_vec())
+    .with_validator(req.resources.validator.clone()))
 }
 
 pub(crate) async fn run_planner(

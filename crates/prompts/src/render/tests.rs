@@ -126,6 +126,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
         reflection: None,
         meta: Vec::new(),
         steps: false,
+        process_spec: None,
     };
     let zh = t.planner(Lang::Zh, &vars).expect("render");
     assert_eq!(zh[0].role, MessageRole::System);
@@ -199,6 +200,7 @@ fn repair_lists_every_problem() {
                 min_tasks: 4,
                 max_tasks: 7,
                 steps: false,
+                process_spec: None,
             },
         )
         .expect("render");

@@ -1,0 +1,95 @@
+//! The JSON tool protocol has two keys, `content` and `next` (seed 000): an answer with any
+//! other key is sent back for repair, as other malformed answers are, instead of being used
+//! as if the extra key were not there. `@copilotkit/aimock` scripts the model (offline, on
+//! loopback), `server-everything` is the tool server.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::aimock::aimock_with;
+use super::mcp::everything_config;
+use crate::support::{events, id_text, planwave, read_json, tempdir, write_json};
+
+fn plan(dir: &Path) -> std::path::PathBuf {
+    write_json(
+        dir,
+        "plan.json",
+        &json!({"topic": "Protocol keys", "objectives": ["check the answer's keys"], "tasks": [
+            {"id": 1, "description": "Echo the key marker", "dependencies": [],
+             "hints": {"suggested_tools": ["echo"]}}
+        ]}),
+    )
+}
+
+fn script(first: &str, repaired: &str) -> Value {
+    json!([
+        {"match": {"userMessage": "has these problems"}, "response": {"content": repaired}},
+        {"match": {"userMessage": "## Tools"}, "response": {"content": first}},
+        {"match": {}, "response": {"content": "The run ended."}}
+    ])
+}
+
+#[test]
+fn an_answer_with_a_key_besides_content_and_next_is_repaired() {
+    let dir = tempdir();
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let Some((base, _server)) = aimock_with(
+        dir.path(),
+        script(
+            "{\"content\": \"## Keys\\n\\nFIRST-ANSWER\", \"next\": [], \"confidence\": 0.9}",
+            "{\"content\": \"## Keys\\n\\nREPAIRED-ANSWER\"}",
+        ),
+    ) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    planwave(["run"])
+        .arg(plan(dir.path()))
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--llm-base-url", &base)
+        .opt("--model", "gpt-4o")
+        .run()
+        .expect_ok();
+    let calls = events(&out)
+        .iter()
+        .filter(|e| e["type"] == "llm_call" && id_text(&e["task"]) == "1")
+        .count();
+    assert_eq!(calls, 2, "the answer and its repair");
+    let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
+    assert_eq!(section.trim_end(), "## Keys\n\nREPAIRED-ANSWER");
+    assert_eq!(read_json(&out.join("run.json"))["status"], "completed");
+}
+
+#[test]
+fn a_model_that_keeps_an_extra_key_fails_its_task_naming_the_key() {
+    let dir = tempdir();
+    let Some(cfg) = everything_config(dir.path(), "everything") else {
+        return;
+    };
+    let extra = "{\"content\": \"## Keys\\n\\nStill extra\", \"reasoning\": \"because\"}";
+    let Some((base, _server)) = aimock_with(dir.path(), script(extra, extra)) else {
+        return;
+    };
+    let out = dir.path().join("out");
+    planwave(["run"])
+        .arg(plan(dir.path()))
+        .out(&out)
+        .opt("--mcp-config", &cfg)
+        .opt("--llm-base-url", &base)
+        .opt("--model", "gpt-4o")
+        .run()
+        .expect_code(3);
+    let run = read_json(&out.join("run.json"));
+    let error = run["tasks"][0]["error"].as_str().expect("error").to_owned();
+    assert!(
+        error.contains(
+            "the answer has a key besides \"content\" and \"next\": \"reasoning\"; give only those two"
+        ),
+        "{error}"
+    );
+    assert!(!out.join("sections/1.md").exists());
+}
