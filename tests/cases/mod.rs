@@ -35,6 +35,7 @@ pub(crate) mod mcp;
 mod metrics_model_labels;
 mod numbers_bounds;
 mod plan_cache;
+mod plan_cache_similar;
 mod plan_identity;
 mod process_spec;
 mod quality;

@@ -197,6 +197,10 @@ pub struct PlanSpec {
 /// the goal directly); its value says why planning failed.
 pub const FALLBACK_KEY: &str = "planwave_fallback";
 
+/// The `metadata` key of a plan reused from the plan cache for a similar goal: the goal it
+/// was planned for and the similarity score, `{"goal": "...", "score": 0.875}`.
+pub const CACHE_MATCH_KEY: &str = "planwave_cache_match";
+
 impl PlanAbout {
     /// Why planning failed, when this plan is the planner's fallback.
     pub fn fallback(&self) -> Option<&str> {
