@@ -39,10 +39,7 @@ elif mode == "slow":
 fn config(dir: &Path, args: &[&str], extra: &str) -> PathBuf {
     let script = dir.join("validator.py");
     std::fs::write(&script, SCRIPT).expect("script");
-    let mut command = vec![
-        "python3".to_owned(),
-        script.to_string_lossy().into_owned(),
-    ];
+    let mut command = vec!["python3".to_owned(), script.to_string_lossy().into_owned()];
     command.extend(args.iter().map(|a| (*a).to_owned()));
     let toml = dir.join("planwave.toml");
     std::fs::write(
@@ -75,9 +72,8 @@ fn the_validators_problems_send_the_plan_back_for_repair() {
         .run();
     r.expect_ok();
     assert!(
-        r.stderr.contains(
-            "planning attempt 1 (plan): 1 problem(s): task 1: name a data source"
-        ),
+        r.stderr
+            .contains("planning attempt 1 (plan): 1 problem(s): task 1: name a data source"),
         "{}",
         r.stderr
     );
@@ -121,8 +117,10 @@ fn a_failing_validator_stops_planning_naming_it() {
         .run();
     r.expect_code(2);
     assert!(
-        r.stderr.contains("planner: attempt 1: custom validator python3 ")
-            && r.stderr.contains("validator.py fail: it exited with status 3: boom"),
+        r.stderr
+            .contains("planner: attempt 1: custom validator python3 ")
+            && r.stderr
+                .contains("validator.py fail: it exited with status 3: boom"),
         "{}",
         r.stderr
     );
@@ -147,7 +145,8 @@ fn validate_joins_its_problems_to_the_built_in_ones() {
         .run();
     r.expect_code(2);
     assert!(
-        r.stderr.contains("task 1: dependency 9 does not match any task"),
+        r.stderr
+            .contains("task 1: dependency 9 does not match any task"),
         "{}",
         r.stderr
     );
@@ -184,7 +183,12 @@ fn malformed_slow_or_failing_validators_are_clear_errors_and_no_shell_runs_them(
         "good.json",
         &json!({"topic": "t", "tasks": [{"id": 1, "description": "a"}]}),
     );
-    let validate = |toml: &Path| planwave(["validate"]).arg(&good).opt("--config", toml).run();
+    let validate = |toml: &Path| {
+        planwave(["validate"])
+            .arg(&good)
+            .opt("--config", toml)
+            .run()
+    };
 
     let r = validate(&config(dir.path(), &["malformed"], ""));
     r.expect_code(1);
@@ -224,5 +228,9 @@ fn malformed_slow_or_failing_validators_are_clear_errors_and_no_shell_runs_them(
     std::fs::write(&toml, "[validate]\ncommand = []\n").expect("toml");
     let r = validate(&toml);
     r.expect_code(2);
-    assert!(r.stderr.contains("[validate] command is empty"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("[validate] command is empty"),
+        "{}",
+        r.stderr
+    );
 }

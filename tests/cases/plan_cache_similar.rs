@@ -46,7 +46,10 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
     );
     assert_eq!(
         source(&out("reordered")),
-        (json!("cache"), json!({"goal": "深度分析特斯拉公司", "score": 0.875}))
+        (
+            json!("cache"),
+            json!({"goal": "深度分析特斯拉公司", "score": 0.875})
+        )
     );
     assert_eq!(
         read_json(&out("reordered").join("plan.json"))["tasks"],
@@ -64,7 +67,10 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
         .expect_ok();
     assert_eq!(
         source(&out("polite")),
-        (json!("cache"), json!({"goal": "深度分析特斯拉公司", "score": 1.0}))
+        (
+            json!("cache"),
+            json!({"goal": "深度分析特斯拉公司", "score": 1.0})
+        )
     );
 
     // Another subject is planned for, and stored as its own.
@@ -78,10 +84,7 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
         .quiet()
         .run()
         .expect_ok();
-    assert_eq!(
-        source(&out("again")).1["goal"],
-        "深度分析特斯拉公司"
-    );
+    assert_eq!(source(&out("again")).1["goal"], "深度分析特斯拉公司");
 }
 
 #[test]
@@ -100,7 +103,10 @@ fn english_spellings_match_and_another_company_does_not() {
         .expect_ok();
     assert_eq!(
         source(&out("spelling")),
-        (json!("cache"), json!({"goal": "Analyse Tesla", "score": 1.0}))
+        (
+            json!("cache"),
+            json!({"goal": "Analyse Tesla", "score": 1.0})
+        )
     );
 
     research("Analyse Nvidia", &out("nvidia"), &cache)
@@ -113,10 +119,7 @@ fn english_spellings_match_and_another_company_does_not() {
         .quiet()
         .run()
         .expect_ok();
-    assert_eq!(
-        source(&out("tesla_again")).1["goal"],
-        "Analyse Tesla"
-    );
+    assert_eq!(source(&out("tesla_again")).1["goal"], "Analyse Tesla");
 
     // Without a cache nothing is matched.
     let plain = out("plain");

@@ -16,7 +16,10 @@ fn is_uuid(s: &str) -> bool {
 fn every_plan_the_planner_writes_has_its_own_uuid_and_creation_time() {
     let dir = tempdir();
     let mut ids = Vec::new();
-    for (k, goal) in ["深度分析特斯拉公司", "深度分析特斯拉公司"].iter().enumerate() {
+    for (k, goal) in ["深度分析特斯拉公司", "深度分析特斯拉公司"]
+        .iter()
+        .enumerate()
+    {
         let out = dir.path().join(format!("plan{k}.json"));
         planwave(["plan", goal])
             .opt("--out", &out)
@@ -99,5 +102,9 @@ fn a_seed_003_plans_task_id_and_statuses_are_kept() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("\"status\" must be a string"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("\"status\" must be a string"),
+        "{}",
+        r.stderr
+    );
 }

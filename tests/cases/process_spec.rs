@@ -113,5 +113,9 @@ fn meta_keys_may_be_chinese_and_still_refuse_what_a_reference_cannot_name() {
         .quiet()
         .run();
     r.expect_code(2);
-    assert!(r.stderr.contains("metadata key \"流程.规范\""), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("metadata key \"流程.规范\""),
+        "{}",
+        r.stderr
+    );
 }

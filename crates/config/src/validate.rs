@@ -10,8 +10,7 @@ use crate::settings::ValidatorSettings;
 
 pub(crate) fn resolve(file: &ConfigFile) -> Result<Option<ValidatorSettings>, SettingsError> {
     let v = &file.validate;
-    let timeout =
-        file_secs("[validate] timeout_secs", v.timeout_secs)?.unwrap_or(DEFAULT_TIMEOUT);
+    let timeout = file_secs("[validate] timeout_secs", v.timeout_secs)?.unwrap_or(DEFAULT_TIMEOUT);
     let Some(command) = &v.command else {
         return Ok(None);
     };

@@ -20,8 +20,8 @@ pub use ask::{Asked, Attempt, AttemptKind, Check, CheckFuture, Judged, Question,
 pub use planner::{
     DEFAULT_TASK_LIMIT, Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed,
 };
-pub use validator::{PlanValidator, ValidatorFailed};
 pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
+pub use validator::{PlanValidator, ValidatorFailed};
 
 #[cfg(test)]
 mod tests;

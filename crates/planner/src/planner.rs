@@ -277,7 +277,10 @@ impl Planner {
                 attempts: self.config.attempts,
                 repair: &repair,
                 judge: &judge,
-                check: self.validator.is_some().then_some(&check as &crate::Check<'_, ValidatedPlan>),
+                check: self
+                    .validator
+                    .is_some()
+                    .then_some(&check as &crate::Check<'_, ValidatedPlan>),
                 span: &plan_span,
                 record: &record_plan_span,
                 on_delta: self.on_delta.clone(),

@@ -2,8 +2,8 @@
 //! failure means for the job (bad input, or a model that never answered).
 
 use planwave_llm::AgentRole;
-use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
 use planwave_plan::CACHE_MATCH_KEY;
+use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
 use planwave_record::{Event, EventKind, PlanSource};
 use tokio_util::sync::CancellationToken;
 
@@ -145,7 +145,11 @@ fn cache_hit(
     if !req.quiet {
         let path = cache.dir().join(format!("{}.json", key.as_str()));
         req.notes.note(&match similar {
-            None => format!("plan from the cache: {} tasks ({})", plan.len(), path.display()),
+            None => format!(
+                "plan from the cache: {} tasks ({})",
+                plan.len(),
+                path.display()
+            ),
             Some(s) => format!(
                 "plan from the cache: {} tasks, planned for the similar goal {:?} (score {:.3})",
                 plan.len(),

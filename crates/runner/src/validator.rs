@@ -182,7 +182,8 @@ fn parse_answer(out: &[u8]) -> Result<Vec<String>, String> {
     if text.trim().is_empty() {
         return Err("it answered nothing (a plan without problems is [])".into());
     }
-    let items: Vec<serde_json::Value> = serde_json::from_str(text.trim()).map_err(|e| e.to_string())?;
+    let items: Vec<serde_json::Value> =
+        serde_json::from_str(text.trim()).map_err(|e| e.to_string())?;
     let mut problems = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let serde_json::Value::String(s) = item else {

@@ -200,7 +200,6 @@ fn repair_lists_every_problem() {
                 min_tasks: 4,
                 max_tasks: 7,
                 steps: false,
-                process_spec: None,
             },
         )
         .expect("render");
@@ -463,5 +462,49 @@ fn the_integrator_prompt_rendered_into_one_buffer_is_minijinjas_text() {
             .map(|m| (m.role, m.content))
             .collect();
         assert_eq!(got, want, "{n} sections");
+    }
+}
+
+#[test]
+fn the_process_spec_has_its_own_section_only_when_given() {
+    let t = Templates::builtin();
+    for (lang, heading) in [
+        (
+            Lang::En,
+            "# Process specification (follow it when planning)\n",
+        ),
+        (Lang::Zh, "# 流程规范（规划时遵循）\n"),
+    ] {
+        for steps in [false, true] {
+            let vars = PlannerVars {
+                goal: "g",
+                tools: &[],
+                schema: "{}",
+                min_tasks: 4,
+                max_tasks: 7,
+                reflection: None,
+                meta: Vec::new(),
+                steps,
+                process_spec: Some("first the filings, then the valuation"),
+            };
+            let with = t.planner(lang, &vars).expect("render");
+            assert!(
+                with[1]
+                    .content
+                    .contains(&format!("{heading}first the filings, then the valuation\n")),
+                "{}",
+                with[1].content
+            );
+            let without = t
+                .planner(
+                    lang,
+                    &PlannerVars {
+                        process_spec: None,
+                        ..vars
+                    },
+                )
+                .expect("render");
+            assert!(!without[1].content.contains(heading.trim_end()));
+        }
     }
 }

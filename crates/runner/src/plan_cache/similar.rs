@@ -156,20 +156,35 @@ mod tests {
         let score = |a: &str, b: &str| similarity(a, b).map(|s| (s * 1000.0).round() / 1000.0);
         // Must match.
         assert_eq!(score("深度分析特斯拉公司", "深度分析特斯拉公司"), Some(1.0));
-        assert_eq!(score("特斯拉公司深度分析", "深度分析特斯拉公司"), Some(0.875));
-        assert_eq!(score("请深度分析一下特斯拉公司", "深度分析特斯拉公司"), Some(1.0));
+        assert_eq!(
+            score("特斯拉公司深度分析", "深度分析特斯拉公司"),
+            Some(0.875)
+        );
+        assert_eq!(
+            score("请深度分析一下特斯拉公司", "深度分析特斯拉公司"),
+            Some(1.0)
+        );
         assert_eq!(score("帮我分析一下特斯拉公司", "分析特斯拉公司"), Some(1.0));
         assert_eq!(score("特斯拉分析", "分析特斯拉"), Some(0.75));
         assert_eq!(score("Analyze Tesla", "Analyse Tesla"), Some(1.0));
         assert_eq!(score("Please analyse Tesla.", "Analyze Tesla"), Some(1.0));
         assert_eq!(
-            score("Analyse the organisation of Tesla", "Analyze the organization of Tesla"),
+            score(
+                "Analyse the organisation of Tesla",
+                "Analyze the organization of Tesla"
+            ),
             Some(1.0)
         );
         // Must not match: the same units in another order.
         assert_eq!(score("特斯拉收购推特", "推特收购特斯拉"), Some(0.667));
-        assert_eq!(score("Tesla acquires Twitter", "Twitter acquires Tesla"), Some(0.0));
-        assert_eq!(score("Tesla deep analysis", "Deep analysis of Tesla"), Some(0.5));
+        assert_eq!(
+            score("Tesla acquires Twitter", "Twitter acquires Tesla"),
+            Some(0.0)
+        );
+        assert_eq!(
+            score("Tesla deep analysis", "Deep analysis of Tesla"),
+            Some(0.5)
+        );
         // Must not match: another subject, whatever the rest shares.
         for (a, b) in [
             ("Analyse Nvidia", "Analyse Tesla"),
