@@ -7,15 +7,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::support::{Planwave, planwave, read_json, tempdir};
-
-fn research(goal: &str, out: &Path, cache: &Path) -> Planwave {
-    planwave(["research", goal])
-        .out(out)
-        .opt("--plan-cache", cache)
-        .opt("--max-rounds", "1")
-        .instant()
-}
+use super::plan_cache::research;
+use crate::support::{planwave, read_json, tempdir};
 
 fn source(out: &Path) -> (Value, Value) {
     let run = read_json(&out.join("run.json"));
@@ -29,13 +22,17 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
     let out = |name: &str| dir.path().join(name);
 
     research("深度分析特斯拉公司", &out("first"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&out("first")).0, "planner");
 
     // The same question reordered: the cached plan, with the goal it was planned for.
-    let r = research("特斯拉公司深度分析", &out("reordered"), &cache).run();
+    let r = planwave(["research", "特斯拉公司深度分析"])
+        .out(out("reordered"))
+        .opt("--plan-cache", &cache)
+        .opt("--max-rounds", "1")
+        .instant()
+        .run();
     r.expect_ok();
     assert!(
         r.stderr.contains(
@@ -62,7 +59,6 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
 
     // Politeness around it changes nothing.
     research("请深度分析一下特斯拉公司", &out("polite"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(
@@ -75,13 +71,11 @@ fn a_similar_goal_reuses_the_plan_and_another_subject_does_not() {
 
     // Another subject is planned for, and stored as its own.
     research("深度分析比亚迪公司", &out("byd"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&out("byd")), (json!("planner"), Value::Null));
     // ... and, the other way round, Tesla's goal still gets Tesla's plan, not BYD's.
     research("特斯拉公司深度分析", &out("again"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&out("again")).1["goal"], "深度分析特斯拉公司");
@@ -94,11 +88,9 @@ fn english_spellings_match_and_another_company_does_not() {
     let out = |name: &str| dir.path().join(name);
 
     research("Analyse Tesla", &out("tesla"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     research("Analyze Tesla", &out("spelling"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(
@@ -110,13 +102,11 @@ fn english_spellings_match_and_another_company_does_not() {
     );
 
     research("Analyse Nvidia", &out("nvidia"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&out("nvidia")), (json!("planner"), Value::Null));
     // Both directions: Tesla's goal does not take Nvidia's plan either.
     research("Analyze Tesla", &out("tesla_again"), &cache)
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&out("tesla_again")).1["goal"], "Analyse Tesla");
@@ -128,7 +118,6 @@ fn english_spellings_match_and_another_company_does_not() {
         .arg("--no-plan-cache")
         .opt("--max-rounds", "1")
         .instant()
-        .quiet()
         .run()
         .expect_ok();
     assert_eq!(source(&plain), (json!("planner"), Value::Null));

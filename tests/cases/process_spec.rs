@@ -26,20 +26,24 @@ fn the_process_spec_has_its_own_section_of_the_planning_prompt() {
     std::fs::write(dir.path().join("spec.md"), "先核对财报，再做估值。\n").expect("spec");
     let toml = dir.path().join("planwave.toml");
     std::fs::write(&toml, "[planner]\nprocess_spec_file = \"spec.md\"\n").expect("toml");
+    let plan = |extra: &[&str]| {
+        let mut p = planwave(["plan", "深度分析比亚迪公司"])
+            .opt("--config", &toml)
+            .opt("--llm-base-url", &base)
+            .opt("--model", "gpt-4o")
+            .opt("--planner-attempts", "1")
+            .quiet();
+        for pair in extra.chunks(2) {
+            p = p.opt(pair[0], pair[1]);
+        }
+        p.run()
+    };
     let out = dir.path().join("plan.json");
-    planwave(["plan", "深度分析比亚迪公司"])
-        .opt("--config", &toml)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .opt("--planner-attempts", "1")
-        .opt("--meta", "流程规范=先财报后估值")
-        .opt("--out", &out)
-        .quiet()
-        .run()
-        .expect_ok();
-    let plan = read_json(&out);
-    assert_eq!(plan["topic"], "比亚迪流程分析");
-    assert_eq!(plan["meta"], json!({"流程规范": "先财报后估值"}));
+    let out_text = out.to_string_lossy().into_owned();
+    plan(&["--meta", "流程规范=先财报后估值", "--out", &out_text]).expect_ok();
+    let saved = read_json(&out);
+    assert_eq!(saved["topic"], "比亚迪流程分析");
+    assert_eq!(saved["meta"], json!({"流程规范": "先财报后估值"}));
 
     // The same text given inline; without either the planner gets no such section.
     std::fs::write(
@@ -47,23 +51,9 @@ fn the_process_spec_has_its_own_section_of_the_planning_prompt() {
         "[planner]\nprocess_spec = \"先核对财报，再做估值。\"\n",
     )
     .expect("toml");
-    planwave(["plan", "深度分析比亚迪公司"])
-        .opt("--config", &toml)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .opt("--planner-attempts", "1")
-        .quiet()
-        .run()
-        .expect_ok();
+    plan(&[]).expect_ok();
     std::fs::write(&toml, "[planner]\n").expect("toml");
-    planwave(["plan", "深度分析比亚迪公司"])
-        .opt("--config", &toml)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .opt("--planner-attempts", "1")
-        .quiet()
-        .run()
-        .expect_code(2);
+    plan(&[]).expect_code(2);
 }
 
 #[test]

@@ -9,18 +9,8 @@ use serde_json::{Value, json};
 
 use super::aimock::aimock_with;
 use super::mcp::everything_config;
-use crate::support::{events, id_text, planwave, read_json, tempdir, write_json};
-
-fn plan(dir: &Path) -> std::path::PathBuf {
-    write_json(
-        dir,
-        "plan.json",
-        &json!({"topic": "Protocol keys", "objectives": ["check the answer's keys"], "tasks": [
-            {"id": 1, "description": "Echo the key marker", "dependencies": [],
-             "hints": {"suggested_tools": ["echo"]}}
-        ]}),
-    )
-}
+use super::tool_answers::{echo_plan, model_calls_of};
+use crate::support::{Output, planwave, read_json, tempdir};
 
 fn script(first: &str, repaired: &str) -> Value {
     json!([
@@ -30,35 +20,35 @@ fn script(first: &str, repaired: &str) -> Value {
     ])
 }
 
+/// Runs the one-task echo plan with the model answering `first`, then `repaired` to a
+/// repair request; `None` when peer tests are skipped.
+fn run(dir: &Path, first: &str, repaired: &str) -> Option<Output> {
+    let cfg = everything_config(dir, "everything")?;
+    let (base, _server) = aimock_with(dir, script(first, repaired))?;
+    Some(
+        planwave(["run"])
+            .arg(echo_plan(dir))
+            .out(dir.join("out"))
+            .opt("--mcp-config", &cfg)
+            .opt("--llm-base-url", &base)
+            .opt("--model", "gpt-4o")
+            .run(),
+    )
+}
+
 #[test]
 fn an_answer_with_a_key_besides_content_and_next_is_repaired() {
     let dir = tempdir();
-    let Some(cfg) = everything_config(dir.path(), "everything") else {
-        return;
-    };
-    let Some((base, _server)) = aimock_with(
+    let Some(r) = run(
         dir.path(),
-        script(
-            "{\"content\": \"## Keys\\n\\nFIRST-ANSWER\", \"next\": [], \"confidence\": 0.9}",
-            "{\"content\": \"## Keys\\n\\nREPAIRED-ANSWER\"}",
-        ),
+        "{\"content\": \"## Keys\\n\\nFIRST-ANSWER\", \"next\": [], \"confidence\": 0.9}",
+        "{\"content\": \"## Keys\\n\\nREPAIRED-ANSWER\"}",
     ) else {
         return;
     };
+    r.expect_ok();
     let out = dir.path().join("out");
-    planwave(["run"])
-        .arg(plan(dir.path()))
-        .out(&out)
-        .opt("--mcp-config", &cfg)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .run()
-        .expect_ok();
-    let calls = events(&out)
-        .iter()
-        .filter(|e| e["type"] == "llm_call" && id_text(&e["task"]) == "1")
-        .count();
-    assert_eq!(calls, 2, "the answer and its repair");
+    assert_eq!(model_calls_of(&out, "1"), 2, "the answer and its repair");
     let section = std::fs::read_to_string(out.join("sections/1.md")).expect("section");
     assert_eq!(section.trim_end(), "## Keys\n\nREPAIRED-ANSWER");
     assert_eq!(read_json(&out.join("run.json"))["status"], "completed");
@@ -67,22 +57,12 @@ fn an_answer_with_a_key_besides_content_and_next_is_repaired() {
 #[test]
 fn a_model_that_keeps_an_extra_key_fails_its_task_naming_the_key() {
     let dir = tempdir();
-    let Some(cfg) = everything_config(dir.path(), "everything") else {
-        return;
-    };
     let extra = "{\"content\": \"## Keys\\n\\nStill extra\", \"reasoning\": \"because\"}";
-    let Some((base, _server)) = aimock_with(dir.path(), script(extra, extra)) else {
+    let Some(r) = run(dir.path(), extra, extra) else {
         return;
     };
+    r.expect_code(3);
     let out = dir.path().join("out");
-    planwave(["run"])
-        .arg(plan(dir.path()))
-        .out(&out)
-        .opt("--mcp-config", &cfg)
-        .opt("--llm-base-url", &base)
-        .opt("--model", "gpt-4o")
-        .run()
-        .expect_code(3);
     let run = read_json(&out.join("run.json"));
     let error = run["tasks"][0]["error"].as_str().expect("error").to_owned();
     assert!(
