@@ -263,7 +263,7 @@ impl PlanCache {
     }
 
     /// The entry of `context` whose goal is most similar to `goal` (same subjects, a score
-    /// of at least [`similar::THRESHOLD`]), with its key; `None` when none is. Entries that
+    /// of at least `similar::THRESHOLD`), with its key; `None` when none is. Entries that
     /// cannot be read are skipped here: [`PlanCache::load`] says why when one is used.
     pub fn find_similar(&self, context: &str, goal: &str) -> Option<(CacheKey, Similar)> {
         let dir = std::fs::read_dir(&self.dir).ok()?;
