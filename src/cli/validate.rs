@@ -1,4 +1,4 @@
-//! `planwave validate PLAN [--mcp-config FILE] [--meta KEY=VALUE]`
+//! `planwave validate PLAN [--mcp-config FILE] [--meta KEY=VALUE] [--config FILE]`
 
 use std::path::PathBuf;
 
@@ -8,7 +8,10 @@ use planwave_plan::{LLM_CALL, ValidatedPlan};
 
 use super::exit::{OK, Outcome};
 use super::mcp;
-use planwave_runner::ops::{Stderr, parse_plan_source, tool_catalog, validate_plan};
+use planwave_config::{ProcessEnv, load_validator};
+use planwave_runner::ops::{
+    CommandValidator, InvalidInput, Stderr, parse_plan_source, tool_catalog, validate_plan,
+};
 
 #[derive(Debug, Args)]
 pub struct ValidateArgs {
@@ -22,18 +25,42 @@ pub struct ValidateArgs {
     /// against it.
     #[command(flatten)]
     pub meta: MetaOptions,
+    /// Config file whose `[validate] command` (a custom validator) also checks the plan;
+    /// default: $PLANWAVE_CONFIG, else ./planwave.toml if present.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 pub async fn validate(args: ValidateArgs) -> anyhow::Result<Outcome> {
     let (source, mut spec) = parse_plan_source(&args.plan)?;
     // As `run` does: `--meta` adds to (and overrides) what the plan file carries.
     spec.about.meta.extend(args.meta.meta.iter().cloned());
-    let plan = match &args.mcp_config {
-        None => validate_plan(&source, spec, None, &Stderr)?,
+    // The custom validator's problems join the built-in ones (it reads the plan as parsed,
+    // valid or not); the validator failing is an error of its own (exit 1), not the plan's.
+    let custom = match load_validator(args.config.as_deref(), &ProcessEnv)? {
+        Some(v) => {
+            let json = serde_json::to_string(&spec)?;
+            CommandValidator::new(v).check(&json).await?
+        }
+        None => Vec::new(),
+    };
+    let checked = match &args.mcp_config {
+        None => validate_plan(&source, spec, None, &Stderr),
         Some(path) => {
             let servers = mcp::servers_from_file(path)?;
             let tools = tool_catalog(&servers, &Stderr).await;
-            validate_plan(&source, spec, Some(&tools), &Stderr)?
+            validate_plan(&source, spec, Some(&tools), &Stderr)
+        }
+    };
+    let plan = match checked {
+        Ok(plan) if custom.is_empty() => plan,
+        Ok(_) => Err(InvalidInput {
+            source_name: source,
+            problems: custom,
+        })?,
+        Err(mut invalid) => {
+            invalid.problems.extend(custom);
+            Err(invalid)?
         }
     };
     for w in plan.format_advice() {

@@ -9,7 +9,7 @@ use crate::cases::batch::jsonl;
 use crate::support::{Planwave, events, planwave, read_json, tempdir};
 
 /// `research GOAL --out OUT --plan-cache CACHE`, one round, on the instant simulator.
-fn research(goal: &str, out: &Path, cache: &Path) -> Planwave {
+pub(crate) fn research(goal: &str, out: &Path, cache: &Path) -> Planwave {
     planwave(["research", goal])
         .out(out)
         .opt("--plan-cache", cache)

@@ -14,7 +14,7 @@ use crate::support::{events, id_text, planwave, read_json, task, tempdir, write_
 const TITLE: &str = "Echo the audit marker";
 
 /// A one-task plan suggesting echo.
-fn echo_plan(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn echo_plan(dir: &Path) -> std::path::PathBuf {
     write_json(
         dir,
         "plan.json",
@@ -36,7 +36,7 @@ fn script(ask: &str, after_results: &str, repaired: &str) -> Value {
     ])
 }
 
-fn model_calls_of(out: &Path, id: &str) -> usize {
+pub(crate) fn model_calls_of(out: &Path, id: &str) -> usize {
     events(out)
         .iter()
         .filter(|e| e["type"] == "llm_call" && id_text(&e["task"]) == id)

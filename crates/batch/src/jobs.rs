@@ -195,13 +195,9 @@ fn metadata(v: &Value) -> Result<BTreeMap<String, String>, String> {
     };
     let mut out = BTreeMap::new();
     for (k, v) in m {
-        if k.is_empty()
-            || !k
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-        {
+        if !planwave_plan::refs::is_meta_key(k) {
             return Err(format!(
-                "key {k:?}: use letters, digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
+                "key {k:?}: use letters (any script), digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
             ));
         }
         let text = match v {
@@ -334,7 +330,7 @@ mod tests {
                 "line 11: job \"f\": plan must be a JSON object, found a string",
                 "line 12: job \"g\": the goal is empty",
                 "line 13: \"id\" must be a non-empty string or an integer, found a number",
-                "line 14: job \"m\": metadata key \"a b\": use letters, digits, '_' or '-' (it is referenced as {{meta.KEY}})",
+                "line 14: job \"m\": metadata key \"a b\": use letters (any script), digits, '_' or '-' (it is referenced as {{meta.KEY}})",
                 "line 17: job \"u\": vars go with a template (this job has goal)",
                 "line 18: job \"v\": vars key \"a.b\": use letters, digits and '_', not starting with a digit (it is written {{ NAME }})",
                 "line 19: job \"w\": vars \"c\" must be a string, a number or a boolean, found an array",

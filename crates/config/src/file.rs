@@ -28,6 +28,8 @@ pub struct ConfigFile {
     pub run: RunSection,
     #[serde(default)]
     pub mcp: McpSection,
+    #[serde(default)]
+    pub validate: ValidateSection,
     /// Where it was read from (relative paths inside resolve against its directory).
     #[serde(skip)]
     pub path: Option<PathBuf>,
@@ -121,6 +123,16 @@ pub struct RunSection {
     pub deadline_secs: Option<f64>,
 }
 
+/// `[validate]`: a custom validator, a program that reads a plan and answers its problems.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateSection {
+    /// The program and its arguments, run directly (never through a shell).
+    pub command: Option<Vec<String>>,
+    /// How long it may take for one plan.
+    pub timeout_secs: Option<f64>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PlannerSection {
@@ -137,6 +149,10 @@ pub struct PlannerSection {
     pub plan_cache: Option<PathBuf>,
     /// Most plans the cache keeps (oldest evicted first).
     pub plan_cache_max_entries: Option<usize>,
+    /// The domain's process specification, shown in its own section of the planning prompt.
+    pub process_spec: Option<String>,
+    /// The same read from a file (UTF-8, relative to this file); not with `process_spec`.
+    pub process_spec_file: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

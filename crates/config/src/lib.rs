@@ -38,6 +38,7 @@ mod run;
 mod secs;
 mod settings;
 pub mod spec;
+mod validate;
 
 pub use bytesize::ByteSize;
 pub use duration::{MAX_DURATION, parse_duration, parse_positive_duration};
@@ -55,9 +56,9 @@ pub use number::{
     parse_sigma,
 };
 pub use reflect::DEFAULT_LOOP_POLICY;
-pub use resolve::{load_file, load_settings, resolve_settings};
+pub use resolve::{load_file, load_settings, load_validator, resolve_settings};
 pub use secs::positive_secs;
-pub use settings::{LlmChoice, McpServers, PlanCacheSettings, Settings};
+pub use settings::{LlmChoice, McpServers, PlanCacheSettings, Settings, ValidatorSettings};
 
 #[cfg(test)]
 mod tests;

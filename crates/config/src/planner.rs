@@ -42,6 +42,7 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
                 .map_err(|e| SettingsError::Invalid(format!("[planner] fallback: {e}")))?,
         },
         meta: flags.meta.iter().cloned().collect(),
+        process_spec: process_spec(file)?,
     };
     if planner.task_limit == 0 {
         return Err(SettingsError::Invalid(
@@ -70,4 +71,54 @@ pub(crate) fn format(file: &ConfigFile, flags: &Flags) -> Result<PlanFormat, Set
             "[planner] format: unknown plan format {other:?} (expected tasks or steps)"
         ))),
     }
+}
+
+/// The longest process specification read from `[planner] process_spec_file`: it is sent
+/// with every planning request, so a file named by mistake (a log, a data set) is refused
+/// rather than paid for in every prompt.
+pub const MAX_PROCESS_SPEC_BYTES: u64 = 64 * 1024;
+
+/// `[planner] process_spec` (text) or `process_spec_file` (a file), trimmed; `None` when
+/// neither is given or the text is blank.
+fn process_spec(file: &ConfigFile) -> Result<Option<String>, SettingsError> {
+    let p = &file.planner;
+    let text = match (&p.process_spec, &p.process_spec_file) {
+        (Some(_), Some(_)) => {
+            return Err(SettingsError::Invalid(
+                "[planner] process_spec and process_spec_file: give one of them".into(),
+            ));
+        }
+        (Some(text), None) => text.clone(),
+        (None, Some(path)) => read_spec_file(&file.relative(path))?,
+        (None, None) => return Ok(None),
+    };
+    let text = text.trim();
+    Ok((!text.is_empty()).then(|| text.to_owned()))
+}
+
+fn read_spec_file(path: &std::path::Path) -> Result<String, SettingsError> {
+    use std::io::Read;
+    let invalid = |why: String| {
+        SettingsError::Invalid(format!(
+            "[planner] process_spec_file {}: {why}",
+            path.display()
+        ))
+    };
+    let f = std::fs::File::open(path).map_err(|e| invalid(e.to_string()))?;
+    let mut bytes = Vec::new();
+    // One byte over the cap tells a file that is too long from one exactly at it.
+    f.take(MAX_PROCESS_SPEC_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| invalid(e.to_string()))?;
+    if bytes.len() as u64 > MAX_PROCESS_SPEC_BYTES {
+        return Err(invalid(format!(
+            "longer than {MAX_PROCESS_SPEC_BYTES} bytes; the planning prompt carries all of it"
+        )));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        invalid(format!(
+            "not UTF-8 text (invalid byte at offset {})",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }

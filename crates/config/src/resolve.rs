@@ -6,7 +6,7 @@ use crate::env::{ENV_CONFIG, EnvSource};
 use crate::file::ConfigFile;
 use crate::flags::Flags;
 use crate::settings::Settings;
-use crate::{SettingsError, llm, mcp, plan_cache, planner, reflect, run};
+use crate::{SettingsError, llm, mcp, plan_cache, planner, reflect, run, validate};
 
 /// Finds the config file: `explicit` (must exist), else `$PLANWAVE_CONFIG` (must exist),
 /// else `./planwave.toml` if present, else none.
@@ -25,6 +25,15 @@ pub fn load_file(
         return ConfigFile::read(local);
     }
     Ok(ConfigFile::default())
+}
+
+/// Only the custom validator (`[validate]`) of the config file `explicit` names (see
+/// [`load_file`]): what `planwave validate` needs, without the model settings it does not use.
+pub fn load_validator(
+    explicit: Option<&Path>,
+    env: &dyn EnvSource,
+) -> Result<Option<crate::ValidatorSettings>, SettingsError> {
+    validate::resolve(&load_file(explicit, env)?)
 }
 
 /// The config file `flags` name (see [`load_file`]) resolved with `env` and `flags`.
@@ -53,6 +62,7 @@ pub fn resolve_settings(
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
     let plan_cache = plan_cache::resolve(file, flags)?;
     let batch_api = crate::batch_api::resolve(file, flags, &llm)?;
+    let validator = validate::resolve(file)?;
     run.prices.batch_api = batch_api.is_some();
     Ok(Settings {
         llm,
@@ -65,5 +75,6 @@ pub fn resolve_settings(
         config_path: file.path.clone(),
         plan_cache,
         batch_api,
+        validator,
     })
 }

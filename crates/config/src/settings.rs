@@ -43,6 +43,19 @@ pub struct Settings {
     /// `--batch-api`: model calls go through the provider's Batch API, batched and polled
     /// as this says; `None`: one request per call.
     pub batch_api: Option<planwave_llm::batch::BatchConfig>,
+    /// `[validate] command`: a custom validator every plan the planner writes, and every
+    /// plan `validate` checks, is also given to; `None`: none.
+    pub validator: Option<ValidatorSettings>,
+}
+
+/// A custom validator: a program run directly (no shell) with the plan's JSON on stdin,
+/// answering a JSON list of problems on stdout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValidatorSettings {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The longest one plan's check may take; then the program is killed.
+    pub timeout: std::time::Duration,
 }
 
 /// The plan cache: a directory of plans by key, at most `max_entries` of them.

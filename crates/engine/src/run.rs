@@ -172,6 +172,13 @@ pub(crate) fn conclude(
         finished_at: timefmt::now(),
         topic: shared.plan.spec().topic.clone(),
         plan_fallback: shared.plan.spec().about.fallback().map(str::to_owned),
+        plan_cache_match: shared
+            .plan
+            .spec()
+            .about
+            .metadata
+            .get(planwave_plan::CACHE_MATCH_KEY)
+            .cloned(),
         plan_source: req.config.plan_source,
         llm: shared.provider.info().into(),
         answer: planwave_report::step_answer(&shared.plan, &records, &sections),

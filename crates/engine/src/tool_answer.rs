@@ -10,8 +10,9 @@
 //!   often drop the format for their final answer, and the text is what we asked for); so is
 //!   a Markdown section (its first line a heading) that quotes data, say a tool's JSON
 //!   output, as long as it holds none of the protocol's keys;
-//! - everything else (broken or cut-off JSON, JSON of another shape, a `content` that is
-//!   itself JSON, nothing to write and nothing to call) is [`ToolAnswer::Broken`], with
+//! - everything else (broken or cut-off JSON, JSON of another shape, a key besides
+//!   `content` and `next`, a `content` that is itself JSON, nothing to write and nothing to
+//!   call) is [`ToolAnswer::Broken`], with
 //!   problems worded for a repair prompt. Raw JSON never becomes a section.
 
 use planwave_plan::{ParseError, extract_json};
@@ -86,6 +87,19 @@ pub(crate) fn read_answer(text: &str, last_turn: bool) -> ToolAnswer {
         _ => return ToolAnswer::Broken(vec![shape_problem()]),
     };
     let mut problems = Vec::new();
+    // Seed 000's protocol has these two keys only: a third one (a model's `reasoning`,
+    // `confidence`...) is an answer in another format, repaired rather than half-read.
+    let extra: Vec<String> = obj
+        .keys()
+        .filter(|k| *k != "content" && *k != "next")
+        .map(|k| format!("{k:?}"))
+        .collect();
+    if !extra.is_empty() {
+        problems.push(format!(
+            "the answer has a key besides \"content\" and \"next\": {}; give only those two",
+            extra.join(", ")
+        ));
+    }
     let content = content_of(&obj, &mut problems);
     let next = next_of(&obj, &mut problems);
     if problems.is_empty() && content.trim().is_empty() {
@@ -355,6 +369,19 @@ mod tests {
                 content: "## Sales\n\nUp 3%.".into(),
                 next: vec![]
             }
+        );
+    }
+
+    #[test]
+    fn a_key_besides_content_and_next_goes_to_repair() {
+        assert_eq!(
+            read_answer(
+                "{\"content\": \"## S\", \"next\": [], \"confidence\": 0.9, \"why\": \"x\"}",
+                false
+            ),
+            ToolAnswer::Broken(vec![
+                "the answer has a key besides \"content\" and \"next\": \"confidence\", \"why\"; give only those two".to_owned()
+            ])
         );
     }
 

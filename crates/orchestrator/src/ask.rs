@@ -49,6 +49,7 @@ pub async fn ask<T>(
             attempts: q.attempts,
             repair: &repair,
             judge: &judge,
+            check: None,
             span: &|_, _| tracing::Span::none(),
             record: &|_, _| {},
             on_delta: None,

@@ -18,7 +18,9 @@ mod validate;
 mod validated;
 
 pub use layout::WaveLayout;
-pub use model::{FALLBACK_KEY, Hints, Lang, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec};
+pub use model::{
+    CACHE_MATCH_KEY, FALLBACK_KEY, Hints, Lang, PlanAbout, PlanFormat, PlanSpec, TaskId, TaskSpec,
+};
 pub use parse::stream::{StreamedTask, TaskStream};
 pub use parse::{ParseError, extract_json, parse_plan, parse_plan_str, plan_from_value};
 pub use tools::{LLM_CALL, ToolCatalog};

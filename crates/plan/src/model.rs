@@ -115,6 +115,10 @@ pub struct TaskSpec {
     /// answer is the last step's output.
     #[serde(default, rename = "final", skip_serializing_if = "is_false")]
     pub is_final: bool,
+    /// The step's status as the plan gave it (seed 003's `status`, such as `QUEUED`): kept
+    /// so `plan.json` round-trips it; how the task ran is `run.json`'s, not this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -136,6 +140,7 @@ impl TaskSpec {
             optional: false,
             retry_count: None,
             is_final: false,
+            status: None,
         }
     }
 
@@ -192,6 +197,10 @@ pub struct PlanSpec {
 /// the goal directly); its value says why planning failed.
 pub const FALLBACK_KEY: &str = "planwave_fallback";
 
+/// The `metadata` key of a plan reused from the plan cache for a similar goal: the goal it
+/// was planned for and the similarity score, `{"goal": "...", "score": 0.875}`.
+pub const CACHE_MATCH_KEY: &str = "planwave_cache_match";
+
 impl PlanAbout {
     /// Why planning failed, when this plan is the planner's fallback.
     pub fn fallback(&self) -> Option<&str> {
@@ -204,11 +213,21 @@ impl PlanAbout {
 /// `{{meta.KEY}}`. All optional; absent ones stay out of `plan.json`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct PlanAbout {
+    /// The plan's identity: a UUID for every plan the planner writes, else as the file
+    /// gave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_id: Option<String>,
-    /// As the model wrote it: a date-time string or milliseconds since the epoch.
+    /// The task (job) the plan is for, as the file gave it (seed 003's `task_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// When the planner wrote the plan (RFC 3339); from a file, as it was written there: a
+    /// date-time string or milliseconds since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<serde_json::Value>,
+    /// The plan's status as the file gave it (seed 003's `status`, such as `CREATED`); the
+    /// run's own status is `run.json`'s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimated_duration_secs: Option<f64>,
     /// The planner's metadata object (such as `createdBy`, `complexity`, ...).

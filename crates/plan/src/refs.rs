@@ -18,6 +18,17 @@ pub const VARS: &str = "vars";
 /// `{{meta.KEY}}`: the job's metadata.
 pub const META: &str = "meta";
 
+/// Whether `key` can name the job's metadata (`--meta KEY=VALUE`, a job line's
+/// `metadata`): letters and digits of any script (`流程规范` as well as `ticker`), `_` and
+/// `-`, so `{{meta.KEY}}` reads it back; no `.`, space or brace, which would end or split
+/// the reference.
+pub fn is_meta_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
 /// The value a namespace reference starts from, or `None` when `name` is no namespace.
 pub fn namespace(about: &PlanAbout, name: &str) -> Option<Value> {
     match name {

@@ -112,6 +112,21 @@ impl ValidatedPlan {
         self
     }
 
+    /// The plan with `metadata.KEY` set to `value`: metadata takes no part in validation
+    /// (the plan cache records a similar goal's match there).
+    pub fn with_metadata(mut self, key: &str, value: serde_json::Value) -> ValidatedPlan {
+        self.spec.about.metadata.insert(key.to_owned(), value);
+        self
+    }
+
+    /// The plan under a new identity (the planner's `plan_id` and `created_at`): neither
+    /// takes part in validation, so the plan stays valid.
+    pub fn with_identity(mut self, plan_id: String, created_at: String) -> ValidatedPlan {
+        self.spec.about.plan_id = Some(plan_id);
+        self.spec.about.created_at = Some(serde_json::Value::String(created_at));
+        self
+    }
+
     /// Longest chain when each task takes `weights[i]`: `(total weight, path root first)`.
     /// Used for the critical-path lower bound of a run's makespan.
     pub fn critical_path_weighted(&self, weights: &[f64]) -> (f64, Vec<u32>) {

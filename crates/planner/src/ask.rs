@@ -138,6 +138,19 @@ impl<T> Asked<T> {
 /// A judged answer: the value and what is worth knowing about it, or every problem.
 pub type Judged<T> = Result<(T, Vec<String>), Vec<String>>;
 
+/// A check's answer, awaited after an answer passed the judge (see [`Check`]).
+pub type CheckFuture = std::pin::Pin<
+    Box<
+        dyn std::future::Future<Output = Result<Vec<String>, crate::ValidatorFailed>>
+            + Send
+            + 'static,
+    >,
+>;
+
+/// A further check of a judged value (a custom validator): its problems make the answer
+/// invalid and go back for repair; its failure ends the question (no repair can fix it).
+pub type Check<'a, T> = dyn Fn(&T) -> CheckFuture + Sync + 'a;
+
 /// The follow-up message for attempt `n`, given the previous answer's problems.
 pub type Repair<'a> = dyn Fn(u32, &[String]) -> Result<String, PromptError> + Sync + 'a;
 
@@ -151,6 +164,8 @@ pub struct Question<'a, T> {
     pub attempts: u32,
     pub repair: &'a Repair<'a>,
     pub judge: &'a (dyn Fn(&str) -> Judged<T> + Sync),
+    /// Awaited on an answer the judge accepted, when given.
+    pub check: Option<&'a Check<'a, T>>,
     /// The span an attempt's model call runs in (`Span::none()` for none).
     pub span: &'a (dyn Fn(u32, AttemptKind) -> Span + Sync),
     /// Records a judged attempt's outcome on its span.
@@ -202,7 +217,28 @@ pub async fn ask<T>(
         a.model = resp.model;
         a.usage = resp.usage;
         a.raw = resp.content;
-        match (q.judge)(&a.raw) {
+        let judged = match (q.judge)(&a.raw) {
+            Ok((value, warnings)) => match q.check {
+                None => Ok((value, warnings)),
+                Some(check) => match check(&value).await {
+                    Ok(problems) if problems.is_empty() => Ok((value, warnings)),
+                    Ok(problems) => Err(problems),
+                    Err(failed) => {
+                        a.problems = vec![failed.to_string()];
+                        (q.record)(&span, &a);
+                        on_attempt(&a);
+                        attempts.push(a);
+                        return Ok(Asked {
+                            value: None,
+                            attempts,
+                            fatal: None,
+                        });
+                    }
+                },
+            },
+            Err(problems) => Err(problems),
+        };
+        match judged {
             Ok((value, warnings)) => {
                 a.valid = true;
                 a.warnings = warnings;

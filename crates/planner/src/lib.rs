@@ -14,12 +14,14 @@
 mod ask;
 mod planner;
 pub mod schema;
+mod validator;
 
-pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
+pub use ask::{Asked, Attempt, AttemptKind, Check, CheckFuture, Judged, Question, WithRaw, ask};
 pub use planner::{
     DEFAULT_TASK_LIMIT, Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed,
 };
 pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
+pub use validator::{PlanValidator, ValidatorFailed};
 
 #[cfg(test)]
 mod tests;

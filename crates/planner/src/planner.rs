@@ -40,6 +40,9 @@ pub struct PlannerConfig {
     /// The job's metadata (`--meta`): shown in the planning prompt, kept in the plan for
     /// `{{meta.KEY}}`.
     pub meta: BTreeMap<String, String>,
+    /// The domain's process specification (`[planner] process_spec`): how research in this
+    /// domain is done, rendered in its own section of the planning prompt.
+    pub process_spec: Option<String>,
 }
 
 impl Default for PlannerConfig {
@@ -53,6 +56,7 @@ impl Default for PlannerConfig {
             format: PlanFormat::Research,
             fallback: Fallback::None,
             meta: BTreeMap::new(),
+            process_spec: None,
         }
     }
 }
@@ -146,6 +150,9 @@ pub struct Planner {
     /// A complete replan's failed steps (tool and error), for the request context.
     failed_tools: Vec<planwave_llm::ToolResultRef>,
     on_delta: Option<planwave_llm::DeltaSink>,
+    /// The custom validator (`[validate] command`), asked about every plan that passes
+    /// the built-in checks.
+    validator: Option<Arc<dyn crate::PlanValidator>>,
 }
 
 impl Planner {
@@ -161,7 +168,15 @@ impl Planner {
             tools: Vec::new(),
             failed_tools: Vec::new(),
             on_delta: None,
+            validator: None,
         }
+    }
+
+    /// Plans must also pass `validator`: its problems go back to the model for repair, and
+    /// planning stops if it fails.
+    pub fn with_validator(mut self, validator: Option<Arc<dyn crate::PlanValidator>>) -> Planner {
+        self.validator = validator;
+        self
     }
 
     /// Tools the planner may suggest (none until tool support exists).
@@ -248,6 +263,10 @@ impl Planner {
             )
         };
         let judge = |raw: &str| self.judge(raw, goal);
+        let check = |plan: &ValidatedPlan| match &self.validator {
+            Some(v) => crate::validator::check_of(v, plan),
+            None => Box::pin(async { Ok(Vec::new()) }),
+        };
         let asked = ask(
             &self.provider,
             Question {
@@ -258,6 +277,10 @@ impl Planner {
                 attempts: self.config.attempts,
                 repair: &repair,
                 judge: &judge,
+                check: self
+                    .validator
+                    .is_some()
+                    .then_some(&check as &crate::Check<'_, ValidatedPlan>),
                 span: &plan_span,
                 record: &record_plan_span,
                 on_delta: self.on_delta.clone(),
@@ -314,6 +337,7 @@ impl Planner {
                     .map(|(key, value)| MetaEntry { key, value })
                     .collect(),
                 steps: self.config.format == PlanFormat::Steps,
+                process_spec: self.config.process_spec.as_deref(),
             },
         )?;
         Ok((messages, lang))
@@ -410,6 +434,7 @@ impl Planner {
             }
         };
         warnings.extend(plan.warnings().iter().map(|w| w.to_string()));
+        let plan = identify(plan, &mut warnings);
         let n = plan.len();
         let (min, max) = self.task_range();
         if n < min || n > max {
@@ -441,7 +466,8 @@ impl Planner {
             serde_json::Value::String(why.to_owned()),
         );
         // One task without dependencies or tools cannot be invalid.
-        ValidatedPlan::new(spec).unwrap_or_else(|e| unreachable!("fallback plan: {e}"))
+        let plan = ValidatedPlan::new(spec).unwrap_or_else(|e| unreachable!("fallback plan: {e}"));
+        identify(plan, &mut Vec::new())
     }
 
     /// What the answer's shape gets wrong for the format asked for: a research plan's tasks
@@ -480,6 +506,27 @@ impl Planner {
         }
         problems
     }
+}
+
+/// Every plan the planner writes gets its own identity: a UUID (v7, so ids sort by creation)
+/// and the time it was written. A `plan_id` or `created_at` the model wrote is replaced, with
+/// a warning saying so: the model cannot know whether its id is unique.
+fn identify(plan: ValidatedPlan, warnings: &mut Vec<String>) -> ValidatedPlan {
+    let about = &plan.spec().about;
+    if let Some(id) = &about.plan_id {
+        warnings.push(format!(
+            "the plan's plan_id {id:?} is replaced by the planner's own"
+        ));
+    }
+    if let Some(at) = &about.created_at {
+        warnings.push(format!(
+            "the plan's created_at {at} is replaced by the time the planner wrote it"
+        ));
+    }
+    plan.with_identity(
+        uuid::Uuid::now_v7().to_string(),
+        planwave_record::timefmt::format(&planwave_record::timefmt::now()),
+    )
 }
 
 /// One `plan` span per attempt; its model call is a child. Status is set with the

@@ -329,3 +329,35 @@ async fn the_streamed_plan_so_far_matches_the_whole_answer() {
         assert_eq!(so_far.tasks(), &whole.tasks()[..2]);
     }
 }
+
+#[tokio::test]
+async fn the_planner_gives_each_plan_its_own_identity_and_says_what_it_replaced() {
+    let planner = Planner::new(
+        sim(vec![]),
+        Arc::new(Templates::builtin()),
+        PlannerConfig::default(),
+    );
+    let raw = r#"{"topic": "t", "plan_id": "p1", "created_at": 5, "task_id": "job-9",
+        "tasks": [{"id": 1, "description": "a", "dependencies": [], "status": "QUEUED"}]}"#;
+    let (plan, warnings) = planner.judge(raw, "goal").expect("valid");
+    let about = &plan.spec().about;
+    let id = about.plan_id.as_deref().expect("plan_id");
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "{id}");
+    assert_ne!(id, "p1");
+    assert!(about.created_at.as_ref().is_some_and(|v| v.is_string()));
+    // What the model wrote besides stays as written.
+    assert_eq!(about.task_id.as_deref(), Some("job-9"));
+    assert_eq!(plan.task(0).status.as_deref(), Some("QUEUED"));
+    assert!(
+        warnings.contains(&"the plan's plan_id \"p1\" is replaced by the planner's own".to_owned()),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings.contains(
+            &"the plan's created_at 5 is replaced by the time the planner wrote it".to_owned()
+        ),
+        "{warnings:?}"
+    );
+    let (again, _) = planner.judge(raw, "goal").expect("valid");
+    assert_ne!(again.spec().about.plan_id, plan.spec().about.plan_id);
+}

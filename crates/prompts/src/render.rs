@@ -36,6 +36,8 @@ pub struct PlannerVars<'a> {
     /// Ask for a tool-step plan (`planner_steps.j2`) instead of a research plan.
     #[serde(skip)]
     pub steps: bool,
+    /// The domain's process specification (`[planner] process_spec`), in its own section.
+    pub process_spec: Option<&'a str>,
 }
 
 /// One `KEY=VALUE` of the job's metadata.

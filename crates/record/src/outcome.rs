@@ -282,6 +282,9 @@ pub struct RunResult {
     /// Where the plan came from, when the caller said (see [`PlanSource`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_source: Option<PlanSource>,
+    /// A plan from the cache planned for a similar goal: `{"goal": ..., "score": ...}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_cache_match: Option<serde_json::Value>,
     pub llm: ProviderInfoRecord,
     /// A step plan's answer: the output of its `final` steps, else of its last step
     /// (`planwave_report::step_answer`); absent for research plans and unanswered runs.

@@ -41,6 +41,7 @@ mod run_metrics;
 mod streamed;
 pub mod term;
 mod trace_fields;
+mod validator;
 mod workdir;
 
 pub(crate) use error::{Result, RunnerError};

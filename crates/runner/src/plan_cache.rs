@@ -28,8 +28,10 @@ use serde::{Deserialize, Serialize};
 use crate::Notes;
 
 mod call_times;
+mod similar;
 
 pub use call_times::MedianCall;
+pub use similar::Similar;
 
 /// Entries of another layout are misses.
 const VERSION: u32 = 1;
@@ -75,7 +77,21 @@ struct Entry {
     key: String,
     goal: String,
     model: String,
+    /// The request's key without its goal ([`PlanCache::context`]): entries of the same
+    /// context may serve a similar goal. Absent in entries of earlier builds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    context: Option<String>,
     plan: serde_json::Value,
+}
+
+/// An entry read for its goal and context only (its plan is skipped unread).
+#[derive(Deserialize)]
+struct Header {
+    planwave_plan_cache: u32,
+    key: String,
+    goal: String,
+    #[serde(default)]
+    context: Option<String>,
 }
 
 impl PlanCache {
@@ -96,32 +112,18 @@ impl PlanCache {
     /// The goal is keyed as `goal_key` gives it (and the prompt rendered with that), so
     /// goals that differ only in case, punctuation or spacing share an entry.
     pub fn key(planner: &Planner, goal: &str, model: &str) -> Option<CacheKey> {
-        let goal = goal_key(goal);
-        let (messages, lang) = planner.first_prompt(&goal, None).ok()?;
-        let config = planner.config();
-        let mut h = Fnv128::new();
-        h.field("planwave-plan-cache-v2");
-        h.field(&goal);
-        h.field(model);
-        h.field(&json_text(&lang));
-        h.field(&json_text(&config.format));
-        for m in &messages {
-            h.field(&json_text(&m.role));
-            h.field(&m.content);
-        }
-        h.field(&config.min_tasks.to_string());
-        h.field(&config.max_tasks.to_string());
-        for t in planner.tools() {
-            h.field(&t.name);
-            h.field(&t.description);
-            h.field(&t.input_schema);
-        }
-        h.field("meta");
-        for (k, v) in &config.meta {
-            h.field(k);
-            h.field(v);
-        }
-        Some(CacheKey(format!("{:032x}", h.finish())))
+        request_hash(planner, &goal_key(goal), model).map(CacheKey)
+    }
+
+    /// The key of the same request with the goal left out (a placeholder in the goal's
+    /// language in its place): what two requests must share for one's plan to serve the
+    /// other's similar goal (the template, the tools, the metadata, the process spec...).
+    pub fn context(planner: &Planner, goal: &str, model: &str) -> Option<String> {
+        let placeholder = match planwave_plan::Lang::detect(goal) {
+            planwave_plan::Lang::Zh => "目标",
+            planwave_plan::Lang::En => "goal",
+        };
+        request_hash(planner, placeholder, model)
     }
 
     fn entry_path(&self, key: &CacheKey) -> PathBuf {
@@ -187,12 +189,13 @@ impl PlanCache {
     pub fn store(
         &self,
         key: &CacheKey,
+        context: Option<String>,
         goal: &str,
         model: &str,
         plan: &ValidatedPlan,
         notes: &dyn Notes,
     ) {
-        if let Err(e) = self.write_entry(key, goal, model, plan) {
+        if let Err(e) = self.write_entry(key, context, goal, model, plan) {
             notes.note(&format!(
                 "warning: plan cache: cannot store {}: {e}",
                 self.entry_path(key).display()
@@ -205,6 +208,7 @@ impl PlanCache {
     fn write_entry(
         &self,
         key: &CacheKey,
+        context: Option<String>,
         goal: &str,
         model: &str,
         plan: &ValidatedPlan,
@@ -214,6 +218,7 @@ impl PlanCache {
             key: key.0.clone(),
             goal: goal.trim().to_owned(),
             model: model.to_owned(),
+            context,
             plan: serde_json::to_value(plan.spec())?,
         };
         let mut bytes = serde_json::to_vec_pretty(&entry)?;
@@ -257,6 +262,49 @@ impl PlanCache {
         Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary name")))
     }
 
+    /// The entry of `context` whose goal is most similar to `goal` (same subjects, a score
+    /// of at least `similar::THRESHOLD`), with its key; `None` when none is. Entries that
+    /// cannot be read are skipped here: [`PlanCache::load`] says why when one is used.
+    pub fn find_similar(&self, context: &str, goal: &str) -> Option<(CacheKey, Similar)> {
+        let dir = std::fs::read_dir(&self.dir).ok()?;
+        let asked = goal_key(goal);
+        let mut best: Option<(CacheKey, Similar)> = None;
+        for e in dir.flatten() {
+            let name = e.file_name();
+            if !is_entry_name(&name.to_string_lossy()) {
+                continue;
+            }
+            let Ok(bytes) = crate::input_size::read_input(&e.path()) else {
+                continue;
+            };
+            let Ok(h) = serde_json::from_slice::<Header>(&bytes) else {
+                continue;
+            };
+            if h.planwave_plan_cache != VERSION
+                || !name.to_string_lossy().starts_with(h.key.as_str())
+                || h.context.as_deref() != Some(context)
+                || goal_key(&h.goal) == asked
+            {
+                continue;
+            }
+            let Some(score) = similar::matches(goal, &h.goal) else {
+                continue;
+            };
+            // Named by its file, not by what it says of itself: a key is a file name here.
+            let stem = name.to_string_lossy().trim_end_matches(".json").to_owned();
+            if best.as_ref().is_none_or(|(_, b)| score > b.score) {
+                best = Some((
+                    CacheKey(stem),
+                    Similar {
+                        goal: h.goal,
+                        score,
+                    },
+                ));
+            }
+        }
+        best
+    }
+
     /// Removes the oldest entries beyond `max_entries`, and temporary files a crash left.
     /// Another process may be evicting too: a file already gone is fine.
     fn evict(&self) {
@@ -287,6 +335,36 @@ impl PlanCache {
             let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// The hash of everything a planner's first request for `goal` depends on (see the
+/// module's documentation), as 32 hex digits.
+fn request_hash(planner: &Planner, goal: &str, model: &str) -> Option<String> {
+    let (messages, lang) = planner.first_prompt(goal, None).ok()?;
+    let config = planner.config();
+    let mut h = Fnv128::new();
+    h.field("planwave-plan-cache-v2");
+    h.field(goal);
+    h.field(model);
+    h.field(&json_text(&lang));
+    h.field(&json_text(&config.format));
+    for m in &messages {
+        h.field(&json_text(&m.role));
+        h.field(&m.content);
+    }
+    h.field(&config.min_tasks.to_string());
+    h.field(&config.max_tasks.to_string());
+    for t in planner.tools() {
+        h.field(&t.name);
+        h.field(&t.description);
+        h.field(&t.input_schema);
+    }
+    h.field("meta");
+    for (k, v) in &config.meta {
+        h.field(k);
+        h.field(v);
+    }
+    Some(format!("{:032x}", h.finish()))
 }
 
 /// `<32 hex digits>.json`: only the cache's own entries are ever evicted.

@@ -2,6 +2,7 @@
 //! failure means for the job (bad input, or a model that never answered).
 
 use planwave_llm::AgentRole;
+use planwave_plan::CACHE_MATCH_KEY;
 use planwave_planner::{Attempt, PlanOutcome, Planner, PlannerConfig, PlanningFailed};
 use planwave_record::{Event, EventKind, PlanSource};
 use tokio_util::sync::CancellationToken;
@@ -79,39 +80,24 @@ pub async fn plan_goal_cached(
     let cache = cache.filter(|_| req.reflection.is_none());
     let model = req.resources.provider.model_for(AgentRole::Planner);
     let key = cache.and_then(|_| PlanCache::key(&planner, req.goal, &model));
-    if let (Some(cache), Some(key)) = (cache, &key) {
-        let tools = req.resources.catalog();
-        // A cached plan is one the model wrote: over this job's task limit it is not used.
-        let hit = cache
-            .load(key, req.goal, &tools, &req.config.meta, req.notes)
-            .filter(|plan| plan.len() <= req.config.task_limit);
-        if let Some(mut plan) = hit {
-            // As the planner does: a forced language is the plan's, not its text's.
-            if let Some(l) = req.config.lang {
-                plan = plan.with_lang(l);
-            }
-            if !req.quiet {
-                req.notes.note(&format!(
-                    "plan from the cache: {} tasks ({})",
-                    plan.len(),
-                    cache.dir().join(format!("{}.json", key.as_str())).display()
-                ));
-            }
-            let lang = req
-                .config
-                .lang
-                .unwrap_or_else(|| planwave_plan::Lang::detect(req.goal.trim()));
-            let outcome = PlanOutcome {
-                plan: Some(plan),
-                attempts: Vec::new(),
-                fatal: None,
-                lang,
-            };
-            return Ok(Some(GoalPlan {
-                outcome,
-                source: PlanSource::Cache,
-            }));
-        }
+    let context = cache.and_then(|_| PlanCache::context(&planner, req.goal, &model));
+    if let (Some(cache), Some(key)) = (cache, &key)
+        && let Some(plan) = cache_hit(&req, cache, key, context.as_deref())
+    {
+        let lang = req
+            .config
+            .lang
+            .unwrap_or_else(|| planwave_plan::Lang::detect(req.goal.trim()));
+        let outcome = PlanOutcome {
+            plan: Some(plan),
+            attempts: Vec::new(),
+            fatal: None,
+            lang,
+        };
+        return Ok(Some(GoalPlan {
+            outcome,
+            source: PlanSource::Cache,
+        }));
     }
     let Some(outcome) = run_planner(&planner, &req, on_attempt).await? else {
         return Ok(None);
@@ -119,12 +105,60 @@ pub async fn plan_goal_cached(
     if let (Some(cache), Some(key), Some(plan)) = (cache, &key, &outcome.plan)
         && plan.spec().about.fallback().is_none()
     {
-        cache.store(key, req.goal, &model, plan, req.notes);
+        cache.store(key, context, req.goal, &model, plan, req.notes);
     }
     Ok(Some(GoalPlan {
         outcome,
         source: PlanSource::Planner,
     }))
+}
+
+/// The cached plan for this request: the entry of its own key, else the entry of the most
+/// similar goal asked in the same context (recorded in the plan's metadata under
+/// [`CACHE_MATCH_KEY`], so `plan.json` and `run.json` say which goal and how similar).
+fn cache_hit(
+    req: &PlanRequest<'_>,
+    cache: &PlanCache,
+    key: &crate::plan_cache::CacheKey,
+    context: Option<&str>,
+) -> Option<planwave_plan::ValidatedPlan> {
+    let tools = req.resources.catalog();
+    let meta = &req.config.meta;
+    let (plan, similar) = match cache.load(key, req.goal, &tools, meta, req.notes) {
+        Some(plan) => (plan, None),
+        None => {
+            let (similar_key, similar) = cache.find_similar(context?, req.goal)?;
+            let plan = cache.load(&similar_key, &similar.goal, &tools, meta, req.notes)?;
+            let matched = serde_json::json!({"goal": similar.goal, "score": similar.score});
+            (plan.with_metadata(CACHE_MATCH_KEY, matched), Some(similar))
+        }
+    };
+    // A cached plan is one the model wrote: over this job's task limit it is not used.
+    if plan.len() > req.config.task_limit {
+        return None;
+    }
+    // As the planner does: a forced language is the plan's, not its text's.
+    let plan = match req.config.lang {
+        Some(l) => plan.with_lang(l),
+        None => plan,
+    };
+    if !req.quiet {
+        let path = cache.dir().join(format!("{}.json", key.as_str()));
+        req.notes.note(&match similar {
+            None => format!(
+                "plan from the cache: {} tasks ({})",
+                plan.len(),
+                path.display()
+            ),
+            Some(s) => format!(
+                "plan from the cache: {} tasks, planned for the similar goal {:?} (score {:.3})",
+                plan.len(),
+                s.goal,
+                s.score
+            ),
+        });
+    }
+    Some(plan)
 }
 
 pub(crate) fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
@@ -137,7 +171,8 @@ pub(crate) fn planner_for(req: &PlanRequest<'_>) -> crate::Result<Planner> {
         req.config.clone(),
     )
     .with_tools(req.resources.planner_tools())
-    .with_failed_tools(req.failed_tools.to_vec()))
+    .with_failed_tools(req.failed_tools.to_vec())
+    .with_validator(req.resources.validator.clone()))
 }
 
 pub(crate) async fn run_planner(

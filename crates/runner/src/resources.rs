@@ -31,6 +31,8 @@ pub struct Resources {
     pub batch: Option<ProviderBatches>,
     /// A job's share of it, once the job joined ([`Resources::join_batches`]).
     pub batch_job: Option<JobShare>,
+    /// The custom validator (`[validate] command`) every plan the planner writes must pass.
+    pub validator: Option<Arc<dyn planwave_planner::PlanValidator>>,
 }
 
 impl Resources {
@@ -85,6 +87,10 @@ impl Resources {
             call_times: settings.plan_cache.as_ref().map(crate::PlanCache::new),
             batch,
             batch_job: None,
+            validator: settings.validator.clone().map(|v| {
+                Arc::new(crate::validator::CommandValidator::new(v))
+                    as Arc<dyn planwave_planner::PlanValidator>
+            }),
         })
     }
 

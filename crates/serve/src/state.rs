@@ -99,6 +99,7 @@ impl AppState {
                     .map(planwave_runner::ops::PlanCache::new),
                 batch: None,
                 batch_job: None,
+                validator: self.shared.validator.clone(),
             },
             LlmChoice::OpenAi { .. } => self.shared.clone(),
         }

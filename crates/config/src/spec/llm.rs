@@ -136,12 +136,9 @@ pub fn parse_meta(s: &str) -> Result<(String, String), String> {
         .split_once('=')
         .ok_or_else(|| format!("{s:?} is not KEY=VALUE"))?;
     let k = k.trim();
-    let valid = !k.is_empty()
-        && k.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !valid {
+    if !planwave_plan::refs::is_meta_key(k) {
         return Err(format!(
-            "metadata key {k:?}: use letters, digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
+            "metadata key {k:?}: use letters (any script), digits, '_' or '-' (it is referenced as {{{{meta.KEY}}}})"
         ));
     }
     Ok((k.to_owned(), v.to_owned()))

@@ -101,7 +101,7 @@ pub(super) fn plan_from_top(mut plan: Top) -> Result<PlanSpec, ParseError> {
 /// The plan-level fields besides the tasks, under each name plans use for them
 /// (snake_case, camelCase and a few synonyms).
 fn about(top: &mut Map<String, Value>, problems: &mut Problems) -> PlanAbout {
-    let plan_id = match take_any(top, &["plan_id", "planId"]) {
+    let mut label = |keys: &[&'static str]| match take_any(top, keys) {
         None => None,
         Some((_, Value::String(s))) => Some(s),
         Some((_, Value::Number(n))) => Some(n.to_string()),
@@ -110,6 +110,10 @@ fn about(top: &mut Map<String, Value>, problems: &mut Problems) -> PlanAbout {
             None
         }
     };
+    let plan_id = label(&["plan_id", "planId"]);
+    // Seed 003's TaskPlan: the task the plan is for, and the plan's status.
+    let task_id = label(&["task_id", "taskId"]);
+    let status = label(&["status"]);
     let created_at = take_any(
         top,
         &["created_at", "createdAt", "created_time", "createdTime"],
@@ -148,7 +152,9 @@ fn about(top: &mut Map<String, Value>, problems: &mut Problems) -> PlanAbout {
         .collect();
     PlanAbout {
         plan_id,
+        task_id,
         created_at,
+        status,
         estimated_duration_secs,
         metadata,
         global_variables,
@@ -170,9 +176,10 @@ enum Field {
     Optional,
     RetryCount,
     Final,
+    Status,
 }
 
-const FIELDS: usize = 11;
+const FIELDS: usize = 12;
 
 /// Which field `key` names, and its rank among that field's names (0 is preferred).
 fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
@@ -204,6 +211,7 @@ fn classify(key: &str, format: PlanFormat) -> Option<(Field, u8)> {
         "retries" => (Field::RetryCount, 2),
         "final" => (Field::Final, 0),
         "is_final" => (Field::Final, 1),
+        "status" => (Field::Status, 0),
         _ => return None,
     })
 }
@@ -306,6 +314,7 @@ fn task(
     let optional = optional_flag(take(Field::Optional), &label, problems);
     let retry_count = retry_count(take(Field::RetryCount), &label, problems);
     let is_final = optional_flag(take(Field::Final), &label, problems);
+    let status = string(take(Field::Status), problems);
 
     Some(TaskSpec {
         id: id?,
@@ -320,6 +329,7 @@ fn task(
         optional,
         retry_count,
         is_final,
+        status,
     })
 }
 

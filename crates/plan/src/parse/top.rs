@@ -38,7 +38,7 @@ pub(super) fn read_plain(text: &str) -> Option<Top> {
 }
 
 /// Every name of a task field that normalization reads (see `normalize::classify`).
-const TASK_KEYS: [&str; 25] = [
+const TASK_KEYS: [&str; 26] = [
     "id",
     "step_id",
     "task_id",
@@ -64,6 +64,7 @@ const TASK_KEYS: [&str; 25] = [
     "retries",
     "final",
     "is_final",
+    "status",
 ];
 
 fn task_key(key: &str) -> Option<&'static str> {

@@ -78,6 +78,7 @@ fn planner_prompts_of_two_goals_share_all_but_the_goal() {
                 reflection: None,
                 meta: Vec::new(),
                 steps: false,
+                process_spec: None,
             };
             prompt_text(&t.planner(lang, &vars).expect("render"))
         };

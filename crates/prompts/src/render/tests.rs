@@ -126,6 +126,7 @@ fn planner_prompt_has_goal_rules_schema_and_both_examples_in_each_language() {
         reflection: None,
         meta: Vec::new(),
         steps: false,
+        process_spec: None,
     };
     let zh = t.planner(Lang::Zh, &vars).expect("render");
     assert_eq!(zh[0].role, MessageRole::System);
@@ -567,4 +568,48 @@ fn every_prompt_builder_places_untrusted_text_as_clean_data() {
     };
     let step = crate::step_prompt("Read {{h.result}}.", resolve, Some(1000), Lang::En);
     isolated("llm_call", &step.expect("prompt").text);
+}
+
+#[test]
+fn the_process_spec_has_its_own_section_only_when_given() {
+    let t = Templates::builtin();
+    for (lang, heading) in [
+        (
+            Lang::En,
+            "# Process specification (follow it when planning)\n",
+        ),
+        (Lang::Zh, "# 流程规范（规划时遵循）\n"),
+    ] {
+        for steps in [false, true] {
+            let vars = PlannerVars {
+                goal: "g",
+                tools: &[],
+                schema: "{}",
+                min_tasks: 4,
+                max_tasks: 7,
+                reflection: None,
+                meta: Vec::new(),
+                steps,
+                process_spec: Some("first the filings, then the valuation"),
+            };
+            let with = t.planner(lang, &vars).expect("render");
+            assert!(
+                with[1]
+                    .content
+                    .contains(&format!("{heading}first the filings, then the valuation\n")),
+                "{}",
+                with[1].content
+            );
+            let without = t
+                .planner(
+                    lang,
+                    &PlannerVars {
+                        process_spec: None,
+                        ..vars
+                    },
+                )
+                .expect("render");
+            assert!(!without[1].content.contains(heading.trim_end()));
+        }
+    }
 }

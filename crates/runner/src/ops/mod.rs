@@ -42,7 +42,8 @@ pub use crate::{
     input_size::set_max_input_bytes, invocation::BatchInvocation, invocation::Invocation,
     outdir::claim_out_dir, outdir::inside, plan_cache::PlanCache, planning::PlanRequest,
     planning::plan_goal, provider_batches::ProviderBatches, resources::Resources,
-    resources::model_client, resources::tool_catalog, workdir::lock_run_dir, workdir::open_run_dir,
+    resources::model_client, resources::tool_catalog, validator::CommandValidator,
+    validator::ValidatorError, workdir::lock_run_dir, workdir::open_run_dir,
 };
 // Watching it, stopping it, telling its outcome.
 pub use crate::{
