@@ -12,6 +12,7 @@ mod mcp;
 mod nats;
 mod pdf;
 mod plan;
+mod questions;
 pub(crate) mod progress;
 mod research;
 mod resume;

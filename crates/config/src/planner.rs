@@ -42,6 +42,8 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
                 .map_err(|e| SettingsError::Invalid(format!("[planner] fallback: {e}")))?,
         },
         meta: flags.meta.iter().cloned().collect(),
+        questions: !flags.no_questions,
+        answers: flags.answers.clone(),
     };
     if planner.task_limit == 0 {
         return Err(SettingsError::Invalid(

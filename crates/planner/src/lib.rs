@@ -12,13 +12,16 @@
 //! This crate knows nothing of files, actors or the command line.
 
 mod ask;
+mod clarifying;
 mod planner;
+pub mod questions;
 pub mod schema;
 
 pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
 pub use planner::{
     DEFAULT_TASK_LIMIT, Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed,
 };
+pub use questions::{Clarification, answer_schema_for};
 pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
 
 #[cfg(test)]

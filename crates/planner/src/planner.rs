@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use crate::ask::{Attempt, AttemptKind, Question, ask};
+use crate::clarifying::Answer;
+use crate::questions::{Clarification, answer_schema_for};
 use crate::schema::plan_schema_text_for;
 use planwave_llm::{AgentRole, ChatMessage, LlmError, LlmProvider, RequestContext};
 use planwave_record::Usage;
@@ -40,6 +42,11 @@ pub struct PlannerConfig {
     /// The job's metadata (`--meta`): shown in the planning prompt, kept in the plan for
     /// `{{meta.KEY}}`.
     pub meta: BTreeMap<String, String>,
+    /// The model may answer a vague goal with clarifying questions instead of a plan (a
+    /// research plan's first planning, with no answers yet; `--no-questions` turns it off).
+    pub questions: bool,
+    /// The user's answers to earlier questions, told to the model (which then must plan).
+    pub answers: Vec<Clarification>,
 }
 
 impl Default for PlannerConfig {
@@ -53,6 +60,8 @@ impl Default for PlannerConfig {
             format: PlanFormat::Research,
             fallback: Fallback::None,
             meta: BTreeMap::new(),
+            questions: false,
+            answers: Vec::new(),
         }
     }
 }
@@ -90,6 +99,8 @@ pub struct PlanOutcome {
     /// A model error that ended planning early (authentication, bad request).
     pub fatal: Option<LlmError>,
     pub lang: Lang,
+    /// The model asked these instead of planning: the goal is too vague.
+    pub questions: Option<Vec<String>>,
 }
 
 /// Why planning produced no plan.
@@ -110,14 +121,18 @@ pub enum PlanningFailed {
         attempts: usize,
         problems: Vec<String>,
     },
+    /// The goal is too vague to plan: the model asked these questions instead.
+    #[error("the goal needs clarifying: {}", questions.join(" / "))]
+    NeedsInput { questions: Vec<String> },
 }
 
 impl PlanOutcome {
     /// The plan, or why there is none.
     pub fn into_plan(self) -> Result<ValidatedPlan, PlanningFailed> {
-        match self.plan {
-            Some(plan) => Ok(plan),
-            None => Err(failure(self.attempts, self.fatal)),
+        match (self.plan, self.questions) {
+            (Some(plan), _) => Ok(plan),
+            (None, Some(questions)) => Err(PlanningFailed::NeedsInput { questions }),
+            (None, None) => Err(failure(self.attempts, self.fatal)),
         }
     }
 
@@ -231,6 +246,8 @@ impl Planner {
                 .collect(),
             tool_results: self.failed_tools.clone(),
             plan_format: steps.then_some(PlanFormat::Steps),
+            questions_allowed: self.may_ask(reflection),
+            answers: self.config.answers.iter().map(|a| a.answer.clone()).collect(),
             ..RequestContext::default()
         };
         let (min_tasks, max_tasks) = self.task_range();
@@ -247,7 +264,8 @@ impl Planner {
                 },
             )
         };
-        let judge = |raw: &str| self.judge(raw, goal);
+        let ask_allowed = self.may_ask(reflection);
+        let judge = |raw: &str| self.judge_answer(raw, goal, ask_allowed);
         let asked = ask(
             &self.provider,
             Question {
@@ -265,8 +283,14 @@ impl Planner {
             on_attempt,
         )
         .await?;
-        let plan = match asked.value {
-            None if asked.fatal.is_none() && self.config.fallback == Fallback::SingleTask => {
+        let (plan, questions) = match asked.value {
+            Some(Answer::Plan(plan)) => (Some(plan), None),
+            Some(Answer::Questions(q)) => (None, Some(q)),
+            None => (None, None),
+        };
+        let plan = match plan {
+            None if questions.is_none()
+                && asked.fatal.is_none() && self.config.fallback == Fallback::SingleTask => {
                 let why = failure(asked.attempts.clone(), None).to_string();
                 Some(self.fallback_plan(goal, lang, &why))
             }
@@ -280,6 +304,7 @@ impl Planner {
             attempts: asked.attempts,
             fatal: asked.fatal,
             lang,
+            questions,
         })
     }
 
@@ -296,7 +321,13 @@ impl Planner {
             return Err(PlannerError::EmptyGoal);
         }
         let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
-        let schema = plan_schema_text_for(self.config.format);
+        let ask = self.may_ask(reflection);
+        let schema = if ask {
+            serde_json::to_string_pretty(&answer_schema_for(self.config.format, true))
+                .unwrap_or_default()
+        } else {
+            plan_schema_text_for(self.config.format)
+        };
         let (min_tasks, max_tasks) = self.task_range();
         let messages = self.templates.planner(
             lang,
@@ -316,11 +347,16 @@ impl Planner {
                 steps: self.config.format == PlanFormat::Steps,
             },
         )?;
+        let messages = self.with_clarifying(messages, lang, ask)?;
         Ok((messages, lang))
     }
 
     pub fn config(&self) -> &PlannerConfig {
         &self.config
+    }
+
+    pub(crate) fn templates(&self) -> &Templates {
+        &self.templates
     }
 
     /// The range of task counts the prompts ask for: the configured one, within the limit.

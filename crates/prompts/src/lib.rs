@@ -10,12 +10,14 @@
 //!
 //! This crate knows nothing of HTTP, actors, the engine or the command line.
 
+mod clarify;
 mod emit;
 mod reflect;
 mod render;
 mod set;
 mod templates;
 
+pub use clarify::{ClarifyAnswer, ClarifyVars};
 pub use reflect::{
     AnswerRepairVars, EvaluatorVars, FailedStep, FailureNoteVars, ReflectionSummaryVars,
     ReflectorVars, ReplanStep, ReplanStepsVars, ReplanTask, ReplanVars, RoundSection, RoundStats,

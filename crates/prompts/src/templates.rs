@@ -25,6 +25,7 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "tool_protocol",
     "tool_results",
     "tools_exhausted",
+    "clarify",
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -188,6 +189,8 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "tools_exhausted",
         include_str!("../../../prompts/en/tools_exhausted.j2"),
     ),
+    ("zh", "clarify", include_str!("../../../prompts/zh/clarify.j2")),
+    ("en", "clarify", include_str!("../../../prompts/en/clarify.j2")),
 ];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

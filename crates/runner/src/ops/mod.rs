@@ -46,6 +46,7 @@ pub use crate::{
 };
 // Watching it, stopping it, telling its outcome.
 pub use crate::{
+    needs_input::NEEDS_INPUT, needs_input::NeedsInputRun, needs_input::questions_in,
     error::Result, error::RunnerError, execute::Watch, execute::Watcher, interrupt::CtrlC,
     interrupt::stop_signal, interrupt::terminated, notes::Notes, notes::Silent, notes::Stderr,
     notes::printable, pdf::print_pdf, research::ResearchOutcome,
