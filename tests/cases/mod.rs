@@ -7,6 +7,7 @@ mod batch_api_serve;
 mod batch_api_worker;
 mod batch_templates;
 mod cancel_race;
+mod clarifying_questions;
 mod compose;
 mod compose_nats_fsync;
 mod costs;

@@ -28,11 +28,29 @@ pub struct ClarifyingQuestions {
 
 /// One answer the user gave, with the question it answers when known. In JSON either the
 /// answer alone (`"Tesla"`) or `{"question": "...", "answer": "..."}`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Clarification {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub question: Option<String>,
     pub answer: String,
+}
+
+/// Written back in the form it was read: the answer alone when no question goes with it.
+impl Serialize for Clarification {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Pair<'a> {
+            question: &'a str,
+            answer: &'a str,
+        }
+        match &self.question {
+            None => s.serialize_str(&self.answer),
+            Some(question) => Pair {
+                question,
+                answer: &self.answer,
+            }
+            .serialize(s),
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for Clarification {
