@@ -173,3 +173,58 @@ fn on_a_terminal_the_questions_are_asked_and_the_answers_planned_with() {
         serde_json::json!({"question": QUESTIONS[0], "answer": "蔚来汽车"})
     );
 }
+
+/// A batch never blocks: a vague goal job without answers ends `needs_input` with its
+/// questions in the summary and its run.json; the same goal with the line's `answers` runs.
+#[test]
+fn a_batch_job_line_carries_answers_and_a_vague_goal_without_them_ends_needs_input() {
+    let dir = tempdir();
+    let jobs = dir.path().join("jobs.jsonl");
+    std::fs::write(
+        &jobs,
+        concat!(
+            "{\"id\": \"vague\", \"goal\": \"分析一下\"}\n",
+            "{\"id\": \"answered\", \"goal\": \"分析一下\", \"answers\": [\"理想汽车\"]}\n",
+            "{\"id\": \"bad\", \"goal\": \"分析一下\", \"answers\": [\"\"]}\n",
+        ),
+    )
+    .expect("write jobs");
+    let out = dir.path().join("b");
+    let res = planwave(["batch"])
+        .arg(&jobs)
+        .out(&out)
+        .opt("--llm", "sim")
+        .instant()
+        .opt("--max-rounds", "1")
+        .quiet()
+        .run();
+    res.expect_code(3);
+    assert!(
+        res.stdout.contains("1 needs_input"),
+        "the table counts it: {}",
+        res.stdout
+    );
+    let summary = read_json(&out.join("batch.json"));
+    let job = |id: &str| {
+        summary["jobs"]
+            .as_array()
+            .expect("jobs")
+            .iter()
+            .find(|j| j["id"] == id)
+            .cloned()
+            .unwrap_or_else(|| panic!("job {id} in {summary}"))
+    };
+    assert_eq!(job("vague")["state"], "needs_input");
+    assert_eq!(job("vague")["questions"], serde_json::json!(QUESTIONS));
+    assert_eq!(summary["needs_input"], 1);
+    let run = read_json(&out.join("jobs/vague/run.json"));
+    assert_eq!(run["status"], "needs_input");
+    assert_eq!(job("answered")["state"], "completed");
+    assert_eq!(topic(&out.join("jobs/answered")), "理想汽车深度分析");
+    let bad = &summary["bad_lines"][0];
+    assert_eq!(bad["line"], 3);
+    assert_eq!(
+        bad["error"],
+        "job \"bad\": answers answers[0]: the answer is empty"
+    );
+}

@@ -40,6 +40,9 @@ pub struct Job {
     pub source: JobSource,
     /// The job's metadata: shown to its planner, referable as `{{meta.KEY}}`.
     pub metadata: BTreeMap<String, String>,
+    /// A goal job's answers to the planner's clarifying questions (without them a vague
+    /// goal ends `needs_input`).
+    pub answers: Vec<planwave_plan::clarification::Clarification>,
 }
 
 /// A line that is not a job; the batch reports it and goes on.
@@ -61,7 +64,7 @@ pub struct JobFile {
     pub bad: Vec<BadLine>,
 }
 
-const FIELDS: &str = "id, goal, plan, plan_file, template, vars, metadata";
+const FIELDS: &str = "id, goal, plan, plan_file, template, vars, metadata, answers";
 /// The fields that say where a job's plan comes from: exactly one per line.
 const SOURCES: [&str; 4] = ["goal", "plan", "plan_file", "template"];
 
@@ -86,7 +89,7 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
         }
         match parse_line(raw) {
             Err(error) => out.bad.push(BadLine { line, error }),
-            Ok((id, source, metadata)) => {
+            Ok((id, source, metadata, answers)) => {
                 if let Some(first) = first_line.get(&id) {
                     out.bad.push(BadLine {
                         line,
@@ -100,6 +103,7 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
                     line,
                     source,
                     metadata,
+                    answers,
                 });
             }
         }
@@ -107,7 +111,12 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
     out
 }
 
-type Line = (String, JobSource, BTreeMap<String, String>);
+type Line = (
+    String,
+    JobSource,
+    BTreeMap<String, String>,
+    Vec<planwave_plan::clarification::Clarification>,
+);
 
 fn parse_line(raw: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(raw).map_err(|e| {
@@ -125,7 +134,7 @@ fn parse_line(raw: &str) -> Result<Line, String> {
     let mut unknown: Vec<&str> = obj
         .keys()
         .map(String::as_str)
-        .filter(|k| !SOURCES.contains(k) && !matches!(*k, "id" | "vars" | "metadata"))
+        .filter(|k| !SOURCES.contains(k) && !matches!(*k, "id" | "vars" | "metadata" | "answers"))
         .collect();
     unknown.sort_unstable();
     if let Some(k) = unknown.first() {
@@ -185,7 +194,29 @@ fn parse_line(raw: &str) -> Result<Line, String> {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(v) => metadata(v).map_err(|e| format!("job {id:?}: metadata {e}"))?,
     };
-    Ok((id, source, metadata))
+    let answers = match obj.get("answers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) if !matches!(source, JobSource::Goal(_)) => {
+            return Err(format!(
+                "job {id:?}: answers go with a goal (they answer its planner's questions)"
+            ));
+        }
+        Some(v) => answers(v).map_err(|e| format!("job {id:?}: answers {e}"))?,
+    };
+    Ok((id, source, metadata, answers))
+}
+
+/// A list of answers (strings, or `{"question", "answer"}` objects), bounded as every
+/// front end bounds them.
+fn answers(v: &Value) -> Result<Vec<planwave_plan::clarification::Clarification>, String> {
+    let list: Vec<planwave_plan::clarification::Clarification> =
+        serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    let problems = planwave_plan::clarification::answer_problems(&list);
+    if problems.is_empty() {
+        Ok(list)
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// `{"ticker": "002594.SZ", "year": 2024}`: a flat object; numbers and booleans become text.

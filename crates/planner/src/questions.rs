@@ -12,10 +12,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_QUESTIONS: usize = 3;
 /// The longest question, in characters.
 pub const MAX_QUESTION_CHARS: usize = 300;
-/// The most answers a job may carry.
-pub const MAX_ANSWERS: usize = 10;
-/// The longest answer (or the question recorded with it), in characters.
-pub const MAX_ANSWER_CHARS: usize = 2000;
+pub use planwave_plan::clarification::{
+    Clarification, MAX_ANSWER_CHARS, MAX_ANSWERS, answer_problems,
+};
 
 /// What the planner asks instead of a plan when the goal is too vague to plan.
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -24,100 +23,6 @@ pub struct ClarifyingQuestions {
     /// One to three short questions whose answers would let the plan be made.
     #[schemars(length(min = 1, max = 3))]
     pub questions: Vec<String>,
-}
-
-/// One answer the user gave, with the question it answers when known. In JSON either the
-/// answer alone (`"Tesla"`) or `{"question": "...", "answer": "..."}`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Clarification {
-    pub question: Option<String>,
-    pub answer: String,
-}
-
-/// Written back in the form it was read: the answer alone when no question goes with it.
-impl Serialize for Clarification {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Pair<'a> {
-            question: &'a str,
-            answer: &'a str,
-        }
-        match &self.question {
-            None => s.serialize_str(&self.answer),
-            Some(question) => Pair {
-                question,
-                answer: &self.answer,
-            }
-            .serialize(s),
-        }
-    }
-}
-
-impl<'de> Deserialize<'de> for Clarification {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Form {
-            Answer(String),
-            Pair {
-                #[serde(default)]
-                question: Option<String>,
-                answer: String,
-            },
-        }
-        #[derive(Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct Strict {
-            #[serde(default)]
-            question: Option<String>,
-            answer: String,
-        }
-        // The untagged form tells which shape; the strict one refuses unknown keys.
-        let v = serde_json::Value::deserialize(d)?;
-        if v.is_object() {
-            let s: Strict = serde_json::from_value(v).map_err(serde::de::Error::custom)?;
-            return Ok(Clarification {
-                question: s.question,
-                answer: s.answer,
-            });
-        }
-        match serde_json::from_value::<Form>(v) {
-            Ok(Form::Answer(answer)) => Ok(Clarification {
-                question: None,
-                answer,
-            }),
-            Ok(Form::Pair { question, answer }) => Ok(Clarification { question, answer }),
-            Err(_) => Err(serde::de::Error::custom(
-                "an answer is a string or {\"question\": ..., \"answer\": ...}",
-            )),
-        }
-    }
-}
-
-/// Every problem with a job's answers (`answers[K]: ...`), bounded as input from outside.
-pub fn answer_problems(answers: &[Clarification]) -> Vec<String> {
-    let mut problems = Vec::new();
-    if answers.len() > MAX_ANSWERS {
-        problems.push(format!(
-            "at most {MAX_ANSWERS} answers (got {})",
-            answers.len()
-        ));
-    }
-    for (i, a) in answers.iter().enumerate() {
-        if a.answer.trim().is_empty() {
-            problems.push(format!("answers[{i}]: the answer is empty"));
-        }
-        for (what, text) in [("answer", Some(&a.answer)), ("question", a.question.as_ref())] {
-            if let Some(t) = text
-                && t.chars().count() > MAX_ANSWER_CHARS
-            {
-                problems.push(format!(
-                    "answers[{i}]: the {what} has more than {MAX_ANSWER_CHARS} characters"
-                ));
-            }
-        }
-    }
-    problems
 }
 
 /// The schema the planner's answer follows: the plan of `format`, or (`ask`, research plans
