@@ -54,6 +54,7 @@ pub(crate) mod serve;
 mod serve_browser;
 mod serve_browser_trust;
 mod serve_limits;
+mod serve_questions;
 mod serve_nats;
 mod serve_request_intervals;
 mod serve_trust;

@@ -53,7 +53,7 @@ pub struct RunLinks {
 }
 
 impl RunLinks {
-    fn of(id: &str) -> RunLinks {
+    pub(crate) fn of(id: &str) -> RunLinks {
         let api = format!("/api/runs/{id}");
         RunLinks {
             events: format!("{api}/events"),
@@ -83,7 +83,7 @@ pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<
 }
 
 /// The directory of an existing run (`id` checked before any path is built).
-fn existing(state: &AppState, id: &str) -> Result<PathBuf, ApiError> {
+pub(crate) fn existing(state: &AppState, id: &str) -> Result<PathBuf, ApiError> {
     let dir = state
         .run_dir(id)
         .ok_or_else(|| ApiError::BadRequest(format!("invalid run id {id:?}")))?;

@@ -20,6 +20,7 @@ use crate::api;
         api::run_section,
         api::cancel_run,
         api::resume_run,
+        crate::answers::post_answers,
         api::run_rounds,
         api::create_batch,
         crate::batches::list_batches,
@@ -27,6 +28,7 @@ use crate::api;
     ),
     components(schemas(
         api::CreateRun,
+        crate::answers::AnswersBody,
         planwave_config::spec::RequestOptions,
         api::Created,
         api::RunLinks,
