@@ -43,7 +43,10 @@ pub fn ask_on_terminal(questions: &[String]) -> std::io::Result<Option<Vec<Clari
 /// What a job that ended asking questions prints: the questions, and how to answer them.
 pub fn print_needs_input(questions: &[String], out: &std::path::Path) {
     let mut err = planwave_runner::term::Safe(std::io::stderr());
-    let _ = writeln!(err, "needs_input: the goal needs clarifying before it can be planned:");
+    let _ = writeln!(
+        err,
+        "needs_input: the goal needs clarifying before it can be planned:"
+    );
     for (i, q) in questions.iter().enumerate() {
         let _ = writeln!(err, "  {}. {q}", i + 1);
     }

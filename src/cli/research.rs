@@ -15,10 +15,10 @@ use planwave_storage::RunDir;
 
 use super::events::{EventsOptions, human, stream_to};
 use super::exit::{INTERRUPTED, NEEDS_INPUT, Outcome};
-use super::questions;
 use super::job::{JobOptions, Prepare, io};
 use super::llm;
 use super::progress::Terminal;
+use super::questions;
 use super::summary::{outcome, print_summary, tell};
 
 #[derive(Debug, Args)]
@@ -78,9 +78,9 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
                 if questions::interactive()
                     && let Some(answers) = questions::ask_on_terminal(&questions)?
                 {
-                    research.planner.answers = Some(Answers::checked(answers).map_err(
-                        |e| anyhow::anyhow!("answers: {e}"),
-                    )?);
+                    research.planner.answers = Some(
+                        Answers::checked(answers).map_err(|e| anyhow::anyhow!("answers: {e}"))?,
+                    );
                     continue;
                 }
                 questions::print_needs_input(&questions, &args.out);

@@ -60,7 +60,7 @@ fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
     for expected in [
         format!("{name}: line 2: invalid JSON at column 17: expected `,` or `}}` (skipped)"),
         format!(
-            "{name}: line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata) (skipped)"
+            "{name}: line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata, answers) (skipped)"
         ),
         format!("{name}: line 5: duplicate job id \"a\" (first on line 1) (skipped)"),
         format!("{name}: line 6: job \"m\": plan file missing.json: "),

@@ -95,8 +95,16 @@ fn bad_answers_files_are_refused_naming_the_flag() {
     let dir = tempdir();
     let cases: [(&str, &str, &str); 3] = [
         ("empty.txt", "\n \n", "no answers"),
-        ("key.json", r#"[{"answer": "x", "why": 1}]"#, "unknown field `why`"),
-        ("blank.json", r#"["x", " "]"#, "answers[1]: the answer is empty"),
+        (
+            "key.json",
+            r#"[{"answer": "x", "why": 1}]"#,
+            "unknown field `why`",
+        ),
+        (
+            "blank.json",
+            r#"["x", " "]"#,
+            "answers[1]: the answer is empty",
+        ),
     ];
     for (name, text, problem) in cases {
         let f = dir.path().join(name);

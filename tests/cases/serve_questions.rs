@@ -35,9 +35,15 @@ async fn a_needs_input_run_takes_checked_answers_and_goes_on_with_them() {
 
     // Refused, each saying why; the run keeps waiting.
     let refused = [
-        (json!({"answers": ["a", "b", "c"]}), "answers: 3 answers to 2 question(s)"),
+        (
+            json!({"answers": ["a", "b", "c"]}),
+            "answers: 3 answers to 2 question(s)",
+        ),
         (json!({"answers": [" "]}), "answers[0]: the answer is empty"),
-        (json!({"answers": [{"answer": "x", "why": 1}]}), "unknown field `why`"),
+        (
+            json!({"answers": [{"answer": "x", "why": 1}]}),
+            "unknown field `why`",
+        ),
         (json!({"answer": ["x"]}), "unknown field `answer`"),
     ];
     for (body, why) in refused {
@@ -45,7 +51,10 @@ async fn a_needs_input_run_takes_checked_answers_and_goes_on_with_them() {
         assert!(code == 422 || code == 400, "{body}: {code} {v}");
         assert!(v.to_string().contains(why), "{body}: {v}");
     }
-    assert_eq!(get_json(&s.at(&format!("api/runs/{id}"))).await.1["status"], "needs_input");
+    assert_eq!(
+        get_json(&s.at(&format!("api/runs/{id}"))).await.1["status"],
+        "needs_input"
+    );
 
     let (code, v) = post_json(&url, &json!({"answers": ["特斯拉公司"]})).await;
     assert_eq!(code, 202, "{v}");

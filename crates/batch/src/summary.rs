@@ -113,7 +113,7 @@ pub struct BatchSummary {
     pub failed: usize,
     pub cancelled: usize,
     /// Goal jobs too vague to plan, waiting on answers.
-    #[serde(default, skip_serializing_if = "is_zero_count")]
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
     pub needs_input: usize,
     pub tokens: u64,
     /// Prompt tokens of every job, and those read from the provider's prompt cache.
@@ -247,6 +247,10 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::transport_retries_line;
@@ -262,8 +266,4 @@ mod tests {
             Some("transport retries: rate_limited 2, stalled 1")
         );
     }
-}
-
-fn is_zero_count(n: &usize) -> bool {
-    *n == 0
 }

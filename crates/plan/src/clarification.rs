@@ -90,7 +90,10 @@ pub fn answer_problems(answers: &[Clarification]) -> Vec<String> {
         if a.answer.trim().is_empty() {
             problems.push(format!("answers[{i}]: the answer is empty"));
         }
-        for (what, text) in [("answer", Some(&a.answer)), ("question", a.question.as_ref())] {
+        for (what, text) in [
+            ("answer", Some(&a.answer)),
+            ("question", a.question.as_ref()),
+        ] {
             if let Some(t) = text
                 && t.chars().count() > MAX_ANSWER_CHARS
             {
@@ -102,4 +105,3 @@ pub fn answer_problems(answers: &[Clarification]) -> Vec<String> {
     }
     problems
 }
-

@@ -11,7 +11,7 @@ use crate::questions::read_questions;
 
 /// What the planner's answer was.
 pub(crate) enum Answer {
-    Plan(ValidatedPlan),
+    Plan(Box<ValidatedPlan>),
     Questions(Vec<String>),
 }
 
@@ -37,7 +37,7 @@ impl Planner {
             ]),
             None => self
                 .judge(raw, goal)
-                .map(|(plan, warnings)| (Answer::Plan(plan), warnings)),
+                .map(|(plan, warnings)| (Answer::Plan(Box::new(plan)), warnings)),
         }
     }
 

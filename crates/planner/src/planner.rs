@@ -247,7 +247,12 @@ impl Planner {
             tool_results: self.failed_tools.clone(),
             plan_format: steps.then_some(PlanFormat::Steps),
             questions_allowed: self.may_ask(reflection),
-            answers: self.config.answers.iter().map(|a| a.answer.clone()).collect(),
+            answers: self
+                .config
+                .answers
+                .iter()
+                .map(|a| a.answer.clone())
+                .collect(),
             ..RequestContext::default()
         };
         let (min_tasks, max_tasks) = self.task_range();
@@ -284,13 +289,15 @@ impl Planner {
         )
         .await?;
         let (plan, questions) = match asked.value {
-            Some(Answer::Plan(plan)) => (Some(plan), None),
+            Some(Answer::Plan(plan)) => (Some(*plan), None),
             Some(Answer::Questions(q)) => (None, Some(q)),
             None => (None, None),
         };
         let plan = match plan {
             None if questions.is_none()
-                && asked.fatal.is_none() && self.config.fallback == Fallback::SingleTask => {
+                && asked.fatal.is_none()
+                && self.config.fallback == Fallback::SingleTask =>
+            {
                 let why = failure(asked.attempts.clone(), None).to_string();
                 Some(self.fallback_plan(goal, lang, &why))
             }

@@ -115,7 +115,9 @@ mod tests {
         );
         assert_eq!(
             read_questions(r#"{"questions": ["a", "b", "c", "d"]}"#),
-            Some(Err(vec!["questions: ask one to 3 questions (got 4)".into()]))
+            Some(Err(vec![
+                "questions: ask one to 3 questions (got 4)".into()
+            ]))
         );
         assert_eq!(
             read_questions(r#"{"questions": [" ", 3]}"#),
@@ -131,8 +133,7 @@ mod tests {
     #[test]
     fn answers_read_both_forms_and_refuse_unknown_keys() {
         let a: Vec<Clarification> =
-            serde_json::from_str(r#"["Tesla", {"question": "Which?", "answer": "BYD"}]"#)
-                .unwrap();
+            serde_json::from_str(r#"["Tesla", {"question": "Which?", "answer": "BYD"}]"#).unwrap();
         assert_eq!(a[0].answer, "Tesla");
         assert_eq!(a[1].question.as_deref(), Some("Which?"));
         let e = serde_json::from_str::<Vec<Clarification>>(r#"[{"answer": "x", "extra": 1}]"#)
@@ -147,6 +148,10 @@ mod tests {
         assert!(both["$defs"].is_object(), "{both}");
         let plan = answer_schema_for(PlanFormat::Research, false);
         assert!(plan.get("anyOf").is_none());
-        assert!(answer_schema_for(PlanFormat::Steps, true).get("anyOf").is_none());
+        assert!(
+            answer_schema_for(PlanFormat::Steps, true)
+                .get("anyOf")
+                .is_none()
+        );
     }
 }

@@ -189,8 +189,16 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "tools_exhausted",
         include_str!("../../../prompts/en/tools_exhausted.j2"),
     ),
-    ("zh", "clarify", include_str!("../../../prompts/zh/clarify.j2")),
-    ("en", "clarify", include_str!("../../../prompts/en/clarify.j2")),
+    (
+        "zh",
+        "clarify",
+        include_str!("../../../prompts/zh/clarify.j2"),
+    ),
+    (
+        "en",
+        "clarify",
+        include_str!("../../../prompts/en/clarify.j2"),
+    ),
 ];
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -55,9 +55,7 @@ impl StdError for RunnerError {
             RunnerError::Failed { source, .. } => Some(source.as_ref()),
             // Transparent: the wrapped error stands for this one, so its causes come next.
             RunnerError::Other(source) => source.source(),
-            RunnerError::Invalid(_) | RunnerError::Message(_) | RunnerError::NeedsInput(_) => {
-                None
-            }
+            RunnerError::Invalid(_) | RunnerError::Message(_) | RunnerError::NeedsInput(_) => None,
         }
     }
 }

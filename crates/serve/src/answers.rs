@@ -41,15 +41,15 @@ pub async fn post_answers(
     let dir = existing(&state, &id)?;
     if state.remote.is_some() {
         return Err(ApiError::Conflict(
-            "a server reading a NATS fleet takes no answers: submit the job again with its answers".into(),
+            "a server reading a NATS fleet takes no answers: submit the job again with its answers"
+                .into(),
         ));
     }
     if state.live(&id).is_some_and(|l| !l.is_done()) {
         return Err(ApiError::Conflict(format!("run {id:?} is running")));
     }
-    let waiting = questions_in(&dir).ok_or_else(|| {
-        ApiError::Conflict(format!("run {id:?} is not waiting for answers"))
-    })?;
+    let waiting = questions_in(&dir)
+        .ok_or_else(|| ApiError::Conflict(format!("run {id:?} is not waiting for answers")))?;
     let body: AnswersBody = parse_json(&body)?;
     let answers = paired(body.answers.0, &waiting.questions)?;
     let inv = Invocation::read(&dir).map_err(|e| {
@@ -59,7 +59,9 @@ pub async fn post_answers(
     match &mut spec.work {
         Work::Goal { research, .. } => research.planner.answers = Some(Answers(answers)),
         Work::Plan { .. } => {
-            return Err(ApiError::Conflict(format!("run {id:?} runs a plan, not a goal")));
+            return Err(ApiError::Conflict(format!(
+                "run {id:?} runs a plan, not a goal"
+            )));
         }
     }
     crate::jobs::restart(&state, &id, dir, spec)?;

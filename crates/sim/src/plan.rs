@@ -41,7 +41,17 @@ impl std::str::FromStr for PlannerFault {
 /// "analyse this"), so a model would ask what it is about.
 pub fn vague(goal: &str) -> bool {
     let fillers = [
-        "", "一下", "这个", "那个", "它", "下", "this", "that", "it", "something", "stuff",
+        "",
+        "一下",
+        "这个",
+        "那个",
+        "它",
+        "下",
+        "this",
+        "that",
+        "it",
+        "something",
+        "stuff",
     ];
     let bare = goal
         .trim()
@@ -303,10 +313,22 @@ mod tests {
 
     #[test]
     fn goals_that_name_nothing_are_vague() {
-        for g in ["分析一下", "分析一下。", "研究", "analyse this", "Analyze", "research it"] {
+        for g in [
+            "分析一下",
+            "分析一下。",
+            "研究",
+            "analyse this",
+            "Analyze",
+            "research it",
+        ] {
             assert!(vague(g), "{g}");
         }
-        for g in ["深度分析特斯拉公司", "分析一下比亚迪", "Analyse Tesla", "特斯拉"] {
+        for g in [
+            "深度分析特斯拉公司",
+            "分析一下比亚迪",
+            "Analyse Tesla",
+            "特斯拉",
+        ] {
             assert!(!vague(g), "{g}");
         }
     }
