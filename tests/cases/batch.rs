@@ -23,6 +23,17 @@ pub(crate) fn chain(prefix: &str, n: usize) -> serde_json::Value {
     plan(&format!("Company {prefix}"), &tasks)
 }
 
+/// Job `id`'s summary in a `batch.json`.
+pub(crate) fn job_in(summary: &serde_json::Value, id: &str) -> serde_json::Value {
+    summary["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["id"] == id)
+        .unwrap_or_else(|| panic!("no job {id}: {summary}"))
+        .clone()
+}
+
 pub(crate) fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, lines.join("\n") + "\n").expect("write jobs");
@@ -381,15 +392,7 @@ fn batch_json_and_show_give_planning_and_execution_success_rates() {
         .run()
         .expect_code(3);
     let summary = read_json(&out.join("batch.json"));
-    let job = |id: &str| {
-        summary["jobs"]
-            .as_array()
-            .expect("jobs")
-            .iter()
-            .find(|j| j["id"] == id)
-            .unwrap_or_else(|| panic!("no job {id}: {summary}"))
-            .clone()
-    };
+    let job = |id: &str| job_in(&summary, id);
     let (ms1, ms2) = (planning_ms(&out, "g1"), planning_ms(&out, "g2"));
     assert_eq!(
         job("g1")["planning"],

@@ -213,15 +213,7 @@ fn a_batch_job_line_carries_answers_and_a_vague_goal_without_them_ends_needs_inp
         res.stdout
     );
     let summary = read_json(&out.join("batch.json"));
-    let job = |id: &str| {
-        summary["jobs"]
-            .as_array()
-            .expect("jobs")
-            .iter()
-            .find(|j| j["id"] == id)
-            .cloned()
-            .unwrap_or_else(|| panic!("job {id} in {summary}"))
-    };
+    let job = |id: &str| super::batch::job_in(&summary, id);
     assert_eq!(job("vague")["state"], "needs_input");
     assert_eq!(job("vague")["questions"], serde_json::json!(QUESTIONS));
     assert_eq!(summary["needs_input"], 1);

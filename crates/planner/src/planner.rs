@@ -60,7 +60,7 @@ impl Default for PlannerConfig {
             format: PlanFormat::Research,
             fallback: Fallback::None,
             meta: BTreeMap::new(),
-            questions: false,
+            questions: true,
             answers: Vec::new(),
         }
     }
