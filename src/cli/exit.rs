@@ -8,6 +8,9 @@ pub const INVALID: u8 = 2;
 pub const PARTIAL: u8 = 3;
 /// The run's `--deadline` passed; it can be resumed.
 pub const DEADLINE: u8 = 4;
+/// The goal is too vague to plan and no answers were given: the planner's questions are in
+/// `run.json` (status `needs_input`); answer them with `--answers FILE`.
+pub const NEEDS_INPUT: u8 = 5;
 pub const INTERRUPTED: u8 = 130;
 /// Stopped by SIGTERM (128 + 15), after the same clean stop as Ctrl-C.
 pub const TERMINATED: u8 = 143;
@@ -35,6 +38,18 @@ pub fn report(result: anyhow::Result<Outcome>) -> ExitCode {
                 err.downcast_ref::<planwave_runner::ops::RunnerError>()
                     .and_then(planwave_runner::ops::RunnerError::invalid_input)
             });
+            if let Some(q) = err
+                .downcast_ref::<planwave_runner::ops::RunnerError>()
+                .and_then(planwave_runner::ops::RunnerError::questions)
+            {
+                planwave_runner::term::err(
+                    "needs_input: the goal needs clarifying before it can be planned:",
+                );
+                for (i, q) in q.iter().enumerate() {
+                    planwave_runner::term::err(&format!("  {}. {q}", i + 1));
+                }
+                return ExitCode::from(NEEDS_INPUT);
+            }
             if let Some(inv) = invalid.or(from_settings.as_ref()) {
                 for p in &inv.problems {
                     eprintln!("{}: {p}", inv.source_name);

@@ -13,6 +13,7 @@ mod nats;
 mod pdf;
 mod plan;
 pub(crate) mod progress;
+mod questions;
 mod research;
 mod resume;
 mod run;

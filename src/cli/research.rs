@@ -7,17 +7,18 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use clap::Args;
-use planwave_config::spec::{JobSpec, ResearchOptions, Work};
+use planwave_config::spec::{Answers, JobSpec, ResearchOptions, Work};
 use planwave_record::{PlanSource, RunStatus};
 use planwave_runner::ops::{self, Job};
 use planwave_runner::ops::{CtrlC, Invocation, ResearchOutcome, Stderr, claim_out_dir};
 use planwave_storage::RunDir;
 
 use super::events::{EventsOptions, human, stream_to};
-use super::exit::{INTERRUPTED, Outcome};
+use super::exit::{INTERRUPTED, NEEDS_INPUT, Outcome};
 use super::job::{JobOptions, Prepare, io};
 use super::llm;
 use super::progress::Terminal;
+use super::questions;
 use super::summary::{outcome, print_summary, tell};
 
 #[derive(Debug, Args)]
@@ -61,13 +62,57 @@ impl ResearchArgs {
 }
 
 pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
-    let spec = args.spec();
-    let settings = llm::settings(&[&args.job, &args.research])?;
-    let resources = args.job.resources(&settings)?;
     claim_out_dir(&args.out, &[], args.job.force)?;
     args.events.check(&args.out)?;
-    let invocation = Invocation::current_job(&spec)?;
     let interrupt = CtrlC::listen();
+    let mut research = args.research.clone();
+    loop {
+        let done = match research_once(&args, &research, &interrupt).await {
+            Ok(done) => done,
+            Err(e) => {
+                let Some(questions) = needs_input(&e) else {
+                    return Err(e);
+                };
+                // Someone at a terminal answers, and the goal is planned again with them;
+                // anywhere else the job ends here, the questions in run.json.
+                if questions::interactive()
+                    && let Some(answers) = questions::ask_on_terminal(&questions)?
+                {
+                    research.planner.answers = Some(
+                        Answers::checked(answers).map_err(|e| anyhow::anyhow!("answers: {e}"))?,
+                    );
+                    continue;
+                }
+                questions::print_needs_input(&questions, &args.out);
+                return Ok(Outcome(NEEDS_INPUT));
+            }
+        };
+        let outcome = tell(&done);
+        args.pdf.print(done.out()).await?;
+        return Ok(outcome);
+    }
+}
+
+/// The planner's questions, when `e` is that the goal needs clarifying.
+fn needs_input(e: &anyhow::Error) -> Option<Vec<String>> {
+    e.downcast_ref::<planwave_runner::ops::RunnerError>()
+        .and_then(|e| e.questions())
+        .map(<[String]>::to_vec)
+}
+
+/// One research job with `research`'s options into `args.out` (claimed by the caller).
+async fn research_once(
+    args: &ResearchArgs,
+    research: &ResearchOptions,
+    interrupt: &CtrlC,
+) -> anyhow::Result<ops::JobOutcome> {
+    let mut spec = args.spec();
+    if let Work::Goal { research: r, .. } = &mut spec.work {
+        *r = research.clone();
+    }
+    let settings = llm::settings(&[&args.job, research])?;
+    let resources = args.job.resources(&settings)?;
+    let invocation = Invocation::current_job(&spec)?;
     // Started once: the planner lists the tools and every round's subagents call them.
     let resources = resources
         .start_mcp(settings.mcp.as_ref(), args.quiet, &Stderr)
@@ -82,12 +127,10 @@ pub async fn research(args: ResearchArgs) -> anyhow::Result<Outcome> {
             };
             let watch = Terminal { quiet: args.quiet };
             let stream = stream_to(&args.events);
-            ops::research(job, &io(&watch, &stream, &interrupt, args.quiet)).await
+            ops::research(job, &io(&watch, &stream, interrupt, args.quiet)).await
         })
         .await?;
-    let outcome = tell(&done);
-    args.pdf.print(done.out()).await?;
-    Ok(outcome)
+    Ok(done)
 }
 
 /// The best round's summary, a line per round and why the loop stopped; `planned`: the

@@ -23,6 +23,17 @@ pub(crate) fn chain(prefix: &str, n: usize) -> serde_json::Value {
     plan(&format!("Company {prefix}"), &tasks)
 }
 
+/// Job `id`'s summary in a `batch.json`.
+pub(crate) fn job_in(summary: &serde_json::Value, id: &str) -> serde_json::Value {
+    summary["jobs"]
+        .as_array()
+        .expect("jobs")
+        .iter()
+        .find(|j| j["id"] == id)
+        .unwrap_or_else(|| panic!("no job {id}: {summary}"))
+        .clone()
+}
+
 pub(crate) fn jsonl(dir: &Path, name: &str, lines: &[String]) -> std::path::PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, lines.join("\n") + "\n").expect("write jobs");
@@ -60,7 +71,7 @@ fn bad_lines_are_reported_with_their_numbers_and_the_other_jobs_run() {
     for expected in [
         format!("{name}: line 2: invalid JSON at column 17: expected `,` or `}}` (skipped)"),
         format!(
-            "{name}: line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata) (skipped)"
+            "{name}: line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata, answers) (skipped)"
         ),
         format!("{name}: line 5: duplicate job id \"a\" (first on line 1) (skipped)"),
         format!("{name}: line 6: job \"m\": plan file missing.json: "),
@@ -381,15 +392,7 @@ fn batch_json_and_show_give_planning_and_execution_success_rates() {
         .run()
         .expect_code(3);
     let summary = read_json(&out.join("batch.json"));
-    let job = |id: &str| {
-        summary["jobs"]
-            .as_array()
-            .expect("jobs")
-            .iter()
-            .find(|j| j["id"] == id)
-            .unwrap_or_else(|| panic!("no job {id}: {summary}"))
-            .clone()
-    };
+    let job = |id: &str| job_in(&summary, id);
     let (ms1, ms2) = (planning_ms(&out, "g1"), planning_ms(&out, "g2"));
     assert_eq!(
         job("g1")["planning"],

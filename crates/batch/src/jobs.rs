@@ -40,6 +40,9 @@ pub struct Job {
     pub source: JobSource,
     /// The job's metadata: shown to its planner, referable as `{{meta.KEY}}`.
     pub metadata: BTreeMap<String, String>,
+    /// A goal job's answers to the planner's clarifying questions (without them a vague
+    /// goal ends `needs_input`).
+    pub answers: Vec<planwave_plan::clarification::Clarification>,
 }
 
 /// A line that is not a job; the batch reports it and goes on.
@@ -61,7 +64,7 @@ pub struct JobFile {
     pub bad: Vec<BadLine>,
 }
 
-const FIELDS: &str = "id, goal, plan, plan_file, template, vars, metadata";
+const FIELDS: &str = "id, goal, plan, plan_file, template, vars, metadata, answers";
 /// The fields that say where a job's plan comes from: exactly one per line.
 const SOURCES: [&str; 4] = ["goal", "plan", "plan_file", "template"];
 
@@ -86,7 +89,7 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
         }
         match parse_line(raw) {
             Err(error) => out.bad.push(BadLine { line, error }),
-            Ok((id, source, metadata)) => {
+            Ok((id, source, metadata, answers)) => {
                 if let Some(first) = first_line.get(&id) {
                     out.bad.push(BadLine {
                         line,
@@ -100,6 +103,7 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
                     line,
                     source,
                     metadata,
+                    answers,
                 });
             }
         }
@@ -107,7 +111,12 @@ pub fn parse_jobs(text: impl AsRef<[u8]>) -> JobFile {
     out
 }
 
-type Line = (String, JobSource, BTreeMap<String, String>);
+type Line = (
+    String,
+    JobSource,
+    BTreeMap<String, String>,
+    Vec<planwave_plan::clarification::Clarification>,
+);
 
 fn parse_line(raw: &str) -> Result<Line, String> {
     let value: Value = serde_json::from_str(raw).map_err(|e| {
@@ -125,7 +134,7 @@ fn parse_line(raw: &str) -> Result<Line, String> {
     let mut unknown: Vec<&str> = obj
         .keys()
         .map(String::as_str)
-        .filter(|k| !SOURCES.contains(k) && !matches!(*k, "id" | "vars" | "metadata"))
+        .filter(|k| !SOURCES.contains(k) && !matches!(*k, "id" | "vars" | "metadata" | "answers"))
         .collect();
     unknown.sort_unstable();
     if let Some(k) = unknown.first() {
@@ -185,7 +194,29 @@ fn parse_line(raw: &str) -> Result<Line, String> {
         None | Some(Value::Null) => BTreeMap::new(),
         Some(v) => metadata(v).map_err(|e| format!("job {id:?}: metadata {e}"))?,
     };
-    Ok((id, source, metadata))
+    let answers = match obj.get("answers") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(_) if !matches!(source, JobSource::Goal(_)) => {
+            return Err(format!(
+                "job {id:?}: answers go with a goal (they answer its planner's questions)"
+            ));
+        }
+        Some(v) => answers(v).map_err(|e| format!("job {id:?}: answers {e}"))?,
+    };
+    Ok((id, source, metadata, answers))
+}
+
+/// A list of answers (strings, or `{"question", "answer"}` objects), bounded as every
+/// front end bounds them.
+fn answers(v: &Value) -> Result<Vec<planwave_plan::clarification::Clarification>, String> {
+    let list: Vec<planwave_plan::clarification::Clarification> =
+        serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    let problems = planwave_plan::clarification::answer_problems(&list);
+    if problems.is_empty() {
+        Ok(list)
+    } else {
+        Err(problems.join("; "))
+    }
 }
 
 /// `{"ticker": "002594.SZ", "year": 2024}`: a flat object; numbers and booleans become text.
@@ -321,12 +352,12 @@ mod tests {
             bad,
             vec![
                 "line 2: invalid JSON at column 19: EOF while parsing a value",
-                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata)",
+                "line 4: unknown field \"priority\" (expected id, goal, plan, plan_file, template, vars, metadata, answers)",
                 "line 5: duplicate job id \"a\" (first on line 1)",
                 "line 6: missing \"id\"",
                 "line 8: job \"d\": has goal and plan_file (give exactly one of goal, plan, plan_file or template)",
                 "line 9: job \"e\": needs one of goal, plan, plan_file or template",
-                "line 10: expected a JSON object with id, goal, plan, plan_file, template, vars, metadata, found an array",
+                "line 10: expected a JSON object with id, goal, plan, plan_file, template, vars, metadata, answers, found an array",
                 "line 11: job \"f\": plan must be a JSON object, found a string",
                 "line 12: job \"g\": the goal is empty",
                 "line 13: \"id\" must be a non-empty string or an integer, found a number",

@@ -41,7 +41,7 @@ impl JobSummary {
     /// The job ran its plan to the end: it has a run's verdict, not a job-level error (no
     /// plan, I/O) and was not cancelled. A job whose planning failed never executed.
     pub fn executed(&self) -> bool {
-        self.error.is_none() && self.state != JobState::Cancelled
+        self.error.is_none() && !matches!(self.state, JobState::Cancelled | JobState::NeedsInput)
     }
 }
 
@@ -119,6 +119,7 @@ mod tests {
                 attempts: 1,
                 ms,
             }),
+            questions: Vec::new(),
         }
     }
 

@@ -28,6 +28,8 @@ pub struct ResolvedJob {
     /// The batch's `--meta` with the job line's `metadata` over it: the planner's task
     /// context for a goal job (a given plan has it already, as its `meta`).
     pub metadata: std::collections::BTreeMap<String, String>,
+    /// A goal job's answers to its planner's clarifying questions.
+    pub answers: Vec<planwave_plan::clarification::Clarification>,
 }
 
 /// Reads plan files (relative paths against `base`, the job file's directory) and validates
@@ -92,6 +94,7 @@ pub fn resolve_jobs(
                     kind,
                     input,
                     metadata,
+                    answers: job.answers,
                 });
             }
             Err(e) => bad.push(BadLine {

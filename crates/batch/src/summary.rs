@@ -19,6 +19,10 @@ pub enum JobState {
     Failed,
     /// Interrupted; `planwave batch --resume` continues it.
     Cancelled,
+    /// A goal too vague to plan: the planner's questions are in the summary's `questions`
+    /// (and the job's `run.json`); the job line's `answers` answer them.
+    #[serde(rename = "needs_input")]
+    NeedsInput,
 }
 
 impl JobState {
@@ -28,6 +32,7 @@ impl JobState {
             JobState::Partial => "partial",
             JobState::Failed => "failed",
             JobState::Cancelled => "cancelled",
+            JobState::NeedsInput => "needs_input",
         }
     }
     /// Finished jobs are not run again by `batch --resume`.
@@ -67,6 +72,9 @@ pub struct JobSummary {
     /// before its planning ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planning: Option<JobPlanning>,
+    /// A `needs_input` job's clarifying questions.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<String>,
 }
 
 impl JobSummary {
@@ -90,6 +98,7 @@ impl JobSummary {
             wall_ms: 0.0,
             error,
             planning: None,
+            questions: Vec::new(),
         }
     }
 }
@@ -103,6 +112,9 @@ pub struct BatchSummary {
     pub partial: usize,
     pub failed: usize,
     pub cancelled: usize,
+    /// Goal jobs too vague to plan, waiting on answers.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub needs_input: usize,
     pub tokens: u64,
     /// Prompt tokens of every job, and those read from the provider's prompt cache.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -132,6 +144,7 @@ impl BatchSummary {
             partial: count(JobState::Partial),
             failed: count(JobState::Failed),
             cancelled: count(JobState::Cancelled),
+            needs_input: count(JobState::NeedsInput),
             tokens: jobs.iter().map(|j| j.tokens).sum(),
             prompt_tokens: jobs.iter().map(|j| j.prompt_tokens).sum(),
             cached_tokens: jobs.iter().map(|j| j.cached_tokens).sum(),
@@ -200,6 +213,13 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
     if s.cancelled > 0 {
         let _ = write!(out, ", {} cancelled", s.cancelled);
     }
+    if s.needs_input > 0 {
+        let _ = write!(
+            out,
+            ", {} needs_input (their questions in batch.json and each job's run.json)",
+            s.needs_input
+        );
+    }
     if !s.bad_lines.is_empty() {
         let _ = write!(out, "; {} bad line(s) skipped", s.bad_lines.len());
     }
@@ -224,6 +244,10 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_usize(n: &usize) -> bool {
     *n == 0
 }
 

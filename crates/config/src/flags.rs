@@ -38,6 +38,10 @@ pub struct Flags {
     pub plan_format: Option<planwave_plan::PlanFormat>,
     /// `--meta KEY=VALUE`, in the order given (a later key wins).
     pub meta: Vec<(String, String)>,
+    /// `--no-questions`: the planner never answers with clarifying questions.
+    pub no_questions: bool,
+    /// `--answers FILE`: the answers to the planner's clarifying questions.
+    pub answers: Vec<planwave_planner::Clarification>,
     /// `--plan-cache DIR`: reuse plans the planner wrote for the same goal and prompt.
     pub plan_cache: Option<PathBuf>,
     /// `--no-plan-cache`: no cache, whatever the file says.

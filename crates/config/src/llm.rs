@@ -92,9 +92,11 @@ pub(crate) fn resolve(
     c.models = models;
     c.stream = flags.stream.or(l.stream).unwrap_or(c.stream);
     c.response_format = response_format;
-    c.plan_schema = Some(planwave_planner::plan_schema_for(crate::planner::format(
-        file, flags,
-    )?));
+    // A vague goal may be answered with questions: structured output must allow them.
+    c.plan_schema = Some(planwave_planner::answer_schema_for(
+        crate::planner::format(file, flags)?,
+        !flags.no_questions,
+    ));
     c.context_headers = l.context_headers.unwrap_or(c.context_headers);
     c.temperature = l.temperature;
     c.max_tokens = l.max_tokens;

@@ -43,6 +43,8 @@ pub(crate) fn resolve(file: &ConfigFile, flags: &Flags) -> Result<PlannerConfig,
         },
         meta: flags.meta.iter().cloned().collect(),
         process_spec: process_spec(file)?,
+        questions: !flags.no_questions,
+        answers: flags.answers.clone(),
     };
     if planner.task_limit == 0 {
         return Err(SettingsError::Invalid(

@@ -206,6 +206,12 @@ pub struct RequestContext {
     /// `failed:<kind>` in `status`), not a round's reflection.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub step_reflection: bool,
+    /// Planner requests: the model may answer a vague goal with clarifying questions.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub questions_allowed: bool,
+    /// Planner requests: the user's answers to the questions asked before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -8,6 +8,7 @@
 //! This crate is pure: it knows nothing of tokio, HTTP, actors or models. Every graph
 //! algorithm is iterative, so a 100,000-task chain cannot overflow the stack.
 
+pub mod clarification;
 pub mod generate;
 mod layout;
 mod model;

@@ -12,7 +12,9 @@
 //! This crate knows nothing of files, actors or the command line.
 
 mod ask;
+mod clarifying;
 mod planner;
+pub mod questions;
 pub mod schema;
 mod validator;
 
@@ -20,6 +22,7 @@ pub use ask::{Asked, Attempt, AttemptKind, Check, CheckFuture, Judged, Question,
 pub use planner::{
     DEFAULT_TASK_LIMIT, Fallback, PlanOutcome, Planner, PlannerConfig, PlannerError, PlanningFailed,
 };
+pub use questions::{Clarification, answer_schema_for};
 pub use schema::{plan_schema, plan_schema_for, plan_schema_text, plan_schema_text_for};
 pub use validator::{PlanValidator, ValidatorFailed};
 

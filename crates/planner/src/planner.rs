@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use crate::ask::{Attempt, AttemptKind, Question, ask};
+use crate::clarifying::Answer;
+use crate::questions::{Clarification, answer_schema_for};
 use crate::schema::plan_schema_text_for;
 use planwave_llm::{AgentRole, ChatMessage, LlmError, LlmProvider, RequestContext};
 use planwave_record::Usage;
@@ -43,6 +45,11 @@ pub struct PlannerConfig {
     /// The domain's process specification (`[planner] process_spec`): how research in this
     /// domain is done, rendered in its own section of the planning prompt.
     pub process_spec: Option<String>,
+    /// The model may answer a vague goal with clarifying questions instead of a plan (a
+    /// research plan's first planning, with no answers yet; `--no-questions` turns it off).
+    pub questions: bool,
+    /// The user's answers to earlier questions, told to the model (which then must plan).
+    pub answers: Vec<Clarification>,
 }
 
 impl Default for PlannerConfig {
@@ -57,6 +64,8 @@ impl Default for PlannerConfig {
             fallback: Fallback::None,
             meta: BTreeMap::new(),
             process_spec: None,
+            questions: true,
+            answers: Vec::new(),
         }
     }
 }
@@ -94,6 +103,8 @@ pub struct PlanOutcome {
     /// A model error that ended planning early (authentication, bad request).
     pub fatal: Option<LlmError>,
     pub lang: Lang,
+    /// The model asked these instead of planning: the goal is too vague.
+    pub questions: Option<Vec<String>>,
 }
 
 /// Why planning produced no plan.
@@ -114,14 +125,18 @@ pub enum PlanningFailed {
         attempts: usize,
         problems: Vec<String>,
     },
+    /// The goal is too vague to plan: the model asked these questions instead.
+    #[error("the goal needs clarifying: {}", questions.join(" / "))]
+    NeedsInput { questions: Vec<String> },
 }
 
 impl PlanOutcome {
     /// The plan, or why there is none.
     pub fn into_plan(self) -> Result<ValidatedPlan, PlanningFailed> {
-        match self.plan {
-            Some(plan) => Ok(plan),
-            None => Err(failure(self.attempts, self.fatal)),
+        match (self.plan, self.questions) {
+            (Some(plan), _) => Ok(plan),
+            (None, Some(questions)) => Err(PlanningFailed::NeedsInput { questions }),
+            (None, None) => Err(failure(self.attempts, self.fatal)),
         }
     }
 
@@ -246,6 +261,13 @@ impl Planner {
                 .collect(),
             tool_results: self.failed_tools.clone(),
             plan_format: steps.then_some(PlanFormat::Steps),
+            questions_allowed: self.may_ask(reflection),
+            answers: self
+                .config
+                .answers
+                .iter()
+                .map(|a| a.answer.clone())
+                .collect(),
             ..RequestContext::default()
         };
         let (min_tasks, max_tasks) = self.task_range();
@@ -262,10 +284,12 @@ impl Planner {
                 },
             )
         };
-        let judge = |raw: &str| self.judge(raw, goal);
-        let check = |plan: &ValidatedPlan| match &self.validator {
-            Some(v) => crate::validator::check_of(v, plan),
-            None => Box::pin(async { Ok(Vec::new()) }),
+        let ask_allowed = self.may_ask(reflection);
+        let judge = |raw: &str| self.judge_answer(raw, goal, ask_allowed);
+        // The custom validator sees plans; questions have nothing for it to check.
+        let check = |answer: &Answer| match (&self.validator, answer) {
+            (Some(v), Answer::Plan(plan)) => crate::validator::check_of(v, plan),
+            _ => Box::pin(async { Ok(Vec::new()) }) as crate::ask::CheckFuture,
         };
         let asked = ask(
             &self.provider,
@@ -280,7 +304,7 @@ impl Planner {
                 check: self
                     .validator
                     .is_some()
-                    .then_some(&check as &crate::Check<'_, ValidatedPlan>),
+                    .then_some(&check as &crate::Check<'_, Answer>),
                 span: &plan_span,
                 record: &record_plan_span,
                 on_delta: self.on_delta.clone(),
@@ -288,8 +312,16 @@ impl Planner {
             on_attempt,
         )
         .await?;
-        let plan = match asked.value {
-            None if asked.fatal.is_none() && self.config.fallback == Fallback::SingleTask => {
+        let (plan, questions) = match asked.value {
+            Some(Answer::Plan(plan)) => (Some(*plan), None),
+            Some(Answer::Questions(q)) => (None, Some(q)),
+            None => (None, None),
+        };
+        let plan = match plan {
+            None if questions.is_none()
+                && asked.fatal.is_none()
+                && self.config.fallback == Fallback::SingleTask =>
+            {
                 let why = failure(asked.attempts.clone(), None).to_string();
                 Some(self.fallback_plan(goal, lang, &why))
             }
@@ -303,6 +335,7 @@ impl Planner {
             attempts: asked.attempts,
             fatal: asked.fatal,
             lang,
+            questions,
         })
     }
 
@@ -319,7 +352,13 @@ impl Planner {
             return Err(PlannerError::EmptyGoal);
         }
         let lang = self.config.lang.unwrap_or_else(|| Lang::detect(goal));
-        let schema = plan_schema_text_for(self.config.format);
+        let ask = self.may_ask(reflection);
+        let schema = if ask {
+            serde_json::to_string_pretty(&answer_schema_for(self.config.format, true))
+                .unwrap_or_default()
+        } else {
+            plan_schema_text_for(self.config.format)
+        };
         let (min_tasks, max_tasks) = self.task_range();
         let messages = self.templates.planner(
             lang,
@@ -340,11 +379,16 @@ impl Planner {
                 process_spec: self.config.process_spec.as_deref(),
             },
         )?;
+        let messages = self.with_clarifying(messages, lang, ask)?;
         Ok((messages, lang))
     }
 
     pub fn config(&self) -> &PlannerConfig {
         &self.config
+    }
+
+    pub(crate) fn templates(&self) -> &Templates {
+        &self.templates
     }
 
     /// The range of task counts the prompts ask for: the configured one, within the limit.

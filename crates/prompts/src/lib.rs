@@ -13,6 +13,7 @@
 //!
 //! This crate knows nothing of HTTP, actors, the engine or the command line.
 
+mod clarify;
 pub mod data;
 mod emit;
 mod reflect;
@@ -21,6 +22,7 @@ mod set;
 mod step;
 mod templates;
 
+pub use clarify::{ClarifyAnswer, ClarifyVars};
 pub use reflect::{
     AnswerRepairVars, EvaluatorVars, FailedStep, FailureNoteVars, ReflectionSummaryVars,
     ReflectorVars, ReplanStep, ReplanStepsVars, ReplanTask, ReplanVars, RoundSection, RoundStats,

@@ -367,6 +367,9 @@ pub(crate) fn sample(name: &str) -> Value {
         "tool_protocol" => json!({"tools": [{"name": "t", "description": "d", "schema": "{}"}]}),
         "tool_results" => json!({"results": [{"tool": "t", "output": "o", "is_error": false}]}),
         "tools_exhausted" | "data_rule" => json!({}),
+        "clarify" => {
+            json!({"ask": true, "answers": [{"question": "q", "answer": "a"}, {"answer": "b"}]})
+        }
         "subagent" => json!({
             "task": {"id": "1", "title": "t", "description": "d",
                      "hints": {"data_needs": ["a"], "key_questions": ["q"], "suggested_tools": []}},

@@ -26,6 +26,7 @@ pub const TEMPLATE_NAMES: &[&str] = &[
     "tool_results",
     "tools_exhausted",
     "data_rule",
+    "clarify",
 ];
 
 const BUILTIN: &[(&str, &str, &str)] = &[
@@ -198,6 +199,16 @@ const BUILTIN: &[(&str, &str, &str)] = &[
         "en",
         "data_rule",
         include_str!("../../../prompts/en/data_rule.j2"),
+    ),
+    (
+        "zh",
+        "clarify",
+        include_str!("../../../prompts/zh/clarify.j2"),
+    ),
+    (
+        "en",
+        "clarify",
+        include_str!("../../../prompts/en/clarify.j2"),
     ),
 ];
 

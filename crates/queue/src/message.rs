@@ -198,7 +198,16 @@ fn check_work(msg: &JobMessage) -> Vec<String> {
             if goal.trim().is_empty() {
                 problems.push("work: the goal must not be empty".into());
             }
-            if *research != ResearchOptions::default() {
+            // Its answers are the job line's own (bounded when read); every other research
+            // option is the worker's.
+            let own = ResearchOptions {
+                planner: planwave_config::spec::PlannerOptions {
+                    answers: research.planner.answers.clone(),
+                    ..Default::default()
+                },
+                ..ResearchOptions::default()
+            };
+            if *research != own {
                 problems.push(
                     "work: research options are the worker's own; a message sets none".into(),
                 );

@@ -15,6 +15,8 @@ pub enum QueueState {
     Partial,
     Failed,
     Cancelled,
+    /// The goal needs clarifying: the job's questions are in its summary.
+    NeedsInput,
 }
 
 impl QueueState {
@@ -26,6 +28,7 @@ impl QueueState {
             QueueState::Partial => "partial",
             QueueState::Failed => "failed",
             QueueState::Cancelled => "cancelled",
+            QueueState::NeedsInput => "needs_input",
         }
     }
 
@@ -39,6 +42,7 @@ impl QueueState {
             JobState::Partial => QueueState::Partial,
             JobState::Failed => QueueState::Failed,
             JobState::Cancelled => QueueState::Cancelled,
+            JobState::NeedsInput => QueueState::NeedsInput,
         }
     }
 }

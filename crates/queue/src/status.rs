@@ -15,6 +15,13 @@ pub struct Counts {
     pub partial: usize,
     pub failed: usize,
     pub cancelled: usize,
+    /// Goal jobs too vague to plan: their questions are in their summaries.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub needs_input: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Serialize)]
@@ -68,6 +75,7 @@ pub async fn status(q: &Queue, name: &str) -> crate::Result<BatchStatus> {
             QueueState::Partial => &mut counts.partial,
             QueueState::Failed => &mut counts.failed,
             QueueState::Cancelled => &mut counts.cancelled,
+            QueueState::NeedsInput => &mut counts.needs_input,
         } += 1;
         if let Some(s) = &j.summary {
             tokens += s.tokens;

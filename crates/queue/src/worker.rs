@@ -451,7 +451,7 @@ impl Worker<'_> {
 fn verdict(run: planwave_batch::JobState, cancelled: bool) -> planwave_batch::JobState {
     use planwave_batch::JobState;
     match run {
-        JobState::Completed | JobState::Partial | JobState::Cancelled => run,
+        JobState::Completed | JobState::Partial | JobState::Cancelled | JobState::NeedsInput => run,
         JobState::Failed if cancelled => JobState::Cancelled,
         JobState::Failed => run,
     }

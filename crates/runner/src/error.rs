@@ -22,6 +22,9 @@ pub enum RunnerError {
     Other(Source),
     /// A failure with nothing beneath it.
     Message(String),
+    /// The goal is too vague to plan: the planner asked these questions, and no answers
+    /// were given (`--answers`, a job line's or request's `answers`).
+    NeedsInput(Vec<String>),
 }
 
 impl std::fmt::Display for RunnerError {
@@ -31,6 +34,9 @@ impl std::fmt::Display for RunnerError {
             RunnerError::Failed { doing, .. } => f.write_str(doing)?,
             RunnerError::Other(source) => std::fmt::Display::fmt(source, f)?,
             RunnerError::Message(m) => f.write_str(m)?,
+            RunnerError::NeedsInput(q) => {
+                write!(f, "the goal needs clarifying: {}", q.join(" / "))?;
+            }
         }
         if f.alternate() {
             let mut cause = StdError::source(self);
@@ -49,7 +55,7 @@ impl StdError for RunnerError {
             RunnerError::Failed { source, .. } => Some(source.as_ref()),
             // Transparent: the wrapped error stands for this one, so its causes come next.
             RunnerError::Other(source) => source.source(),
-            RunnerError::Invalid(_) | RunnerError::Message(_) => None,
+            RunnerError::Invalid(_) | RunnerError::Message(_) | RunnerError::NeedsInput(_) => None,
         }
     }
 }
@@ -72,7 +78,18 @@ impl RunnerError {
             RunnerError::Failed { source, .. } | RunnerError::Other(source) => source
                 .downcast_ref::<RunnerError>()
                 .and_then(RunnerError::invalid_input),
-            RunnerError::Message(_) => None,
+            RunnerError::Message(_) | RunnerError::NeedsInput(_) => None,
+        }
+    }
+
+    /// The planner's questions, when this error is that the goal needs clarifying.
+    pub fn questions(&self) -> Option<&[String]> {
+        match self {
+            RunnerError::NeedsInput(q) => Some(q),
+            RunnerError::Failed { source, .. } | RunnerError::Other(source) => source
+                .downcast_ref::<RunnerError>()
+                .and_then(RunnerError::questions),
+            _ => None,
         }
     }
 }

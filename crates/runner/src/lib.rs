@@ -24,6 +24,7 @@ mod input;
 mod input_size;
 mod interrupt;
 mod invocation;
+mod needs_input;
 mod notes;
 pub mod ops;
 mod outdir;

@@ -41,7 +41,14 @@ pub fn planner_call_event(a: &Attempt) -> Event {
 
 /// One line per attempt.
 pub fn describe_attempt(a: &Attempt) -> String {
-    let what = if a.valid {
+    let asked = a
+        .valid
+        .then(|| planwave_planner::questions::read_questions(&a.raw))
+        .flatten()
+        .and_then(Result::ok);
+    let what = if let Some(q) = asked {
+        format!("{} clarifying question(s) instead of a plan", q.len())
+    } else if a.valid {
         format!("valid plan ({} tokens)", a.usage.total())
     } else if let Some(e) = &a.error {
         format!("model call failed: {e}")
@@ -93,6 +100,7 @@ pub async fn plan_goal_cached(
             attempts: Vec::new(),
             fatal: None,
             lang,
+            questions: None,
         };
         return Ok(Some(GoalPlan {
             outcome,
@@ -206,6 +214,7 @@ impl From<PlanningFailed> for RunnerError {
                 source_name: "planner".into(),
                 problems,
             }),
+            PlanningFailed::NeedsInput { questions } => RunnerError::NeedsInput(questions),
             other => RunnerError::message(other.to_string()),
         }
     }

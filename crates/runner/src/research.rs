@@ -106,6 +106,7 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
         deadline,
     };
     let out = r.out.clone();
+    let goal = r.goal.clone();
     let stream = r.stream.clone();
     let r_run_id = run_id;
     let mut driver = RoundsDriver::new(RoundsSetup {
@@ -147,6 +148,9 @@ pub async fn research(r: Research<'_>) -> crate::Result<ResearchOutcome> {
             // Nothing is lost: what the first round got to (its planning attempts, say) is
             // also where a single run would have put it.
             let _ = publish(&out, 1);
+            if let LoopError::Driver(RunnerError::NeedsInput(questions)) = &e {
+                crate::needs_input::record(&out, r_run_id, &goal, questions)?;
+            }
             if let Some(s) = &stream {
                 s.close().context("writing the --events stream")?;
             }

@@ -54,7 +54,7 @@ pub struct RunLinks {
 }
 
 impl RunLinks {
-    fn of(id: &str) -> RunLinks {
+    pub(crate) fn of(id: &str) -> RunLinks {
         let api = format!("/api/runs/{id}");
         RunLinks {
             events: format!("{api}/events"),

@@ -172,6 +172,28 @@ fn spawn(state: &Arc<AppState>, p: Prepared) -> Result<String, ApiError> {
     Ok(id)
 }
 
+/// Starts `spec` again as run `id` in its own directory: a `needs_input` run, answered.
+pub fn restart(
+    state: &Arc<AppState>,
+    id: &str,
+    dir: std::path::PathBuf,
+    spec: JobSpec,
+) -> Result<(), ApiError> {
+    let (settings, sim) = resolve(state, &spec, "invalid answers")?;
+    spawn(
+        state,
+        Prepared {
+            id: id.to_owned(),
+            dir,
+            spec,
+            settings,
+            sim,
+            plan: None,
+        },
+    )?;
+    Ok(())
+}
+
 /// What a job lends the runner: the live view, no notes, its own cancellation, its log.
 fn io<'a>(
     live: &LiveRun,
@@ -293,6 +315,12 @@ fn stream_into(live: &LiveRun, run_id: uuid::Uuid) -> Arc<JsonlSink> {
 
 /// The job's final status (`run.json`'s), or why it failed.
 fn outcome(dir: &Path, result: planwave_runner::ops::Result<()>) -> Result<String, String> {
+    // A goal too vague to plan waits for answers: not a failure (run.json holds them).
+    if let Err(e) = &result
+        && e.questions().is_some()
+    {
+        return Ok(planwave_runner::ops::NEEDS_INPUT.into());
+    }
     result.map_err(|e| failure(&e))?;
     Ok(crate::listing::read_run_json(dir)
         .and_then(|v| v.get("status")?.as_str().map(str::to_owned))

@@ -17,6 +17,7 @@
 //! `ops::Resumable` as `planwave resume`. It never prints: the front end prints
 //! [`Server::url`].
 
+mod answers;
 mod api;
 mod auth;
 mod batch_api;
@@ -222,6 +223,7 @@ fn router(state: Arc<AppState>, max_body: usize) -> Router {
         .route("/api/runs/{id}/rounds", get(api::run_rounds))
         .route("/api/runs/{id}/cancel", post(api::cancel_run))
         .route("/api/runs/{id}/resume", post(api::resume_run))
+        .route("/api/runs/{id}/answers", post(answers::post_answers))
         .route(
             "/api/batches",
             post(api::create_batch).get(batches::list_batches),

@@ -20,6 +20,7 @@ use crate::api;
         api::run_section,
         api::cancel_run,
         api::resume_run,
+        crate::answers::post_answers,
         api::run_rounds,
         api::create_batch,
         crate::batches::list_batches,
@@ -27,6 +28,7 @@ use crate::api;
     ),
     components(schemas(
         api::CreateRun,
+        crate::answers::AnswersBody,
         planwave_config::spec::RequestOptions,
         api::Created,
         api::RunLinks,
@@ -82,6 +84,13 @@ mod tests {
         options.run.batch.batch_poll = Some(std::time::Duration::from_secs(1));
         options.run.batch.batch_linger = options.run.batch.batch_poll;
         options.run.batch.batch_poll_max = options.run.batch.batch_poll;
+        options.planner.no_questions = true;
+        options.planner.answers = Some(planwave_config::spec::Answers(vec![
+            planwave_plan::clarification::Clarification {
+                question: None,
+                answer: "a".into(),
+            },
+        ]));
         let Value::Object(written) = serde_json::to_value(&options).unwrap() else {
             panic!("options are an object")
         };

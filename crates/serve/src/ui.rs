@@ -19,6 +19,7 @@ const RUN: &str = include_str!("../assets/run.html");
 const CSS: &str = include_str!("../assets/app.css");
 const RUN_JS: &str = include_str!("../assets/run.js");
 const LIST_JS: &str = include_str!("../assets/list.js");
+const ANSWERS_JS: &str = include_str!("../assets/answers.js");
 
 /// Scripts only from this server; inline styles for the SVG and the report.
 pub const CSP: &str = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \
@@ -44,6 +45,7 @@ pub async fn asset(Path(name): Path<String>) -> Response {
         "app.css" => (CSS, "text/css; charset=utf-8"),
         "run.js" => (RUN_JS, "text/javascript; charset=utf-8"),
         "list.js" => (LIST_JS, "text/javascript; charset=utf-8"),
+        "answers.js" => (ANSWERS_JS, "text/javascript; charset=utf-8"),
         _ => return ApiError::NotFound(format!("no asset {name:?}")).into_response(),
     };
     ([(header::CONTENT_TYPE, kind)], body).into_response()
@@ -84,6 +86,13 @@ pub async fn run_page(
     // be in both, and applying them again changes nothing).
     let after = state.live(&id).map_or(0, |l| l.log.len());
     let pic = picture(&state, &id)?;
+    // A run waiting on answers shows its questions with a form for them (`answers.js`).
+    let questions = state
+        .run_dir(&id)
+        .filter(|_| state.live(&id).is_none_or(|l| l.is_done()))
+        .and_then(|dir| planwave_runner::ops::questions_in(&dir))
+        .map(|w| w.questions)
+        .unwrap_or_default();
     let (title, lang, dag, gantt) = match &pic {
         Some((plan, records)) => (
             plan.spec().topic.clone(),
@@ -112,6 +121,7 @@ pub async fn run_page(
         .and_then(|t| {
             t.render(minijinja::context! {
                 id => id, title => title, lang => lang, after => after, dag => dag, gantt => gantt,
+                questions => questions,
             })
         })
         .map_err(|e| ApiError::Internal(format!("the run page: {e}")))?;

@@ -173,9 +173,23 @@ impl SimProvider {
                 .collect();
             return steps::answer(&ctx.topic, ctx.lang, fault, (&ctx.tools, &failed));
         }
+        // A model asks about a goal that names nothing, when it may; told the answers, it
+        // plans for the first one (what the goal is about).
+        if plan::vague(&ctx.topic) {
+            if ctx.questions_allowed && fault.is_none() {
+                return pretty_json(&plan::questions(ctx.lang));
+            }
+            if let Some(about) = ctx.answers.first() {
+                return plan::answer_with_tools(about, ctx.lang, fault, &ctx.tools);
+            }
+        }
         // The goal is the topic.
         plan::answer_with_tools(&ctx.topic, ctx.lang, fault, &ctx.tools)
     }
+}
+
+fn pretty_json(v: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
 /// The prompt's length in characters. The simulator only counts the prompt, so it lets go of

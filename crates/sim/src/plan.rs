@@ -37,6 +37,56 @@ impl std::str::FromStr for PlannerFault {
     }
 }
 
+/// Whether a goal names nothing to research: only verbs and fillers ("分析一下",
+/// "analyse this"), so a model would ask what it is about.
+pub fn vague(goal: &str) -> bool {
+    let fillers = [
+        "",
+        "一下",
+        "这个",
+        "那个",
+        "它",
+        "下",
+        "this",
+        "that",
+        "it",
+        "something",
+        "stuff",
+    ];
+    let bare = goal
+        .trim()
+        .trim_end_matches(['。', '.', '!', '！', '?', '？'])
+        .to_lowercase();
+    let verbs = [
+        "analyze", "analyse", "research", "study", "evaluate", "assess", "分析", "研究", "调研",
+    ];
+    let s = subject(goal).to_lowercase();
+    let stripped = if s == bare {
+        // `subject` keeps a goal it would strip to nothing.
+        verbs
+            .iter()
+            .find_map(|v| bare.strip_prefix(v))
+            .map_or(s.clone(), |rest| rest.trim().to_owned())
+    } else {
+        s
+    };
+    fillers.contains(&stripped.as_str())
+}
+
+/// The questions the simulated planner asks about a vague goal.
+pub fn questions(lang: Lang) -> Value {
+    match lang {
+        Lang::Zh => json!({"questions": [
+            "您想分析哪家公司、哪个行业或哪个主题？",
+            "分析的重点是什么（例如财务表现、竞争格局、投资价值）？"
+        ]}),
+        Lang::En => json!({"questions": [
+            "Which company, industry or topic should be analysed?",
+            "What should the analysis focus on (financials, competition, investment view)?"
+        ]}),
+    }
+}
+
 /// The subject of a goal: "深度分析特斯拉公司" -> "特斯拉公司", "Deep analysis of Tesla" -> "Tesla".
 pub fn subject(goal: &str) -> String {
     let g = goal
@@ -260,6 +310,28 @@ pub(crate) fn pretty(v: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn goals_that_name_nothing_are_vague() {
+        for g in [
+            "分析一下",
+            "分析一下。",
+            "研究",
+            "analyse this",
+            "Analyze",
+            "research it",
+        ] {
+            assert!(vague(g), "{g}");
+        }
+        for g in [
+            "深度分析特斯拉公司",
+            "分析一下比亚迪",
+            "Analyse Tesla",
+            "特斯拉",
+        ] {
+            assert!(!vague(g), "{g}");
+        }
+    }
 
     #[test]
     fn subjects() {

@@ -206,15 +206,21 @@ fn render_status(s: &BatchStatus) -> String {
             worker,
             tasks,
             tokens,
-            j.reason
-                .as_deref()
-                .map(planwave_runner::ops::printable)
-                .unwrap_or_default()
+            match j.summary.as_ref().filter(|x| !x.questions.is_empty()) {
+                // A job waiting on answers says what it asks.
+                Some(x) => planwave_runner::ops::printable(&x.questions.join(" / ")).into_owned(),
+                None => j
+                    .reason
+                    .as_deref()
+                    .map(planwave_runner::ops::printable)
+                    .unwrap_or_default()
+                    .into_owned(),
+            }
         ));
     }
     let c = &s.counts;
     out.push_str(&format!(
-        "{} jobs: {} queued, {} running, {} completed, {} partial, {} failed, {} cancelled; {} tokens{}{}\n",
+        "{} jobs: {} queued, {} running, {} completed, {} partial, {} failed, {} cancelled{}; {} tokens{}{}\n",
         s.jobs.len(),
         c.queued,
         c.running,
@@ -222,6 +228,11 @@ fn render_status(s: &BatchStatus) -> String {
         c.partial,
         c.failed,
         c.cancelled,
+        if c.needs_input > 0 {
+            format!(", {} needs_input", c.needs_input)
+        } else {
+            String::new()
+        },
         s.tokens,
         s.cost.map(|x| format!(", cost {x:.4}")).unwrap_or_default(),
         if s.cancelled { " (batch cancelled)" } else { "" }

@@ -97,6 +97,18 @@ pub struct PlannerOptions {
     #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     #[serde(deserialize_with = "super::text::count")]
     pub max_tasks: Option<u64>,
+    /// Plan with what the goal says: the planner never answers a vague goal with
+    /// clarifying questions.
+    #[cfg_attr(feature = "clap", arg(long))]
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub no_questions: bool,
+    /// Answers to the planner's clarifying questions: a JSON list (strings, or
+    /// {"question", "answer"} objects) or one answer per line (in a job line or request,
+    /// the list itself). Without a terminal, a vague goal without them ends `needs_input`.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "FILE", value_parser = super::answers::read_answers_file))]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Vec<Object>>))]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answers: Option<super::answers::Answers>,
 }
 
 /// The plan cache of the commands that plan and run (`research`, `batch`).
@@ -177,6 +189,8 @@ impl FlagGroup for PlannerOptions {
             PlanFormatArg::Tasks => planwave_plan::PlanFormat::Research,
             PlanFormatArg::Steps => planwave_plan::PlanFormat::Steps,
         });
+        flags.no_questions = self.no_questions;
+        flags.answers = self.answers.clone().map(|a| a.0).unwrap_or_default();
     }
 }
 

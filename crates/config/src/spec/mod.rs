@@ -15,6 +15,7 @@
 //! other flag (flags > env > file > defaults), and [`JobOptions::sim_config`] turns the
 //! simulator's into its configuration.
 
+mod answers;
 mod batch_api;
 mod exec;
 mod llm;
@@ -27,6 +28,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+pub use answers::{Answers, read_answers_file};
 pub use batch_api::BatchApiOptions;
 pub use exec::{ExecOptions, ScheduleArg};
 pub use llm::{

@@ -163,6 +163,15 @@ impl Worker<'_> {
             kind,
             input,
             metadata,
+            answers: match &job.work {
+                Work::Goal { research, .. } => research
+                    .planner
+                    .answers
+                    .clone()
+                    .map(|a| a.0)
+                    .unwrap_or_default(),
+                Work::Plan { .. } => Vec::new(),
+            },
         })
     }
 

@@ -36,7 +36,14 @@ pub fn job_spec(job: &ResolvedJob, out: PathBuf) -> JobSpec {
     let work = match &job.input {
         JobInput::Goal(goal) => Work::Goal {
             goal: goal.clone(),
-            research: ResearchOptions::default(),
+            research: ResearchOptions {
+                planner: planwave_config::spec::PlannerOptions {
+                    answers: (!job.answers.is_empty())
+                        .then(|| planwave_config::spec::Answers(job.answers.clone())),
+                    ..Default::default()
+                },
+                ..ResearchOptions::default()
+            },
             stream_plan: false,
         },
         JobInput::Plan(_) => Work::Plan {
@@ -163,7 +170,13 @@ impl JobContext<'_> {
                 summary.currency = s.cost.as_ref().map(|c| c.currency.clone());
             }
             Ok(None) => summary.state = JobState::Cancelled,
-            Err(e) => summary.error = Some(format!("{e:#}")),
+            Err(e) => match e.questions() {
+                Some(q) => {
+                    summary.state = JobState::NeedsInput;
+                    summary.questions = q.to_vec();
+                }
+                None => summary.error = Some(format!("{e:#}")),
+            },
         }
         if matches!(job.input, JobInput::Goal(_)) {
             let planned = self.planning_of(&job);
@@ -300,6 +313,9 @@ impl JobContext<'_> {
     fn job_settings(&self, job: &ResolvedJob) -> planwave_config::Settings {
         let mut settings = self.settings.clone();
         settings.planner.meta = job.metadata.clone();
+        if !job.answers.is_empty() {
+            settings.planner.answers = job.answers.clone();
+        }
         settings.deadline = None;
         settings.run = RunConfig {
             plan_source: Self::given_plan(job).map(|(_, source)| source),

@@ -48,8 +48,9 @@ pub use crate::{
 // Watching it, stopping it, telling its outcome.
 pub use crate::{
     error::Result, error::RunnerError, execute::Watch, execute::Watcher, interrupt::CtrlC,
-    interrupt::stop_signal, interrupt::terminated, notes::Notes, notes::Silent, notes::Stderr,
-    notes::printable, pdf::print_pdf, research::ResearchOutcome,
+    interrupt::stop_signal, interrupt::terminated, needs_input::NEEDS_INPUT,
+    needs_input::NeedsInputRun, needs_input::questions_in, notes::Notes, notes::Silent,
+    notes::Stderr, notes::printable, pdf::print_pdf, research::ResearchOutcome,
 };
 // What a directory holds, for `show` and the server's listings.
 pub use crate::{

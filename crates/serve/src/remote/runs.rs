@@ -63,6 +63,7 @@ pub async fn create(
         kind,
         input,
         metadata,
+        answers: Vec::new(),
     };
     planwave_queue::submit_run(&remote.queue, &job)
         .await
