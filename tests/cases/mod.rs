@@ -35,6 +35,7 @@ mod quality;
 mod queue;
 mod queue_recovery;
 mod queue_trust;
+mod real_model;
 pub(crate) mod recover;
 mod reference_config;
 pub(crate) mod reflect;
