@@ -30,6 +30,7 @@ mod stream_plan;
 mod task_spans;
 mod tool_answer;
 mod tool_loop;
+mod tool_schema;
 mod tool_step;
 mod untrusted;
 
