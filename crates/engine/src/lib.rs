@@ -18,6 +18,7 @@
 mod calls;
 mod config;
 mod context;
+mod degenerate;
 mod digest;
 mod mcp_events;
 mod quality;
