@@ -30,6 +30,7 @@ mod loadtest_sessions;
 mod loadtest_view;
 pub(crate) mod mcp;
 mod numbers_bounds;
+mod output_caps;
 mod plan_cache;
 mod quality;
 mod queue;

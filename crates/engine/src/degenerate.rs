@@ -108,10 +108,17 @@ mod tests {
     fn a_looping_answer_and_a_leaked_token_are_degenerate() {
         let looped = "Tesla makes cars. ".repeat(2)
             + &"The company is a leader in electric vehicles. ".repeat(8);
-        assert!(degenerate(&looped).expect("looped").contains("repeats one sentence"));
+        assert!(
+            degenerate(&looped)
+                .expect("looped")
+                .contains("repeats one sentence")
+        );
         let leaked = "## Revenue\nRevenue grew 20% in 2023.<|im_end|>\n<|im_start|>user";
         assert!(degenerate(leaked).expect("leaked").contains("<|im_end|>"));
-        let tail = format!("## Costs\nCosts rose.\n{}", "and then the costs and then the ".repeat(6));
+        let tail = format!(
+            "## Costs\nCosts rose.\n{}",
+            "and then the costs and then the ".repeat(6)
+        );
         assert!(degenerate(&tail).is_some());
     }
 

@@ -129,9 +129,7 @@ pub(crate) fn conclude(
     } = outcome;
     let integration = integration.ok_or(EngineError::Lost("integrator"))?;
     for (i, rec) in records.iter_mut().enumerate() {
-        if rec.status.has_section()
-            && integration.written.get(i).copied().unwrap_or(false)
-        {
+        if rec.status.has_section() && integration.written.get(i).copied().unwrap_or(false) {
             rec.section_file = Some(shared.section_files[i].clone());
         }
     }

@@ -31,11 +31,7 @@ pub fn step_answer(
     let steps = answer_steps(plan);
     let done: Vec<(usize, &str)> = steps
         .iter()
-        .filter(|&&i| {
-            records
-                .get(i)
-                .is_some_and(|r| r.status.has_section())
-        })
+        .filter(|&&i| records.get(i).is_some_and(|r| r.status.has_section()))
         .filter_map(|&i| Some((i, sections.get(i)?.as_deref()?.trim())))
         .collect();
     match done.as_slice() {
