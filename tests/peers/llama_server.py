@@ -7,12 +7,13 @@ Usage: llama_server.py PORT [N_CTX] [N_PARALLEL]
 Serves on 127.0.0.1:PORT with 2 threads, N_PARALLEL slots (default 4), the model's own chat
 template (jinja) and the /metrics endpoint. /health answers 503 while the model loads, then
 200. Runs until its standard input closes (the test process that started it exited, even
-without running its destructors) or it is killed.
+without running its destructors) or it is killed; started from a terminal, until killed.
 """
 
 import importlib.util
 import os
 import sys
+import threading
 
 import xllamacpp
 
@@ -39,6 +40,10 @@ def main():
     p.endpoint_metrics = True
     p.use_jinja = True
     server = xllamacpp.Server(p)  # serves on its own threads while this one waits
+    if sys.stdin is None or sys.stdin.isatty():
+        # Started by a person (`... &` in a terminal): reading the terminal would stop a
+        # background job, so serve until killed.
+        threading.Event().wait()
     sys.stdin.read()
     del server
     os._exit(0)

@@ -33,11 +33,13 @@ pub struct Llama {
     _dir: tempfile::TempDir,
 }
 
-/// The server shared by the test binary (context 8192, 4 slots), started on first use; `None`
-/// when peer tests are skipped on purpose.
+/// The server shared by the test binary (context 16384 over 4 slots: 4096 tokens per
+/// request, room for the Chinese planning prompt, about 2,000 tokens for this model's
+/// tokenizer, plus an output cap), started on first use; `None` when peer tests are skipped
+/// on purpose.
 pub fn shared() -> Option<&'static Llama> {
     static SERVER: OnceLock<Option<Llama>> = OnceLock::new();
-    SERVER.get_or_init(|| Llama::start(8192, 4)).as_ref()
+    SERVER.get_or_init(|| Llama::start(16384, 4)).as_ref()
 }
 
 impl Llama {
