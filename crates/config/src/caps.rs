@@ -3,23 +3,10 @@
 //! simulator, whose answers are sized by its own flags).
 
 use planwave_llm::OutputCaps;
-use serde::Deserialize;
 
 use crate::SettingsError;
 use crate::file::ConfigFile;
 use crate::flags::{Flags, LlmKind};
-
-/// `[llm.output_caps]`: one key per role; 0 means no cap for that role.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputCapsSection {
-    pub planner: Option<u32>,
-    pub subagent: Option<u32>,
-    pub integrator: Option<u32>,
-    pub evaluator: Option<u32>,
-    pub reflector: Option<u32>,
-    pub llm_call: Option<u32>,
-}
 
 pub(crate) fn resolve(
     kind: LlmKind,
@@ -32,19 +19,13 @@ pub(crate) fn resolve(
         (LlmKind::Sim, None) => OutputCaps::default(),
         (LlmKind::OpenAi, None) => OutputCaps::DEFAULT,
     };
-    let c = &l.output_caps;
-    let from_file = [
-        ("planner", c.planner),
-        ("subagent", c.subagent),
-        ("integrator", c.integrator),
-        ("evaluator", c.evaluator),
-        ("reflector", c.reflector),
-        ("llm_call", c.llm_call),
-    ];
-    let given = from_file
-        .into_iter()
-        .filter_map(|(role, n)| Some((role.to_owned(), n?)))
-        .chain(flags.max_output.iter().cloned());
+    // `[llm.output_caps]` (read as `OutputCaps`: a key per role, 0 for no cap), then flags.
+    let mut file_caps = l.output_caps;
+    let given: Vec<(String, u32)> = OutputCaps::ROLES
+        .iter()
+        .filter_map(|role| Some(((*role).to_owned(), (*file_caps.slot(role)?)?)))
+        .chain(flags.max_output.iter().cloned())
+        .collect();
     for (role, n) in given {
         let slot = caps.slot(&role).ok_or_else(|| {
             SettingsError::Invalid(format!(

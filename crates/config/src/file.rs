@@ -54,7 +54,7 @@ pub struct LlmSection {
     /// Every role's output cap (`[llm.output_caps]` and `--max-output` set one role's).
     pub max_tokens: Option<u32>,
     #[serde(default)]
-    pub output_caps: crate::caps::OutputCapsSection,
+    pub output_caps: planwave_llm::OutputCaps,
     #[serde(default)]
     pub models: ModelsSection,
     #[serde(default)]

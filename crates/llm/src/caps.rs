@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{AgentRole, ChatRequest, ChatResponse, LlmError, LlmProvider};
 
-/// The cap of each role (`None`: no `max_tokens`, the server's own limit).
+/// The cap of each role (`None`: no `max_tokens`, the server's own limit). Deserialized as
+/// `planwave.toml`'s `[llm.output_caps]` (an unknown role is an error).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct OutputCaps {
     pub planner: Option<u32>,
     pub subagent: Option<u32>,
