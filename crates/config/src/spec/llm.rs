@@ -61,11 +61,11 @@ pub struct LlmOptions {
     pub no_stream: bool,
     /// Most output tokens of one answer, per role, as ROLE=TOKENS (repeatable or
     /// comma-separated; roles planner, subagent, integrator, evaluator, reflector, llm_call;
-    /// 0: no cap). Also [llm.output_caps].
+    /// 0: no cap; also `[llm.output_caps]`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "ROLE=TOKENS", value_parser = parse_max_output_text))]
     pub max_output: Vec<String>,
     /// How answers that must be JSON ask for it: json_schema (a grammar on llama.cpp and
-    /// vLLM), json_object or none (default: by provider; also [llm] response_format).
+    /// vLLM), json_object or none (default: by provider; also `[llm] response_format`).
     #[cfg_attr(feature = "clap", arg(long, value_name = "MODE", value_parser = parse_response_format))]
     pub response_format: Option<String>,
 }
