@@ -41,7 +41,7 @@ fn the_fixture_serves_a_real_model() {
     assert_eq!(status, 200, "{props}");
     let props: Value = serde_json::from_str(&props).expect("/props JSON");
     assert_eq!(
-        props["default_generation_settings"]["n_ctx"], 2048,
+        props["default_generation_settings"]["n_ctx"], 4096,
         "{props:#}"
     );
     let (status, metrics) = server.get("/metrics");
