@@ -559,6 +559,9 @@ fn config_keys() -> BTreeSet<String> {
     structs.extend(struct_fields(
         &std::fs::read_to_string(repo_file("crates/llm/src/pricing.rs")).expect("pricing.rs"),
     ));
+    structs.extend(struct_fields(
+        &std::fs::read_to_string(repo_file("crates/llm/src/caps.rs")).expect("caps.rs"),
+    ));
     let mut out = BTreeSet::new();
     let mut todo = vec![(String::new(), "ConfigFile".to_owned())];
     while let Some((prefix, name)) = todo.pop() {

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use planwave_llm::ModelPrice;
+use planwave_llm::{ModelPrice, OutputCaps};
 use serde::Deserialize;
 
 use crate::SettingsError;
@@ -53,7 +53,10 @@ pub struct LlmSection {
     pub response_format: Option<String>,
     pub context_headers: Option<bool>,
     pub temperature: Option<f32>,
+    /// Every role's output cap (`[llm.output_caps]` and `--max-output` set one role's).
     pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub output_caps: OutputCaps,
     #[serde(default)]
     pub models: ModelsSection,
     #[serde(default)]

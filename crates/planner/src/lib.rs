@@ -16,6 +16,7 @@ mod clarifying;
 mod planner;
 pub mod questions;
 pub mod schema;
+pub mod shorter;
 mod validator;
 
 pub use ask::{Asked, Attempt, AttemptKind, Check, CheckFuture, Judged, Question, WithRaw, ask};

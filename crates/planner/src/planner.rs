@@ -268,9 +268,18 @@ impl Planner {
                 .iter()
                 .map(|a| a.answer.clone())
                 .collect(),
+            answer_schema: Some(planwave_llm::AnswerSchema::new(
+                if steps { "step_plan" } else { "research_plan" },
+                crate::questions::with_questions(
+                    crate::schema::bounded_plan_schema(self.config.format, self.task_range().1),
+                    self.config.format,
+                    self.may_ask(reflection),
+                ),
+            )),
             ..RequestContext::default()
         };
         let (min_tasks, max_tasks) = self.task_range();
+        let shorter = |tokens: u64| crate::shorter::shorter_plan(lang, min_tasks, tokens);
         let repair = |n: u32, problems: &[String]| {
             self.templates.repair(
                 lang,
@@ -308,6 +317,7 @@ impl Planner {
                 span: &plan_span,
                 record: &record_plan_span,
                 on_delta: self.on_delta.clone(),
+                shorter: Some(&shorter),
             },
             on_attempt,
         )

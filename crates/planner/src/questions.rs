@@ -29,7 +29,16 @@ pub struct ClarifyingQuestions {
 /// only) either the plan or [`ClarifyingQuestions`]. The plan's definitions move to the
 /// root so its `$ref`s still resolve inside the `anyOf`.
 pub fn answer_schema_for(format: PlanFormat, ask: bool) -> serde_json::Value {
-    let mut plan = crate::schema::plan_schema_for(format);
+    with_questions(crate::schema::plan_schema_for(format), format, ask)
+}
+
+/// `plan` (a plan schema, bounded or not), or, when the model may ask, `anyOf` it and the
+/// questions form.
+pub fn with_questions(
+    mut plan: serde_json::Value,
+    format: PlanFormat,
+    ask: bool,
+) -> serde_json::Value {
     if !ask || format != PlanFormat::Research {
         return plan;
     }
