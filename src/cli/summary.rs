@@ -27,6 +27,8 @@ pub fn tell(done: &JobOutcome) -> Outcome {
 
 pub fn outcome(r: &RunResult) -> Outcome {
     Outcome(match r.status {
+        // Planning failed and the one-task fallback ran: not what was asked for.
+        RunStatus::Completed if r.plan_fallback.is_some() => PARTIAL,
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
         RunStatus::Cancelled if r.stop_reason == Some(CancelReason::Deadline) => DEADLINE,
@@ -50,7 +52,7 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         s.usage.total()
     );
     if let Some(c) = &s.cost {
-        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = writeln!(h, "estimated cost: {}", c.label());
     }
     if let Some(line) = planwave_batch::transport_retries_line(&s.transport_retries) {
         let _ = writeln!(h, "{line}");

@@ -13,6 +13,7 @@ mod docs;
 pub(crate) mod durable;
 mod duration_estimates;
 mod events;
+mod failures_told;
 mod faults;
 mod fetch_safety;
 mod fleet_limits;

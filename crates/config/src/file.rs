@@ -158,6 +158,9 @@ pub struct PricesSection {
     pub batch_discount: Option<f64>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrice>,
+    /// Other names of priced models: alias -> a name in `models`.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
 }
 
 /// `[orchestrator]`: the reflective loop's rounds and when a round is good enough.

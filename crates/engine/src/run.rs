@@ -168,6 +168,7 @@ pub(crate) fn conclude(
         run_id: req.run_id,
         status,
         stop_reason: cancelled,
+        loop_stop_reason: None,
         started_at: started.at,
         finished_at: timefmt::now(),
         topic: shared.plan.spec().topic.clone(),

@@ -271,6 +271,10 @@ pub struct RunResult {
     /// Why a `cancelled` run stopped: `interrupted` (Ctrl-C) or `deadline`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<CancelReason>,
+    /// Read back only: why a research loop stopped, which its `run.json` writes beside the
+    /// shown round's record (`planwave_runner`'s `LoopRun`), so `show` can say it.
+    #[serde(default, skip_serializing)]
+    pub loop_stop_reason: Option<String>,
     #[serde(serialize_with = "timefmt::serialize")]
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "timefmt::serialize")]

@@ -373,10 +373,19 @@ impl OpenAiProvider {
         timing.e2e = sent.elapsed();
         timing.usage_estimated = a.usage.is_none();
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
+        // The model is the one asked for, not the name the server answers with: llama.cpp
+        // answers with its model file's path, which no price table or alias would name.
+        if let Some(served) = a.model.as_deref().filter(|m| *m != model) {
+            tracing::debug!(
+                model,
+                served,
+                "the server answered under another model name"
+            );
+        }
         Ok(ChatResponse {
             content: a.content,
             usage,
-            model: a.model.unwrap_or_else(|| model.to_owned()),
+            model: model.to_owned(),
             finish_reason: a.finish_reason,
             tool_calls: a.tool_calls,
             timing: Some(timing),

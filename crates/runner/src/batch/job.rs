@@ -138,6 +138,13 @@ fn state_of(r: &RunResult) -> JobState {
     }
 }
 
+/// A job's cost from its estimate: none where no call had a price (it is unpriced, not free).
+fn set_cost(summary: &mut JobSummary, cost: Option<&planwave_record::CostEstimate>) {
+    summary.cost = cost.filter(|c| c.priced()).map(|c| c.total);
+    summary.currency = cost.map(|c| c.currency.clone());
+    summary.unpriced = cost.is_some_and(|c| !c.unpriced_models.is_empty());
+}
+
 impl JobContext<'_> {
     /// Runs one job to its end.
     pub async fn run(&self, job: ResolvedJob) -> JobSummary {
@@ -152,6 +159,14 @@ impl JobContext<'_> {
             Ok(Some(r)) => {
                 let s = &r.stats;
                 summary.state = state_of(&r);
+                if let Some(why) = &r.plan_fallback {
+                    // The planner's one-task stand-in ran, not a plan for the goal: whatever
+                    // it wrote, the job did not do what was asked.
+                    summary.state = JobState::Failed;
+                    summary.error = Some(format!(
+                        "planning failed, so the planner's one-task fallback plan ran: {why}"
+                    ));
+                }
                 summary.tasks = s.tasks;
                 summary.completed = s.completed;
                 summary.failed = s.failed;
@@ -159,8 +174,7 @@ impl JobContext<'_> {
                 summary.tokens = s.usage.total();
                 summary.prompt_tokens = s.usage.prompt_tokens;
                 summary.cached_tokens = s.usage.cached_tokens;
-                summary.cost = s.cost.as_ref().map(|c| c.total);
-                summary.currency = s.cost.as_ref().map(|c| c.currency.clone());
+                set_cost(&mut summary, s.cost.as_ref());
             }
             Ok(None) => summary.state = JobState::Cancelled,
             Err(e) => summary.error = Some(format!("{e:#}")),
@@ -175,8 +189,7 @@ impl JobContext<'_> {
                     .config
                     .prices
                     .estimate(calls.iter().map(|(m, u)| (m.as_str(), *u)));
-                summary.cost = cost.as_ref().map(|c| c.total);
-                summary.currency = cost.map(|c| c.currency);
+                set_cost(&mut summary, cost.as_ref());
             }
             summary.planning = planned.map(|(p, _)| p);
         }
