@@ -8,6 +8,9 @@ pub const INVALID: u8 = 2;
 pub const PARTIAL: u8 = 3;
 /// The run's `--deadline` passed; it can be resumed.
 pub const DEADLINE: u8 = 4;
+/// The budget (`--max-tokens-total`, `--max-cost`) was spent; resuming with a larger one
+/// goes on.
+pub const BUDGET: u8 = 5;
 pub const INTERRUPTED: u8 = 130;
 /// Stopped by SIGTERM (128 + 15), after the same clean stop as Ctrl-C.
 pub const TERMINATED: u8 = 143;

@@ -244,9 +244,14 @@ fn line_of(kind: &EventKind, c: &Tally, tokens_and_eta: impl FnOnce() -> String)
             delay_ms,
         } => format!("task {task} attempt {attempt} failed, retrying in {delay_ms} ms: {error}"),
         EventKind::TaskFailed { task, error, .. } => format!("task {task} FAILED: {error}"),
-        EventKind::TaskBlocked { task, blocked_by } => {
-            format!("task {task} blocked: prerequisite {blocked_by} failed")
-        }
+        EventKind::TaskBlocked {
+            task,
+            reason: Some(why),
+            ..
+        } => format!("task {task} blocked: {why}"),
+        EventKind::TaskBlocked {
+            task, blocked_by, ..
+        } => format!("task {task} blocked: prerequisite {blocked_by} failed"),
         _ => return None,
     })
 }

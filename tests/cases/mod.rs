@@ -5,6 +5,7 @@ mod batch_api_jobs;
 mod batch_api_serve;
 mod batch_api_worker;
 mod batch_templates;
+mod budgets;
 mod cancel_race;
 mod compose;
 mod costs;

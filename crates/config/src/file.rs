@@ -113,12 +113,16 @@ pub struct LimitsSection {
     pub window_secs: Option<f64>,
 }
 
-/// `[run]`: limits of one run (`--task-timeout`, `--deadline` override them).
+/// `[run]`: limits of one run (`--task-timeout`, `--deadline`, `--max-tokens-total` and
+/// `--max-cost` override them).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
     pub task_timeout_secs: Option<f64>,
     pub deadline_secs: Option<f64>,
+    /// The budget (`--max-tokens-total`, `--max-cost` override them).
+    pub max_tokens_total: Option<u64>,
+    pub max_cost: Option<f64>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]

@@ -50,6 +50,7 @@ pub fn resolve_settings(
     let llm = llm::resolve(kind, file, env, flags, run.seed)?;
     let policy = reflect::resolve(file, flags)?;
     let deadline = run::resolve(&mut run, file, flags)?;
+    let budget = run::budget(file, flags)?;
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
     let plan_cache = plan_cache::resolve(file, flags)?;
     let batch_api = crate::batch_api::resolve(file, flags, &llm)?;
@@ -60,6 +61,7 @@ pub fn resolve_settings(
         prompts_dir,
         run,
         deadline,
+        budget,
         policy,
         mcp,
         config_path: file.path.clone(),

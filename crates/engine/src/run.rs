@@ -155,6 +155,13 @@ pub(crate) fn conclude(
     } else {
         RunStatus::from_counts(stats.tasks - stats.optional_failed, stats.completed)
     };
+    // Not cancelled, yet stopped short: the budget refused the calls of the tasks left.
+    let cancelled = cancelled.or_else(|| {
+        records
+            .iter()
+            .any(|r| r.status == planwave_record::TaskStatus::Blocked && is_budget(r))
+            .then_some(CancelReason::Budget)
+    });
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,
         status: status.as_str().into(),
@@ -352,4 +359,11 @@ fn finish(req: &RunRequest, mut result: RunResult) -> Result<RunResult, EngineEr
         out.write_run(&result)?;
     }
     Ok(result)
+}
+
+/// A task blocked because the budget was spent (its reason is the refusal's message).
+fn is_budget(r: &planwave_record::TaskRecord) -> bool {
+    r.error
+        .as_deref()
+        .is_some_and(|e| e.starts_with("budget reached: "))
 }

@@ -295,6 +295,9 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
                 Ok(section) => break Ok(section),
                 Err(err) => err,
             };
+            if matches!(err, LlmError::Budget { .. }) {
+                break Err(TaskFailure::Budget(err.to_string()));
+            }
             if !err.is_retryable() {
                 break Err(TaskFailure::Fatal(err.to_string()));
             }

@@ -21,6 +21,10 @@ pub enum LlmError {
         model: String,
         message: String,
     },
+    /// Refused before it was sent: the run's budget (`--max-tokens-total`, `--max-cost`)
+    /// is spent. Not retried; the task waits for a resume with a larger budget.
+    #[error("budget reached: {message}")]
+    Budget { message: String },
 }
 
 impl LlmError {
@@ -31,7 +35,7 @@ impl LlmError {
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             LlmError::Transient { retry_after, .. } => *retry_after,
-            LlmError::Fatal { .. } => None,
+            LlmError::Fatal { .. } | LlmError::Budget { .. } => None,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! CLI; URL credentials are redacted by `planwave-redact`.
 
 pub mod batch;
+mod budget;
 mod error;
 pub mod openai;
 mod pricing;
@@ -25,6 +26,7 @@ mod tokens;
 mod traced;
 mod types;
 
+pub use budget::{Budget, BudgetLimits, BudgetedProvider};
 pub use error::LlmError;
 pub use pricing::{ModelPrice, PriceTable};
 pub use provider::{ChatCall, LlmProvider};

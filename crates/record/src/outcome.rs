@@ -252,6 +252,10 @@ pub enum CancelReason {
     Interrupted,
     /// `RunRequest::deadline` passed.
     Deadline,
+    /// The budget (`--max-tokens-total`, `--max-cost`) was spent: the run is `partial`,
+    /// not cancelled, its unfinished tasks `blocked` with the reason; a resume with a larger
+    /// budget goes on.
+    Budget,
 }
 
 impl CancelReason {
@@ -259,6 +263,7 @@ impl CancelReason {
         match self {
             CancelReason::Interrupted => "interrupted",
             CancelReason::Deadline => "deadline",
+            CancelReason::Budget => "budget",
         }
     }
 }

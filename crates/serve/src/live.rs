@@ -242,11 +242,17 @@ impl LiveRun {
                     r.error = Some(error.clone());
                 }
             }
-            EventKind::TaskBlocked { task, blocked_by } => {
+            EventKind::TaskBlocked {
+                task,
+                blocked_by,
+                reason,
+            } => {
                 if let Some(i) = at(s, task) {
                     let r = &mut s.records[i];
                     r.status = TaskStatus::Blocked;
-                    r.blocked_by = Some(blocked_by.clone());
+                    // Blocked by the budget, a task is blocked by nothing but the reason.
+                    r.blocked_by = (blocked_by != task).then(|| blocked_by.clone());
+                    r.error.clone_from(reason);
                 }
             }
             EventKind::LlmCall {

@@ -65,6 +65,9 @@ pub struct JobContext<'a> {
     /// The batch's settings: a goal job runs the reflective loop with its policy.
     pub settings: &'a planwave_config::Settings,
     pub resources: Resources,
+    /// The batch's budget, which `resources` count against: once it is reached no job
+    /// starts.
+    pub budget: Option<Arc<planwave_llm::Budget>>,
     pub config: RunConfig,
     pub slots: Option<planwave_engine::Slots>,
     pub cancel: CancellationToken,
@@ -130,6 +133,11 @@ impl Watch for LoopJobWatch<'_> {
 
 /// The verdict of a job that ended with `result`.
 fn state_of(r: &RunResult) -> JobState {
+    // Stopped by the budget, the job is unfinished like an interrupted one: `batch
+    // --resume` goes on with it.
+    if r.stop_reason == Some(planwave_record::CancelReason::Budget) {
+        return JobState::Cancelled;
+    }
     match r.status {
         RunStatus::Completed => JobState::Completed,
         RunStatus::Partial => JobState::Partial,
@@ -152,6 +160,12 @@ impl JobContext<'_> {
         let mut summary = JobSummary::failed(&job.id, job.line, job.kind, &job.dir, None);
         if self.cancel.is_cancelled() {
             summary.state = JobState::Cancelled;
+            return summary;
+        }
+        if let Some(why) = self.budget.as_ref().and_then(|b| b.reached()) {
+            // Not run: `batch --resume` with a larger budget runs it.
+            summary.state = JobState::Cancelled;
+            summary.error = Some(format!("not started: budget reached: {why}"));
             return summary;
         }
         self.watch.job_started(&job.id);
@@ -435,5 +449,8 @@ fn planning_failed(e: RunnerError) -> RunnerError {
 fn finished_run(out: &RunDir) -> Option<RunResult> {
     let text = std::fs::read_to_string(out.root().join("run.json")).ok()?;
     let r: RunResult = serde_json::from_str(&text).ok()?;
-    (r.status != RunStatus::Cancelled).then_some(r)
+    // Stopped by the budget it is unfinished too: a resume goes on with it.
+    let stopped = r.status == RunStatus::Cancelled
+        || r.stop_reason == Some(planwave_record::CancelReason::Budget);
+    (!stopped).then_some(r)
 }
