@@ -129,6 +129,8 @@ async fn run_inner(
         };
         let mut context = subagent_context(plan, index, &TaskText::of(plan.task(index)), &[]);
         context.tool_results = referenced_results(calls, step);
+        // Its own output cap (`--max-output llm_call=N`).
+        context.llm_call = true;
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(prompt)],
