@@ -24,6 +24,7 @@ mod http;
 mod input_bounds;
 mod input_errors;
 mod loadtest;
+mod local_model_costs;
 mod loadtest_data;
 mod loadtest_endpoint;
 mod loadtest_requests;
