@@ -13,7 +13,11 @@ fn run_priced(dir: &std::path::Path, name: &str, config: &str) -> Option<(Value,
     let server = llama::shared()?;
     let config_path = dir.join(format!("{name}.toml"));
     std::fs::write(&config_path, config).expect("config");
-    let plan = write_json(dir, "p.json", &plan("Acme", &[("1", "Acme's products", &[])]));
+    let plan = write_json(
+        dir,
+        "p.json",
+        &plan("Acme", &[("1", "Acme's products", &[])]),
+    );
     let out = dir.join(name);
     let res = planwave(["run"])
         .arg(&plan)
@@ -63,7 +67,10 @@ fn calls_to_llama_cpp_are_priced_by_the_configured_model_or_said_unpriced() {
     ) else {
         return;
     };
-    assert_eq!(run["stats"]["cost"]["unpriced_models"][0], "smollm2", "{run}");
+    assert_eq!(
+        run["stats"]["cost"]["unpriced_models"][0], "smollm2",
+        "{run}"
+    );
     assert!(
         shown.contains("estimated cost: unpriced (no price for smollm2)"),
         "{shown}"
