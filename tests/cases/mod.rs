@@ -68,6 +68,7 @@ pub(crate) mod steps;
 mod steps_results;
 mod stop_no_new_calls;
 mod stream_plan;
+mod streamed_progress;
 mod task_limit;
 mod tool_answers;
 mod tool_catalogue;
