@@ -11,6 +11,9 @@ pub const DEADLINE: u8 = 4;
 /// The goal is too vague to plan and no answers were given: the planner's questions are in
 /// `run.json` (status `needs_input`); answer them with `--answers FILE`.
 pub const NEEDS_INPUT: u8 = 5;
+/// The budget (`--max-tokens-total`, `--max-cost`) was spent; resuming with a larger one
+/// goes on.
+pub const BUDGET: u8 = 6;
 pub const INTERRUPTED: u8 = 130;
 /// Stopped by SIGTERM (128 + 15), after the same clean stop as Ctrl-C.
 pub const TERMINATED: u8 = 143;

@@ -37,8 +37,14 @@ Exit codes:
   1  other error (I/O, runtime)
   2  invalid input (unreadable or invalid plan, bad arguments or config,
      or no valid plan from the planner)
-  3  run finished but not every task completed (report still written)
+  3  run finished but not every task completed (report still written), or
+     not as asked: planning fell back to one task, or research's loop ended
+     on a failure (evaluation_failed, reflection_failed, planning_failed)
   4  the run's --deadline passed; `planwave resume DIR` goes on
+  5  needs_input: the goal is too vague to plan and no terminal answered the
+     planner's questions (in run.json); run again with --answers FILE
+  6  the budget (--max-tokens-total, --max-cost) was spent; the tasks left
+     are blocked; `planwave resume DIR --max-tokens-total N` goes on
   130 interrupted (Ctrl-C); `planwave resume DIR` goes on
   143 stopped by SIGTERM, as cleanly as Ctrl-C; `planwave resume DIR` goes on";
 
@@ -49,6 +55,8 @@ Exit codes:
   2  invalid input: unreadable job file, or no line of it is a valid job
   3  some job did not complete, or bad lines were skipped (see batch.json)
   4  the batch's --deadline passed; `planwave batch --resume DIR` goes on
+  6  the budget was spent before every job completed; `planwave batch
+     --resume DIR --max-tokens-total N` (or --max-cost) goes on
   130 interrupted (Ctrl-C); `planwave batch --resume DIR` goes on
   143 stopped by SIGTERM, as cleanly as Ctrl-C; `planwave batch --resume DIR` goes on";
 

@@ -42,6 +42,10 @@ pub struct Progress {
     bars: Option<Bars>,
     lines: bool,
     start: Instant,
+    /// The time lines count from: when the display opened, or the first event it was
+    /// handed if earlier (a streamed plan's events wait for the display, then arrive at once:
+    /// timed by when they happened, they do not all read 0.000s).
+    origin: Mutex<chrono::DateTime<chrono::Utc>>,
     counts: Mutex<Tally>,
     /// The provider batch the run last heard of (`--batch-api`), as the display shows it.
     batch: Mutex<Option<String>>,
@@ -95,6 +99,7 @@ impl Progress {
             bars,
             lines: matches!(mode, Mode::Lines),
             start: Instant::now(),
+            origin: Mutex::new(chrono::Utc::now()),
             counts: Mutex::new(Tally::default()),
             batch: Mutex::new(None),
         }
@@ -116,7 +121,24 @@ impl Progress {
     }
 
     fn line(&self, text: String) {
-        let t = self.start.elapsed().as_secs_f64();
+        self.line_at(self.start.elapsed().as_secs_f64(), text);
+    }
+
+    /// A line for an event, at the time it happened.
+    fn event_line(&self, at: chrono::DateTime<chrono::Utc>, text: String) {
+        let t = match self.origin.lock() {
+            Ok(mut origin) => {
+                if at < *origin {
+                    *origin = at;
+                }
+                (at - *origin).num_microseconds().unwrap_or(0) as f64 / 1e6
+            }
+            Err(_) => self.start.elapsed().as_secs_f64(),
+        };
+        self.line_at(t, text);
+    }
+
+    fn line_at(&self, t: f64, text: String) {
         let mut err = std::io::stderr().lock();
         let _ = writeln!(
             err,
@@ -197,7 +219,17 @@ impl EventSink for Progress {
         let Ok(mut c) = self.counts.lock() else {
             return;
         };
-        if !c.count(&event.kind, |task| self.title(task)) {
+        // The title the event carries: a streamed plan's display opened on its first tasks
+        // and does not know the later ones.
+        let described = match &event.kind {
+            EventKind::TaskStarted { description, .. } if !description.is_empty() => {
+                Some(description.chars().take(32).collect::<String>())
+            }
+            _ => None,
+        };
+        if !c.count(&event.kind, |task| {
+            described.unwrap_or_else(|| self.title(task))
+        }) {
             return;
         }
         let settled = matches!(
@@ -214,7 +246,7 @@ impl EventSink for Progress {
         if self.lines
             && let Some(line) = line_of(&event.kind, &c, || self.tokens_and_eta(&c))
         {
-            self.line(line);
+            self.event_line(event.ts, line);
         }
         self.update_bars(&c);
     }
@@ -244,9 +276,14 @@ fn line_of(kind: &EventKind, c: &Tally, tokens_and_eta: impl FnOnce() -> String)
             delay_ms,
         } => format!("task {task} attempt {attempt} failed, retrying in {delay_ms} ms: {error}"),
         EventKind::TaskFailed { task, error, .. } => format!("task {task} FAILED: {error}"),
-        EventKind::TaskBlocked { task, blocked_by } => {
-            format!("task {task} blocked: prerequisite {blocked_by} failed")
-        }
+        EventKind::TaskBlocked {
+            task,
+            reason: Some(why),
+            ..
+        } => format!("task {task} blocked: {why}"),
+        EventKind::TaskBlocked {
+            task, blocked_by, ..
+        } => format!("task {task} blocked: prerequisite {blocked_by} failed"),
         _ => return None,
     })
 }

@@ -14,7 +14,7 @@ use planwave_runner::ops::{CtrlC, Invocation, ResearchOutcome, Stderr, claim_out
 use planwave_storage::RunDir;
 
 use super::events::{EventsOptions, human, stream_to};
-use super::exit::{INTERRUPTED, NEEDS_INPUT, Outcome};
+use super::exit::{INTERRUPTED, NEEDS_INPUT, OK, Outcome, PARTIAL};
 use super::job::{JobOptions, Prepare, io};
 use super::llm;
 use super::progress::Terminal;
@@ -194,5 +194,16 @@ pub(super) fn report(done: &ResearchOutcome, out: &RunDir, planned: bool) -> Out
             return Outcome(INTERRUPTED);
         }
     }
-    outcome(&best.result)
+    let done_outcome = outcome(&best.result);
+    // Every task of the shown round completed, yet the loop ended on a failure of its own
+    // (no evaluation, reflection or plan from the model), not on its verdict.
+    if done_outcome == Outcome(OK) && looped.stop_reason.failed() {
+        let _ = writeln!(
+            h,
+            "the loop ended on a failure ({}), not on its verdict",
+            looped.stop_reason.as_str()
+        );
+        return Outcome(PARTIAL);
+    }
+    done_outcome
 }

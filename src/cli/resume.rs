@@ -25,10 +25,21 @@ pub struct ResumeArgs {
     /// No progress output; only the final summary.
     #[arg(short, long)]
     pub quiet: bool,
+    /// A new token budget for the run, in place of the one it was started with (the tokens
+    /// it spent so far count against it): a run stopped by its budget goes on with a larger
+    /// one.
+    #[arg(long, value_name = "N", value_parser = planwave_config::parse_count::<u64>)]
+    pub max_tokens_total: Option<u64>,
+    /// A new cost budget, as `--max-tokens-total`.
+    #[arg(long, value_name = "AMOUNT", value_parser = planwave_config::parse_cost)]
+    pub max_cost: Option<f64>,
 }
 
 pub async fn resume(args: ResumeArgs) -> anyhow::Result<Outcome> {
-    let r = Resumable::open(&args.dir)?;
+    let mut r = Resumable::open(&args.dir)?;
+    let exec = &mut r.spec.options.run.exec;
+    exec.max_tokens_total = args.max_tokens_total.or(exec.max_tokens_total);
+    exec.max_cost = args.max_cost.or(exec.max_cost);
     for note in r
         .invocation
         .origin

@@ -8,7 +8,7 @@ use planwave_runner::ops::JobOutcome;
 use planwave_storage::RunDir;
 
 use super::events::human;
-use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
+use super::exit::{BUDGET, DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 
 /// How a job ended, told: its summary (a loop's rounds too); the exit code follows.
 pub fn tell(done: &JobOutcome) -> Outcome {
@@ -27,6 +27,9 @@ pub fn tell(done: &JobOutcome) -> Outcome {
 
 pub fn outcome(r: &RunResult) -> Outcome {
     Outcome(match r.status {
+        _ if r.stop_reason == Some(CancelReason::Budget) => BUDGET,
+        // Planning failed and the one-task fallback ran: not what was asked for.
+        RunStatus::Completed if r.plan_fallback.is_some() => PARTIAL,
         RunStatus::Completed => OK,
         RunStatus::Partial | RunStatus::Failed => PARTIAL,
         RunStatus::Cancelled if r.stop_reason == Some(CancelReason::Deadline) => DEADLINE,
@@ -50,7 +53,7 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
         s.usage.total()
     );
     if let Some(c) = &s.cost {
-        let _ = writeln!(h, "estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = writeln!(h, "estimated cost: {}", c.label());
     }
     if let Some(line) = planwave_batch::transport_retries_line(&s.transport_retries) {
         let _ = writeln!(h, "{line}");
@@ -66,6 +69,13 @@ pub fn print_summary(r: &RunResult, out: &RunDir) {
     }
     for w in &r.warnings {
         eprintln!("warning: {w}");
+    }
+    if r.stop_reason == Some(CancelReason::Budget) {
+        let _ = writeln!(
+            h,
+            "budget reached: the tasks left are blocked; finished work is saved. Continue with a larger budget: planwave resume {} --max-tokens-total N (or --max-cost)",
+            out.root().display()
+        );
     }
     if r.status == RunStatus::Cancelled {
         let why = match r.stop_reason {

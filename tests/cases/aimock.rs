@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::support::{ChildGuard, peer, planwave, read_json, tempdir};
 
-const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
+pub(crate) const PLAN: &str = r#"{"research_type": "company", "topic": "Acme Corp review", "objectives": ["understand Acme"], "tasks": [{"id": 1, "description": "Acme business model", "dependencies": [], "hints": {"data_needs": ["revenue mix"], "key_questions": ["What does Acme sell?"], "suggested_tools": []}}, {"id": 2, "description": "Acme finances", "dependencies": [], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}, {"id": 3, "description": "Acme outlook", "dependencies": [1, 2], "hints": {"data_needs": [], "key_questions": [], "suggested_tools": []}}]}"#;
 
 /// The evaluator's answer, matched on the evaluator prompt's closing line: correct enough
 /// that the reflective loop stops after one round.

@@ -112,6 +112,7 @@ mod tests {
             cached_tokens: 0,
             cost: None,
             currency: None,
+            unpriced: false,
             wall_ms: 0.0,
             error: error.map(str::to_owned),
             planning: planning.map(|(valid, ms)| JobPlanning {

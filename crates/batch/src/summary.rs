@@ -64,6 +64,10 @@ pub struct JobSummary {
     pub cost: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub currency: Option<String>,
+    /// Some of the job's calls had no price: `cost` (when any) leaves them out, and with no
+    /// `cost` the job is unpriced rather than free.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unpriced: bool,
     pub wall_ms: f64,
     /// Why the job failed as a whole (not a task's reason: those are in its run.json).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -95,6 +99,7 @@ impl JobSummary {
             cached_tokens: 0,
             cost: None,
             currency: None,
+            unpriced: false,
             wall_ms: 0.0,
             error,
             planning: None,
@@ -184,9 +189,7 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
             j.state.as_str().into(),
             format!("{}/{}", j.completed, j.tasks),
             j.tokens.to_string(),
-            j.cost
-                .map(|c| format!("{c:.4}"))
-                .unwrap_or_else(|| "-".into()),
+            cost_cell(j),
             format!("{:.1}s", j.wall_ms / 1000.0),
         ]);
     }
@@ -232,8 +235,19 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
             s.cached_tokens as f64 * 100.0 / s.prompt_tokens as f64
         );
     }
-    if let Some(c) = s.cost {
-        let _ = write!(out, ", cost {c:.4}");
+    let unpriced = s.jobs.iter().filter(|j| j.unpriced).count();
+    match s.cost {
+        Some(c) if unpriced > 0 => {
+            let _ = write!(
+                out,
+                ", cost {c:.4} ({unpriced} job(s) partly or wholly unpriced)"
+            );
+        }
+        Some(c) => {
+            let _ = write!(out, ", cost {c:.4}");
+        }
+        None if unpriced > 0 => out.push_str(", cost unpriced"),
+        None => {}
     }
     let _ = writeln!(out, "; {:.1}s", s.wall_ms / 1000.0);
     if let Some(line) = transport_retries_line(&s.transport_retries) {
@@ -241,6 +255,17 @@ pub fn render_batch_table(s: &BatchSummary) -> String {
     }
     out.push_str(&s.metrics.lines());
     out
+}
+
+/// A job's cost cell: its cost, or `unpriced` where its calls had no price (never a `0.0000`
+/// that reads as free).
+fn cost_cell(j: &JobSummary) -> String {
+    match (j.cost, j.unpriced) {
+        (Some(c), false) => format!("{c:.4}"),
+        (Some(c), true) => format!("{c:.4}+unpriced"),
+        (None, true) => "unpriced".into(),
+        (None, false) => "-".into(),
+    }
 }
 
 fn is_zero(n: &u64) -> bool {

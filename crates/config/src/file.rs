@@ -118,12 +118,16 @@ pub struct LimitsSection {
     pub window_secs: Option<f64>,
 }
 
-/// `[run]`: limits of one run (`--task-timeout`, `--deadline` override them).
+/// `[run]`: limits of one run (`--task-timeout`, `--deadline`, `--max-tokens-total` and
+/// `--max-cost` override them).
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSection {
     pub task_timeout_secs: Option<f64>,
     pub deadline_secs: Option<f64>,
+    /// The budget (`--max-tokens-total`, `--max-cost` override them).
+    pub max_tokens_total: Option<u64>,
+    pub max_cost: Option<f64>,
 }
 
 /// `[validate]`: a custom validator, a program that reads a plan and answers its problems.
@@ -177,6 +181,9 @@ pub struct PricesSection {
     pub batch_discount: Option<f64>,
     #[serde(default)]
     pub models: BTreeMap<String, ModelPrice>,
+    /// Other names of priced models: alias -> a name in `models`.
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
 }
 
 /// `[orchestrator]`: the reflective loop's rounds and when a round is good enough.

@@ -62,6 +62,9 @@ pub struct Flags {
     pub seed: Option<u64>,
     pub task_timeout: Option<Duration>,
     pub deadline: Option<Duration>,
+    /// `--max-tokens-total N`, `--max-cost AMOUNT`: the job's budget.
+    pub max_tokens_total: Option<u64>,
+    pub max_cost: Option<f64>,
 
     /// `--batch-api`: model calls through the provider's Batch API, with its timing.
     pub batch_api: bool,

@@ -53,7 +53,7 @@ pub use file::{ConfigFile, McpSection, OrchestratorSection, ReflectionSection};
 pub use flags::{Flags, LlmKind, McpFlags};
 pub use llm::DEFAULT_BASE_URL;
 pub use number::{
-    MAX_MICROS_PER_TOKEN, MAX_RATE, MAX_SIGMA, MIN_RATE, SHAPE_RANGE, parse_count,
+    MAX_MICROS_PER_TOKEN, MAX_RATE, MAX_SIGMA, MIN_RATE, SHAPE_RANGE, parse_cost, parse_count,
     parse_micros_per_token, parse_millis, parse_rate, parse_secs, parse_shape, parse_share,
     parse_sigma,
 };

@@ -114,6 +114,15 @@ pub fn parse_share(text: &str) -> Result<f64, String> {
     Ok(p)
 }
 
+/// An amount of money more than zero (`--max-cost 0.50`).
+pub fn parse_cost(text: &str) -> Result<f64, String> {
+    let x = finite(text, "an amount of money")?;
+    if x <= 0.0 {
+        return Err(format!("{text:?}: expected an amount more than 0"));
+    }
+    Ok(x)
+}
+
 /// A count of at least one (`--concurrency`, `--max-rounds`, `--planner-attempts`, ...):
 /// a whole number that fits `T`, not zero.
 pub fn parse_count<T>(text: &str) -> Result<T, String>

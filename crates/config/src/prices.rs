@@ -32,6 +32,13 @@ pub(crate) fn table(section: &PricesSection) -> Result<PriceTable, SettingsError
             }
         }
     }
+    for (alias, model) in &section.aliases {
+        if !section.models.contains_key(model) {
+            problems.push(format!(
+                "[prices.aliases] \"{alias}\" = \"{model}\": no [prices.models.\"{model}\"] to price it"
+            ));
+        }
+    }
     if !problems.is_empty() {
         return Err(SettingsError::Invalid(problems.join("; ")));
     }
@@ -40,5 +47,6 @@ pub(crate) fn table(section: &PricesSection) -> Result<PriceTable, SettingsError
         models: section.models.clone(),
         batch_discount: section.batch_discount,
         batch_api: false,
+        aliases: section.aliases.clone(),
     })
 }

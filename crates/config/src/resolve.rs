@@ -60,6 +60,7 @@ pub fn resolve_settings(
     let output_caps = caps::resolve(kind, file, flags)?;
     let policy = reflect::resolve(file, flags)?;
     let deadline = run::resolve(&mut run, file, flags)?;
+    let budget = run::budget(file, flags)?;
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
     let plan_cache = plan_cache::resolve(file, flags)?;
     let batch_api = crate::batch_api::resolve(file, flags, &llm)?;
@@ -72,6 +73,7 @@ pub fn resolve_settings(
         prompts_dir,
         run,
         deadline,
+        budget,
         policy,
         mcp,
         config_path: file.path.clone(),

@@ -46,3 +46,26 @@ pub(crate) fn resolve(
     run.task_timeout = flags.task_timeout.or(task_timeout);
     Ok(flags.deadline.or(deadline))
 }
+
+/// The budget: each flag first, then the file's `[run]` value (checked even when replaced).
+pub(crate) fn budget(
+    file: &ConfigFile,
+    flags: &Flags,
+) -> Result<planwave_llm::BudgetLimits, SettingsError> {
+    let mut problems = Vec::new();
+    if file.run.max_tokens_total == Some(0) {
+        problems.push("[run] max_tokens_total: expected a nonzero count".to_owned());
+    }
+    if let Some(c) = file.run.max_cost
+        && let Err(e) = crate::parse_cost(&format!("{c:?}"))
+    {
+        problems.push(format!("[run] max_cost: {e}"));
+    }
+    if !problems.is_empty() {
+        return Err(SettingsError::Invalid(problems.join("; ")));
+    }
+    Ok(planwave_llm::BudgetLimits {
+        max_tokens_total: flags.max_tokens_total.or(file.run.max_tokens_total),
+        max_cost: flags.max_cost.or(file.run.max_cost),
+    })
+}

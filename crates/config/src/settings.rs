@@ -34,6 +34,9 @@ pub struct Settings {
     /// The whole command's time limit (a run, a research loop, a batch): when it passes the
     /// work stops like Ctrl-C and can be resumed.
     pub deadline: Option<Duration>,
+    /// What the command's model calls may spend (`--max-tokens-total`, `--max-cost`; a
+    /// batch's jobs share it).
+    pub budget: planwave_llm::BudgetLimits,
     /// The reflective loop (`research`): rounds, when a round is good enough, recovery.
     pub policy: LoopPolicy,
     /// MCP servers to start and how; `None` when none are configured or the command uses no

@@ -52,20 +52,26 @@ pub(crate) enum TaskFailure {
     Fatal(String),
     /// The subagent ended without reporting: a panic, a kill, a failed spawn.
     Crashed(String),
+    /// Its model call was refused: the budget is spent. The task is `blocked`, not failed:
+    /// a resume with a larger budget runs it.
+    Budget(String),
 }
 
 impl TaskFailure {
     pub(crate) fn kind(&self) -> FailureKind {
         match self {
             TaskFailure::Transient(_) => FailureKind::Transient,
-            TaskFailure::Fatal(_) => FailureKind::Fatal,
+            TaskFailure::Fatal(_) | TaskFailure::Budget(_) => FailureKind::Fatal,
             TaskFailure::Crashed(_) => FailureKind::Crashed,
         }
     }
 
     pub(crate) fn into_message(self) -> String {
         match self {
-            TaskFailure::Transient(m) | TaskFailure::Fatal(m) | TaskFailure::Crashed(m) => m,
+            TaskFailure::Transient(m)
+            | TaskFailure::Fatal(m)
+            | TaskFailure::Crashed(m)
+            | TaskFailure::Budget(m) => m,
         }
     }
 }

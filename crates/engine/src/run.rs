@@ -157,6 +157,13 @@ pub(crate) fn conclude(
             stats.completed + stats.truncated,
         )
     };
+    // Not cancelled, yet stopped short: the budget refused the calls of the tasks left.
+    let cancelled = cancelled.or_else(|| {
+        records
+            .iter()
+            .any(|r| r.status == planwave_record::TaskStatus::Blocked && is_budget(r))
+            .then_some(CancelReason::Budget)
+    });
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,
         status: status.as_str().into(),
@@ -170,6 +177,7 @@ pub(crate) fn conclude(
         run_id: req.run_id,
         status,
         stop_reason: cancelled,
+        loop_stop_reason: None,
         started_at: started.at,
         finished_at: timefmt::now(),
         topic: shared.plan.spec().topic.clone(),
@@ -360,4 +368,11 @@ fn finish(req: &RunRequest, mut result: RunResult) -> Result<RunResult, EngineEr
         out.write_run(&result)?;
     }
     Ok(result)
+}
+
+/// A task blocked because the budget was spent (its reason is the refusal's message).
+fn is_budget(r: &planwave_record::TaskRecord) -> bool {
+    r.error
+        .as_deref()
+        .is_some_and(|e| e.starts_with("budget reached: "))
 }

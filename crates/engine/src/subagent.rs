@@ -293,6 +293,9 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
                 Ok(written) => break Ok(written),
                 Err(err) => err,
             };
+            if matches!(err, LlmError::Budget { .. }) {
+                break Err(TaskFailure::Budget(err.to_string()));
+            }
             if !err.is_retryable() {
                 break Err(TaskFailure::Fatal(err.to_string()));
             }
@@ -313,8 +316,21 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         Ok(section) => planwave_record::text_result_to_keep(section),
         Err(_) => None,
     };
+    // Offered the tools its task suggests, the model called none: completed, but said.
+    let tools_unused = result.is_ok()
+        && calls.tool_calls.is_empty()
+        && !suggested.is_empty()
+        && shared
+            .mcp
+            .as_ref()
+            .is_some_and(|m| m.tools().iter().any(|t| suggested.contains(&t.name)));
     let mut report = calls.report(index, attempt, context_cut, result);
     report.kept_result = kept_result;
+    if tools_unused {
+        report.warnings.push(SectionWarning::NoToolCall {
+            suggested: suggested.to_vec(),
+        });
+    }
     if let Some(tokens) = cut {
         report.warnings.push(SectionWarning::Truncated { tokens });
     }

@@ -63,6 +63,16 @@ pub(crate) fn converse<'c>(
     Either::Right(Box::pin(tool_rounds(calls, request, suggested, tools)))
 }
 
+/// The tools a native request offers: the task's suggested ones when it names any that
+/// exist, else every tool. Fifteen tools of two servers in every request cost prompt tokens
+/// and lead a small model astray from the one the plan chose.
+fn offered<'t>(tools: &'t [ToolInfo], suggested: &[String]) -> impl Iterator<Item = &'t ToolInfo> {
+    let any = tools.iter().any(|t| suggested.contains(&t.name));
+    tools
+        .iter()
+        .filter(move |t| !any || suggested.contains(&t.name))
+}
+
 /// [`converse`] with tools: rounds of model answers and the tool calls they ask for.
 async fn tool_rounds(
     calls: &mut TaskCalls<'_>,
@@ -88,7 +98,7 @@ async fn tool_rounds(
             ));
             request.context.answer_schema = Some(crate::tool_schema::tool_turn(&tools));
         }
-        ToolProtocol::Native => request.tools = tools.iter().map(spec).collect(),
+        ToolProtocol::Native => request.tools = offered(&tools, suggested).map(spec).collect(),
     }
     let mut round = 0;
     loop {

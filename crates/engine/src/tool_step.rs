@@ -60,6 +60,9 @@ pub(crate) async fn run(
         let (failure, retry) = match e {
             Failure::Tool(e) if e.is_retryable() => (TaskFailure::Transient(e.to_string()), true),
             Failure::Model(e) if e.is_retryable() => (TaskFailure::Transient(e.to_string()), true),
+            Failure::Model(e @ planwave_llm::LlmError::Budget { .. }) => {
+                (TaskFailure::Budget(e.to_string()), false)
+            }
             Failure::Tool(e) => (TaskFailure::Fatal(e.to_string()), false),
             Failure::Model(e) => (TaskFailure::Fatal(e.to_string()), false),
             Failure::Reported(e) => (TaskFailure::Fatal(e), step.explicit_retries),

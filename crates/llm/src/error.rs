@@ -21,6 +21,10 @@ pub enum LlmError {
         model: String,
         message: String,
     },
+    /// Refused before it was sent: the run's budget (`--max-tokens-total`, `--max-cost`)
+    /// is spent. Not retried; the task waits for a resume with a larger budget.
+    #[error("budget reached: {message}")]
+    Budget { message: String },
 }
 
 impl LlmError {
@@ -35,14 +39,14 @@ impl LlmError {
     pub fn is_context_overflow(&self) -> bool {
         match self {
             LlmError::Fatal { message, .. } => message.contains(CONTEXT_OVERFLOW),
-            LlmError::Transient { .. } => false,
+            LlmError::Transient { .. } | LlmError::Budget { .. } => false,
         }
     }
 
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
             LlmError::Transient { retry_after, .. } => *retry_after,
-            LlmError::Fatal { .. } => None,
+            LlmError::Fatal { .. } | LlmError::Budget { .. } => None,
         }
     }
 }

@@ -15,6 +15,7 @@
 //! CLI; URL credentials are redacted by `planwave-redact`.
 
 pub mod batch;
+mod budget;
 mod caps;
 mod error;
 pub mod openai;
@@ -27,6 +28,7 @@ mod tokens;
 mod traced;
 mod types;
 
+pub use budget::{Budget, BudgetLimits, BudgetedProvider};
 pub use caps::{CappedProvider, OutputCaps};
 pub use error::LlmError;
 pub use pricing::{ModelPrice, PriceTable};

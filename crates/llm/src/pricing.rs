@@ -59,6 +59,10 @@ pub struct PriceTable {
     /// `batch_discount` off.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub batch_api: bool,
+    /// Other names of priced models: alias -> the name in `models` (a local server's model
+    /// file, a deployment name), so a model configured under any of them is priced.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub aliases: BTreeMap<String, String>,
 }
 
 impl PriceTable {
@@ -66,9 +70,11 @@ impl PriceTable {
         self.models.is_empty()
     }
 
-    /// The price of `model`: an exact match, else the longest configured name that prefixes
-    /// it (so `gpt-4o-mini` prices `gpt-4o-mini-2024-07-18`, a dated name servers report).
+    /// The price of `model` (or of the model it is an alias of): an exact match, else the
+    /// longest configured name that prefixes it (so `gpt-4o-mini` prices
+    /// `gpt-4o-mini-2024-07-18`, a dated name servers report).
     pub fn price(&self, model: &str) -> Option<&ModelPrice> {
+        let model = self.aliases.get(model).map_or(model, String::as_str);
         self.models.get(model).or_else(|| {
             self.models
                 .iter()
@@ -142,6 +148,17 @@ mod tests {
         assert_eq!(est.unpriced_models, vec!["other".to_string()]);
         assert!(PriceTable::default().estimate([("x", u)]).is_none());
         assert_eq!(est.batch_api_total, None);
+    }
+
+    #[test]
+    fn an_alias_is_priced_as_the_model_it_names() {
+        let mut t = PriceTable::default();
+        t.models.insert("smollm2".into(), ModelPrice::new(1.0, 2.0));
+        t.aliases.insert("local".into(), "smollm2".into());
+        let u = Usage::new(1_000_000, 1_000_000, 0);
+        let est = t.estimate([("local", u)]).expect("estimate");
+        assert!((est.total - 3.0).abs() < 1e-9, "{est:?}");
+        assert!(est.unpriced_models.is_empty());
     }
 
     #[test]

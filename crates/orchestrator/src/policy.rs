@@ -60,6 +60,18 @@ impl StopReason {
         matches!(self, StopReason::Interrupted | StopReason::Timeout)
     }
 
+    /// The loop ended on a failure (the model's evaluation, reflection or a round's planning)
+    /// rather than on its own verdict: a front end must not call it a success however the
+    /// shown round's tasks ended.
+    pub fn failed(self) -> bool {
+        matches!(
+            self,
+            StopReason::EvaluationFailed
+                | StopReason::ReflectionFailed
+                | StopReason::PlanningFailed
+        )
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             StopReason::Correctness => "correctness",

@@ -28,3 +28,45 @@ pub struct CostEstimate {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub batch_api: bool,
 }
+
+impl CostEstimate {
+    /// Some call had a price: `total` means something. `false` when every call with tokens
+    /// missed the table (then `total` is 0 for want of a price, not because it was free).
+    pub fn priced(&self) -> bool {
+        !self.by_model.is_empty() || self.unpriced_models.is_empty()
+    }
+
+    /// What a person reads: `0.0123 USD`, `0.0123 USD (unpriced: m)` when some calls had no
+    /// price, and `unpriced (no price for m)` when none had one, never a silent `0.0000`.
+    pub fn label(&self) -> String {
+        let missing = self.unpriced_models.join(", ");
+        if !self.priced() {
+            format!("unpriced (no price for {missing})")
+        } else if missing.is_empty() {
+            format!("{:.4} {}", self.total, self.currency)
+        } else {
+            format!("{:.4} {} (unpriced: {missing})", self.total, self.currency)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cost_without_any_price_reads_unpriced_not_zero() {
+        let mut c = CostEstimate {
+            currency: "USD".into(),
+            unpriced_models: vec!["/models/x.gguf".into()],
+            ..CostEstimate::default()
+        };
+        assert!(!c.priced());
+        assert_eq!(c.label(), "unpriced (no price for /models/x.gguf)");
+        c.by_model.insert("m".into(), 0.5);
+        c.total = 0.5;
+        assert_eq!(c.label(), "0.5000 USD (unpriced: /models/x.gguf)");
+        c.unpriced_models.clear();
+        assert_eq!(c.label(), "0.5000 USD");
+    }
+}

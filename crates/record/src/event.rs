@@ -40,10 +40,7 @@ pub enum EventKind {
         simulated: bool,
     },
     /// All prerequisites done; the task waits for a slot (or the wave barrier).
-    TaskReady {
-        task: TaskId,
-        wave: u32,
-    },
+    TaskReady { task: TaskId, wave: u32 },
     TaskStarted {
         task: TaskId,
         wave: u32,
@@ -103,7 +100,12 @@ pub enum EventKind {
     },
     TaskBlocked {
         task: TaskId,
+        /// The failed prerequisite; the task itself when `reason` says why instead.
         blocked_by: TaskId,
+        /// Why, when it is not a failed prerequisite: `budget reached: ...` (the run's
+        /// budget was spent; a resume with a larger one runs it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
     },
     /// One tool call attempt of a task (`outcome`: ok, tool_error, or error).
     ToolCall {

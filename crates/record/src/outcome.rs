@@ -270,6 +270,10 @@ pub enum CancelReason {
     Interrupted,
     /// `RunRequest::deadline` passed.
     Deadline,
+    /// The budget (`--max-tokens-total`, `--max-cost`) was spent: the run is `partial`,
+    /// not cancelled, its unfinished tasks `blocked` with the reason; a resume with a larger
+    /// budget goes on.
+    Budget,
 }
 
 impl CancelReason {
@@ -277,6 +281,7 @@ impl CancelReason {
         match self {
             CancelReason::Interrupted => "interrupted",
             CancelReason::Deadline => "deadline",
+            CancelReason::Budget => "budget",
         }
     }
 }
@@ -289,6 +294,10 @@ pub struct RunResult {
     /// Why a `cancelled` run stopped: `interrupted` (Ctrl-C) or `deadline`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<CancelReason>,
+    /// Read back only: why a research loop stopped, which its `run.json` writes beside the
+    /// shown round's record (`planwave_runner`'s `LoopRun`), so `show` can say it.
+    #[serde(default, skip_serializing)]
+    pub loop_stop_reason: Option<String>,
     #[serde(serialize_with = "timefmt::serialize")]
     pub started_at: DateTime<Utc>,
     #[serde(serialize_with = "timefmt::serialize")]

@@ -98,6 +98,7 @@ mod tests {
         let blocked = EventKind::TaskBlocked {
             task: id(3),
             blocked_by: id(2),
+            reason: None,
         };
         assert!(t.count(&blocked, |_| unreachable!()));
         let ready = EventKind::TaskReady {

@@ -18,6 +18,9 @@ pub enum SectionWarning {
     /// Cut by the output cap after `tokens` output tokens (`finish_reason: length`): the
     /// task's status is `truncated`.
     Truncated { tokens: u64 },
+    /// The task suggests tools and the model called none: the section rests on the model's
+    /// own knowledge, not on what the tools would have found.
+    NoToolCall { suggested: Vec<String> },
 }
 
 impl SectionWarning {
@@ -43,6 +46,12 @@ impl SectionWarning {
             (SectionWarning::Truncated { tokens }, Lang::Zh) => {
                 format!("在输出上限（{tokens} 个 token）处被截断，内容不完整")
             }
+            (SectionWarning::NoToolCall { suggested }, Lang::Zh) => {
+                format!(
+                    "未调用建议的工具（{}），内容仅来自模型",
+                    suggested.join("、")
+                )
+            }
             (w, Lang::En) => w.to_string(),
         }
     }
@@ -61,6 +70,11 @@ impl fmt::Display for SectionWarning {
             SectionWarning::Truncated { tokens } => write!(
                 f,
                 "cut by the output limit ({tokens} tokens): the section ends mid-way (raise it with --max-output subagent=N)"
+            ),
+            SectionWarning::NoToolCall { suggested } => write!(
+                f,
+                "no tool called although the task suggests {}: the section rests on the model alone",
+                suggested.join(", ")
             ),
         }
     }

@@ -66,7 +66,18 @@ pub fn dependency_order(plan: &ValidatedPlan) -> Vec<usize> {
 /// The placeholder standing in for a section that was not written.
 pub fn placeholder(lang: Lang, record: &TaskRecord) -> String {
     let reason = record.error.as_deref().unwrap_or("unknown");
+    // Blocked by the budget: the reason, not a prerequisite, is what a reader needs.
+    let budget = record
+        .error
+        .as_deref()
+        .filter(|e| e.starts_with("budget reached: "));
     match (record.status, lang) {
+        (TaskStatus::Blocked, Lang::Zh) if budget.is_some() => {
+            format!("[未执行：预算已用完（{reason}）]")
+        }
+        (TaskStatus::Blocked, Lang::En) if budget.is_some() => {
+            format!("[Not executed: the budget was spent ({reason})]")
+        }
         (TaskStatus::Blocked, Lang::Zh) => {
             format!("[未执行：依赖任务 {} 失败]", blocked_by(record))
         }

@@ -32,7 +32,26 @@ fn header(out: &mut String, run: &RunResult) {
         if run.llm.simulated { ", simulated" } else { "" },
         run.started_at.format("%Y-%m-%d %H:%M:%S UTC")
     );
+    if let Some(why) = stop_line(run) {
+        let _ = writeln!(out, "stopped: {why}");
+    }
+    if let Some(why) = &run.plan_fallback {
+        let _ = writeln!(
+            out,
+            "planning failed (the one-task fallback plan ran): {why}"
+        );
+    }
     let _ = writeln!(out);
+}
+
+/// Why the run (or its research loop) stopped, as `run.json` records it.
+fn stop_line(run: &RunResult) -> Option<String> {
+    match (&run.loop_stop_reason, run.stop_reason) {
+        (Some(looped), Some(run)) => Some(format!("{looped} (the round: {})", run.as_str())),
+        (Some(looped), None) => Some(looped.clone()),
+        (None, Some(run)) => Some(run.as_str().to_owned()),
+        (None, None) => None,
+    }
 }
 
 /// Width of the task column: the longest id, at least "total".
@@ -131,7 +150,7 @@ fn tokens_by_role(out: &mut String, run: &RunResult) {
         );
     }
     if let Some(c) = &s.cost {
-        let _ = write!(out, "estimated cost: {:.4} {}", c.total, c.currency);
+        let _ = write!(out, "estimated cost: {}", c.label());
         if c.uncached_total > c.total {
             let _ = write!(out, " ({:.4} without the prompt cache)", c.uncached_total);
         }

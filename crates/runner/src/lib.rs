@@ -17,6 +17,7 @@
 //! Everything else is the crate's own.
 
 mod batch;
+mod budget;
 mod dir_holds;
 mod error;
 mod execute;

@@ -36,6 +36,28 @@ pub struct Resources {
 }
 
 impl Resources {
+    /// These resources with every model call counted against `limits` (none: unchanged),
+    /// `spent` (tokens, cost) already used by earlier sessions of the same work; with the
+    /// budget, so a caller can ask whether it was reached.
+    pub fn budgeted(
+        &self,
+        limits: planwave_llm::BudgetLimits,
+        prices: &planwave_llm::PriceTable,
+        spent: (u64, f64),
+    ) -> (Resources, Option<Arc<planwave_llm::Budget>>) {
+        let Some(budget) = planwave_llm::Budget::new(limits, prices.clone(), spent) else {
+            return (self.clone(), None);
+        };
+        let provider = planwave_llm::BudgetedProvider::wrap(self.provider.clone(), budget.clone());
+        (
+            Resources {
+                provider,
+                ..self.clone()
+            },
+            Some(budget),
+        )
+    }
+
     /// The engine's request for a run of `plan` with these resources (model client,
     /// templates, MCP tools), into `out` with its journal `events`; the rest as a plain run
     /// has it (a fresh id, default settings, no deadline, preset or shared slots), for the

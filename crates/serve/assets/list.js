@@ -45,7 +45,9 @@
       const ended = r.completed + r.failed + r.blocked;
       cell(tr, r.tasks ? ended + ' / ' + r.tasks + (r.failed ? ' (' + r.failed + ' failed)' : '') : '–');
       cell(tr, r.tokens ? r.tokens.toLocaleString() : '–');
-      cell(tr, r.cost !== null && r.cost !== undefined ? r.cost.toFixed(4) + ' ' + (r.currency || '') : '–');
+      cell(tr, r.cost !== null && r.cost !== undefined
+        ? r.cost.toFixed(4) + ' ' + (r.currency || '') + (r.unpriced ? ' + unpriced' : '')
+        : (r.unpriced ? 'unpriced' : '–'));
       cell(tr, r.started_at ? new Date(r.started_at).toLocaleString() : '–');
       cell(tr, fmtMs(r.duration_ms));
       rows.push(tr);

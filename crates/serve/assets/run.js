@@ -98,6 +98,15 @@
     return Math.floor(s / 60) + ' min ' + Math.round(s % 60) + ' s';
   }
 
+  // A run whose calls had no price is unpriced, not free: never a bare 0.0000.
+  function costLabel(c) {
+    if (!c) return 'no prices';
+    const missing = (c.unpriced_models || []).join(', ');
+    const priced = Object.keys(c.by_model || {}).length > 0 || !missing;
+    if (!priced) return 'unpriced (no price for ' + missing + ')';
+    return c.total.toFixed(4) + ' ' + c.currency + (missing ? ' (unpriced: ' + missing + ')' : '');
+  }
+
   function showTotals(run) {
     const st = run.stats || {};
     const ended = (st.completed || 0) + (st.failed || 0) + (st.blocked || 0);
@@ -106,7 +115,7 @@
     const u = st.usage || {};
     const tokens = (u.prompt_tokens || 0) + (u.completion_tokens || 0) + (u.reasoning_tokens || 0);
     $('t-tokens').textContent = tokens.toLocaleString();
-    $('t-cost').textContent = st.cost ? st.cost.total.toFixed(4) + ' ' + st.cost.currency : 'no prices';
+    $('t-cost').textContent = costLabel(st.cost);
     let elapsed = run.elapsed_ms;
     if (elapsed === undefined && run.started_at && run.finished_at) {
       elapsed = new Date(run.finished_at) - new Date(run.started_at);
@@ -130,6 +139,13 @@
         (pb.calls ? '; ' + pb.calls + (pb.calls === 1 ? ' call' : ' calls') + ' of this run' : '') +
         ')';
       $('t-batch-box').hidden = false;
+    }
+    // Why it stopped, as run.json says: the loop's reason, the run's own, a failed plan.
+    const stop = [run.loop_stop_reason, run.stop_reason].filter(Boolean).join(', the round: ');
+    const why = stop || (run.plan_fallback ? 'planning failed: ' + run.plan_fallback : '');
+    if (why) {
+      $('t-stop').textContent = why;
+      $('t-stop-box').hidden = false;
     }
     const badge = $('status');
     badge.textContent = run.status;

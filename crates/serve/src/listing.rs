@@ -21,7 +21,8 @@ pub struct RunSummary {
     /// `running`, `planning`, `completed`, `partial`, `cancelled`, `error`, or `stopped` (a
     /// run directory without `run.json` and no job here: interrupted, resumable).
     pub status: String,
-    /// `run` or `research`.
+    /// `run`, `research`, or `batch` (a `planwave batch` directory under the data
+    /// directory: its jobs counted in the task columns).
     pub kind: String,
     pub live: bool,
     pub topic: Option<String>,
@@ -30,9 +31,12 @@ pub struct RunSummary {
     pub failed: u64,
     pub blocked: u64,
     pub tokens: u64,
-    /// Estimated cost (`stats.cost.total`), when prices are configured.
+    /// Estimated cost (`stats.cost.total`), when prices are configured and some call had one.
     pub cost: Option<f64>,
     pub currency: Option<String>,
+    /// Some calls had no price (`stats.cost.unpriced_models`): the cost leaves them out, and
+    /// with no cost the run is unpriced rather than free.
+    pub unpriced: bool,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
     pub duration_ms: Option<f64>,
@@ -99,7 +103,11 @@ pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
         failed: u(&stats, &["failed"]),
         blocked: u(&stats, &["blocked"]),
         tokens,
-        cost: stats.pointer("/cost/total").and_then(Value::as_f64),
+        cost: priced_cost(&stats),
+        unpriced: stats
+            .pointer("/cost/unpriced_models")
+            .and_then(Value::as_array)
+            .is_some_and(|m| !m.is_empty()),
         currency: stats
             .pointer("/cost/currency")
             .and_then(Value::as_str)
@@ -110,6 +118,13 @@ pub fn summarize(id: &str, v: &Value, live: bool) -> RunSummary {
         worker: None,
         deliveries: None,
     }
+}
+
+/// `stats.cost.total`, unless no call had a price (then the total is 0 for want of one).
+fn priced_cost(stats: &Value) -> Option<f64> {
+    let cost: planwave_record::CostEstimate =
+        serde_json::from_value(stats.get("cost")?.clone()).ok()?;
+    cost.priced().then_some(cost.total)
 }
 
 /// The summary of a run directory not executing here (cached by `run.json`'s mtime).
@@ -131,6 +146,11 @@ pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
         cache.insert(dir.to_path_buf(), (mtime, sum.clone()));
         return Some(sum);
     }
+    // A batch directory (`planwave batch --out` under the data directory) is no run: a row
+    // of its jobs, not a "stopped" run with empty columns.
+    if let Some(sum) = batch_row(id, dir) {
+        return Some(sum);
+    }
     // A run that never finished: stopped mid-way (resumable) if it left a journal or its
     // command line.
     if dir.join("events.jsonl").is_file() || dir.join("invocation.json").is_file() {
@@ -142,6 +162,47 @@ pub fn stored(state: &AppState, id: &str, dir: &Path) -> Option<RunSummary> {
         });
     }
     None
+}
+
+/// A batch directory's row, kind `batch`, its jobs counted as the tasks columns count
+/// tasks: from its `batch.json`, or `stopped` while it has none yet. `None` for any other
+/// directory.
+fn batch_row(id: &str, dir: &Path) -> Option<RunSummary> {
+    let record = dir.join("batch.json");
+    if !record.is_file() && !dir.join("jobs").is_dir() {
+        return None;
+    }
+    let mut sum = RunSummary {
+        status: "stopped".into(),
+        kind: "batch".into(),
+        ..missing(id)
+    };
+    let Some(b) = std::fs::read(&record)
+        .ok()
+        .and_then(|t| serde_json::from_slice::<planwave_batch::BatchSummary>(&t).ok())
+    else {
+        return Some(sum);
+    };
+    sum.status = if b.completed == b.jobs.len() && b.bad_lines.is_empty() {
+        "completed"
+    } else if b.completed + b.partial > 0 {
+        "partial"
+    } else if b.cancelled > 0 {
+        "cancelled"
+    } else {
+        "failed"
+    }
+    .into();
+    sum.tasks = b.jobs.len() as u64;
+    sum.completed = b.completed as u64;
+    sum.failed = b.failed as u64;
+    sum.blocked = b.cancelled as u64;
+    sum.tokens = b.tokens;
+    sum.cost = b.cost;
+    sum.currency = b.jobs.iter().find_map(|j| j.currency.clone());
+    sum.unpriced = b.jobs.iter().any(|j| j.unpriced);
+    sum.duration_ms = Some(b.wall_ms);
+    Some(sum)
 }
 
 /// A run known by id whose directory holds no run (deleted): status `missing`.
@@ -158,6 +219,7 @@ pub fn missing(id: &str) -> RunSummary {
         blocked: 0,
         tokens: 0,
         cost: None,
+        unpriced: false,
         currency: None,
         started_at: None,
         finished_at: None,
@@ -181,8 +243,12 @@ pub fn list(state: &AppState) -> Vec<RunSummary> {
         if !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
+        // A run this server ran that ended without a run.json (it failed) is told by what
+        // it saw, its error included, as its page tells it; not as a bare "stopped".
         let sum = match state.live(id) {
-            Some(live) if !live.is_done() => Some(summarize(id, &live.summary(), true)),
+            Some(live) if !live.is_done() || !e.path().join("run.json").is_file() => {
+                Some(summarize(id, &live.summary(), !live.is_done()))
+            }
             _ => stored(state, id, &e.path()),
         };
         out.extend(sum);

@@ -242,11 +242,13 @@ impl LiveRun {
                     r.error = Some(error.clone());
                 }
             }
-            EventKind::TaskBlocked { task, blocked_by } => {
+            EventKind::TaskBlocked {
+                task,
+                blocked_by,
+                reason,
+            } => {
                 if let Some(i) = at(s, task) {
-                    let r = &mut s.records[i];
-                    r.status = TaskStatus::Blocked;
-                    r.blocked_by = Some(blocked_by.clone());
+                    blocked(&mut s.records[i], task, blocked_by, reason);
                 }
             }
             EventKind::LlmCall {
@@ -342,4 +344,12 @@ impl Watch for LiveWatch {
         self.0.open_plan(plan);
         Arc::new(LiveView(self.0.clone()))
     }
+}
+
+/// A task's record once it is blocked: by a failed prerequisite, or (the budget spent) by
+/// nothing but the reason.
+fn blocked(r: &mut TaskRecord, task: &TaskId, by: &TaskId, reason: &Option<String>) {
+    r.status = TaskStatus::Blocked;
+    r.blocked_by = (by != task).then(|| by.clone());
+    r.error.clone_from(reason);
 }

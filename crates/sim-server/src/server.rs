@@ -349,7 +349,7 @@ pub(crate) fn error_response(e: LlmError) -> Response {
         LlmError::Transient { message, .. } => {
             error(StatusCode::SERVICE_UNAVAILABLE, &message, "server_error")
         }
-        LlmError::Fatal { message, .. } => {
+        LlmError::Fatal { message, .. } | LlmError::Budget { message } => {
             error(StatusCode::BAD_REQUEST, &message, "invalid_request_error")
         }
     }

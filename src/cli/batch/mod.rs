@@ -16,7 +16,7 @@ use planwave_batch::render_batch_table;
 use planwave_runner::ops::{Batch, BatchEnd, read_job_file, resolve_batch, run_batch};
 use planwave_runner::ops::{BatchInvocation, CtrlC, InvalidInput, Stderr};
 
-use super::exit::{DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
+use super::exit::{BUDGET, DEADLINE, INTERRUPTED, OK, Outcome, PARTIAL};
 use super::job::{JobOptions, Prepare};
 use super::llm::{self, ResearchOptions};
 use super::progress::Mode;
@@ -78,7 +78,11 @@ pub async fn batch(mut args: BatchArgs) -> anyhow::Result<Outcome> {
             let dir = dir
                 .canonicalize()
                 .with_context(|| format!("opening the batch directory {}", dir.display()))?;
-            let recorded = recorded(&dir)?;
+            let mut recorded = recorded(&dir)?;
+            // A batch stopped by its budget goes on with the larger one given now.
+            let (now, then) = (&args.job.run.exec, &mut recorded.job.run.exec);
+            then.max_tokens_total = now.max_tokens_total.or(then.max_tokens_total);
+            then.max_cost = now.max_cost.or(then.max_cost);
             batch_in(recorded, dir, true, args.quiet).await
         }
         None => {
@@ -148,7 +152,14 @@ async fn batch_in(
             let done = done?;
             print!("{}", render_batch_table(&done.summary));
             println!("batch: {}", done.root.root().join("batch.json").display());
-            let code = match done.end {
+            let code = match &done.end {
+                BatchEnd::Budget(why) => {
+                    println!(
+                        "budget reached ({why}); finished work is saved. Continue with a larger budget: planwave batch --resume {} --max-tokens-total N (or --max-cost)",
+                        done.root.root().display()
+                    );
+                    BUDGET
+                }
                 BatchEnd::Completed => OK,
                 BatchEnd::Partial => PARTIAL,
                 BatchEnd::Deadline | BatchEnd::Interrupted => {

@@ -173,9 +173,14 @@ impl EventSink for JobSink {
         let (task, what) = match &event.kind {
             EventKind::TaskCompleted { task, .. } => (task, "completed".to_owned()),
             EventKind::TaskFailed { task, error, .. } => (task, format!("FAILED: {error}")),
-            EventKind::TaskBlocked { task, blocked_by } => {
-                (task, format!("blocked: prerequisite {blocked_by} failed"))
-            }
+            EventKind::TaskBlocked {
+                task,
+                reason: Some(why),
+                ..
+            } => (task, format!("blocked: {why}")),
+            EventKind::TaskBlocked {
+                task, blocked_by, ..
+            } => (task, format!("blocked: prerequisite {blocked_by} failed")),
             _ => return,
         };
         if let Some(bar) = &b.bar {

@@ -56,6 +56,19 @@ pub struct ExecOptions {
     #[serde(with = "super::text::duration")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<String>, example = "10m"))]
     pub deadline: Option<Duration>,
+    /// Start no model call once the job (a batch: all its jobs together) has used this many
+    /// tokens, prompt and output; calls under way finish, the tasks left end `blocked` and
+    /// `planwave resume DIR` with a larger budget goes on; exit code 6 (default: planwave.toml
+    /// `[run] max_tokens_total`, else none).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "N", value_parser = crate::parse_count::<u64>))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[serde(deserialize_with = "super::text::count")]
+    pub max_tokens_total: Option<u64>,
+    /// As `--max-tokens-total`, in money at the `[prices]` of the models called (which must
+    /// be priced), e.g. `0.50` (default: planwave.toml `[run] max_cost`, else none).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "AMOUNT", value_parser = crate::parse_cost))]
+    #[serde(deserialize_with = "super::text::some_cost")]
+    pub max_cost: Option<f64>,
 }
 
 /// The command line's defaults, so a spec written without them means what the flags mean.
@@ -69,6 +82,8 @@ impl Default for ExecOptions {
             seed: 0,
             task_timeout: None,
             deadline: None,
+            max_tokens_total: None,
+            max_cost: None,
         }
     }
 }
@@ -85,5 +100,7 @@ impl FlagGroup for ExecOptions {
         flags.seed = Some(self.seed);
         flags.task_timeout = self.task_timeout;
         flags.deadline = self.deadline;
+        flags.max_tokens_total = self.max_tokens_total;
+        flags.max_cost = self.max_cost;
     }
 }

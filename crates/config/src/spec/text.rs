@@ -59,6 +59,11 @@ fn required<'de, D: Deserializer<'de>>(
     number(d, parse)?.ok_or_else(|| D::Error::custom("expected a number, not null"))
 }
 
+/// An optional amount of money, checked by [`crate::parse_cost`].
+pub fn some_cost<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    number(d, crate::parse_cost)
+}
+
 /// Milliseconds of latency, checked by [`crate::parse_millis`].
 pub fn millis<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
     required(d, crate::parse_millis)

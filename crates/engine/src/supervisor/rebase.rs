@@ -157,6 +157,7 @@ impl SupervisorState {
         self.shared.emit(EventKind::TaskBlocked {
             task: plan.id(b).clone(),
             blocked_by: plan.id(by).clone(),
+            reason: None,
         });
     }
 

@@ -216,6 +216,10 @@ impl SupervisorState {
     }
 
     fn settle_failure(&mut self, index: usize, attempts: u32, failure: TaskFailure) {
+        if let TaskFailure::Budget(why) = failure {
+            self.settle_budget(index, why);
+            return;
+        }
         let plan = self.shared.plan.clone();
         let kind = failure.kind();
         let error = failure.into_message();
@@ -244,6 +248,28 @@ impl SupervisorState {
             self.shared.emit(EventKind::TaskBlocked {
                 task: plan.id(b).clone(),
                 blocked_by: failed_id.clone(),
+                reason: None,
+            });
+        }
+    }
+
+    /// A task whose model call the budget refused: `blocked` with the reason (no call of it
+    /// was sent after the budget ran out), and so are its dependents. Independent tasks
+    /// still start and are refused the same way, before any request is sent.
+    fn settle_budget(&mut self, index: usize, why: String) {
+        let plan = self.shared.plan.clone();
+        let id = plan.id(index).clone();
+        let dependents = self.sched.fail(&plan, index);
+        for b in std::iter::once(index).chain(dependents) {
+            let rec = &mut self.records[b];
+            rec.status = TaskStatus::Blocked;
+            rec.error = Some(why.clone());
+            rec.blocked_by = (b != index).then(|| id.clone());
+            self.spans.blocked(&self.shared, b, &why);
+            self.shared.emit(EventKind::TaskBlocked {
+                task: plan.id(b).clone(),
+                blocked_by: id.clone(),
+                reason: Some(why.clone()),
             });
         }
     }

@@ -266,7 +266,8 @@ impl BatchProvider {
         Ok(ChatResponse {
             content,
             usage,
-            model: c.model.unwrap_or_else(|| model.to_owned()),
+            // The model asked for, as the direct client records it (prices are by it).
+            model: model.to_owned(),
             finish_reason: choice.finish_reason,
             tool_calls,
             timing: Some(CallTiming {

@@ -52,6 +52,8 @@ pub struct OpenAiProvider {
     http: reqwest::Client,
     url: String,
     limiter: Arc<Limiter>,
+    /// The server's slots (llama.cpp's `/props`), when no in-flight cap is configured.
+    slots: super::server_slots::ServerSlots,
     budget: Arc<RetryBudget>,
     rng: Mutex<StdRng>,
     /// 0: as configured; 1: `json_object`; 2: no `response_format` (after a 400 naming it).
@@ -155,7 +157,12 @@ impl OpenAiProvider {
                 message: format!("cannot build the HTTP client: {e}"),
             })?;
         let url = super::endpoint::endpoint(&cfg.base_url, "chat/completions");
+        let slots = super::server_slots::ServerSlots::new(
+            &cfg.base_url,
+            limiter.config().max_in_flight.is_none(),
+        );
         Ok(OpenAiProvider {
+            slots,
             rng: Mutex::new(StdRng::seed_from_u64(cfg.seed)),
             cfg,
             http,
@@ -279,6 +286,15 @@ impl OpenAiProvider {
         retry: u32,
     ) -> Result<ChatResponse, Failure> {
         let t0 = Instant::now();
+        // Waiting for a server slot is queueing, not a stall: it happens before the request
+        // is sent, so neither the idle nor the request timeout runs.
+        let _slot = self
+            .slots
+            .acquire(
+                &self.http,
+                self.cfg.timeouts.connect.max(Duration::from_secs(5)),
+            )
+            .await;
         let permit = self.limiter.acquire(estimate).await;
         // Every attempt, retries included, is admitted by the shared limits too: the
         // provider counts each one.
@@ -370,10 +386,19 @@ impl OpenAiProvider {
         timing.e2e = sent.elapsed();
         timing.usage_estimated = a.usage.is_none();
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
+        // The model is the one asked for, not the name the server answers with: llama.cpp
+        // answers with its model file's path, which no price table or alias would name.
+        if let Some(served) = a.model.as_deref().filter(|m| *m != model) {
+            tracing::debug!(
+                model,
+                served,
+                "the server answered under another model name"
+            );
+        }
         Ok(ChatResponse {
             content: a.content,
             usage,
-            model: a.model.unwrap_or_else(|| model.to_owned()),
+            model: model.to_owned(),
             finish_reason: a.finish_reason,
             tool_calls: a.tool_calls,
             timing: Some(timing),

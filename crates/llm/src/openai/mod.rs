@@ -10,6 +10,7 @@ mod format;
 mod gate;
 mod limiter;
 mod retry;
+mod server_slots;
 pub mod sse;
 pub(crate) mod wire;
 

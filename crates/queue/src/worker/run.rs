@@ -92,10 +92,15 @@ impl Worker<'_> {
                 stop: self.stop.clone(),
             }));
         }
+        // Workers share no counter: on the queue a budget is each job's own.
+        let (resources, budget) =
+            self.resources
+                .budgeted(self.settings.budget, &self.settings.run.prices, (0, 0.0));
         let ctx = JobContext {
             root: root.clone(),
             settings: self.settings,
-            resources: self.resources.clone(),
+            resources,
+            budget,
             config: self.settings.run.clone(),
             slots,
             cancel,

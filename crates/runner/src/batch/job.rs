@@ -72,6 +72,9 @@ pub struct JobContext<'a> {
     /// The batch's settings: a goal job runs the reflective loop with its policy.
     pub settings: &'a planwave_config::Settings,
     pub resources: Resources,
+    /// The batch's budget, which `resources` count against: once it is reached no job
+    /// starts.
+    pub budget: Option<Arc<planwave_llm::Budget>>,
     pub config: RunConfig,
     pub slots: Option<planwave_engine::Slots>,
     pub cancel: CancellationToken,
@@ -137,12 +140,24 @@ impl Watch for LoopJobWatch<'_> {
 
 /// The verdict of a job that ended with `result`.
 fn state_of(r: &RunResult) -> JobState {
+    // Stopped by the budget, the job is unfinished like an interrupted one: `batch
+    // --resume` goes on with it.
+    if r.stop_reason == Some(planwave_record::CancelReason::Budget) {
+        return JobState::Cancelled;
+    }
     match r.status {
         RunStatus::Completed => JobState::Completed,
         RunStatus::Partial => JobState::Partial,
         RunStatus::Failed => JobState::Failed,
         RunStatus::Cancelled => JobState::Cancelled,
     }
+}
+
+/// A job's cost from its estimate: none where no call had a price (it is unpriced, not free).
+fn set_cost(summary: &mut JobSummary, cost: Option<&planwave_record::CostEstimate>) {
+    summary.cost = cost.filter(|c| c.priced()).map(|c| c.total);
+    summary.currency = cost.map(|c| c.currency.clone());
+    summary.unpriced = cost.is_some_and(|c| !c.unpriced_models.is_empty());
 }
 
 impl JobContext<'_> {
@@ -154,11 +169,25 @@ impl JobContext<'_> {
             summary.state = JobState::Cancelled;
             return summary;
         }
+        if let Some(why) = self.budget.as_ref().and_then(|b| b.reached()) {
+            // Not run: `batch --resume` with a larger budget runs it.
+            summary.state = JobState::Cancelled;
+            summary.error = Some(format!("not started: budget reached: {why}"));
+            return summary;
+        }
         self.watch.job_started(&job.id);
         match self.run_dir(&job).await {
             Ok(Some(r)) => {
                 let s = &r.stats;
                 summary.state = state_of(&r);
+                if let Some(why) = &r.plan_fallback {
+                    // The planner's one-task stand-in ran, not a plan for the goal: whatever
+                    // it wrote, the job did not do what was asked.
+                    summary.state = JobState::Failed;
+                    summary.error = Some(format!(
+                        "planning failed, so the planner's one-task fallback plan ran: {why}"
+                    ));
+                }
                 summary.tasks = s.tasks;
                 summary.completed = s.completed;
                 summary.failed = s.failed;
@@ -166,8 +195,7 @@ impl JobContext<'_> {
                 summary.tokens = s.usage.total();
                 summary.prompt_tokens = s.usage.prompt_tokens;
                 summary.cached_tokens = s.usage.cached_tokens;
-                summary.cost = s.cost.as_ref().map(|c| c.total);
-                summary.currency = s.cost.as_ref().map(|c| c.currency.clone());
+                set_cost(&mut summary, s.cost.as_ref());
             }
             Ok(None) => summary.state = JobState::Cancelled,
             Err(e) => match e.questions() {
@@ -188,8 +216,7 @@ impl JobContext<'_> {
                     .config
                     .prices
                     .estimate(calls.iter().map(|(m, u)| (m.as_str(), *u)));
-                summary.cost = cost.as_ref().map(|c| c.total);
-                summary.currency = cost.map(|c| c.currency);
+                set_cost(&mut summary, cost.as_ref());
             }
             summary.planning = planned.map(|(p, _)| p);
         }
@@ -438,5 +465,8 @@ fn planning_failed(e: RunnerError) -> RunnerError {
 fn finished_run(out: &RunDir) -> Option<RunResult> {
     let text = std::fs::read_to_string(out.root().join("run.json")).ok()?;
     let r: RunResult = serde_json::from_str(&text).ok()?;
-    (r.status != RunStatus::Cancelled).then_some(r)
+    // Stopped by the budget it is unfinished too: a resume goes on with it.
+    let stopped = r.status == RunStatus::Cancelled
+        || r.stop_reason == Some(planwave_record::CancelReason::Budget);
+    (!stopped).then_some(r)
 }

@@ -118,7 +118,7 @@ pub struct Batch<'a> {
 }
 
 /// How the batch ended, for the front end's exit status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BatchEnd {
     /// Every job completed and every line was a valid job.
     Completed,
@@ -128,6 +128,9 @@ pub enum BatchEnd {
     Deadline,
     /// Cancelled; resuming goes on.
     Interrupted,
+    /// The budget (`--max-tokens-total`, `--max-cost`) was spent: the jobs left did not
+    /// start, or stopped with their tasks `blocked`; resuming with a larger budget goes on.
+    Budget(String),
 }
 
 pub struct BatchOutcome {
@@ -155,10 +158,23 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
             cancel.cancel();
         })
     });
+    // One budget for the whole batch, what its earlier sessions spent counted in.
+    crate::budget::check_priced(
+        b.settings.budget,
+        &b.settings.run.prices,
+        b.resources.provider.as_ref(),
+    )?;
+    let spent = previous.iter().fold((0, 0.0), |(t, c), j| {
+        (t + j.tokens, c + j.cost.unwrap_or(0.0))
+    });
+    let (resources, budget) =
+        b.resources
+            .budgeted(b.settings.budget, &b.settings.run.prices, spent);
     let ctx = JobContext {
         root: root.clone(),
         settings: b.settings,
-        resources: b.resources.clone(),
+        resources,
+        budget: budget.clone(),
         config: b.settings.run.clone(),
         slots: b
             .max_subagents
@@ -188,7 +204,10 @@ pub async fn run_batch(b: Batch<'_>) -> crate::Result<BatchOutcome> {
     let mut summary = book.summary();
     summary.transport_retries = b.resources.provider.retry_counts();
     root.write_json("batch.json", &summary)?;
-    let end = if b.cancel.is_cancelled() || summary.cancelled > 0 {
+    let reached = budget.as_ref().and_then(|b| b.reached());
+    let end = if let Some(why) = reached.filter(|_| summary.completed < summary.jobs.len()) {
+        BatchEnd::Budget(why)
+    } else if b.cancel.is_cancelled() || summary.cancelled > 0 {
         if deadline_hit.load(Ordering::SeqCst) {
             BatchEnd::Deadline
         } else {

@@ -102,6 +102,21 @@ pub struct Shared {
     pub slots: Option<planwave_engine::Slots>,
 }
 
+impl Job<'_> {
+    /// The job's model client counting against its budget, with what an earlier session
+    /// in `dir` spent (none without a budget).
+    fn budgeted(&mut self, dir: &std::path::Path) -> crate::Result<()> {
+        let (resources, _) = crate::budget::budgeted(
+            &self.resources,
+            self.settings.budget,
+            &self.settings.run.prices,
+            dir,
+        )?;
+        self.resources = resources;
+        Ok(())
+    }
+}
+
 impl Shared {
     fn open(&self, dir: &std::path::Path) -> crate::Result<RunDir> {
         match &self.out {
@@ -141,6 +156,7 @@ pub async fn run(
 ) -> crate::Result<JobOutcome> {
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
+    job.budgeted(out.root())?;
     job.invocation.record(&out)?;
     let _batches = job.resources.join_batches(&out).await?;
     let run_id = uuid::Uuid::new_v4();
@@ -197,6 +213,7 @@ pub async fn run(
 pub async fn research(mut job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
     let out = open_run_dir(&job.spec.out)?;
     let _lock = lock_run_dir(&out)?;
+    job.budgeted(out.root())?;
     job.invocation.record(&out)?;
     let _batches = job.resources.join_batches(&out).await?;
     let run_id = uuid::Uuid::new_v4();

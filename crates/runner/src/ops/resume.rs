@@ -96,6 +96,7 @@ fn kind_of(dir: &Path, spec: &JobSpec) -> Result<ResumeKind, InvalidInput> {
 /// Goes on with `r` (the job's settings resolved from `r.spec` and its resources prepared
 /// by the front end): a run from its journal, a loop from its rounds.
 pub async fn resume(r: &Resumable, mut job: Job<'_>, io: &JobIo<'_>) -> crate::Result<JobOutcome> {
+    job.budgeted(&r.dir)?;
     // The run's provider batches (a batch's job joins them where the batch runs it).
     let _batches = match &job.resources.batch {
         Some(_) => {

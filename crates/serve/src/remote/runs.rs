@@ -119,6 +119,7 @@ fn from_record(id: &str, run: &RemoteRun) -> RunSummary {
         sum.tokens = s.tokens;
         sum.cost = s.cost;
         sum.currency.clone_from(&s.currency);
+        sum.unpriced = s.unpriced;
         sum.duration_ms = Some(s.wall_ms);
     }
     sum
