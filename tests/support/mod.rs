@@ -1,5 +1,6 @@
 //! Helpers to run the real binary and read what it wrote.
 
+pub mod llama;
 pub mod nats;
 pub mod nats_proxy;
 pub mod otlp;

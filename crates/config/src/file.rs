@@ -51,7 +51,10 @@ pub struct LlmSection {
     pub response_format: Option<String>,
     pub context_headers: Option<bool>,
     pub temperature: Option<f32>,
+    /// Every role's output cap (`[llm.output_caps]` and `--max-output` set one role's).
     pub max_tokens: Option<u32>,
+    #[serde(default)]
+    pub output_caps: crate::caps::OutputCapsSection,
     #[serde(default)]
     pub models: ModelsSection,
     #[serde(default)]

@@ -26,6 +26,10 @@ pub struct Flags {
     pub base_url: Option<String>,
     pub model: Option<String>,
     pub stream: Option<bool>,
+    /// `--max-output ROLE=TOKENS`, in the order given (0: no cap).
+    pub max_output: Vec<(String, u32)>,
+    /// `--response-format MODE`.
+    pub response_format: Option<planwave_llm::openai::ResponseFormatMode>,
 
     // Prompts and the planner.
     pub prompts_dir: Option<PathBuf>,

@@ -21,6 +21,7 @@
 //! binary turns on; without it this crate knows nothing of clap.
 
 mod batch_api;
+mod caps;
 mod duration;
 mod env;
 mod error;
@@ -40,6 +41,7 @@ mod settings;
 pub mod spec;
 
 pub use bytesize::ByteSize;
+pub use caps::parse_max_output;
 pub use duration::{MAX_DURATION, parse_duration, parse_positive_duration};
 pub use env::{
     ENV_API_KEY, ENV_BASE_URL, ENV_CONFIG, ENV_MODEL, ENV_OPENAI_API_KEY, ENV_OPENAI_BASE_URL,

@@ -76,11 +76,13 @@ pub(crate) fn resolve(
     let models = role_models(file, env, flags)?;
     let (base_url, openai_key_ok) = base_url(file, env, flags)?;
     let (api_key, api_key_source) = api_key(file, env, openai_key_ok)?;
-    let response_format = match &l.response_format {
-        None => ResponseFormatMode::default(),
-        Some(s) => s
-            .parse()
-            .map_err(|e: String| SettingsError::Invalid(format!("[llm] {e}")))?,
+    let response_format = match (flags.response_format, &l.response_format) {
+        (Some(m), _) => Some(m),
+        (None, None) => None,
+        (None, Some(s)) => Some(
+            s.parse::<ResponseFormatMode>()
+                .map_err(|e: String| SettingsError::Invalid(format!("[llm] {e}")))?,
+        ),
     };
     // `new` names the provider after the URL (`deepseek`, `ollama`, ...) unless `[llm] name`
     // says otherwise.
@@ -91,12 +93,15 @@ pub(crate) fn resolve(
     c.api_key = api_key;
     c.models = models;
     c.stream = flags.stream.or(l.stream).unwrap_or(c.stream);
-    c.response_format = response_format;
+    // Unset: the provider's own (see `ResponseFormatMode::for_provider`), as `new` chose.
+    c.response_format = response_format.unwrap_or(c.response_format);
     c.plan_schema = Some(planwave_planner::plan_schema_for(crate::planner::format(
         file, flags,
     )?));
     c.context_headers = l.context_headers.unwrap_or(c.context_headers);
     c.temperature = l.temperature;
+    // Per role, `Settings::output_caps` fills each request's own bound first; this one stays
+    // for clients used without them (a load test's).
     c.max_tokens = l.max_tokens;
     c.timeouts = timeouts(l)?;
     c.retry = retry(l)?;

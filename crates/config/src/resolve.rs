@@ -6,7 +6,7 @@ use crate::env::{ENV_CONFIG, EnvSource};
 use crate::file::ConfigFile;
 use crate::flags::Flags;
 use crate::settings::Settings;
-use crate::{SettingsError, llm, mcp, plan_cache, planner, reflect, run};
+use crate::{SettingsError, caps, llm, mcp, plan_cache, planner, reflect, run};
 
 /// Finds the config file: `explicit` (must exist), else `$PLANWAVE_CONFIG` (must exist),
 /// else `./planwave.toml` if present, else none.
@@ -48,6 +48,7 @@ pub fn resolve_settings(
         .or_else(|| file.prompts.dir.as_deref().map(|d| file.relative(d)));
     let mut run = run::from_flags(flags);
     let llm = llm::resolve(kind, file, env, flags, run.seed)?;
+    let output_caps = caps::resolve(kind, file, flags)?;
     let policy = reflect::resolve(file, flags)?;
     let deadline = run::resolve(&mut run, file, flags)?;
     let mcp = mcp::resolve(&mut run, file, flags.mcp.as_ref())?;
@@ -56,6 +57,7 @@ pub fn resolve_settings(
     run.prices.batch_api = batch_api.is_some();
     Ok(Settings {
         llm,
+        output_caps,
         planner,
         prompts_dir,
         run,

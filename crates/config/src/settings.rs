@@ -20,6 +20,9 @@ pub struct Settings {
     /// Which model answers: the simulator, or an OpenAI-compatible server with its client
     /// configuration.
     pub llm: LlmChoice,
+    /// The most output tokens of one answer, per role (`max_tokens`): defaults for a real
+    /// server, none for the simulator unless set.
+    pub output_caps: planwave_llm::OutputCaps,
     /// The planner: attempts, bounds on the number of tasks, and the language of prompts
     /// and plan (`None` follows the goal).
     pub planner: PlannerConfig,

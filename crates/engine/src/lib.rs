@@ -18,6 +18,7 @@
 mod calls;
 mod config;
 mod context;
+mod degenerate;
 mod digest;
 mod mcp_events;
 mod quality;
@@ -30,6 +31,7 @@ mod stream_plan;
 mod task_spans;
 mod tool_answer;
 mod tool_loop;
+mod tool_schema;
 mod tool_step;
 
 mod error;

@@ -129,9 +129,7 @@ pub(crate) fn conclude(
     } = outcome;
     let integration = integration.ok_or(EngineError::Lost("integrator"))?;
     for (i, rec) in records.iter_mut().enumerate() {
-        if rec.status == planwave_record::TaskStatus::Completed
-            && integration.written.get(i).copied().unwrap_or(false)
-        {
+        if rec.status.has_section() && integration.written.get(i).copied().unwrap_or(false) {
             rec.section_file = Some(shared.section_files[i].clone());
         }
     }
@@ -153,7 +151,11 @@ pub(crate) fn conclude(
     let status = if cancelled.is_some() {
         RunStatus::Cancelled
     } else {
-        RunStatus::from_counts(stats.tasks - stats.optional_failed, stats.completed)
+        RunStatus::from_counts(
+            stats.tasks - stats.optional_failed,
+            stats.completed,
+            stats.completed + stats.truncated,
+        )
     };
     shared.emit(EventKind::RunFinished {
         run_id: req.run_id,

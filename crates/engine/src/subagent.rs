@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use planwave_llm::{AgentRole, ChatMessage, ChatRequest, LlmError, RequestContext};
-use planwave_record::{EventKind, SectionCut};
+use planwave_record::{EventKind, SectionCut, SectionWarning};
 use ractor::{Actor, ActorProcessingErr, ActorRef};
 use serde_json::Value;
 use tracing::Instrument;
@@ -121,7 +121,10 @@ fn write_file(
 ) -> impl Future<Output = SubagentReport> {
     async move {
         if let Ok(section) = &report.result {
-            report.warnings = crate::quality::section_warnings(section);
+            // After any set while writing it (a cut by the output cap).
+            report
+                .warnings
+                .extend(crate::quality::section_warnings(section));
         }
         // The section file is in place before the supervisor hears of it, so a completion
         // always names a file that is there; it is not synced here: the journal commits the
@@ -285,7 +288,7 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         // In a block, so the error's slot ends before the wait.
         let delay = {
             let err = match section_of(shared, answer) {
-                Ok(section) => break Ok(section),
+                Ok(written) => break Ok(written),
                 Err(err) => err,
             };
             if !err.is_retryable() {
@@ -300,31 +303,45 @@ async fn write_section(state: &SubagentArgs) -> SubagentReport {
         Box::pin(tokio::time::sleep(delay)).await;
     };
     context_cut.extend(std::mem::take(&mut calls.cuts));
+    let (result, cut) = match result {
+        Ok((section, cut)) => (Ok(section), cut),
+        Err(e) => (Err(e), None),
+    };
     let kept_result = match &result {
         Ok(section) => planwave_record::text_result_to_keep(section),
         Err(_) => None,
     };
-    SubagentReport {
-        kept_result,
-        ..calls.report(index, attempt, context_cut, result)
+    let mut report = calls.report(index, attempt, context_cut, result);
+    report.kept_result = kept_result;
+    if let Some(tokens) = cut {
+        report.warnings.push(SectionWarning::Truncated { tokens });
     }
+    report
 }
 
-/// The section in a model's answer; an empty answer is a transient error.
+/// The section in a model's answer, with its output tokens when the output cap cut it. An
+/// empty or degenerate answer (a loop, leaked special tokens) is a transient error: the
+/// task's retries ask again, and the task fails with the reason if they run out.
 fn section_of(
     shared: &RunShared,
     answer: Result<planwave_llm::ChatResponse, LlmError>,
-) -> Result<Arc<str>, LlmError> {
-    match answer {
-        Ok(r) if !r.content.trim().is_empty() => Ok(Arc::<str>::from(r.content)),
-        Ok(r) => Err(LlmError::Transient {
+) -> Result<(Arc<str>, Option<u64>), LlmError> {
+    let r = answer?;
+    let problem = if r.content.trim().is_empty() {
+        Some("the model returned an empty section".to_owned())
+    } else {
+        crate::degenerate::degenerate(&r.content)
+    };
+    if let Some(message) = problem {
+        return Err(LlmError::Transient {
             provider: shared.provider.info().provider,
             model: r.model,
-            message: "the model returned an empty section".into(),
+            message,
             retry_after: None,
-        }),
-        Err(e) => Err(e),
+        });
     }
+    let cut = (r.finish_reason.as_deref() == Some("length")).then_some(r.usage.completion_tokens);
+    Ok((Arc::<str>::from(r.content), cut))
 }
 
 /// The backoff before the next attempt after `err`, announced as a `task_retry` event.

@@ -82,9 +82,12 @@ async fn tool_rounds(
         })
         .collect();
     match protocol {
-        ToolProtocol::Json => request.messages.push(ChatMessage::user(
-            calls.shared.prompts.tool_protocol(lang, &listings(&tools)),
-        )),
+        ToolProtocol::Json => {
+            request.messages.push(ChatMessage::user(
+                calls.shared.prompts.tool_protocol(lang, &listings(&tools)),
+            ));
+            request.context.answer_schema = Some(crate::tool_schema::tool_turn(&tools));
+        }
         ToolProtocol::Native => request.tools = tools.iter().map(spec).collect(),
     }
     let mut round = 0;
@@ -95,6 +98,8 @@ async fn tool_rounds(
             // One more turn without tools, so the task still gets its section.
             request.tools.clear();
             request.context.tools.clear();
+            // The section, in whatever form: prose is accepted on the last turn.
+            request.context.answer_schema = None;
             request.messages.push(ChatMessage::user(
                 calls.shared.prompts.tools_exhausted(lang),
             ));

@@ -216,6 +216,8 @@ async fn run_inner(
         if attempt == 1 {
             calls.cuts.extend(cuts);
         }
+        // Its own output cap (`--max-output llm_call=N`).
+        context.llm_call = true;
         let request = ChatRequest {
             role: AgentRole::Subagent,
             messages: vec![ChatMessage::user(text)],

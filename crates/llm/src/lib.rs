@@ -15,26 +15,30 @@
 //! CLI; URL credentials are redacted by `planwave-redact`.
 
 pub mod batch;
+mod caps;
 mod error;
 pub mod openai;
 mod pricing;
 mod provider;
+mod schema_bounds;
 mod secret;
 mod stream;
 mod tokens;
 mod traced;
 mod types;
 
+pub use caps::{CappedProvider, OutputCaps};
 pub use error::LlmError;
 pub use pricing::{ModelPrice, PriceTable};
 pub use provider::{ChatCall, LlmProvider};
+pub use schema_bounds::bound_schema;
 pub use secret::{ApiKey, scrub};
 pub use stream::{CallTiming, DeltaSink, StreamEvent};
 pub use tokens::{char_count, char_tokens, estimate_tokens, is_cjk};
 pub use traced::TracedProvider;
 pub use types::{
-    AgentRole, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole, RequestContext,
-    SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec,
+    AgentRole, AnswerSchema, ChatMessage, ChatRequest, ChatResponse, FunctionCall, MessageRole,
+    RequestContext, SectionRef, ToolCall, ToolRef, ToolResultRef, ToolSpec,
 };
 
 /// For [`pass_provider_info_to!`]: the type it names, at a path that works in crates that do

@@ -206,6 +206,29 @@ pub struct RequestContext {
     /// `failed:<kind>` in `status`), not a round's reflection.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub step_reflection: bool,
+    /// Subagent requests: an `llm_call` step's direct model call (its own output cap).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub llm_call: bool,
+    /// The JSON the answer must be, when it must be JSON: sent as `response_format` (a
+    /// grammar on llama.cpp, vLLM and OpenAI) where the server takes it. Not part of what the
+    /// request is about: never serialized.
+    #[serde(skip)]
+    pub answer_schema: Option<std::sync::Arc<AnswerSchema>>,
+}
+
+/// A JSON Schema an answer must follow, with the name `response_format` gives it. Bounds
+/// (`maxItems`, `maxLength`) in it let a server's grammar stop runaway output itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnswerSchema {
+    /// Letters, digits, `_` and `-` (OpenAI's rule for `json_schema.name`).
+    pub name: &'static str,
+    pub schema: serde_json::Value,
+}
+
+impl AnswerSchema {
+    pub fn new(name: &'static str, schema: serde_json::Value) -> std::sync::Arc<AnswerSchema> {
+        std::sync::Arc::new(AnswerSchema { name, schema })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

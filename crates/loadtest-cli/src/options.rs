@@ -268,6 +268,7 @@ fn http_provider(
         model: Some(a.model.clone()),
         config: None,
         no_stream: a.no_stream,
+        ..LlmOptions::default()
     };
     let mut settings = settings_of(&[&options, &Seed(a.seed)], &planwave_config::ProcessEnv)?;
     settings.use_only_key_from(

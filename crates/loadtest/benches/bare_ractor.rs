@@ -264,6 +264,7 @@ impl LlmProvider for Minimal {
             model: "minimal".into(),
             simulated: true,
             base_url: None,
+            response_format: None,
         }
     }
 

@@ -52,6 +52,7 @@ pub async fn ask<T>(
             span: &|_, _| tracing::Span::none(),
             record: &|_, _| {},
             on_delta: None,
+            shorter: None,
         },
         &mut |_| {},
     )

@@ -18,6 +18,7 @@ pub mod model;
 pub mod policy;
 pub mod replan;
 pub mod replan_steps;
+pub mod schemas;
 
 pub use judge::{parse_evaluation, parse_reflection};
 pub use looping::{

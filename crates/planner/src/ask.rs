@@ -60,6 +60,9 @@ pub struct Attempt {
     /// The model call failed; no text to judge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The answer was cut by the output cap (`finish_reason: length`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     pub valid: bool,
     /// The model's text as received.
     #[serde(skip)]
@@ -158,6 +161,18 @@ pub struct Question<'a, T> {
     /// Receives the first attempt's answer as it streams (a repair's is not streamed: its
     /// plan replaces the first one whole).
     pub on_delta: Option<planwave_llm::DeltaSink>,
+    /// The follow-up after an answer cut by the output cap, given the tokens it had: the
+    /// question again, for a shorter answer (the cut one is not sent back). `None`: the
+    /// generic [`crate::shorter::shorter_answer`].
+    pub shorter: Option<&'a (dyn Fn(u64) -> String + Sync)>,
+}
+
+/// What the next attempt sends after an invalid answer.
+enum Follow {
+    /// The answer and its problems: the model corrects it.
+    Repair(String, Vec<String>),
+    /// The answer was cut after this many tokens: ask again for a shorter one.
+    Shorter(u64),
 }
 
 /// Asks until an answer is valid, an error is not worth retrying, or the attempts run out;
@@ -169,13 +184,21 @@ pub async fn ask<T>(
 ) -> Result<Asked<T>, PromptError> {
     let mut attempts = Vec::new();
     // The last answer judged invalid, with its problems: what a repair fixes.
-    let mut to_repair: Option<(String, Vec<String>)> = None;
+    let mut to_repair: Option<Follow> = None;
     for n in 1..=q.attempts.max(1) {
         let (messages, kind) = match &to_repair {
-            Some((raw, problems)) => {
+            Some(Follow::Repair(raw, problems)) => {
                 let mut m = q.messages.clone();
                 m.push(ChatMessage::assistant(raw.clone()));
                 m.push(ChatMessage::user((q.repair)(n, problems)?));
+                (m, AttemptKind::Repair)
+            }
+            Some(Follow::Shorter(tokens)) => {
+                let mut m = q.messages.clone();
+                m.push(ChatMessage::user(match q.shorter {
+                    Some(f) => f(*tokens),
+                    None => crate::shorter::shorter_answer(q.context.lang, *tokens),
+                }));
                 (m, AttemptKind::Repair)
             }
             None => (q.messages.clone(), q.first),
@@ -202,10 +225,16 @@ pub async fn ask<T>(
         a.model = resp.model;
         a.usage = resp.usage;
         a.raw = resp.content;
+        a.truncated = resp.finish_reason.as_deref() == Some("length");
         match (q.judge)(&a.raw) {
             Ok((value, warnings)) => {
                 a.valid = true;
                 a.warnings = warnings;
+                if a.truncated {
+                    let tokens = a.usage.completion_tokens;
+                    a.warnings
+                        .push(crate::shorter::cut_problem(q.context.lang, tokens));
+                }
                 (q.record)(&span, &a);
                 on_attempt(&a);
                 attempts.push(a);
@@ -214,6 +243,15 @@ pub async fn ask<T>(
                     attempts,
                     fatal: None,
                 });
+            }
+            // Cut by the cap: that is the problem, whatever broken JSON it left.
+            Err(_) if a.truncated => {
+                let tokens = a.usage.completion_tokens;
+                a.problems = vec![crate::shorter::cut_problem(q.context.lang, tokens)];
+                (q.record)(&span, &a);
+                on_attempt(&a);
+                to_repair = Some(Follow::Shorter(tokens));
+                attempts.push(a);
             }
             Err(problems) => {
                 tracing::info!(
@@ -225,7 +263,7 @@ pub async fn ask<T>(
                 a.problems = problems.clone();
                 (q.record)(&span, &a);
                 on_attempt(&a);
-                to_repair = Some((a.raw.clone(), problems));
+                to_repair = Some(Follow::Repair(a.raw.clone(), problems));
                 attempts.push(a);
             }
         }
@@ -271,6 +309,7 @@ async fn call<T>(
         problems: Vec::new(),
         warnings: Vec::new(),
         error: None,
+        truncated: false,
         valid: false,
         raw: String::new(),
     };

@@ -14,6 +14,7 @@
 mod ask;
 mod planner;
 pub mod schema;
+pub mod shorter;
 
 pub use ask::{Asked, Attempt, AttemptKind, Judged, Question, WithRaw, ask};
 pub use planner::{

@@ -231,9 +231,14 @@ impl Planner {
                 .collect(),
             tool_results: self.failed_tools.clone(),
             plan_format: steps.then_some(PlanFormat::Steps),
+            answer_schema: Some(planwave_llm::AnswerSchema::new(
+                if steps { "step_plan" } else { "research_plan" },
+                crate::schema::bounded_plan_schema(self.config.format, self.task_range().1),
+            )),
             ..RequestContext::default()
         };
         let (min_tasks, max_tasks) = self.task_range();
+        let shorter = |tokens: u64| crate::shorter::shorter_plan(lang, min_tasks, tokens);
         let repair = |n: u32, problems: &[String]| {
             self.templates.repair(
                 lang,
@@ -261,6 +266,7 @@ impl Planner {
                 span: &plan_span,
                 record: &record_plan_span,
                 on_delta: self.on_delta.clone(),
+                shorter: Some(&shorter),
             },
             on_attempt,
         )

@@ -122,3 +122,22 @@ pub fn plan_schema_text_for(format: PlanFormat) -> String {
 pub fn plan_schema_text() -> String {
     plan_schema_text_for(PlanFormat::Research)
 }
+
+/// The plan schema sent as `response_format`: at most `max_tasks` tasks (or steps), short
+/// texts and lists, so a grammar-enforcing server ends a runaway plan by itself. The prompt
+/// keeps the unbounded schema (the bounds are the server's business).
+pub fn bounded_plan_schema(format: PlanFormat, max_tasks: usize) -> serde_json::Value {
+    let mut schema = plan_schema_for(format);
+    let list = match format {
+        PlanFormat::Research => "tasks",
+        PlanFormat::Steps => "steps",
+    };
+    if let Some(p) = schema.pointer_mut(&format!("/properties/{list}"))
+        && let Some(obj) = p.as_object_mut()
+    {
+        obj.insert("minItems".into(), 1.into());
+        obj.insert("maxItems".into(), (max_tasks.max(1) as u64).into());
+    }
+    planwave_llm::bound_schema(&mut schema, max_tasks.max(6) as u64, 400);
+    schema
+}

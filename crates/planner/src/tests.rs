@@ -136,6 +136,7 @@ impl LlmProvider for Refusing {
             model: "m".into(),
             simulated: false,
             base_url: None,
+            response_format: None,
         }
     }
     async fn chat(&self, _r: ChatRequest) -> Result<ChatResponse, LlmError> {

@@ -92,6 +92,9 @@ pub enum EventKind {
         /// result the first attempt gave.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         result: Option<Box<serde_json::Value>>,
+        /// The section was cut by the output cap: the task is `truncated`, not `completed`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        truncated: bool,
     },
     TaskFailed {
         task: TaskId,

@@ -37,14 +37,26 @@ pub enum TaskStatus {
     Failed,
     /// Never started because a prerequisite failed.
     Blocked,
+    /// Written, but cut by the output cap (`finish_reason: length`): the section is kept and
+    /// handed on like a completed one, and marked, since it ends mid-way.
+    Truncated,
 }
 
 impl TaskStatus {
     pub fn is_terminal(self) -> bool {
         matches!(
             self,
-            TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Blocked
+            TaskStatus::Completed
+                | TaskStatus::Failed
+                | TaskStatus::Blocked
+                | TaskStatus::Truncated
         )
+    }
+
+    /// It ended with a section (complete or cut by the output cap) that dependents, the
+    /// summary and the report use.
+    pub fn has_section(self) -> bool {
+        matches!(self, TaskStatus::Completed | TaskStatus::Truncated)
     }
     pub fn as_str(self) -> &'static str {
         match self {
@@ -53,6 +65,7 @@ impl TaskStatus {
             TaskStatus::Completed => "completed",
             TaskStatus::Failed => "failed",
             TaskStatus::Blocked => "blocked",
+            TaskStatus::Truncated => "truncated",
         }
     }
 }
@@ -203,10 +216,12 @@ impl RunStatus {
 
     /// `total` counts the tasks that must complete: a failed optional step leaves the run
     /// completed.
-    pub fn from_counts(total: usize, completed: usize) -> RunStatus {
+    /// `written` counts the tasks that wrote a section, complete or cut (`truncated`): a
+    /// run whose sections were all cut is partial, not failed.
+    pub fn from_counts(total: usize, completed: usize, written: usize) -> RunStatus {
         if completed == total && (total > 0 || completed > 0) {
             RunStatus::Completed
-        } else if completed == 0 {
+        } else if written == 0 {
             RunStatus::Failed
         } else {
             RunStatus::Partial
@@ -220,6 +235,9 @@ pub struct RunStats {
     pub completed: usize,
     pub failed: usize,
     pub blocked: usize,
+    /// Sections cut by the output cap (not counted in `completed`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub truncated: usize,
     /// Of `failed`, the optional steps (their dependents ran anyway).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub optional_failed: usize,

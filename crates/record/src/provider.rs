@@ -13,6 +13,11 @@ pub struct ProviderInfo {
     pub simulated: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    /// How answers that must be JSON were asked for (`json_schema`, `json_object`, `none`),
+    /// as the server was found to take it; `None` for providers that take no
+    /// `response_format` (the simulator).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<String>,
 }
 
 /// [`ProviderInfo`] as recorded in `run.json` (owned, deserializable).
@@ -23,6 +28,8 @@ pub struct ProviderInfoRecord {
     pub simulated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<String>,
 }
 
 impl From<ProviderInfo> for ProviderInfoRecord {
@@ -32,6 +39,7 @@ impl From<ProviderInfo> for ProviderInfoRecord {
             model: p.model,
             simulated: p.simulated,
             base_url: p.base_url,
+            response_format: p.response_format,
         }
     }
 }

@@ -15,11 +15,18 @@ pub enum SectionWarning {
     /// No quantitative data (not one digit in the body); the integrator is told, so the summary
     /// says which sections lack numbers.
     NoFigures,
+    /// Cut by the output cap after `tokens` output tokens (`finish_reason: length`): the
+    /// task's status is `truncated`.
+    Truncated { tokens: u64 },
 }
 
 impl SectionWarning {
     pub fn is_no_figures(&self) -> bool {
         matches!(self, SectionWarning::NoFigures)
+    }
+
+    pub fn is_truncated(&self) -> bool {
+        matches!(self, SectionWarning::Truncated { .. })
     }
 }
 
@@ -32,6 +39,9 @@ impl SectionWarning {
             }
             (SectionWarning::NoFigures, Lang::Zh) => {
                 "缺少定量数据（没有数字、百分比或金额）".into()
+            }
+            (SectionWarning::Truncated { tokens }, Lang::Zh) => {
+                format!("在输出上限（{tokens} 个 token）处被截断，内容不完整")
             }
             (w, Lang::En) => w.to_string(),
         }
@@ -48,6 +58,10 @@ impl fmt::Display for SectionWarning {
             SectionWarning::NoFigures => {
                 write!(f, "no quantitative data (no number, percentage or amount)")
             }
+            SectionWarning::Truncated { tokens } => write!(
+                f,
+                "cut by the output limit ({tokens} tokens): the section ends mid-way (raise it with --max-output subagent=N)"
+            ),
         }
     }
 }

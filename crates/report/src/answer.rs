@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::sync::Arc;
 
 use planwave_plan::{Lang, PlanFormat, ValidatedPlan};
-use planwave_record::{TaskRecord, TaskStatus};
+use planwave_record::TaskRecord;
 
 /// The steps whose output is the answer, in plan order; empty for a research plan.
 pub fn answer_steps(plan: &ValidatedPlan) -> Vec<usize> {
@@ -31,11 +31,7 @@ pub fn step_answer(
     let steps = answer_steps(plan);
     let done: Vec<(usize, &str)> = steps
         .iter()
-        .filter(|&&i| {
-            records
-                .get(i)
-                .is_some_and(|r| r.status == TaskStatus::Completed)
-        })
+        .filter(|&&i| records.get(i).is_some_and(|r| r.status.has_section()))
         .filter_map(|&i| Some((i, sections.get(i)?.as_deref()?.trim())))
         .collect();
     match done.as_slice() {
@@ -134,7 +130,7 @@ fn step_text(
     i: usize,
 ) -> String {
     match (sections.get(i).cloned().flatten(), records.get(i)) {
-        (Some(text), Some(r)) if r.status == TaskStatus::Completed => {
+        (Some(text), Some(r)) if r.status.has_section() => {
             output_markdown(without_title(&text, plan.task(i).title()))
         }
         (_, Some(r)) => crate::markdown::placeholder(plan.lang(), r),

@@ -42,7 +42,7 @@ pub fn mermaid_gantt(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
         .filter_map(|(i, r)| {
             let (s, f) = (r.started_at?, r.finished_at?);
             let tag = match r.status {
-                TaskStatus::Completed => "done",
+                TaskStatus::Completed | TaskStatus::Truncated => "done",
                 TaskStatus::Failed => "crit",
                 _ => "active",
             };

@@ -207,7 +207,7 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
             let _ = writeln!(out, "{}\n", t.trim());
         }
         match (&input.sections[i], rec.status) {
-            (Some(text), TaskStatus::Completed) => {
+            (Some(text), status) if status.has_section() => {
                 let text = text.trim();
                 if !text.starts_with("## ") {
                     let _ = writeln!(out, "## {}\n", task.title());
@@ -215,6 +215,9 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
                 // Pushed, not formatted: this runs once per section.
                 out.push_str(text);
                 out.push_str("\n\n");
+                if status == TaskStatus::Truncated {
+                    let _ = writeln!(out, "{}\n", truncated_note(lang));
+                }
                 if let Some(tag) = rec.round {
                     let _ = writeln!(out, "{}\n", round_note(lang, tag));
                 }
@@ -232,6 +235,14 @@ pub fn render_markdown(input: &ReportInput<'_>) -> String {
     out.push_str(&stats_table(input, lang));
     out.push_str(&crate::warnings::appendix(plan, input.records));
     out
+}
+
+/// Under a section the output cap cut: it ends mid-way, and says so.
+fn truncated_note(lang: Lang) -> &'static str {
+    match lang {
+        Lang::Zh => "*（本节在输出上限处被截断，内容不完整）*",
+        Lang::En => "*(This section was cut by the output limit and ends mid-way.)*",
+    }
 }
 
 /// The summary without a heading of its own at the top (the report writes "Executive

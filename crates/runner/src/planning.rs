@@ -171,6 +171,13 @@ impl From<PlanningFailed> for RunnerError {
                 source_name: "planner".into(),
                 problems,
             }),
+            // The request can never fit as configured: the settings or the goal must change.
+            PlanningFailed::Fatal(e) if e.is_context_overflow() => {
+                RunnerError::Invalid(InvalidInput {
+                    source_name: "planner".into(),
+                    problems: vec![e.to_string()],
+                })
+            }
             other => RunnerError::message(other.to_string()),
         }
     }

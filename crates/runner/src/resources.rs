@@ -78,6 +78,8 @@ impl Resources {
             Some(b) => b.as_provider(),
             None => model_client(settings, sim, notes)?,
         };
+        // Each role's output cap, on every request that has no bound of its own.
+        let provider = planwave_llm::CappedProvider::wrap(provider, settings.output_caps);
         Ok(Resources {
             provider: wrap(provider),
             templates,

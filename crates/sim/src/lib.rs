@@ -199,6 +199,7 @@ impl LlmProvider for SimProvider {
             model: SIM_MODEL.into(),
             simulated: true,
             base_url: None,
+            response_format: None,
         }
     }
 

@@ -59,6 +59,27 @@ pub struct LlmOptions {
     /// Ask for one JSON body instead of an SSE stream.
     #[cfg_attr(feature = "clap", arg(long))]
     pub no_stream: bool,
+    /// Most output tokens of one answer, per role, as ROLE=TOKENS (repeatable or
+    /// comma-separated; roles planner, subagent, integrator, evaluator, reflector, llm_call;
+    /// 0: no cap). Also [llm.output_caps].
+    #[cfg_attr(feature = "clap", arg(long, value_name = "ROLE=TOKENS", value_parser = parse_max_output_text))]
+    pub max_output: Vec<String>,
+    /// How answers that must be JSON ask for it: json_schema (a grammar on llama.cpp and
+    /// vLLM), json_object or none (default: by provider; also [llm] response_format).
+    #[cfg_attr(feature = "clap", arg(long, value_name = "MODE", value_parser = parse_response_format))]
+    pub response_format: Option<String>,
+}
+
+/// `--max-output`: checked, kept as typed.
+pub fn parse_max_output_text(s: &str) -> Result<String, String> {
+    crate::parse_max_output(s)?;
+    Ok(s.to_owned())
+}
+
+/// `--response-format`: one of the modes, kept as typed.
+pub fn parse_response_format(s: &str) -> Result<String, String> {
+    s.parse::<planwave_llm::openai::ResponseFormatMode>()?;
+    Ok(s.to_owned())
 }
 
 /// How much of its prerequisites a subagent's prompt carries.
@@ -157,6 +178,14 @@ impl FlagGroup for LlmOptions {
         flags.base_url = self.llm_base_url.clone();
         flags.model = self.model.clone();
         flags.stream = self.no_stream.then_some(false);
+        // Checked when parsed (a request body's too: see `JobSpec::settings`).
+        flags.max_output = self
+            .max_output
+            .iter()
+            .filter_map(|s| crate::parse_max_output(s).ok())
+            .flatten()
+            .collect();
+        flags.response_format = self.response_format.as_deref().and_then(|s| s.parse().ok());
     }
 }
 

@@ -31,7 +31,7 @@ pub use batch_api::BatchApiOptions;
 pub use exec::{ExecOptions, ScheduleArg};
 pub use llm::{
     LangArg, LlmArg, LlmOptions, MetaOptions, PlanCacheOptions, PlanFormatArg, PlannerOptions,
-    PromptOptions, parse_meta,
+    PromptOptions, parse_max_output_text, parse_meta, parse_response_format,
 };
 pub use mcp::{McpOptions, ToolProtocolArg};
 pub use request::RequestOptions;

@@ -152,6 +152,7 @@ pub(crate) fn run_stats(
         completed: count(TaskStatus::Completed),
         failed: count(TaskStatus::Failed),
         blocked: count(TaskStatus::Blocked),
+        truncated: count(TaskStatus::Truncated),
         optional_failed: records
             .iter()
             .filter(|r| r.optional && r.status == TaskStatus::Failed)

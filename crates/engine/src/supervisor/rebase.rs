@@ -44,7 +44,10 @@ impl SupervisorState {
         for (i, to) in r.map.iter().enumerate() {
             let was = self.sched.status(i);
             let Some(j) = *to else {
-                if matches!(was, TaskStatus::Completed | TaskStatus::Failed) {
+                if matches!(
+                    was,
+                    TaskStatus::Completed | TaskStatus::Truncated | TaskStatus::Failed
+                ) {
                     fates.discarded.push(old.id(i).clone());
                 }
                 continue;
@@ -79,7 +82,7 @@ impl SupervisorState {
         // references name, the one its record kept if its section reads otherwise.
         self.results = References::for_plan(&self.shared.plan);
         for (j, s) in self.sections.iter().enumerate() {
-            if let (Some(s), TaskStatus::Completed) = (s, status[j]) {
+            if let (Some(s), true) = (s, status[j].has_section()) {
                 self.results.keep(j, self.records[j].result.as_deref(), s);
             }
         }
@@ -123,7 +126,7 @@ impl SupervisorState {
         let mut sched = Scheduler::new(&plan, config.schedule, config.concurrency);
         for (j, s) in status.iter().enumerate() {
             match s {
-                TaskStatus::Completed => sched.preset_completed(&plan, j),
+                TaskStatus::Completed | TaskStatus::Truncated => sched.preset_completed(&plan, j),
                 TaskStatus::Running => sched.mark_running(j),
                 TaskStatus::Failed => {
                     sched.mark_running(j);
@@ -169,7 +172,7 @@ impl SupervisorState {
     /// may end.
     async fn close(&mut self, close: Close, fates: Fates) -> Result<(), ActorProcessingErr> {
         for (j, s) in self.sections.iter().enumerate() {
-            if let (Some(text), TaskStatus::Completed) = (s, self.records[j].status) {
+            if let (Some(text), true) = (s, self.records[j].status.has_section()) {
                 // Written again under the same name: the integrator marks what is on disk.
                 self.held.push((j, text.clone(), true));
             }

@@ -2,7 +2,7 @@
 //! acknowledgement, the sections handed to the integrator, and the end of the run.
 
 use chrono::{DateTime, Utc};
-use planwave_record::{Event, EventKind, TaskStatus};
+use planwave_record::{Event, EventKind, SectionWarning, TaskStatus};
 use planwave_storage::JournalError;
 
 use super::{Ending, PendingCommit, SupervisorState};
@@ -109,6 +109,10 @@ impl SupervisorState {
         };
         let journaled = section_hash.is_some().then(|| section.clone());
         let result = self.records[index].result.clone();
+        let truncated = self.records[index]
+            .warnings
+            .iter()
+            .any(SectionWarning::is_truncated);
         let kind = |body: Option<std::sync::Arc<str>>| EventKind::TaskCompleted {
             task: plan.id(index).clone(),
             attempts: report.attempts,
@@ -119,6 +123,7 @@ impl SupervisorState {
             section: body,
             preview: Some(planwave_record::preview(&section)),
             result: result.clone(),
+            truncated,
         };
         // The task counts as completed (dependents start, progress shows it) only once the
         // journal has it on disk.
@@ -175,7 +180,11 @@ impl SupervisorState {
             ));
         }
         let rec = &mut self.records[index];
-        rec.status = TaskStatus::Completed;
+        rec.status = if rec.warnings.iter().any(SectionWarning::is_truncated) {
+            TaskStatus::Truncated
+        } else {
+            TaskStatus::Completed
+        };
         rec.round = self.shared.config.round;
         self.spans.completed(index, rec.attempts, rec.usage);
         if let Some(event) = p.event {

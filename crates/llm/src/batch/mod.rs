@@ -43,7 +43,7 @@ pub use wire::{
 };
 
 use crate::openai::wire::{ChatBody, Completion};
-use crate::openai::{OpenAiConfig, ResponseFormatMode, context_header};
+use crate::openai::{OpenAiConfig, context_header};
 use crate::tokens::estimate_tokens;
 use crate::{AgentRole, CallTiming, ChatRequest, ChatResponse, LlmError, LlmProvider, StreamEvent};
 
@@ -161,23 +161,6 @@ impl BatchProvider {
         self.dispatch.api.config()
     }
 
-    fn response_format(&self, role: AgentRole) -> Option<Value> {
-        let cfg = self.config();
-        if role != AgentRole::Planner {
-            return None;
-        }
-        match (cfg.response_format, &cfg.plan_schema) {
-            (ResponseFormatMode::JsonSchema, Some(schema)) => Some(json!({
-                "type": "json_schema",
-                "json_schema": {"name": "research_plan", "schema": schema, "strict": false}
-            })),
-            (ResponseFormatMode::JsonSchema, None) | (ResponseFormatMode::JsonObject, _) => {
-                Some(json!({"type": "json_object"}))
-            }
-            (ResponseFormatMode::None, _) => None,
-        }
-    }
-
     /// The request body, as a normal call would send it but not streamed.
     fn body(&self, request: &ChatRequest, model: &str) -> Result<String, LlmError> {
         let cfg = self.config();
@@ -188,7 +171,11 @@ impl BatchProvider {
             stream_options: None,
             temperature: cfg.temperature,
             max_tokens: cfg.max_tokens,
-            response_format: self.response_format(request.role),
+            response_format: crate::openai::response_format(
+                cfg.response_format,
+                cfg.plan_schema.as_ref(),
+                request,
+            ),
             tools: crate::openai::wire::tools(&request.tools),
         };
         serde_json::to_string(&body).map_err(|e| self.fatal(model, format!("encoding: {e}")))
@@ -300,6 +287,7 @@ impl LlmProvider for BatchProvider {
             model: cfg.models.for_role(AgentRole::Subagent).to_owned(),
             simulated: false,
             base_url: Some(planwave_redact::redact_url(&cfg.base_url).into_owned()),
+            response_format: Some(cfg.response_format.as_str().to_owned()),
         }
     }
 

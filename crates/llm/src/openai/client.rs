@@ -211,28 +211,25 @@ impl OpenAiProvider {
         }
     }
 
-    fn response_format(&self, role: AgentRole) -> Option<serde_json::Value> {
-        if role != AgentRole::Planner {
-            return None;
-        }
-        let mode = match (
+    /// The mode answers are asked in now: as configured, or simpler after the server
+    /// rejected it (the probe: the first structured request finds what the server takes).
+    pub fn response_format_in_use(&self) -> ResponseFormatMode {
+        match (
             self.cfg.response_format,
             self.format_downgrade.load(Ordering::Relaxed),
         ) {
             (m, 0) => m,
             (ResponseFormatMode::JsonSchema, 1) => ResponseFormatMode::JsonObject,
             _ => ResponseFormatMode::None,
-        };
-        match (mode, &self.cfg.plan_schema) {
-            (ResponseFormatMode::JsonSchema, Some(schema)) => Some(json!({
-                "type": "json_schema",
-                "json_schema": {"name": "research_plan", "schema": schema, "strict": false}
-            })),
-            (ResponseFormatMode::JsonSchema, None) | (ResponseFormatMode::JsonObject, _) => {
-                Some(json!({"type": "json_object"}))
-            }
-            (ResponseFormatMode::None, _) => None,
         }
+    }
+
+    fn response_format(&self, request: &ChatRequest) -> Option<serde_json::Value> {
+        super::format::response_format(
+            self.response_format_in_use(),
+            self.cfg.plan_schema.as_ref(),
+            request,
+        )
     }
 
     fn headers(&self, request: &ChatRequest) -> HeaderMap {
@@ -339,7 +336,7 @@ impl OpenAiProvider {
             stream_options: stream.then(|| json!({"include_usage": true})),
             temperature: self.cfg.temperature,
             max_tokens: request.max_tokens.or(self.cfg.max_tokens),
-            response_format: self.response_format(request.role),
+            response_format: self.response_format(request),
             tools: wire::tools(&request.tools),
         };
         let sent = Instant::now();
@@ -593,6 +590,9 @@ impl OpenAiProvider {
                 );
                 Failure::Downgrade
             }
+            400 | 413 if crate::error::names_context_overflow(&detail) => {
+                Failure::Fatal(crate::error::context_overflow_message(&message))
+            }
             401 => Failure::Fatal(format!(
                 "{message} (check the API key: PLANWAVE_LLM_API_KEY, OPENAI_API_KEY or [llm] api_key_env)"
             )),
@@ -630,6 +630,7 @@ impl LlmProvider for OpenAiProvider {
             model: self.cfg.models.for_role(AgentRole::Subagent).to_owned(),
             simulated: false,
             base_url: Some(planwave_redact::redact_url(&self.cfg.base_url).into_owned()),
+            response_format: Some(self.response_format_in_use().as_str().to_owned()),
         }
     }
 

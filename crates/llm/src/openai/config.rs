@@ -25,6 +25,27 @@ pub enum ResponseFormatMode {
     None,
 }
 
+impl ResponseFormatMode {
+    /// The mode a provider takes unless told otherwise (`[llm] response_format`,
+    /// `--response-format`): `json_object` for DeepSeek, Qwen and Ollama, `json_schema` for
+    /// the rest (OpenAI, vLLM, llama.cpp and unknown servers, which fall back by themselves
+    /// when they answer 400 naming `response_format`). `provider` is [`provider_label`]'s.
+    pub fn for_provider(provider: &str) -> ResponseFormatMode {
+        match provider {
+            "deepseek" | "qwen" | "ollama" => ResponseFormatMode::JsonObject,
+            _ => ResponseFormatMode::JsonSchema,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResponseFormatMode::JsonSchema => "json_schema",
+            ResponseFormatMode::JsonObject => "json_object",
+            ResponseFormatMode::None => "none",
+        }
+    }
+}
+
 impl std::str::FromStr for ResponseFormatMode {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -92,8 +113,10 @@ pub struct OpenAiConfig {
     pub models: RoleModels,
     /// Stream with SSE (default) or ask for one JSON body.
     pub stream: bool,
+    /// How answers that must be JSON ask for it (see [`ResponseFormatMode::for_provider`]).
     pub response_format: ResponseFormatMode,
-    /// The plan's JSON Schema, sent with `json_schema` mode for the planner role.
+    /// The plan's JSON Schema, sent with `json_schema` mode for a planner request that names
+    /// no schema of its own (`RequestContext::answer_schema`).
     pub plan_schema: Option<serde_json::Value>,
     /// Send `x-planwave-role/attempt/context` headers (see `context_header`).
     pub context_headers: bool,
@@ -136,13 +159,14 @@ impl OpenAiConfig {
     /// Defaults for `base_url` and `model`; everything else as documented in the README.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         let base_url = base_url.into();
+        let provider = provider_label(&base_url);
         OpenAiConfig {
-            provider: provider_label(&base_url),
+            response_format: ResponseFormatMode::for_provider(&provider),
+            provider,
             base_url,
             api_key: None,
             models: RoleModels::single(model),
             stream: true,
-            response_format: ResponseFormatMode::default(),
             plan_schema: None,
             context_headers: true,
             temperature: None,

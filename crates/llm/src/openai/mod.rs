@@ -6,6 +6,7 @@ mod client;
 mod config;
 pub mod context_header;
 mod endpoint;
+mod format;
 mod gate;
 mod limiter;
 mod retry;
@@ -15,6 +16,7 @@ pub(crate) mod wire;
 pub use client::{ClientStats, OpenAiProvider, RetryCause};
 pub use config::{OpenAiConfig, ResponseFormatMode, RoleModels, Timeouts, provider_label};
 pub(crate) use endpoint::endpoint;
+pub(crate) use format::response_format;
 pub use gate::{AdmittedAttempt, AttemptGate};
 pub use limiter::{LimitConfig, LimitPermit, Limiter};
 pub use retry::{

@@ -294,6 +294,7 @@ mod tests {
                 model: "m".into(),
                 simulated: true,
                 base_url: None,
+                response_format: None,
             }
         }
         async fn chat(&self, request: ChatRequest) -> Result<ChatResponse, LlmError> {
@@ -411,6 +412,7 @@ mod tests {
                 model: "m".into(),
                 simulated: true,
                 base_url: None,
+                response_format: None,
             }
         }
         async fn chat(&self, _request: ChatRequest) -> Result<ChatResponse, LlmError> {

@@ -357,6 +357,7 @@ impl LlmProvider for TextEndpoint {
             model: self.cfg.model.clone(),
             simulated: false,
             base_url: Some(planwave_redact::redact_url(&self.cfg.base_url).into_owned()),
+            response_format: None,
         }
     }
 

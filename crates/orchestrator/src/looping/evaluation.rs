@@ -95,6 +95,7 @@ pub(super) async fn evaluate<R: Rounds>(
         topic: cx.goal.clone(),
         sections: refs(&sections),
         round: Some(tag),
+        answer_schema: Some(crate::schemas::evaluation()),
         ..RequestContext::default()
     };
     let messages = cx.templates.evaluator(

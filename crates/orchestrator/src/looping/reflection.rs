@@ -45,6 +45,10 @@ pub(super) async fn reflect<R: Rounds>(
             r
         })
     };
+    let context = RequestContext {
+        answer_schema: Some(crate::schemas::reflection()),
+        ..context
+    };
     let question = LoopQuestion {
         role: AgentRole::Reflector,
         lang,
@@ -129,6 +133,7 @@ pub(super) async fn step_reflect<R: Rounds>(
             .collect(),
         round: Some(tag),
         step_reflection: true,
+        answer_schema: Some(crate::schemas::step_reflection(offered)),
         ..RequestContext::default()
     };
     let judge = |raw: &str| parse_step_reflection(raw, offered);

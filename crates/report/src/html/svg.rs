@@ -29,6 +29,8 @@ fn status(lang: Lang, s: TaskStatus) -> (&'static str, &'static str) {
         (TaskStatus::Running, Lang::Zh) => ("running", "▶ 运行中"),
         (TaskStatus::Pending, Lang::En) => ("pending", "… pending"),
         (TaskStatus::Pending, Lang::Zh) => ("pending", "… 等待"),
+        (TaskStatus::Truncated, Lang::En) => ("truncated", "✂ truncated"),
+        (TaskStatus::Truncated, Lang::Zh) => ("truncated", "✂ 已截断"),
     }
 }
 
@@ -133,6 +135,7 @@ pub(super) fn gantt(plan: &ValidatedPlan, records: &[TaskRecord]) -> String {
         let w = ((f - s) as f64 * scale).max(1.0);
         let class = match records[i].status {
             TaskStatus::Completed => "completed",
+            TaskStatus::Truncated => "truncated",
             TaskStatus::Failed => "failed",
             _ => "other",
         };

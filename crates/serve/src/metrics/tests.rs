@@ -37,6 +37,7 @@ fn completed(n: i64) -> Event {
         section: None,
         preview: None,
         result: None,
+        truncated: false,
     })
 }
 

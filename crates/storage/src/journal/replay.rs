@@ -48,6 +48,9 @@ pub struct CompletedTask {
     /// before results were kept: the section is read as the result then).
     #[serde(default)]
     pub result: Option<Box<serde_json::Value>>,
+    /// Cut by the output cap: resumed as `truncated`, not `completed`.
+    #[serde(default)]
+    pub truncated: bool,
 }
 
 #[derive(Deserialize)]
@@ -271,7 +274,11 @@ impl Replay {
             presets.push(Preset {
                 index: i,
                 record: TaskRecord {
-                    status: TaskStatus::Completed,
+                    status: if c.truncated {
+                        TaskStatus::Truncated
+                    } else {
+                        TaskStatus::Completed
+                    },
                     attempts: c.attempts,
                     started_at: self.started.get(id).copied(),
                     finished_at: Some(c.ts),
