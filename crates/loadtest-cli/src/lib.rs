@@ -9,6 +9,7 @@
 //! The command line is all it adds: what a load test does is `planwave-loadtest`'s, how its
 //! results look is the report crate's.
 
+mod cache_warning;
 mod compare;
 mod flags;
 #[cfg(test)]
@@ -57,11 +58,12 @@ pub async fn loadtest(a: LoadtestArgs, wrap: WrapProvider) -> anyhow::Result<Swe
     if a.repeat > 1 {
         return repeat::repeat(&a, wrap).await;
     }
-    let options = sweep_options(&a, wrap)?;
+    let options = sweep_options(&a, wrap, 0)?;
     let interrupt = planwave_runner::ops::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal::new(&a.view), interrupt.token()).await;
     drop(interrupt);
-    let outcome = outcome.map_err(sweep_error)?;
+    let mut outcome = outcome.map_err(sweep_error)?;
+    cache_warning::warn(&a, &mut outcome);
     let Some(workload) = &outcome.workload else {
         return Ok(SweepStatus::Interrupted);
     };
