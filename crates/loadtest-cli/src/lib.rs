@@ -95,6 +95,17 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
         let csv = planwave_loadtest_report::render_csv(&outcome.runs);
         std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
     }
+    if let Some(path) = &a.requests_out {
+        let rows = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            planwave_loadtest_report::render_requests_csv(&outcome.runs)
+        } else {
+            planwave_loadtest_report::render_requests_jsonl(&outcome.runs)
+        };
+        std::fs::write(path, rows).with_context(|| format!("writing {}", path.display()))?;
+    }
     if let Some(path) = &a.traffic.html {
         let html = planwave_loadtest_report::render_sweep_html(outcome, w);
         std::fs::write(path, html).with_context(|| format!("writing {}", path.display()))?;

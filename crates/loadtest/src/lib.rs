@@ -44,6 +44,7 @@ pub use figures::saturation::{
 };
 pub use figures::serving::{CallRecord, ServerSide, ServingReport, Slo};
 pub use figures::turns::TurnFigures;
+pub use planwave_llm::ServerTimings;
 pub use probe::Probe;
 pub use probe::live::LiveSnapshot;
 pub use probe::shaping::Shaping;

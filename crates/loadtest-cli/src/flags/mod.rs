@@ -144,6 +144,11 @@ pub struct LoadtestArgs {
     /// Also write one CSV row per run (the main figures) to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) csv: Option<PathBuf>,
+    /// Write one row per request of every run here: send time, TTFT, mean ITL, e2e, prompt,
+    /// cached and output tokens, status, and the server's own timings when it gives them
+    /// (llama.cpp). JSON lines; CSV when the name ends in `.csv`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) requests_out: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
