@@ -76,8 +76,9 @@ pub struct CallTiming {
     /// Send to the first chunk of answer content, apart from `ttft` when the model streams
     /// reasoning first (`reasoning_content`); `None` when no content came.
     pub first_content: Option<Duration>,
-    /// The server's own clock for this request, when it reports one (llama.cpp's `timings`).
-    pub server: Option<ServerTimings>,
+    /// The server's own clock for this request, when it reports one (llama.cpp's `timings`);
+    /// boxed: every answer carries a `CallTiming`, few carry timings.
+    pub server: Option<Box<ServerTimings>>,
 }
 
 /// A server's own timings of one request, as llama.cpp reports them in the answer's

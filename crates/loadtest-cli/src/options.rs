@@ -197,13 +197,16 @@ fn trace_workload(
 /// Synthetic prompts too many to draw per request are drawn this many times and cycled.
 const SYNTHETIC_PROMPTS: usize = 1024;
 
+/// A dataset's prompts, or how synthetic ones are drawn (neither: planwave's own).
+type Prompts = (Option<Arc<dyn PromptSet>>, Option<SyntheticSpec>);
+
 /// The prompts of `--dataset`, or how `--input-tokens` draws them (each run afresh); a
 /// dataset sets the request count when no flag does.
 fn data_prompts(
     a: &LoadtestArgs,
     traffic: &mut Traffic,
     tokenizer: Option<&Arc<TokenCounter>>,
-) -> anyhow::Result<(Option<Arc<dyn PromptSet>>, Option<SyntheticSpec>)> {
+) -> anyhow::Result<Prompts> {
     if let Some(path) = &a.dataset {
         let rows = planwave_loadtest::read_dataset(path)
             .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?;

@@ -369,7 +369,7 @@ impl OpenAiProvider {
         };
         timing.e2e = sent.elapsed();
         timing.usage_estimated = a.usage.is_none();
-        timing.server = a.timings.clone();
+        timing.server = a.timings.clone().map(Box::new);
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
         Ok(ChatResponse {
             content: a.content,

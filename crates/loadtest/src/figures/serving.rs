@@ -92,7 +92,7 @@ impl CallRecord {
                     r.e2e_ms = ms(t.e2e);
                     r.retries = t.retries;
                     r.first_content_ms = t.first_content.map(ms);
-                    r.server = t.server.clone();
+                    r.server = t.server.as_deref().cloned();
                     // An answer in one piece has no inter-token timing to speak of.
                     if t.streamed {
                         r.itl_ms = t.itl().map(ms).collect();
