@@ -202,7 +202,7 @@ pub fn prompt_lengths(tokens: &TokenCount, n: usize, seed: u64) -> Vec<u64> {
 }
 
 /// Up to `n` synthetic prompts of drawn lengths ([`prompt_lengths`]), distinct (see
-/// [`super::synthetic`]). Each token is a two-letter word and a space (three characters):
+/// [`SyntheticPrompts`](crate::SyntheticPrompts)). Each token is a two-letter word and a space (three characters):
 /// the simulator counts three characters a token, and a BPE tokenizer reads a short common
 /// word as one token, so both count about the length asked.
 pub fn synthetic_prompts(tokens: &TokenCount, n: usize, seed: u64) -> Vec<Vec<ChatMessage>> {
