@@ -220,3 +220,28 @@ fn two_sweep_points_do_not_share_a_cache() {
     // Without a fresh draw per point the second point's prompts were the first's.
     assert!(shares.iter().all(|s| *s < 0.2), "{shares:?}");
 }
+
+/// Offline, on the in-process simulator: what does not depend on a model.
+#[test]
+fn requests_are_exported_one_row_each_and_a_shared_prefix_needs_synthetic_prompts() {
+    let dir = tempdir();
+    let rows_file = dir.path().join("requests.csv");
+    let out = planwave(["loadtest", "--requests", "5", "--latency", "fixed:1"])
+        .opt("--input-tokens", "20,0")
+        .opt("--requests-out", &rows_file)
+        .run();
+    out.expect_ok();
+    let csv = std::fs::read_to_string(&rows_file).expect("the per-request file");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 6, "a header and a row per request: {csv}");
+    assert!(lines[0].starts_with("run,task,send_ms,ttft_ms"), "{csv}");
+    assert!(lines[1..].iter().all(|l| l.contains(",ok,")), "{csv}");
+    let out = planwave(["loadtest", "--requests", "2", "--shared-prefix", "10"]).run();
+    out.expect_code(2);
+    assert!(out.stderr.contains("--input-tokens"), "{}", out.stderr);
+    let out = planwave(["loadtest", "--requests", "2", "--input-tokens", "20"])
+        .opt("--shared-prefix", "10,2")
+        .run();
+    out.expect_code(2);
+    assert!(out.stderr.contains("SHARE"), "{}", out.stderr);
+}
