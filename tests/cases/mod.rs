@@ -33,6 +33,7 @@ mod loadtest;
 mod loadtest_bounds;
 mod loadtest_data;
 pub(crate) mod loadtest_endpoint;
+mod loadtest_real_server;
 pub(crate) mod loadtest_requests;
 mod loadtest_scrape_bounds;
 mod loadtest_serving;

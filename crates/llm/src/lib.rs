@@ -35,7 +35,7 @@ pub use pricing::{ModelPrice, PriceTable};
 pub use provider::{ChatCall, LlmProvider};
 pub use schema_bounds::bound_schema;
 pub use secret::{ApiKey, scrub};
-pub use stream::{CallTiming, DeltaSink, StreamEvent};
+pub use stream::{CallTiming, DeltaSink, ServerTimings, StreamEvent};
 pub use tokens::{char_count, char_tokens, estimate_tokens, is_cjk};
 pub use traced::TracedProvider;
 pub use types::{

@@ -73,6 +73,34 @@ pub struct CallTiming {
     /// The server reported no usage, so the client estimated it from the text: a caller
     /// with a real tokenizer may count it again.
     pub usage_estimated: bool,
+    /// Send to the first chunk of answer content, apart from `ttft` when the model streams
+    /// reasoning first (`reasoning_content`); `None` when no content came.
+    pub first_content: Option<Duration>,
+    /// The server's own clock for this request, when it reports one (llama.cpp's `timings`);
+    /// boxed: every answer carries a `CallTiming`, few carry timings.
+    pub server: Option<Box<ServerTimings>>,
+}
+
+/// A server's own timings of one request, as llama.cpp reports them in the answer's
+/// `timings` object (its last stream chunk): prompt processing and generation, in ms and
+/// tokens. Fields the server leaves out are `None`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+pub struct ServerTimings {
+    /// Prompt tokens read from the server's cache (not processed).
+    #[serde(default)]
+    pub cache_n: Option<u64>,
+    /// Prompt tokens processed.
+    #[serde(default)]
+    pub prompt_n: Option<u64>,
+    #[serde(default)]
+    pub prompt_ms: Option<f64>,
+    /// Tokens generated.
+    #[serde(default)]
+    pub predicted_n: Option<u64>,
+    #[serde(default)]
+    pub predicted_ms: Option<f64>,
+    #[serde(default)]
+    pub predicted_per_token_ms: Option<f64>,
 }
 
 impl CallTiming {

@@ -280,7 +280,7 @@ fn outcome_of(args: &[String]) -> Result<(), String> {
     match Cli::try_parse_from(args) {
         Err(e) if e.exit_code() == 2 => Ok(()),
         Err(e) => Err(format!("clap exits {}: {e}", e.exit_code())),
-        Ok(cli) => match crate::options::sweep_options(&Arc::new(cli.a), unwrapped) {
+        Ok(cli) => match crate::options::sweep_options(&Arc::new(cli.a), unwrapped, 0) {
             Ok(_) => Ok(()),
             Err(e) if is_bad_input(&e) => Ok(()),
             Err(e) => Err(format!("not bad input: {e:#}")),

@@ -9,6 +9,7 @@
 //! The command line is all it adds: what a load test does is `planwave-loadtest`'s, how its
 //! results look is the report crate's.
 
+mod cache_warning;
 mod compare;
 mod flags;
 #[cfg(test)]
@@ -57,11 +58,12 @@ pub async fn loadtest(a: LoadtestArgs, wrap: WrapProvider) -> anyhow::Result<Swe
     if a.repeat > 1 {
         return repeat::repeat(&a, wrap).await;
     }
-    let options = sweep_options(&a, wrap)?;
+    let options = sweep_options(&a, wrap, 0)?;
     let interrupt = planwave_runner::ops::CtrlC::listen();
     let outcome = run_sweep(options, &Terminal::new(&a.view), interrupt.token()).await;
     drop(interrupt);
-    let outcome = outcome.map_err(sweep_error)?;
+    let mut outcome = outcome.map_err(sweep_error)?;
+    cache_warning::warn(&a, &mut outcome);
     let Some(workload) = &outcome.workload else {
         return Ok(SweepStatus::Interrupted);
     };
@@ -92,6 +94,17 @@ fn print_results(a: &LoadtestArgs, outcome: &SweepOutcome, w: &WorkloadInfo) -> 
     if let Some(path) = &a.csv {
         let csv = planwave_loadtest_report::render_csv(&outcome.runs);
         std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &a.requests_out {
+        let rows = if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("csv"))
+        {
+            planwave_loadtest_report::render_requests_csv(&outcome.runs)
+        } else {
+            planwave_loadtest_report::render_requests_jsonl(&outcome.runs)
+        };
+        std::fs::write(path, rows).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.traffic.html {
         let html = planwave_loadtest_report::render_sweep_html(outcome, w);

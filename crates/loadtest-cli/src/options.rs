@@ -17,7 +17,7 @@ use planwave_sim::SimConfig;
 
 use planwave_loadtest::{
     DataPrompts, Endpoint, LatencyFile, MAX_SERIES, PlanChoice, RequestHeaders, ScrapeTarget,
-    Shape, SweepError, SweepOptions, TokenCounter, TokenizerError, Traffic,
+    Shape, SweepError, SweepOptions, SyntheticSpec, TokenCounter, TokenizerError, Traffic,
 };
 
 use crate::WrapProvider;
@@ -25,9 +25,11 @@ use crate::flags::workload;
 use crate::flags::{LoadtestArgs, ShapeArg};
 
 /// The flags as the load test's options.
+/// `round` is the `--repeat` round (0 without): its runs draw synthetic prompts of their own.
 pub(crate) fn sweep_options(
     a: &Arc<LoadtestArgs>,
     wrap: WrapProvider,
+    round: u64,
 ) -> anyhow::Result<SweepOptions<anyhow::Error>> {
     workload::check(a)?;
     let tokenizer = workload::tokenizer(a)?;
@@ -71,6 +73,7 @@ pub(crate) fn sweep_options(
     };
     let mut traffic = a.traffic.traffic(&a.concurrency);
     let mut sessions = None;
+    let mut synthetic = None;
     let (prompts, arrivals, trace_output) =
         match workload::sessions(a, &mut traffic, tokenizer.as_deref())? {
             Some(s) => {
@@ -80,11 +83,11 @@ pub(crate) fn sweep_options(
             }
             None => match &a.trace {
                 Some(path) => trace_workload(path, a.speed, &mut traffic, tokenizer.as_deref())?,
-                None => (
-                    data_prompts(a, &mut traffic, tokenizer.as_deref())?,
-                    None,
-                    None,
-                ),
+                None => {
+                    let (prompts, spec) = data_prompts(a, &mut traffic, tokenizer.as_ref())?;
+                    synthetic = spec;
+                    (prompts, None, None)
+                }
             },
         };
     let shaping = workload::shaping(a, traffic.requests, trace_output, tokenizer, sessions);
@@ -116,6 +119,8 @@ pub(crate) fn sweep_options(
         arrivals,
         scrape_metrics: scrape_target(a)?,
         shaping,
+        synthetic,
+        salt: round,
     })
 }
 
@@ -192,35 +197,44 @@ fn trace_workload(
 /// Synthetic prompts too many to draw per request are drawn this many times and cycled.
 const SYNTHETIC_PROMPTS: usize = 1024;
 
-/// The prompts of `--dataset` or `--input-tokens`; a dataset sets the request count when no
-/// flag does.
+/// A dataset's prompts, or how synthetic ones are drawn (neither: planwave's own).
+type Prompts = (Option<Arc<dyn PromptSet>>, Option<SyntheticSpec>);
+
+/// The prompts of `--dataset`, or how `--input-tokens` draws them (each run afresh); a
+/// dataset sets the request count when no flag does.
 fn data_prompts(
     a: &LoadtestArgs,
     traffic: &mut Traffic,
-    tokenizer: Option<&TokenCounter>,
-) -> anyhow::Result<Option<Arc<dyn PromptSet>>> {
-    let requests = if let Some(path) = &a.dataset {
+    tokenizer: Option<&Arc<TokenCounter>>,
+) -> anyhow::Result<Prompts> {
+    if let Some(path) = &a.dataset {
         let rows = planwave_loadtest::read_dataset(path)
             .map_err(|e| InvalidInput::one("--dataset", e.to_string()))?;
         if traffic.requests.is_none() && traffic.duration.is_none() {
             traffic.requests = Some(rows.len() as u64);
         }
-        rows
-    } else if let Some(tokens) = &a.input_tokens {
-        let n = traffic
-            .requests
-            .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
-        match tokenizer {
-            Some(t) => t
-                .prompts_of_lengths(&planwave_loadtest::prompt_lengths(tokens, n, a.seed))
-                .map_err(tokenizer_error)?,
-            None => planwave_loadtest::synthetic_prompts(tokens, n, a.seed),
-        }
-    } else {
-        return Ok(None);
+        let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
+        return Ok((Some(Arc::new(DataPrompts::new(rows, builtin))), None));
+    }
+    let Some(tokens) = &a.input_tokens else {
+        return Ok((None, None));
     };
-    let builtin: Arc<dyn PromptSet> = Arc::new(planwave_prompts::Templates::builtin());
-    Ok(Some(Arc::new(DataPrompts::new(requests, builtin))))
+    let n = traffic
+        .requests
+        .map_or(SYNTHETIC_PROMPTS, |r| (r as usize).min(SYNTHETIC_PROMPTS));
+    let lengths = planwave_loadtest::prompt_lengths(tokens, n, a.seed);
+    if let Some(t) = tokenizer {
+        // Sized when sent; a tokenizer that cannot size them is refused before anything is.
+        t.prompts_of_lengths(&lengths[..1])
+            .map_err(tokenizer_error)?;
+    }
+    let spec = SyntheticSpec {
+        lengths: Arc::new(lengths),
+        seed: a.seed,
+        shared: a.shared_prefix,
+        tokenizer: tokenizer.cloned(),
+    };
+    Ok((None, Some(spec)))
 }
 
 /// A tokenizer that cannot size a prompt, named by its flag (exit 2).
@@ -283,6 +297,24 @@ fn http_provider(
     Ok(wrap(planwave_runner::ops::model_client(
         &settings,
         SimConfig::default(),
-        &planwave_runner::ops::Stderr,
+        &Once,
     )?))
+}
+
+/// Notes said once per process: the endpoint's client is built at every point of a sweep
+/// (and every `--repeat` round), and its `model … via …` line is worth reading once.
+struct Once;
+
+impl planwave_runner::ops::Notes for Once {
+    fn note(&self, line: &str) {
+        static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let new = SAID
+            .lock()
+            .map(|mut said| said.insert(line.to_owned()))
+            .unwrap_or(true);
+        if new {
+            eprintln!("{line}");
+        }
+    }
 }

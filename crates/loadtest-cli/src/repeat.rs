@@ -37,9 +37,15 @@ pub(crate) async fn repeat(
         eprintln!("planwave loadtest: repeat {i} of {}", a.repeat);
         let interrupt = planwave_runner::ops::CtrlC::listen();
         let watch = Terminal::new(&a.view);
-        let outcome = run_sweep(sweep_options(a, wrap)?, &watch, interrupt.token()).await;
+        let outcome = run_sweep(
+            sweep_options(a, wrap, u64::from(i))?,
+            &watch,
+            interrupt.token(),
+        )
+        .await;
         drop(interrupt);
-        let outcome = outcome.map_err(sweep_error)?;
+        let mut outcome = outcome.map_err(sweep_error)?;
+        crate::cache_warning::warn(a, &mut outcome);
         let Some(workload) = &outcome.workload else {
             return Ok(SweepStatus::Interrupted);
         };

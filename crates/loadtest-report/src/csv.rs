@@ -11,7 +11,11 @@ use planwave_loadtest::{LoadReport, Percentiles, TurnFigures};
 const HEADER: &str = "label,schedule,tasks,completed,makespan_ms,tasks_per_sec,model_calls,errors,\
 requests,ok,request_throughput,output_tokens_per_sec,prompt_tokens,output_tokens,\
 ttft_p50_ms,ttft_p99_ms,itl_p50_ms,itl_p99_ms,tpot_p50_ms,e2e_p50_ms,e2e_p99_ms,goodput,\
-turn,prompt_tokens_p50,prompt_tokens_p99";
+turn,prompt_tokens_p50,prompt_tokens_p99,cached_tokens,cached_share,ttft_hit_p50_ms,\
+ttft_miss_p50_ms,client_minus_server_ttft_p50_ms,client_minus_server_itl_p50_ms";
+
+/// The cache and server-clock cells at the end of a row.
+const CACHE_CELLS: usize = 6;
 
 /// Cells of the run's own figures before the serving ones.
 const RUN_CELLS: usize = 6;
@@ -54,8 +58,20 @@ pub fn render_csv(runs: &[LoadReport]) -> String {
                     p50(&s.prompt_tokens_per_request),
                     p99(&s.prompt_tokens_per_request),
                 ]);
+                let clock = s.server_clock.as_ref();
+                cells.extend([
+                    s.cached_tokens.to_string(),
+                    opt(s.cache.cached_share),
+                    p50(&s.cache.ttft_hit_ms),
+                    p50(&s.cache.ttft_miss_ms),
+                    opt(clock.and_then(|c| c.client_minus_server_ttft_ms.p50)),
+                    opt(clock.and_then(|c| c.client_minus_server_itl_ms.p50)),
+                ]);
             }
-            None => cells.extend(std::iter::repeat_n(String::new(), SERVING_CELLS + 3)),
+            None => cells.extend(std::iter::repeat_n(
+                String::new(),
+                SERVING_CELLS + 3 + CACHE_CELLS,
+            )),
         }
         out.push_str(&cells.join(","));
         out.push('\n');
@@ -94,6 +110,7 @@ fn turn_row(r: &LoadReport, t: &TurnFigures) -> String {
         p50(&t.prompt_tokens),
         p99(&t.prompt_tokens),
     ]);
+    cells.extend(std::iter::repeat_n(String::new(), CACHE_CELLS));
     cells.join(",")
 }
 
@@ -110,7 +127,7 @@ fn opt(v: Option<f64>) -> String {
 }
 
 /// A text cell, quoted when it holds a comma, quote or newline (RFC 4180).
-fn quoted(s: &str) -> String {
+pub(crate) fn quoted(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

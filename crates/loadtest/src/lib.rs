@@ -35,6 +35,7 @@ pub use endpoint::scrape::{
     DEFAULT_SERIES, MAX_SCRAPE_BYTES, MAX_SERIES, MetricsSample, ScrapeDropped, ScrapeTarget,
 };
 pub use endpoint::text::{EndpointKind, TextEndpoint, TextEndpointConfig};
+pub use figures::cache::{CACHED_SHARE_WARNING, CacheFigures, ServerClock};
 pub use figures::knee::{KneeMetric, SweepPoint, SweepSummary};
 pub use figures::load_report::LoadReport;
 pub use figures::percentiles::{Distribution, Percentiles};
@@ -43,6 +44,7 @@ pub use figures::saturation::{
 };
 pub use figures::serving::{CallRecord, ServerSide, ServingReport, Slo};
 pub use figures::turns::TurnFigures;
+pub use planwave_llm::ServerTimings;
 pub use probe::Probe;
 pub use probe::live::LiveSnapshot;
 pub use probe::shaping::Shaping;
@@ -64,6 +66,7 @@ pub use workload::limits::{
 pub use workload::sessions::{
     Session, SessionMap, SessionWorkload, read_sessions, session_workload, synthetic_sessions,
 };
+pub use workload::synthetic::{SharedPrefix, SyntheticPrompts, SyntheticSpec};
 pub use workload::tokenizer::{TokenCounter, TokenizerError};
 pub use workload::trace::{TraceError, TraceRequest, parse_trace, read_trace, trace_arrivals};
 pub use workload::{LatencyModel, LatencyModelError, Shape, planned_latencies};

@@ -218,7 +218,8 @@ impl Frame {
 
 enum Piece {
     Delta(String),
-    Done(Result<ChatResponse, LlmError>),
+    // Boxed: an answer (with its timing) is far larger than a delta.
+    Done(Result<Box<ChatResponse>, LlmError>),
 }
 
 /// A stream between two body writes.
@@ -280,7 +281,7 @@ async fn stream(
     let cached = timing.cached_tokens;
     tokio::spawn(async move {
         let answer = crate::prefix::with_cached(sim.sim.chat_bounded(chat, length).await, cached);
-        let _ = tx.send(Piece::Done(answer));
+        let _ = tx.send(Piece::Done(answer.map(Box::new)));
     });
     // Headers go out with the first piece, or the refusal as a status.
     let first = match rx.recv().await {

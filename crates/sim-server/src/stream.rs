@@ -166,7 +166,8 @@ pub(crate) fn stream_response(
 /// What the simulator's task sends the stream.
 enum Piece {
     Delta(String),
-    Done(Result<ChatResponse, LlmError>),
+    // Boxed: an answer (with its timing) is far larger than a delta.
+    Done(Result<Box<ChatResponse>, LlmError>),
 }
 
 /// The state of a paced stream between two body chunks.
@@ -211,7 +212,7 @@ pub(crate) async fn paced_stream(
     tokio::spawn(async move {
         let answer =
             crate::prefix::with_cached(sim_state.sim.chat_bounded(chat, length).await, cached);
-        let _ = tx.send(Piece::Done(answer));
+        let _ = tx.send(Piece::Done(answer.map(Box::new)));
     });
     let first = match rx.recv().await {
         Some(Piece::Done(Err(e))) => return error_response(e),

@@ -27,6 +27,9 @@ pub(super) struct Chunk<'a> {
     pub model: Option<Text<'a>>,
     #[serde(default)]
     pub usage: Option<Value>,
+    /// llama.cpp's per-request `timings` (its last chunk).
+    #[serde(default)]
+    pub timings: Option<Value>,
     #[serde(default, borrow)]
     pub choices: Option<Vec<Obj<Choice<'a>>>>,
 }

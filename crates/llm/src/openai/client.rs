@@ -385,6 +385,7 @@ impl OpenAiProvider {
         };
         timing.e2e = sent.elapsed();
         timing.usage_estimated = a.usage.is_none();
+        timing.server = a.timings.clone().map(Box::new);
         let usage = usage_of(request, a.usage, &a.content, &a.reasoning);
         // The model is the one asked for, not the name the server answers with: llama.cpp
         // answers with its model file's path, which no price table or alias would name.
@@ -475,6 +476,7 @@ impl OpenAiProvider {
             model: c.model,
             done: true,
             tool_calls: msg.tool_calls,
+            timings: c.timings,
         })
     }
 
@@ -498,6 +500,9 @@ impl OpenAiProvider {
         let mut apply = |ans: &mut StreamAnswer, data: &str| {
             let (content_before, output_before) = (ans.content.len(), output_len(ans));
             let applied = ans.apply(data);
+            if ans.content.len() > content_before && timing.first_content.is_none() {
+                timing.first_content = Some(sent.elapsed());
+            }
             if output_len(ans) > output_before {
                 let at = sent.elapsed();
                 if std::mem::take(&mut first) {

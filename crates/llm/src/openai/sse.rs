@@ -155,6 +155,8 @@ pub struct StreamAnswer {
     pub done: bool,
     /// Native tool calls, assembled from `delta.tool_calls[]` fragments by their `index`.
     pub tool_calls: Vec<crate::ToolCall>,
+    /// The server's own `timings` of the request (llama.cpp), when it sent them.
+    pub timings: Option<crate::ServerTimings>,
 }
 
 /// A chunk the stream could not use.
@@ -199,6 +201,9 @@ impl StreamAnswer {
         if let Some(u) = c.usage {
             self.usage = serde_json::from_value(u).ok();
         }
+        if let Some(t) = c.timings {
+            self.timings = serde_json::from_value(t).ok();
+        }
         for Obj(choice) in c.choices.unwrap_or_default() {
             // Only the first choice is ours (n = 1); ignore any others.
             if choice.index.unwrap_or(0) != 0 {
@@ -242,6 +247,9 @@ impl StreamAnswer {
         }
         if let Some(u) = v.get("usage").filter(|u| !u.is_null()) {
             self.usage = serde_json::from_value(u.clone()).ok();
+        }
+        if let Some(t) = v.get("timings").filter(|t| !t.is_null()) {
+            self.timings = serde_json::from_value(t.clone()).ok();
         }
         for choice in v
             .get("choices")

@@ -157,6 +157,19 @@ pub struct Completion {
     pub choices: Vec<Choice>,
     #[serde(default)]
     pub usage: Option<WireUsage>,
+    /// llama.cpp's per-request `timings` (a malformed one counts as absent).
+    #[serde(default, deserialize_with = "lenient")]
+    pub timings: Option<crate::ServerTimings>,
+}
+
+/// `T` when the value reads as one, `None` otherwise: a side figure never fails an answer.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(serde_json::from_value(v).ok())
 }
 
 #[derive(Debug, Deserialize)]

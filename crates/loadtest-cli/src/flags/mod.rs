@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use planwave_config::spec::ScheduleArg;
 use planwave_sim::SIM_MODEL;
 
-use planwave_loadtest::{LatencyModel, TokenCount};
+use planwave_loadtest::{LatencyModel, SharedPrefix, TokenCount};
 
 use crate::live_view::ViewOptions;
 use traffic::TrafficOptions;
@@ -89,6 +89,16 @@ pub struct LoadtestArgs {
     /// of this mean and spread (`512,128`; `512` for all alike), seeded by --seed.
     #[arg(long, value_name = "MEAN,SPREAD")]
     pub(crate) input_tokens: Option<TokenCount>,
+    /// With --input-tokens: start the prompts with a prefix of TOKENS tokens they share (on
+    /// SHARE of the requests, 0 to 1, default all), to measure a prefix cache. Without it
+    /// every synthetic prompt is distinct, and each run of a sweep or --repeat draws anew.
+    #[arg(
+        long,
+        value_name = "TOKENS[,SHARE]",
+        requires = "input_tokens",
+        conflicts_with = "turns"
+    )]
+    pub(crate) shared_prefix: Option<SharedPrefix>,
     /// Replay this trace: one request per row, sent at its TIMESTAMP with a prompt of its
     /// ContextTokens (CSV with a header, as the Azure LLM inference traces:
     /// TIMESTAMP,ContextTokens,GeneratedTokens; see docs/guide/loadtest-workloads.md).
@@ -134,6 +144,11 @@ pub struct LoadtestArgs {
     /// Also write one CSV row per run (the main figures) to FILE.
     #[arg(long, value_name = "FILE")]
     pub(crate) csv: Option<PathBuf>,
+    /// Write one row per request of every run here: send time, TTFT, mean ITL, e2e, prompt,
+    /// cached and output tokens, status, and the server's own timings when it gives them
+    /// (llama.cpp). JSON lines; CSV when the name ends in `.csv`.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) requests_out: Option<PathBuf>,
     /// Print the figures as JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,

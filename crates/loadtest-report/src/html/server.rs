@@ -10,8 +10,8 @@ use planwave_loadtest::{LoadReport, MetricsSample};
 
 use super::svg::{Series, esc};
 
-/// A chart of one kind of series: its title, its y axis, and the names vLLM, SGLang and TGI
-/// give it (any found is drawn).
+/// A chart of one kind of series: its title, its y axis, and the names vLLM, SGLang, TGI and
+/// llama.cpp give it (any found is drawn).
 pub(crate) struct Kind {
     pub title: &'static str,
     pub y: &'static str,
@@ -26,6 +26,7 @@ pub(crate) static KINDS: [Kind; 3] = [
             "vllm:num_requests_waiting",
             "sglang:num_queue_reqs",
             "tgi_queue_size",
+            "llamacpp:requests_deferred",
         ],
     },
     Kind {
@@ -35,6 +36,7 @@ pub(crate) static KINDS: [Kind; 3] = [
             "vllm:kv_cache_usage_perc",
             "vllm:gpu_cache_usage_perc",
             "sglang:token_usage",
+            "llamacpp:kv_cache_usage_ratio",
         ],
     },
     Kind {
@@ -44,6 +46,7 @@ pub(crate) static KINDS: [Kind; 3] = [
             "vllm:num_requests_running",
             "sglang:num_running_reqs",
             "tgi_batch_current_size",
+            "llamacpp:requests_processing",
         ],
     },
 ];

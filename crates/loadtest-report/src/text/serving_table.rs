@@ -106,18 +106,100 @@ pub(crate) fn render_serving_table(runs: &[LoadReport]) -> String {
                 |v| format!("{} / {} ms", ms(v.queue_ms.p50), ms(v.queue_ms.p99)),
             )
         }));
-        rows.push(row("client - server TTFT p50", &|s| match (
-            s.ttft_ms.p50,
-            s.server.as_ref().and_then(|v| v.ttft_ms.p50),
-        ) {
-            (Some(c), Some(v)) => format!("{:.3} ms", c - v),
-            _ => "-".into(),
-        }));
         rows.push(row("server max in flight", &|s| {
             s.server
                 .as_ref()
                 .map_or_else(|| "-".into(), |v| v.max_in_flight.to_string())
         }));
     }
+    rows.extend(cache_and_clock_rows(runs));
     super::layout(&rows)
+}
+
+/// A row's cell of each run (`-` for a run without serving figures).
+fn cells(runs: &[LoadReport], cell: &Cell) -> Vec<String> {
+    runs.iter()
+        .map(|r| r.serving.as_ref().map_or_else(|| "-".into(), cell))
+        .collect()
+}
+
+/// TTFT split by cache hit, time to first content when reasoning came first, and the
+/// client's figures against the server's own clock (llama.cpp's timings, or the
+/// simulator's stats): each only when some run has it.
+fn cache_and_clock_rows(runs: &[LoadReport]) -> Vec<(&'static str, Vec<String>)> {
+    let any =
+        |f: &dyn Fn(&ServingReport) -> bool| runs.iter().any(|r| r.serving.as_ref().is_some_and(f));
+    let mut rows = Vec::new();
+    if any(&|s| s.cache.hits > 0) {
+        rows.push((
+            "TTFT p50 cache hit / miss",
+            cells(runs, &|s| {
+                format!(
+                    "{} / {} ms ({} hits)",
+                    ms(s.cache.ttft_hit_ms.p50),
+                    ms(s.cache.ttft_miss_ms.p50),
+                    s.cache.hits
+                )
+            }),
+        ));
+    }
+    if any(&|s| s.first_content_ms.p50.is_some() && s.first_content_ms.p50 != s.ttft_ms.p50) {
+        rows.push((
+            "first content p50/p99",
+            cells(runs, &|s| {
+                format!(
+                    "{} / {} ms",
+                    ms(s.first_content_ms.p50),
+                    ms(s.first_content_ms.p99)
+                )
+            }),
+        ));
+    }
+    if any(&|s| s.server_clock.is_some()) {
+        rows.push((
+            "server prompt time p50/p99",
+            cells(runs, &|s| {
+                s.server_clock.as_ref().map_or_else(
+                    || "-".into(),
+                    |c| format!("{} / {} ms", ms(c.prompt_ms.p50), ms(c.prompt_ms.p99)),
+                )
+            }),
+        ));
+        rows.push((
+            "server time/token p50",
+            cells(runs, &|s| {
+                s.server_clock
+                    .as_ref()
+                    .map_or_else(|| "-".into(), |c| format!("{} ms", ms(c.per_token_ms.p50)))
+            }),
+        ));
+    }
+    if any(&|s| s.server_clock.is_some() || s.server.is_some()) {
+        rows.push((
+            "client - server TTFT p50",
+            cells(runs, &|s| {
+                let sim = || Some(s.ttft_ms.p50? - s.server.as_ref()?.ttft_ms.p50?);
+                let clock = s
+                    .server_clock
+                    .as_ref()
+                    .and_then(|c| c.client_minus_server_ttft_ms.p50);
+                clock
+                    .or_else(sim)
+                    .map_or_else(|| "-".into(), |v| format!("{v:.3} ms"))
+            }),
+        ));
+    }
+    if any(&|s| s.server_clock.is_some()) {
+        rows.push((
+            "client - server ITL p50",
+            cells(runs, &|s| {
+                let v = s
+                    .server_clock
+                    .as_ref()
+                    .and_then(|c| c.client_minus_server_itl_ms.p50);
+                v.map_or_else(|| "-".into(), |v| format!("{v:.3} ms"))
+            }),
+        ));
+    }
+    rows
 }

@@ -28,7 +28,7 @@ pub struct ScrapeTarget {
 }
 
 /// The series kept when none are named: the serving figures of vLLM (and `sim-llm
-/// serve`), SGLang and TGI, those the HTML report draws among them.
+/// serve`), SGLang, TGI and llama.cpp, those the HTML report draws among them.
 pub const DEFAULT_SERIES: &[&str] = &[
     "vllm:num_requests_running",
     "vllm:num_requests_waiting",
@@ -56,6 +56,15 @@ pub const DEFAULT_SERIES: &[&str] = &[
     "tgi_batch_current_size",
     "tgi_request_count",
     "tgi_request_success",
+    "llamacpp:requests_processing",
+    "llamacpp:requests_deferred",
+    "llamacpp:kv_cache_usage_ratio",
+    "llamacpp:prompt_tokens_total",
+    "llamacpp:prompt_tokens_cached_total",
+    "llamacpp:tokens_predicted_total",
+    "llamacpp:prompt_seconds_total",
+    "llamacpp:tokens_predicted_seconds_total",
+    "llamacpp:n_busy_slots_per_decode",
 ];
 
 /// The most series (label sets counted apart) one scrape keeps: a target exposing tens of

@@ -13,7 +13,11 @@ use crate::probe::timeline::Timeline;
 pub struct LoadReport {
     pub schedule: String,
     pub tasks: usize,
+    /// Tasks that ended with an answer, those cut by the output cap included.
     pub completed: usize,
+    /// Of `completed`, the tasks whose answer the output cap cut (`--output-tokens`).
+    #[serde(default)]
+    pub truncated: usize,
     pub failed: usize,
     pub blocked: usize,
     /// First dispatch to the last task settled (before integration).

@@ -3,6 +3,7 @@
 //! workload's figures per turn (`turns`), a sweep's knee (`knee`) and a rate sweep's
 //! saturation check (`saturation`). Drawing them is `planwave-loadtest-report`'s job.
 
+pub(crate) mod cache;
 pub(crate) mod knee;
 pub(crate) mod load_report;
 pub(crate) mod percentiles;

@@ -304,6 +304,7 @@ mod tests {
             output_tokens: 1,
             outcome: outcome.into(),
             retries: 0,
+            ..CallRecord::default()
         }
     }
 

@@ -7,13 +7,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use planwave_llm::{ChatResponse, LlmError};
+use planwave_llm::{ChatResponse, LlmError, ServerTimings};
 use serde::{Deserialize, Serialize};
 
+use super::cache::{CacheFigures, ServerClock};
 use super::percentiles::Percentiles;
 
 /// One model call as the client saw it. Times in ms; `start_ms` from the run's epoch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct CallRecord {
     pub role: String,
     pub task: Option<String>,
@@ -35,9 +36,22 @@ pub struct CallRecord {
     /// `http_5xx`, `timeout`, `transport`, ...).
     pub outcome: String,
     pub retries: u32,
+    /// Send to the first chunk of answer content, when the model streamed reasoning
+    /// (`reasoning_content`) before it; otherwise the same as `ttft_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_content_ms: Option<f64>,
+    /// The server's own timings of the request (llama.cpp's `timings`), when it sent them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerTimings>,
 }
 
 impl CallRecord {
+    /// The mean of the gaps between content chunks (`None` with fewer than two chunks).
+    pub fn itl_mean_ms(&self) -> Option<f64> {
+        (!self.itl_ms.is_empty())
+            .then(|| self.itl_ms.iter().sum::<f64>() / self.itl_ms.len() as f64)
+    }
+
     /// The record of a call that began at `start_ms` and took `elapsed`.
     pub(crate) fn of(
         role: &str,
@@ -60,6 +74,8 @@ impl CallRecord {
             output_tokens: 0,
             outcome: "ok".into(),
             retries: 0,
+            first_content_ms: None,
+            server: None,
         };
         match answer {
             Ok(a) => {
@@ -75,6 +91,8 @@ impl CallRecord {
                     r.ttft_ms = Some(ms(t.ttft));
                     r.e2e_ms = ms(t.e2e);
                     r.retries = t.retries;
+                    r.first_content_ms = t.first_content.map(ms);
+                    r.server = t.server.as_deref().cloned();
                     // An answer in one piece has no inter-token timing to speak of.
                     if t.streamed {
                         r.itl_ms = t.itl().map(ms).collect();
@@ -222,6 +240,15 @@ pub struct ServingReport {
     /// The endpoint's own figures, when it reports them.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub server: Option<ServerSide>,
+    /// The prompt cache's share and TTFT split by cache hit.
+    #[serde(default)]
+    pub cache: CacheFigures,
+    /// Send to the first answer content (apart from TTFT when reasoning streams first).
+    #[serde(default)]
+    pub first_content_ms: Percentiles,
+    /// The server's per-request timings against the client's, where it sends them.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub server_clock: Option<ServerClock>,
 }
 
 impl ServingReport {
@@ -266,6 +293,7 @@ impl ServingReport {
             *outcomes.entry(c.outcome.clone()).or_insert(0u64) += 1;
         }
         let output_tokens: u64 = ok.iter().map(|c| c.output_tokens).sum();
+        let ok_calls: Vec<&CallRecord> = ok.iter().map(|c| **c).collect();
         let good = slo.map(|(s, _)| counted.iter().filter(|c| s.met_by(c)).count());
         ServingReport {
             requests: counted.len(),
@@ -294,6 +322,11 @@ impl ServingReport {
             good,
             goodput: good.map(|g| per_sec(g as f64)),
             server: None,
+            cache: CacheFigures::of(&ok_calls),
+            first_content_ms: Percentiles::of(
+                ok.iter().filter_map(|c| c.first_content_ms).collect(),
+            ),
+            server_clock: ServerClock::of(&ok_calls),
         }
     }
 }
@@ -316,6 +349,7 @@ mod tests {
             output_tokens: tokens,
             outcome: outcome.into(),
             retries: 0,
+            ..CallRecord::default()
         }
     }
 

@@ -29,6 +29,7 @@ use crate::probe::Probe;
 use crate::probe::shaping::Shaping;
 use crate::run::{LoadRequest, run};
 use crate::traffic::{Point, Traffic};
+use crate::workload::synthetic::{SyntheticPrompts, SyntheticSpec};
 use crate::workload::{LatencyModel, Shape};
 use workload::{Workload, point_plan};
 
@@ -110,6 +111,12 @@ pub struct SweepOptions<E> {
     pub scrape_metrics: Option<ScrapeTarget>,
     /// What is done to each request beyond sending it (see [`Shaping`]).
     pub shaping: Option<Arc<Shaping>>,
+    /// Synthetic prompts, drawn afresh for every run (in place of `prompts`), so no run
+    /// inherits the server's prefix cache from the one before.
+    pub synthetic: Option<SyntheticSpec>,
+    /// The first salt of the sweep's runs (a `--repeat` round's number): run `k` draws its
+    /// synthetic prompts with `salt * 2^16 + k`.
+    pub salt: u64,
 }
 
 /// A run about to start, for the front end to show.
@@ -234,7 +241,9 @@ pub async fn run_sweep<E>(
         };
         let first = runs.len();
         for &schedule in &schedules {
-            let run = run_point(&o, &w, point, schedule, arrivals.clone(), &at).await?;
+            let prompts = run_prompts(&o, runs.len());
+            let point_run = (point, schedule, prompts);
+            let run = run_point(&o, &w, point_run, arrivals.clone(), &at).await?;
             runs.push(run);
             if cancel.is_cancelled() {
                 // What the stopped run measured is reported, with its workload.
@@ -304,6 +313,23 @@ fn check_saturation<E>(
     first
 }
 
+/// The prompts of the sweep's run number `k`: synthetic ones with the run's own salt, or
+/// the ones given.
+fn run_prompts<E>(o: &SweepOptions<E>, k: usize) -> Option<Arc<dyn planwave_prompts::PromptSet>> {
+    match &o.synthetic {
+        Some(spec) => {
+            let salt = (o.salt << 16).wrapping_add(k as u64);
+            let builtin = Arc::new(planwave_prompts::Templates::builtin());
+            Some(Arc::new(SyntheticPrompts::salted(
+                spec.clone(),
+                salt,
+                builtin,
+            )))
+        }
+        None => o.prompts.clone(),
+    }
+}
+
 /// What every run of the sweep shares.
 struct At<'a> {
     /// Measure serving metrics.
@@ -318,8 +344,11 @@ struct At<'a> {
 async fn run_point<E>(
     o: &SweepOptions<E>,
     w: &Workload,
-    point: &Point,
-    schedule: Schedule,
+    (point, schedule, prompts): (
+        &Point,
+        Schedule,
+        Option<Arc<dyn planwave_prompts::PromptSet>>,
+    ),
     arrivals: Option<Vec<Duration>>,
     at: &At<'_>,
 ) -> Result<LoadReport, SweepError<E>> {
@@ -361,10 +390,7 @@ async fn run_point<E>(
     let result = run(LoadRequest {
         run: RunRequest {
             // The built-in templates unless the load test was given others.
-            prompts: o
-                .prompts
-                .clone()
-                .unwrap_or_else(|| in_memory.prompts.clone()),
+            prompts: prompts.unwrap_or_else(|| in_memory.prompts.clone()),
             journal: at.journal.clone(),
             config: RunConfig {
                 schedule,

@@ -42,6 +42,8 @@ fn options(traffic: Traffic) -> SweepOptions<String> {
         arrivals: None,
         scrape_metrics: None,
         shaping: None,
+        synthetic: None,
+        salt: 0,
     }
 }
 

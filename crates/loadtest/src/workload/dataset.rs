@@ -201,28 +201,22 @@ pub fn prompt_lengths(tokens: &TokenCount, n: usize, seed: u64) -> Vec<u64> {
     within_budget(tokens.draw(n, seed))
 }
 
-/// Up to `n` synthetic prompts of drawn lengths ([`prompt_lengths`]). Each token is a
-/// two-letter word and a space (three characters): the simulator counts three characters a
-/// token, and a BPE tokenizer reads a short common word as one token, so both count about
-/// the length asked.
+/// Up to `n` synthetic prompts of drawn lengths ([`prompt_lengths`]), distinct (see
+/// [`SyntheticPrompts`](crate::SyntheticPrompts)). Each token is a two-letter word and a space (three characters):
+/// the simulator counts three characters a token, and a BPE tokenizer reads a short common
+/// word as one token, so both count about the length asked.
 pub fn synthetic_prompts(tokens: &TokenCount, n: usize, seed: u64) -> Vec<Vec<ChatMessage>> {
     prompt_lengths(tokens, n, seed)
         .into_iter()
         .enumerate()
-        .map(|(i, len)| vec![ChatMessage::user(filler(i, len as usize))])
+        .map(|(i, len)| {
+            let key = super::synthetic::request_key(seed, 0, i as u64);
+            vec![ChatMessage::user(super::synthetic::filler(
+                key,
+                len as usize,
+            ))]
+        })
         .collect()
-}
-
-/// `words` two-letter words, each followed by a space, starting at word `i` of the cycle
-/// (so requests differ).
-pub(crate) fn filler(i: usize, words: usize) -> String {
-    const WORDS: [&str; 8] = ["an", "to", "of", "in", "is", "it", "on", "at"];
-    let mut text = String::with_capacity(words * 3);
-    for k in 0..words {
-        text.push_str(WORDS[(i + k) % WORDS.len()]);
-        text.push(' ');
-    }
-    text
 }
 
 /// One prompt per entry of `lengths`, exactly that many tokens long (a trace's requests),
@@ -230,9 +224,10 @@ pub(crate) fn filler(i: usize, words: usize) -> String {
 pub fn prompts_of_lengths(lengths: &[u64]) -> Vec<Vec<ChatMessage>> {
     lengths
         .iter()
-        .map(|&len| {
+        .enumerate()
+        .map(|(i, &len)| {
             let words = len.clamp(1, MAX_PROMPT_TOKENS) as usize;
-            vec![ChatMessage::user(filler(0, words))]
+            vec![ChatMessage::user(super::synthetic::filler(i as u64, words))]
         })
         .collect()
 }

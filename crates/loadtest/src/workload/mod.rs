@@ -1,12 +1,13 @@
 //! Workloads: which plan, and how long each of its model calls should take; the requests'
 //! prompts from data (`dataset`, `trace`), multi-turn `sessions`, the `arrivals` of an open
-//! loop, and a model's `tokenizer`; the bounds all of them check their numbers against
+//! loop, distinct `synthetic` prompts, and a model's `tokenizer`; the bounds all of them check their numbers against
 //! (`limits`).
 
 pub(crate) mod arrivals;
 pub(crate) mod dataset;
 pub(crate) mod limits;
 pub(crate) mod sessions;
+pub(crate) mod synthetic;
 pub(crate) mod tokenizer;
 pub(crate) mod trace;
 

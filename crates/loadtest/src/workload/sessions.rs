@@ -131,8 +131,8 @@ pub fn synthetic_sessions(
                     let len = lengths.next().unwrap_or(1);
                     k += 1;
                     let text = match tokenizer {
-                        Some(t) => t.filler(len, k).map_err(|e| e.to_string())?,
-                        None => super::dataset::filler(k, len as usize),
+                        Some(t) => t.filler(len, k as u64).map_err(|e| e.to_string())?,
+                        None => super::synthetic::filler(k as u64, len as usize),
                     };
                     Ok(vec![ChatMessage::user(text)])
                 })

@@ -63,11 +63,11 @@ impl TokenCounter {
         }
     }
 
-    /// Filler text of request `i` that is `len` tokens long by this tokenizer, or as near as
+    /// Filler text of the request keyed `key` that is `len` tokens long by this tokenizer, or as near as
     /// words allow without going over (at least one word); refused when `len` is over
     /// [`MAX_PROMPT_TOKENS`] or when the tokenizer's count does not grow with the text (more
     /// than [`MAX_WORDS_PER_TOKEN`] words a token), where the search would never end.
-    pub(crate) fn filler(&self, len: u64, i: usize) -> Result<String, TokenizerError> {
+    pub(crate) fn filler(&self, len: u64, key: u64) -> Result<String, TokenizerError> {
         let target = len.max(1);
         let refused = |problem: String| TokenizerError {
             path: self.path.clone(),
@@ -84,9 +84,9 @@ impl TokenCounter {
         let mut guess = target as usize;
         // A bracketing search from a proportional guess: a handful of encodes per prompt.
         for _ in 0..24 {
-            let n = self.count(&super::dataset::filler(i, guess));
+            let n = self.count(&super::synthetic::filler(key, guess));
             if n == target {
-                return Ok(super::dataset::filler(i, guess));
+                return Ok(super::synthetic::filler(key, guess));
             }
             if n < target {
                 if guess >= most {
@@ -109,7 +109,7 @@ impl TokenCounter {
             }
             guess = next;
         }
-        Ok(super::dataset::filler(i, lo))
+        Ok(super::synthetic::filler(key, lo))
     }
 
     /// One prompt per length, each that many tokens long by this tokenizer.
@@ -120,7 +120,7 @@ impl TokenCounter {
         lengths
             .iter()
             .enumerate()
-            .map(|(i, &len)| Ok(vec![ChatMessage::user(self.filler(len, i)?)]))
+            .map(|(i, &len)| Ok(vec![ChatMessage::user(self.filler(len, i as u64)?)]))
             .collect()
     }
 }
