@@ -190,6 +190,55 @@ enum Follow {
     Shorter(u64),
 }
 
+/// The messages of attempt `n` and its kind: the question, or the question with the previous
+/// answer and its repair, or asked again shorter after a cut.
+fn next_messages<T>(
+    q: &Question<'_, T>,
+    n: u32,
+    to_repair: Option<&Follow>,
+) -> Result<(Vec<ChatMessage>, AttemptKind), PromptError> {
+    Ok(match to_repair {
+        Some(Follow::Repair(raw, problems)) => {
+            let mut m = q.messages.clone();
+            m.push(ChatMessage::assistant(raw.clone()));
+            m.push(ChatMessage::user((q.repair)(n, problems)?));
+            (m, AttemptKind::Repair)
+        }
+        Some(Follow::Shorter(tokens)) => {
+            let mut m = q.messages.clone();
+            m.push(ChatMessage::user(match q.shorter {
+                Some(f) => f(*tokens),
+                None => crate::shorter::shorter_answer(q.context.lang, *tokens),
+            }));
+            (m, AttemptKind::Repair)
+        }
+        None => (q.messages.clone(), q.first),
+    })
+}
+
+/// An answer judged, then checked by the custom validator when there is one.
+enum Judgement<T> {
+    /// The value and its warnings, or the problems a repair should fix.
+    Judged(Result<(T, Vec<String>), Vec<String>>),
+    /// The validator itself failed (not the answer).
+    CheckFailed(String),
+}
+
+async fn judge_and_check<T>(q: &Question<'_, T>, raw: &str) -> Judgement<T> {
+    let (value, warnings) = match (q.judge)(raw) {
+        Ok(judged) => judged,
+        Err(problems) => return Judgement::Judged(Err(problems)),
+    };
+    let Some(check) = q.check else {
+        return Judgement::Judged(Ok((value, warnings)));
+    };
+    match check(&value).await {
+        Ok(problems) if problems.is_empty() => Judgement::Judged(Ok((value, warnings))),
+        Ok(problems) => Judgement::Judged(Err(problems)),
+        Err(failed) => Judgement::CheckFailed(failed.to_string()),
+    }
+}
+
 /// Asks until an answer is valid, an error is not worth retrying, or the attempts run out;
 /// `on_attempt` sees each attempt as soon as it is judged.
 pub async fn ask<T>(
@@ -201,23 +250,7 @@ pub async fn ask<T>(
     // The last answer judged invalid, with its problems: what a repair fixes.
     let mut to_repair: Option<Follow> = None;
     for n in 1..=q.attempts.max(1) {
-        let (messages, kind) = match &to_repair {
-            Some(Follow::Repair(raw, problems)) => {
-                let mut m = q.messages.clone();
-                m.push(ChatMessage::assistant(raw.clone()));
-                m.push(ChatMessage::user((q.repair)(n, problems)?));
-                (m, AttemptKind::Repair)
-            }
-            Some(Follow::Shorter(tokens)) => {
-                let mut m = q.messages.clone();
-                m.push(ChatMessage::user(match q.shorter {
-                    Some(f) => f(*tokens),
-                    None => crate::shorter::shorter_answer(q.context.lang, *tokens),
-                }));
-                (m, AttemptKind::Repair)
-            }
-            None => (q.messages.clone(), q.first),
-        };
+        let (messages, kind) = next_messages(&q, n, to_repair.as_ref())?;
         let span = (q.span)(n, kind);
         let (mut a, answer) = call(provider, &q, n, kind, messages, &span).await;
         let resp = match answer {
@@ -241,26 +274,20 @@ pub async fn ask<T>(
         a.usage = resp.usage;
         a.raw = resp.content;
         a.truncated = resp.finish_reason.as_deref() == Some("length");
-        let judged = match (q.judge)(&a.raw) {
-            Ok((value, warnings)) => match q.check {
-                None => Ok((value, warnings)),
-                Some(check) => match check(&value).await {
-                    Ok(problems) if problems.is_empty() => Ok((value, warnings)),
-                    Ok(problems) => Err(problems),
-                    Err(failed) => {
-                        a.problems = vec![failed.to_string()];
-                        (q.record)(&span, &a);
-                        on_attempt(&a);
-                        attempts.push(a);
-                        return Ok(Asked {
-                            value: None,
-                            attempts,
-                            fatal: None,
-                        });
-                    }
-                },
-            },
-            Err(problems) => Err(problems),
+        let judged = match judge_and_check(&q, &a.raw).await {
+            Judgement::Judged(judged) => judged,
+            // The custom validator could not say: no repair can help.
+            Judgement::CheckFailed(failed) => {
+                a.problems = vec![failed];
+                (q.record)(&span, &a);
+                on_attempt(&a);
+                attempts.push(a);
+                return Ok(Asked {
+                    value: None,
+                    attempts,
+                    fatal: None,
+                });
+            }
         };
         match judged {
             Ok((value, warnings)) => {

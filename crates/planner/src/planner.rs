@@ -230,18 +230,11 @@ impl Planner {
         self.plan_with_reflection(goal, None, on_attempt).await
     }
 
-    /// Plans `goal` for a later round of the reflective loop: the previous round's reflection
-    /// summary goes into the planning prompt.
-    pub async fn plan_with_reflection(
-        &self,
-        goal: &str,
-        reflection: Option<&str>,
-        on_attempt: &mut (dyn FnMut(&Attempt) + Send),
-    ) -> Result<PlanOutcome, PlannerError> {
-        let goal = goal.trim();
-        let (first, lang) = self.first_prompt(goal, reflection)?;
+    /// What a planning request is about (the simulator and the server read it): the tools,
+    /// the questions allowed, and the schema the answer must follow.
+    fn planning_context(&self, goal: &str, lang: Lang, reflection: Option<&str>) -> RequestContext {
         let steps = self.config.format == PlanFormat::Steps;
-        let context = RequestContext {
+        RequestContext {
             lang,
             topic: goal.to_owned(),
             // Names only for a research plan: the prompt has the schemas, and the context
@@ -277,7 +270,21 @@ impl Planner {
                 ),
             )),
             ..RequestContext::default()
-        };
+        }
+    }
+
+    /// Plans `goal` for a later round of the reflective loop: the previous round's reflection
+    /// summary goes into the planning prompt.
+    pub async fn plan_with_reflection(
+        &self,
+        goal: &str,
+        reflection: Option<&str>,
+        on_attempt: &mut (dyn FnMut(&Attempt) + Send),
+    ) -> Result<PlanOutcome, PlannerError> {
+        let goal = goal.trim();
+        let (first, lang) = self.first_prompt(goal, reflection)?;
+        let steps = self.config.format == PlanFormat::Steps;
+        let context = self.planning_context(goal, lang, reflection);
         let (min_tasks, max_tasks) = self.task_range();
         let shorter = |tokens: u64| crate::shorter::shorter_plan(lang, min_tasks, tokens);
         let repair = |n: u32, problems: &[String]| {
