@@ -120,12 +120,15 @@ async fn model_labels_stay_bounded_when_every_answer_names_a_new_model() {
         .iter()
         .filter_map(|l| l.split("model=\"").nth(1)?.split('"').next())
         .collect();
-    assert!(
-        models.len() <= 17,
+    // Calls are labelled by the model planwave asked for (issue 49: llama.cpp answers with
+    // a file path), so a server naming a new model each time adds no label at all; the
+    // 16-label fold stays for runs configured with many models.
+    assert_eq!(
+        models,
+        BTreeSet::from(["configured-model"]),
         "{} model labels: {models:?}",
         models.len()
     );
-    assert!(models.contains("other"), "{models:?}");
     let counted: f64 = calls
         .iter()
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())

@@ -85,6 +85,11 @@ pub fn read_questions(raw: &str) -> Option<Result<Vec<String>, Vec<String>>> {
         match q.as_str().map(str::trim) {
             None => problems.push(format!("questions[{i}]: expected a string")),
             Some("") => problems.push(format!("questions[{i}]: empty")),
+            // A small model under a grammar fills the form with "..." for a clear goal: a
+            // question says something (at least three letters, of any script).
+            Some(q) if q.chars().filter(|c| c.is_alphabetic()).count() < 3 => problems.push(
+                format!("questions[{i}]: not a question a person could answer: {q:?}"),
+            ),
             Some(q) if q.chars().count() > MAX_QUESTION_CHARS => problems.push(format!(
                 "questions[{i}]: longer than {MAX_QUESTION_CHARS} characters"
             )),
