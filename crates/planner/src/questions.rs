@@ -128,9 +128,16 @@ mod tests {
             Some(Ok(vec!["Which company?".to_owned()]))
         );
         assert_eq!(
-            read_questions(r#"{"questions": ["a", "b", "c", "d"]}"#),
+            read_questions(r#"{"questions": ["Who a?", "Who b?", "Who c?", "Who d?"]}"#),
             Some(Err(vec![
                 "questions: ask one to 3 questions (got 4)".into()
+            ]))
+        );
+        // What a small model wrote under the grammar for a clear goal.
+        assert_eq!(
+            read_questions(r#"{"questions": ["...", "Which market, 中国?"]}"#),
+            Some(Err(vec![
+                "questions[0]: not a question a person could answer: \"...\"".into()
             ]))
         );
         assert_eq!(
